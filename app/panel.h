@@ -1,0 +1,33 @@
+// A panel: one view of one rung (or the Measure view). The app opens an ImGui window per panel and
+// calls draw(); `shot PANEL --set key=value` sets params() first. Panels recompute when their
+// parameters change, catch InputError/RuntimeError and show them (ui::error_box), never abort.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/params.h"
+
+namespace kl::app {
+
+struct AppContext {
+  BackendChoice backend;
+  DeviceInfo device;
+  bool headless = false;
+  long frame = 0;
+};
+
+class Panel {
+ public:
+  virtual ~Panel() = default;
+  virtual std::string id() const = 0;     // as typed after `shot`: "vector-add"
+  virtual std::string title() const = 0;  // as shown: "1 · Vector add"
+  virtual ParamValues& params() = 0;      // every control of the panel, validated
+  virtual void draw(AppContext& ctx) = 0; // content of the panel's window
+};
+
+// In ladder order; defined in app/panels/panels.cpp.
+std::vector<std::unique_ptr<Panel>> make_panels();
+
+}  // namespace kl::app

@@ -1,0 +1,19 @@
+// Small UI helpers every panel uses, so controls and messages look and behave the same everywhere.
+#pragma once
+#include <string>
+
+#include "kernels/params.h"
+
+namespace kl::app::ui {
+
+// A control for one parameter of `p` (slider, power-of-two stepper, checkbox or combo by its kind).
+// A value the user types that the spec refuses is not applied: the refusal is shown under the control.
+// Returns true when the value changed.
+bool param_control(ParamValues& p, const std::string& key, std::string* error);
+
+void error_box(const std::string& message);          // red, wrapped, one per failure
+void status_line(const char* label, const std::string& text, bool ok);  // "matches reference: yes"
+void explain(const char* text_asset);                 // wrapped text from assets/text/NAME.md
+void section(const char* title);                      // a heading with a separator
+
+}  // namespace kl::app::ui

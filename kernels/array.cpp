@@ -1,0 +1,25 @@
+#include "kernels/array.h"
+
+namespace kl {
+
+int64_t Array::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string Array::shape_text() const {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+Array Array::zeros(std::vector<int64_t> shape) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data.assign(size_t(a.size()), 0.0f);
+  return a;
+}
+
+}  // namespace kl

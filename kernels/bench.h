@@ -1,0 +1,37 @@
+// Timing for the `bench` command: CUDA events on the CUDA backend (median of many runs after warm-up),
+// steady_clock on the CPU backend, and the baseline every ratio is measured against in the same run:
+// a device-to-device copy (bytes read + bytes written over time).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace kl::bench {
+
+struct Timing {
+  double median_ms = 0, min_ms = 0;
+  int iterations = 0;
+};
+
+// Runs fn `warmup` times, then `iterations` times each timed on its own; fn launches work on the
+// default stream (CUDA) or runs it (CPU).
+Timing time(Backend b, const std::function<void()>& fn, int warmup = 5, int iterations = 30);
+
+// Copy bandwidth in GB/s (1e9 bytes/s) counting bytes read plus bytes written, for a copy of `bytes`
+// bytes (device-to-device on CUDA, memcpy on the CPU).
+double copy_bandwidth_gbs(Backend b, size_t bytes);
+
+struct Row {
+  std::string kernel, variant, shape;
+  double ms = 0;
+  double gbs = 0;        // achieved bandwidth (bytes the kernel must move / time); 0 if not meaningful
+  double tflops = 0;     // achieved FLOP/s in TFLOP/s; 0 if not meaningful
+  double ratio = 0;      // against `baseline`
+  std::string baseline;  // "copy 4.31 TB/s", "unfused", "torch"
+};
+
+std::string format_table(const std::vector<Row>& rows);
+
+}  // namespace kl::bench

@@ -1,0 +1,20 @@
+#include "kernels/registry.h"
+
+#include "kernels/vector_add.h"
+
+namespace kl {
+
+const std::vector<KernelEntry>& kernel_registry() {
+  static const std::vector<KernelEntry> entries = {
+      vector_add::entry(),
+  };
+  return entries;
+}
+
+const KernelEntry* find_kernel(const std::string& name) {
+  for (const KernelEntry& e : kernel_registry())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+}  // namespace kl

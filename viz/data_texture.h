@@ -1,0 +1,53 @@
+// A 2-D texture of raw float values (1, 2 or 4 channels) that shaders/heatmap.frag turns into colour.
+// Filled in one of two ways:
+//   upload(host)            the CPU backend: glTexSubImage2D from host memory.
+//   device write (CUDA)     the CUDA backend: a pixel-unpack buffer registered with CUDA once per size;
+//                           kernels write through a device pointer while it is mapped; on unmap the
+//                           texture is refreshed from that buffer on the GPU (no trip through the host).
+// If registration fails (or KL_FORCE_NO_INTEROP=1), the device path falls back to a device staging
+// buffer copied to the host and uploaded, and interop_status() says so for the UI.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kl::viz {
+
+class DataTexture {
+ public:
+  DataTexture();
+  ~DataTexture();
+  DataTexture(const DataTexture&) = delete;
+  DataTexture& operator=(const DataTexture&) = delete;
+
+  // (Re)allocates when the size or channel count changes; contents undefined until written.
+  void resize(int width, int height, int channels);
+  void upload(const float* host);  // width*height*channels floats, row-major, row 0 at the top
+
+  int width() const { return w_; }
+  int height() const { return h_; }
+  int channels() const { return c_; }
+  unsigned gl_id() const { return tex_; }
+
+  // --- CUDA backend -------------------------------------------------------------------------------
+  // A device pointer to width*height*channels floats, valid until end_device_write().
+  float* begin_device_write();
+  void end_device_write();
+  bool interop_active() const { return interop_ok_; }
+  const std::string& interop_status() const { return interop_status_; }
+
+  // Maps several textures' buffers with one cudaGraphicsMapResources call (once per frame).
+  static void begin_device_write_all(const std::vector<DataTexture*>& textures);
+  static void end_device_write_all(const std::vector<DataTexture*>& textures);
+
+ private:
+  void ensure_registered();
+  unsigned tex_ = 0, pbo_ = 0;
+  int w_ = 0, h_ = 0, c_ = 0;
+  void* resource_ = nullptr;  // cudaGraphicsResource_t
+  void* mapped_ = nullptr;
+  void* staging_ = nullptr;   // device staging buffer on the fallback path
+  bool interop_tried_ = false, interop_ok_ = false;
+  std::string interop_status_ = "not used (CPU backend uploads with glTexSubImage2D)";
+};
+
+}  // namespace kl::viz

@@ -1,0 +1,59 @@
+// Heatmaps of DataTextures, always with their colour bar (the ImPlot/triton-viz habit).
+// Channel 0 holds the value; channel 1 (when present) holds the cell's state:
+//   0 normal, 1 masked lane (hatched grey), 2 never written (red/black checker), 3 highlighted.
+// The colouring runs in GLSL (shaders/heatmap.frag) into an RGBA texture drawn with ImGui::Image.
+#pragma once
+#include <string>
+
+#include "viz/data_texture.h"
+
+struct ImVec2;
+
+namespace kl::viz {
+
+enum CellState : int { kCellNormal = 0, kCellMasked = 1, kCellUnwritten = 2, kCellHighlight = 3 };
+
+struct ColorScale {
+  enum class Kind { Sequential, Diverging, Categorical } kind = Kind::Sequential;
+  float lo = 0.0f, hi = 1.0f;  // value range mapped onto the colour map (Categorical: ignored)
+  std::string label;           // shown beside the colour bar
+};
+
+struct HeatmapHover {
+  bool active = false;
+  int col = -1, row = -1;  // data cell under the mouse
+};
+
+class Heatmap {
+ public:
+  Heatmap();
+  ~Heatmap();
+  Heatmap(const Heatmap&) = delete;
+  Heatmap& operator=(const Heatmap&) = delete;
+
+  void set_scale(const ColorScale& s) { scale_ = s; }
+  // Thin lines every `cols` columns / `rows` rows (0: none), e.g. program boundaries.
+  void set_grid(int cols, int rows) { grid_cols_ = cols, grid_rows_ = rows; }
+  // Highlight a row and/or column (-1: none), e.g. the query and key a hovered weight came from.
+  void set_highlight(int row, int col) { hl_row_ = row, hl_col_ = col; }
+
+  // Colours `data` (only when it or the scale changed, or `dirty`) and draws it at `size` pixels,
+  // with its colour bar to the right unless the scale is categorical. Returns the hovered cell.
+  HeatmapHover draw(const char* id, DataTexture& data, const ImVec2& size, bool dirty = true);
+
+ private:
+  void colorize(DataTexture& data);
+  ColorScale scale_;
+  int grid_cols_ = 0, grid_rows_ = 0, hl_row_ = -1, hl_col_ = -1;
+  unsigned rgba_ = 0, fbo_ = 0;
+  int rgba_w_ = 0, rgba_h_ = 0;
+};
+
+// The perceptual colour map used everywhere (viridis-like), for legends drawn outside heatmaps.
+void colormap_rgb(float t, float rgb[3]);
+// The categorical palette used for program ids (same as the shader's).
+void categorical_rgb(int index, float rgb[3]);
+// A vertical colour bar with ticks, for any widget that colours with ColorScale.
+void colorbar(const ColorScale& s, const ImVec2& size);
+
+}  // namespace kl::viz

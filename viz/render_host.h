@@ -1,0 +1,47 @@
+// One interface for the two places a frame can be drawn: a GLFW window (interactive) and an EGL
+// headless context rendering into an FBO (shots, tours, tests, the GPU machine). Panels never know
+// which one draws them. Both own the Dear ImGui context, its GL3 backend and the embedded fonts.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct ImFont;
+
+namespace kl::viz {
+
+struct HostOptions {
+  int width = 1400;
+  int height = 900;
+  std::string title = "Kernel Ladder";
+  bool vsync = true;
+  std::string ini_path;  // ImGui layout file; empty: none (headless always uses none)
+};
+
+class RenderHost {
+ public:
+  virtual ~RenderHost() = default;
+  // Polls events and starts an ImGui frame. Returns false when the window was closed (or lost).
+  virtual bool begin_frame() = 0;
+  // Renders the ImGui frame into the framebuffer and presents it (window) or finishes it (headless).
+  virtual void end_frame() = 0;
+  // RGBA8 pixels of the last finished frame, top row first.
+  virtual bool read_pixels(std::vector<uint8_t>& rgba, int& width, int& height) = 0;
+  virtual int width() const = 0;
+  virtual int height() const = 0;
+  virtual std::string kind() const = 0;  // "window (GLFW)" / "headless (EGL device)"
+  std::string gl_renderer() const;       // GL_RENDERER of the current context
+};
+
+// nullptr with *error set ("no display: DISPLAY and WAYLAND_DISPLAY are unset", GLFW's message, ...).
+std::unique_ptr<RenderHost> make_window_host(const HostOptions& o, std::string* error);
+// nullptr with *error set when no EGL device/display can give a GL 3.3 core context.
+std::unique_ptr<RenderHost> make_headless_host(const HostOptions& o, std::string* error);
+
+// Fonts loaded by the hosts from the embedded DejaVu files.
+ImFont* font_regular();
+ImFont* font_mono();
+ImFont* font_large();
+
+}  // namespace kl::viz
