@@ -38,6 +38,9 @@ class DataTexture {
   // Maps several textures' buffers with one cudaGraphicsMapResources call (once per frame).
   static void begin_device_write_all(const std::vector<DataTexture*>& textures);
   static void end_device_write_all(const std::vector<DataTexture*>& textures);
+  // The interop status of the texture most recently written by a device (for the status bar);
+  // "CPU backend: glTexSubImage2D uploads" until then.
+  static const std::string& last_interop_status();
 
  private:
   void ensure_registered();
