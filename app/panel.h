@@ -25,6 +25,14 @@ class Panel {
   virtual std::string title() const = 0;  // as shown: "1 · Vector add"
   virtual ParamValues& params() = 0;      // every control of the panel, validated
   virtual void draw(AppContext& ctx) = 0; // content of the panel's window
+
+  // Named settings the tour renders this panel at, in order ("n_cols=2000", ...). Each stop is a
+  // file-name-safe name and the --set strings applied on top of the defaults.
+  struct TourStop {
+    std::string name;
+    std::vector<std::string> settings;
+  };
+  virtual std::vector<TourStop> tour_stops() const { return {{"default", {}}}; }
 };
 
 // In ladder order; defined in app/panels/panels.cpp.

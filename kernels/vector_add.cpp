@@ -1,6 +1,8 @@
 // Rung 1, host side: the reference, the CPU backend's program-by-program launch, and `run` wiring.
 #include "kernels/vector_add.h"
 
+#include <cstdio>
+
 #include "kernels/errors.h"
 
 namespace kl::vector_add {
@@ -94,6 +96,37 @@ KernelEntry entry() {
     out.data = dout.to_host();
     res.outputs["out"] = std::move(out);
     return res;
+  };
+  e.bench = [](Backend b, bool quick) {
+    const int64_t n = quick ? (int64_t(1) << 20) : (int64_t(1) << 26);
+    Buffer<float> x(b, size_t(n)), y(b, size_t(n)), out(b, size_t(n));
+    x.fill_bytes(0);
+    y.fill_bytes(0);
+    const double copy_gbs = bench::copy_bandwidth_gbs(b, size_t(n) * 4);
+    const double bytes = 12.0 * double(n);  // read x and y, write out
+    std::vector<bench::Row> rows;
+    auto row = [&](const char* variant, const std::function<void()>& fn) {
+      const bench::Timing t = bench::time(b, fn);
+      bench::Row r;
+      r.kernel = "vector-add";
+      r.variant = variant;
+      r.shape = "n=2^" + std::to_string(quick ? 20 : 26) + " fp32";
+      r.ms = t.median_ms;
+      r.gbs = bytes / (t.median_ms * 1e-3) / 1e9;
+      r.ratio = r.gbs / copy_gbs;
+      char base[96];
+      snprintf(base, sizeof base, "%s copy %.0f GB/s", b == Backend::Cuda ? "device-to-device" : "CPU memcpy",
+               copy_gbs);
+      r.baseline = base;
+      rows.push_back(r);
+    };
+    if (b == Backend::Cuda) {
+      row("fast", [&] { run_fast(b, x.data(), y.data(), out.data(), n); });
+      row("traced", [&] { run_traced(b, x.data(), y.data(), out.data(), n, 1024, nullptr); });
+    } else {
+      row("traced (CPU)", [&] { run_traced(b, x.data(), y.data(), out.data(), n, 1024, nullptr); });
+    }
+    return rows;
   };
   return e;
 }

@@ -50,7 +50,11 @@ std::string tmp_dir() {
 }
 
 int run_cli(const std::string& args, std::string* out) {
-  const std::string cmd = std::string(KL_BINARY) + " " + args + " 2>&1";
+  return run_shell(std::string(KL_BINARY) + " " + args, out);
+}
+
+int run_shell(const std::string& command, std::string* out) {
+  const std::string cmd = "(" + command + ") 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return -1;
   std::string text;

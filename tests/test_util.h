@@ -29,5 +29,7 @@ uint64_t next_seed();
 std::string tmp_dir();
 // Runs the kernel-ladder binary with arguments; returns the exit code; output in *out (stdout+stderr).
 int run_cli(const std::string& args, std::string* out);
+// Runs a shell command line (stdout+stderr into *out); returns its exit code.
+int run_shell(const std::string& command, std::string* out);
 
 }  // namespace kl::test

@@ -1,0 +1,11 @@
+#include "app/panels/panels.h"
+
+namespace kl::app {
+
+std::vector<std::unique_ptr<Panel>> make_panels() {
+  std::vector<std::unique_ptr<Panel>> p;
+  p.push_back(make_vector_add_panel());
+  return p;
+}
+
+}  // namespace kl::app

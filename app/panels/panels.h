@@ -1,0 +1,9 @@
+// Factories for every panel, in ladder order (app/panels/panels.cpp lists them).
+#pragma once
+#include <memory>
+
+#include "app/panel.h"
+
+namespace kl::app {
+std::unique_ptr<Panel> make_vector_add_panel();
+}  // namespace kl::app
