@@ -119,7 +119,7 @@ class VectorAddPanel : public Panel {
     vector_add::run_traced(b, x_.data(), y_.data(), out_.data(), n, block, &tv);
 
     // The check: against the CPU reference, on the host.
-    std::vector<float> ref(size_t(n));
+    std::vector<float> ref(static_cast<size_t>(n));
     vector_add::reference(hx_.data(), hy_.data(), ref.data(), n);
     const std::vector<float> got = out_.to_host();
     double max_diff = 0;

@@ -47,7 +47,7 @@ TEST_P(VectorAdd, BitExactAndTraceComplete) {
       if (b == Backend::Cpu && n > 2000000 && block != 1024) continue;
       SCOPED_TRACE(std::string(backend_name(b)) + " n=" + std::to_string(n) + " block=" + std::to_string(block));
       const std::vector<float> x = test::random_small_ints(size_t(n)), y = test::random_small_ints(size_t(n));
-      std::vector<float> ref(size_t(n));
+      std::vector<float> ref(static_cast<size_t>(n));
       vector_add::reference(x.data(), y.data(), ref.data(), n);
       const Outcome o = run_on(b, x, y, block);
       ASSERT_EQ(0, std::memcmp(o.out.data(), ref.data(), size_t(n) * 4)) << "not bit-exact";
@@ -92,7 +92,7 @@ TEST(VectorAddCuda, FastVersionBitExact) {
   KL_REQUIRE_CUDA();
   for (int64_t n : {int64_t(1), int64_t(3), int64_t(4), int64_t(5), int64_t(1000003), (int64_t(1) << 24) + 5}) {
     const std::vector<float> x = test::random_small_ints(size_t(n)), y = test::random_small_ints(size_t(n));
-    std::vector<float> ref(size_t(n));
+    std::vector<float> ref(static_cast<size_t>(n));
     vector_add::reference(x.data(), y.data(), ref.data(), n);
     Buffer<float> dx(Backend::Cuda, size_t(n)), dy(Backend::Cuda, size_t(n)), dout(Backend::Cuda, size_t(n));
     dx.upload(x);
