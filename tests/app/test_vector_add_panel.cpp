@@ -1,0 +1,68 @@
+// app/panels/vector_add_panel.cpp rendered headlessly by `shot` (Mesa here, NVIDIA EGL on the GPU
+// machine): the PNG has the asked size, and the program grid shows one colour per program.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "test_util.h"
+#include "viz/heatmap.h"
+#include "viz/png.h"
+
+namespace kl {
+namespace {
+
+// How many of the categorical palette's colours cover at least `min_pixels` pixels.
+int palette_colours_present(const std::vector<uint8_t>& rgba, int min_pixels) {
+  int present = 0;
+  for (int k = 0; k < 12; ++k) {
+    float c[3];
+    viz::categorical_rgb(k, c);
+    int count = 0;
+    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
+      bool match = true;
+      for (int ch = 0; ch < 3; ++ch) match = match && std::abs(int(rgba[i + ch]) - int(c[ch] * 255.0f + 0.5f)) <= 3;
+      count += match;
+    }
+    present += count >= min_pixels;
+  }
+  return present;
+}
+
+void shot(const std::string& args, const std::string& file, std::vector<uint8_t>& rgba, int& w, int& h) {
+  std::string out;
+  ASSERT_EQ(test::run_cli("shot vector-add --backend cpu --out " + file + " " + args, &out), 0) << out;
+  ASSERT_TRUE(viz::read_png(file, rgba, w, h)) << file;
+}
+
+TEST(VectorAddPanel, OneColourPerProgram) {
+  struct Case {
+    const char* sets;
+    int programs;
+  } cases[] = {{"--set n=1000 --set block_size=256", 4}, {"--set n=33 --set block_size=32", 2},
+               {"--set n=100 --set block_size=32", 4}, {"--set n=1024 --set block_size=128", 8}};
+  for (const Case& c : cases) {
+    std::vector<uint8_t> rgba;
+    int w = 0, h = 0;
+    shot(std::string("--size 1200x800 ") + c.sets, test::tmp_dir() + "/va.png", rgba, w, h);
+    ASSERT_EQ(w, 1200);
+    ASSERT_EQ(h, 800);
+    EXPECT_EQ(palette_colours_present(rgba, 40), c.programs) << c.sets;
+  }
+}
+
+TEST(VectorAddPanel, AskedSizeAndNotBlank) {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  shot("--size 800x600 --set n=1048576 --set block_size=1024", test::tmp_dir() + "/va-large.png", rgba, w, h);
+  ASSERT_EQ(w, 800);
+  ASSERT_EQ(h, 600);
+  std::set<uint32_t> colours;
+  for (size_t i = 0; i + 3 < rgba.size(); i += 4)
+    colours.insert(uint32_t(rgba[i]) << 16 | uint32_t(rgba[i + 1]) << 8 | rgba[i + 2]);
+  EXPECT_GT(colours.size(), 20u);
+  EXPECT_GE(palette_colours_present(rgba, 20), 12);  // 1024 programs cycle through the whole palette
+}
+
+}  // namespace
+}  // namespace kl
