@@ -1,0 +1,43 @@
+// `tour` renders every panel headlessly in ladder order and writes an index with one line per image;
+// every image has the asked size and is not blank.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "test_util.h"
+#include "viz/png.h"
+
+namespace kl {
+namespace {
+
+TEST(Tour, EveryImageAskedSizeAndNotBlank) {
+  const std::string dir = test::tmp_dir() + "/tour";
+  std::string out;
+  ASSERT_EQ(test::run_cli("tour --backend cpu --size 1000x700 --out " + dir, &out), 0) << out;
+  std::ifstream idx(dir + "/index.md");
+  ASSERT_TRUE(idx) << "no index.md";
+  std::string line;
+  int images = 0;
+  while (std::getline(idx, line)) {
+    const size_t a = line.find("]("), b = line.find(".png)");
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string file = dir + "/" + line.substr(a + 2, b + 4 - (a + 2));
+    std::vector<uint8_t> rgba;
+    int w = 0, h = 0;
+    ASSERT_TRUE(viz::read_png(file, rgba, w, h)) << file;
+    EXPECT_EQ(w, 1000) << file;
+    EXPECT_EQ(h, 700) << file;
+    std::set<uint32_t> colours;
+    for (size_t i = 0; i + 3 < rgba.size(); i += 16)
+      colours.insert(uint32_t(rgba[i]) << 16 | uint32_t(rgba[i + 1]) << 8 | rgba[i + 2]);
+    EXPECT_GT(colours.size(), 10u) << file << " looks blank";
+    ++images;
+  }
+  EXPECT_GE(images, 2);
+  EXPECT_NE(out.find("index.md"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kl
