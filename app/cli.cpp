@@ -133,6 +133,7 @@ int cmd_shot(const std::string& panel, const std::string& out, const std::string
              const std::string& backend, const std::vector<std::string>& sets, int frames) {
   Shell s = make_shell(backend);
   s.sidebar = false;
+  s.show_source = false;  // shots show the view alone
   const int i = find_panel(s, panel);
   if (i < 0) throw InputError("shot " + panel + ": unknown panel; known: " + panel_ids(s));
   s.current = size_t(i);
@@ -149,6 +150,7 @@ int cmd_shot(const std::string& panel, const std::string& out, const std::string
 int cmd_tour(const std::string& dir, const std::string& size_text, const std::string& backend) {
   Shell s = make_shell(backend);
   s.sidebar = false;
+  s.show_source = false;
   ::mkdir(dir.c_str(), 0755);
   struct stat st{};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

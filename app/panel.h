@@ -33,6 +33,14 @@ class Panel {
     std::vector<std::string> settings;
   };
   virtual std::vector<TourStop> tour_stops() const { return {{"default", {}}}; }
+
+  // The kernel source shown beside the view (embedded at build time): a file of kernels/ and the
+  // functions the view is about, whose lines are highlighted ("vector_add.cu", {"vector_add_traced"}).
+  struct SourceFocus {
+    std::string file;
+    std::vector<std::string> functions;
+  };
+  virtual SourceFocus source_focus() const { return {}; }
 };
 
 // In ladder order; defined in app/panels/panels.cpp.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "assets/embedded.h"
 #include "kernels/errors.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"
@@ -23,6 +24,50 @@ std::string panel_ids(const Shell& s) {
   return r;
 }
 
+namespace {
+
+// The panel's kernel source, with the lines of the functions the view is about highlighted: from the
+// line that names the function to the next line that closes a top-level block.
+void draw_source(const Panel::SourceFocus& f) {
+  const std::string_view text = assets::find("source/" + f.file);
+  if (text.empty()) {
+    ImGui::TextDisabled("no embedded source for %s", f.file.c_str());
+    return;
+  }
+  ImGui::TextDisabled("kernels/%s, embedded at build time; highlighted: the code this view draws", f.file.c_str());
+  ImGui::BeginChild("source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  if (viz::font_mono()) ImGui::PushFont(viz::font_mono());
+  bool inside = false;
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(pos, end - pos));
+    if (!line.empty() && line.back() == '\0') line.pop_back();
+    ++line_no;
+    bool starts = false;
+    for (const std::string& fn : f.functions)
+      starts = starts || (line.find(fn + "(") != std::string::npos && line.find(';') == std::string::npos);
+    if (starts) inside = true;
+    if (inside) {
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      ImGui::GetWindowDrawList()->AddRectFilled(
+          p, ImVec2(p.x + ImGui::GetContentRegionAvail().x + 2000.0f, p.y + ImGui::GetTextLineHeightWithSpacing()),
+          IM_COL32(70, 70, 20, 160));
+    }
+    ImGui::TextDisabled("%4d", line_no);
+    ImGui::SameLine();
+    ImGui::TextUnformatted(line.c_str());
+    if (inside && line == "}") inside = false;
+    pos = end + 1;
+  }
+  if (viz::font_mono()) ImGui::PopFont();
+  ImGui::EndChild();
+}
+
+}  // namespace
+
 void draw_shell(Shell& s, float width, float height) {
   const float status_h = ImGui::GetFrameHeight() + 8.0f;
   const float sidebar_w = s.sidebar ? 210.0f : 0.0f;
@@ -39,6 +84,7 @@ void draw_shell(Shell& s, float width, float height) {
       if (ImGui::Selectable(s.panels[i]->title().c_str(), s.current == i)) s.current = i;
     ImGui::Separator();
     if (ImGui::Button("Screenshot (F12)")) s.screenshot_requested = true;
+    ImGui::Checkbox("Kernel source", &s.show_source);
     if (!s.message.empty()) {
       ImGui::PushTextWrapPos(0);
       ImGui::TextDisabled("%s", s.message.c_str());
@@ -54,11 +100,21 @@ void draw_shell(Shell& s, float width, float height) {
     ImGui::SetNextWindowPos(ImVec2(sidebar_w, 0));
     ImGui::SetNextWindowSize(ImVec2(width - sidebar_w, height - status_h));
     ImGui::Begin(p.title().c_str(), nullptr, fixed);
+    const Panel::SourceFocus focus = p.source_focus();
+    const bool split = s.show_source && !focus.file.empty() && width - sidebar_w > 1100.0f;
+    if (split) ImGui::BeginChild("view", ImVec2((width - sidebar_w) * 0.62f, 0), false);
     try {
       p.draw(s.ctx);
     } catch (const std::exception& e) {
       // A failure inside a panel is shown, never fatal; the next parameter change tries again.
       ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", e.what());
+    }
+    if (split) {
+      ImGui::EndChild();
+      ImGui::SameLine();
+      ImGui::BeginChild("code", ImVec2(0, 0), false);
+      draw_source(focus);
+      ImGui::EndChild();
     }
     ImGui::End();
   }

@@ -15,6 +15,7 @@ struct Shell {
   AppContext ctx;
   std::string host_kind, gl_renderer;
   bool sidebar = true;
+  bool show_source = true;  // the kernel's source beside the view (wide windows only)
   std::string message;  // last screenshot saved, etc.
   bool screenshot_requested = false;
 };

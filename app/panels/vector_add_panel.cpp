@@ -31,6 +31,7 @@ class VectorAddPanel : public Panel {
   std::string id() const override { return "vector-add"; }
   std::string title() const override { return "1 · Vector add"; }
   ParamValues& params() override { return params_; }
+  SourceFocus source_focus() const override { return {"vector_add.cu", {"vector_add_traced"}}; }
   std::vector<TourStop> tour_stops() const override {
     return {{"n1000-block256", {"n=1000", "block_size=256"}},
             {"n2pow20-block1024", {"n=1048576", "block_size=1024"}}};
