@@ -108,7 +108,11 @@ void reference(const float* q, const float* k, const float* v, const Shape& s, c
       const float* qi = q + (bh * s.lq + i) * d;
       double* oi = out + (bh * s.lq + i) * d;
       double* wi = weights ? weights + (bh * s.lq + i) * s.lk : nullptr;
-      const int64_t n = visible_keys(i, s.lq, s.lk, o.causal);
+      // Written out here rather than through visible_keys(), so the kernels' mask is checked
+      // against an independent statement of it: query i sees key j iff j <= i + (Lk - Lq).
+      int64_t n = 0;
+      for (int64_t j = 0; j < s.lk; ++j)
+        if (!o.causal || j <= i + (s.lk - s.lq)) n = j + 1;
       std::fill(oi, oi + d, 0.0);
       if (wi) std::fill(wi, wi + s.lk, 0.0);
       if (n == 0) continue;
