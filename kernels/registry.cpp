@@ -1,5 +1,7 @@
 #include "kernels/registry.h"
 
+#include "kernels/attention.h"
+#include "kernels/flash_attention.h"
 #include "kernels/vector_add.h"
 
 namespace kl {
@@ -7,6 +9,8 @@ namespace kl {
 const std::vector<KernelEntry>& kernel_registry() {
   static const std::vector<KernelEntry> entries = {
       vector_add::entry(),
+      attention::entry(),
+      flash_attention::entry(),
   };
   return entries;
 }
