@@ -2,6 +2,8 @@
 
 #include "kernels/attention.h"
 #include "kernels/flash_attention.h"
+#include "kernels/relu_dropout.h"
+#include "kernels/softmax.h"
 #include "kernels/vector_add.h"
 
 namespace kl {
@@ -9,6 +11,8 @@ namespace kl {
 const std::vector<KernelEntry>& kernel_registry() {
   static const std::vector<KernelEntry> entries = {
       vector_add::entry(),
+      relu_dropout::entry(),
+      softmax::entry(),
       attention::entry(),
       flash_attention::entry(),
   };
