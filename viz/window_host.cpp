@@ -1,0 +1,233 @@
+// The interactive render host: a GLFW 3.3 window with a GL 3.3 core context and ImGui's GLFW and
+// OpenGL3 backends. Frame order (the ImGui example's): poll -> new frame -> caller's UI -> render -> swap.
+// With no display it returns nullptr and one line saying why. Losing the display (X server gone) ends
+// the loop cleanly: begin_frame() returns false instead of Xlib exiting the process.
+#include <epoxy/gl.h>
+// epoxy must come first: GLFW must not pull in the system GL header.
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+#include <dlfcn.h>
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "viz/gl_check.h"
+#include "viz/host_common.h"
+#include "viz/render_host.h"
+
+extern "C" void* glfwGetX11Display(void);  // exported by Debian's X11 build of GLFW 3.3
+
+namespace kl::viz {
+namespace {
+
+// [SECTION] Errors: GLFW's callback and the X connection ---------------------------------------------
+std::mutex g_error_mutex;
+std::string g_last_glfw_error;
+std::atomic<int> g_glfw_errors{0};
+std::atomic<bool> g_display_lost{false};
+
+void glfw_error_callback(int code, const char* description) {
+  ++g_glfw_errors;
+  std::lock_guard<std::mutex> lock(g_error_mutex);
+  char buf[32];
+  snprintf(buf, sizeof(buf), "GLFW error 0x%05X: ", unsigned(code));
+  g_last_glfw_error = std::string(buf) + (description ? description : "");
+}
+
+std::string last_glfw_error() {
+  std::lock_guard<std::mutex> lock(g_error_mutex);
+  return g_last_glfw_error;
+}
+
+// Xlib's default I/O error path calls exit(). Since libX11 1.7 an exit handler that returns leaves the
+// Display marked dead (every later call on it is a no-op), so the frame loop can notice and stop.
+// Looked up at run time: no link or header dependency on Xlib.
+void x_io_exit_handler(void* /*display*/, void* /*user*/) { g_display_lost = true; }
+
+void install_x_io_handler() {
+  using SetExitHandler = void (*)(void*, void (*)(void*, void*), void*);
+  auto set = reinterpret_cast<SetExitHandler>(dlsym(RTLD_DEFAULT, "XSetIOErrorExitHandler"));
+  void* display = glfwGetX11Display();
+  if (set && display) set(display, &x_io_exit_handler, nullptr);
+}
+
+// [SECTION] The host ----------------------------------------------------------------------------------
+class WindowHost final : public RenderHost {
+ public:
+  ~WindowHost() override {
+    if (g_display_lost) {
+      // The connection is gone: GL and GLFW teardown would talk to a dead server. Drop ImGui only.
+      if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
+      if (imgui_context_) detail::destroy_imgui_context();
+      return;
+    }
+    if (window_) glfwMakeContextCurrent(window_);
+    if (imgui_gl_) ImGui_ImplOpenGL3_Shutdown();
+    if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
+    if (imgui_context_) detail::destroy_imgui_context();
+    if (window_) glfwDestroyWindow(window_);
+    if (glfw_) glfwTerminate();
+  }
+
+  bool init(const HostOptions& o, std::string* error) {
+    const char* x = std::getenv("DISPLAY");
+    const char* wl = std::getenv("WAYLAND_DISPLAY");
+    if ((!x || !*x) && (!wl || !*wl)) {
+      *error = "no display: DISPLAY and WAYLAND_DISPLAY are unset";
+      return false;
+    }
+    g_display_lost = false;
+    glfwSetErrorCallback(glfw_error_callback);
+    if (!glfwInit()) {
+      *error = "no display: glfwInit failed (" + last_glfw_error() + ")";
+      return false;
+    }
+    glfw_ = true;
+    install_x_io_handler();
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+    window_ = glfwCreateWindow(o.width, o.height, o.title.c_str(), nullptr, nullptr);
+    if (!window_) {
+      *error = "could not open a GL 3.3 core window (" + last_glfw_error() + ")";
+      return false;
+    }
+    glfwMakeContextCurrent(window_);
+    glfwSwapInterval(o.vsync ? 1 : 0);
+    try {
+      detail::create_imgui_context(o.ini_path);
+    } catch (const std::exception& e) {
+      *error = e.what();
+      return false;
+    }
+    imgui_context_ = true;
+    if (!ImGui_ImplGlfw_InitForOpenGL(window_, true)) {
+      *error = "ImGui's GLFW backend failed to initialise";
+      return false;
+    }
+    imgui_glfw_ = true;
+    ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;  // the GLFW backend maps the keys
+    if (!ImGui_ImplOpenGL3_Init("#version 330 core")) {
+      *error = "ImGui's OpenGL3 backend could not load GL (libGL.so.1)";
+      return false;
+    }
+    imgui_gl_ = true;
+    gl_check("window host: init");
+    return true;
+  }
+
+  bool begin_frame() override {
+    if (g_display_lost || glfwWindowShouldClose(window_)) return false;
+    glfwPollEvents();
+    if (g_display_lost || glfwWindowShouldClose(window_)) return false;
+    // A minimised window has a 0x0 framebuffer: wait instead of drawing nothing at full speed.
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(window_, &fw, &fh);
+    while ((fw == 0 || fh == 0) && !glfwWindowShouldClose(window_) && !g_display_lost) {
+      glfwWaitEventsTimeout(0.1);
+      glfwGetFramebufferSize(window_, &fw, &fh);
+    }
+    if (g_display_lost || glfwWindowShouldClose(window_)) return false;
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    in_frame_ = true;
+    return true;
+  }
+
+  void end_frame() override {
+    if (!in_frame_) return;
+    in_frame_ = false;
+    ImGui::Render();
+    if (g_display_lost) return;
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(window_, &fw, &fh);
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    glViewport(0, 0, fw, fh);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x * 0.8f, bg.y * 0.8f, bg.z * 0.8f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    gl_check("window host: end_frame");
+    // The back buffer is read before the swap, so read_pixels() sees this frame.
+    last_w_ = fw;
+    last_h_ = fh;
+    last_.resize(size_t(fw) * size_t(fh) * 4);
+    if (capture_) {
+      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+      glPixelStorei(GL_PACK_ALIGNMENT, 1);
+      glReadBuffer(GL_BACK);
+      glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, last_.data());
+      gl_check("window host: capture");
+    }
+    glfwSwapBuffers(window_);
+  }
+
+  // Reading back every frame costs time, so the window keeps a copy of each frame only once a caller
+  // has asked for pixels; that first call reads the front buffer (the last frame swapped in).
+  bool read_pixels(std::vector<uint8_t>& rgba, int& width, int& height) override {
+    if (g_display_lost) return false;
+    if (!capture_) {
+      capture_ = true;
+      if (last_w_ <= 0 || last_h_ <= 0) return false;
+      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+      glPixelStorei(GL_PACK_ALIGNMENT, 1);
+      glReadBuffer(GL_FRONT);
+      glReadPixels(0, 0, last_w_, last_h_, GL_RGBA, GL_UNSIGNED_BYTE, last_.data());
+      glReadBuffer(GL_BACK);
+      if (!gl_check("window host: read front buffer")) return false;
+    }
+    if (last_w_ <= 0 || last_h_ <= 0) return false;
+    width = last_w_;
+    height = last_h_;
+    const size_t row = size_t(width) * 4;
+    rgba.resize(row * size_t(height));
+    for (int y = 0; y < height; ++y)
+      std::copy_n(&last_[size_t(height - 1 - y) * row], row, &rgba[size_t(y) * row]);
+    return true;
+  }
+
+  int width() const override {
+    int w = 0, h = 0;
+    if (!g_display_lost) glfwGetFramebufferSize(window_, &w, &h);
+    return w;
+  }
+  int height() const override {
+    int w = 0, h = 0;
+    if (!g_display_lost) glfwGetFramebufferSize(window_, &w, &h);
+    return h;
+  }
+  std::string kind() const override { return "window (GLFW)"; }
+
+ private:
+  GLFWwindow* window_ = nullptr;
+  bool glfw_ = false, imgui_context_ = false, imgui_glfw_ = false, imgui_gl_ = false;
+  bool in_frame_ = false, capture_ = false;
+  std::vector<uint8_t> last_;
+  int last_w_ = 0, last_h_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RenderHost> make_window_host(const HostOptions& o, std::string* error) {
+  std::string local;
+  if (!error) error = &local;
+  if (ImGui::GetCurrentContext()) {
+    *error = "a render host already exists in this process (one ImGui context at a time)";
+    return nullptr;
+  }
+  auto host = std::make_unique<WindowHost>();
+  if (!host->init(o, error)) return nullptr;
+  return host;
+}
+
+}  // namespace kl::viz
