@@ -38,6 +38,8 @@ class DataTexture {
   // Maps several textures' buffers with one cudaGraphicsMapResources call (once per frame).
   static void begin_device_write_all(const std::vector<DataTexture*>& textures);
   static void end_device_write_all(const std::vector<DataTexture*>& textures);
+  // The device pointer of a texture mapped by begin_device_write_all (nullptr when not mapped).
+  float* device_pointer() const { return static_cast<float*>(mapped_); }
   // The interop status of the texture most recently written by a device (for the status bar);
   // "CPU backend: glTexSubImage2D uploads" until then.
   static const std::string& last_interop_status();

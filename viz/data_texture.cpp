@@ -1,0 +1,253 @@
+// DataTexture: raw float values in a GL texture, filled from the host (glTexSubImage2D) or, on the CUDA
+// backend, through a pixel-unpack buffer registered with CUDA once per size (the cuda-samples simpleGL
+// habit: register once, map/unmap once per frame, all resources in one call).
+#include "viz/data_texture.h"
+
+#include <epoxy/gl.h>
+// epoxy's GL header must precede CUDA's interop header (which would include the system GL header).
+#ifdef KL_HAS_CUDA
+#include <cuda_gl_interop.h>
+#include <cuda_runtime.h>
+#endif
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/errors.h"
+#include "viz/gl_check.h"
+
+namespace kl::viz {
+namespace {
+
+GLenum internal_format(int c) { return c == 1 ? GL_R32F : c == 2 ? GL_RG32F : GL_RGBA32F; }
+GLenum pixel_format(int c) { return c == 1 ? GL_RED : c == 2 ? GL_RG : GL_RGBA; }
+
+#ifdef KL_HAS_CUDA
+// The same wording as kernels/cuda_launch.cuh's KL_CUDA_CHECK (that header is for .cu files only).
+void cuda_check(cudaError_t e, const char* expr, const char* file, int line) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();
+  throw RuntimeError(std::string("CUDA error: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) +
+                     ") in " + expr + " at " + file + ":" + std::to_string(line));
+}
+#define KL_VIZ_CUDA_CHECK(expr) cuda_check((expr), #expr, __FILE__, __LINE__)
+
+bool interop_forced_off() {
+  const char* v = std::getenv("KL_FORCE_NO_INTEROP");
+  return v && v[0] == '1';
+}
+#endif
+
+// Set by every device write, read by the status bar.
+std::string& last_status() {
+  static std::string s = "CPU backend: glTexSubImage2D uploads";
+  return s;
+}
+
+}  // namespace
+
+const std::string& DataTexture::last_interop_status() { return last_status(); }
+
+DataTexture::DataTexture() = default;
+
+DataTexture::~DataTexture() {
+#ifdef KL_HAS_CUDA
+  // No throwing from a destructor: failures here are reported nowhere, the process may be ending.
+  if (mapped_ && resource_) {
+    auto r = static_cast<cudaGraphicsResource_t>(resource_);
+    cudaGraphicsUnmapResources(1, &r, 0);
+  }
+  if (resource_) cudaGraphicsUnregisterResource(static_cast<cudaGraphicsResource_t>(resource_));
+  if (staging_) cudaFree(staging_);
+#endif
+  if (pbo_) glDeleteBuffers(1, &pbo_);
+  if (tex_) glDeleteTextures(1, &tex_);
+}
+
+void DataTexture::resize(int width, int height, int channels) {
+  if (channels != 1 && channels != 2 && channels != 4)
+    throw InputError(out_of_range_message("DataTexture channels", std::to_string(channels), "1, 2 or 4"));
+  GLint max_size = 0;
+  glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
+  if (width < 1 || width > max_size || height < 1 || height > max_size)
+    throw InputError(out_of_range_message("DataTexture size", std::to_string(width) + "x" + std::to_string(height),
+                                          "1.." + std::to_string(max_size) + " per side (GL_MAX_TEXTURE_SIZE)"));
+  if (tex_ && width == w_ && height == h_ && channels == c_) return;
+  if (mapped_) throw RuntimeError("DataTexture::resize while mapped for a device write");
+
+  // The buffer registered with CUDA belongs to the old size: release it, register again on next use.
+#ifdef KL_HAS_CUDA
+  if (resource_) {
+    KL_VIZ_CUDA_CHECK(cudaGraphicsUnregisterResource(static_cast<cudaGraphicsResource_t>(resource_)));
+    resource_ = nullptr;
+  }
+  if (staging_) {
+    KL_VIZ_CUDA_CHECK(cudaFree(staging_));
+    staging_ = nullptr;
+  }
+#endif
+  if (pbo_) {
+    glDeleteBuffers(1, &pbo_);
+    pbo_ = 0;
+  }
+  interop_tried_ = false;
+  interop_ok_ = false;
+
+  w_ = width;
+  h_ = height;
+  c_ = channels;
+  if (!tex_) glGenTextures(1, &tex_);
+  GLint prev = 0;
+  glGetIntegerv(GL_TEXTURE_BINDING_2D, &prev);
+  glBindTexture(GL_TEXTURE_2D, tex_);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glTexImage2D(GL_TEXTURE_2D, 0, GLint(internal_format(c_)), w_, h_, 0, pixel_format(c_), GL_FLOAT, nullptr);
+  glBindTexture(GL_TEXTURE_2D, GLuint(prev));
+  if (!gl_check("DataTexture::resize"))
+    throw RuntimeError("GL error allocating a " + std::to_string(w_) + "x" + std::to_string(h_) + "x" +
+                       std::to_string(c_) + " float texture: " + gl_first_error());
+}
+
+void DataTexture::upload(const float* host) {
+  if (!tex_) throw RuntimeError("DataTexture::upload before resize");
+  GLint prev = 0, prev_unpack = 0;
+  glGetIntegerv(GL_TEXTURE_BINDING_2D, &prev);
+  glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev_unpack);
+  glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+  glBindTexture(GL_TEXTURE_2D, tex_);
+  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, w_, h_, pixel_format(c_), GL_FLOAT, host);
+  glBindTexture(GL_TEXTURE_2D, GLuint(prev));
+  glBindBuffer(GL_PIXEL_UNPACK_BUFFER, GLuint(prev_unpack));
+  gl_check("DataTexture::upload");
+}
+
+// [SECTION] CUDA device writes ---------------------------------------------------------------------------
+#ifdef KL_HAS_CUDA
+
+void DataTexture::ensure_registered() {
+  if (!tex_) throw RuntimeError("DataTexture device write before resize");
+  if (interop_tried_) return;
+  interop_tried_ = true;
+  const size_t bytes = size_t(w_) * size_t(h_) * size_t(c_) * sizeof(float);
+  std::string why;
+  if (interop_forced_off()) {
+    why = "KL_FORCE_NO_INTEROP=1";
+  } else {
+    GLint prev = 0;
+    glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev);
+    glGenBuffers(1, &pbo_);
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, pbo_);
+    glBufferData(GL_PIXEL_UNPACK_BUFFER, GLsizeiptr(bytes), nullptr, GL_STREAM_DRAW);
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, GLuint(prev));
+    if (!gl_check("DataTexture: pixel-unpack buffer")) {
+      why = "GL could not allocate the pixel-unpack buffer: " + gl_first_error();
+    } else {
+      cudaGraphicsResource_t r = nullptr;
+      cudaError_t e = cudaGraphicsGLRegisterBuffer(&r, pbo_, cudaGraphicsRegisterFlagsWriteDiscard);
+      if (e == cudaSuccess) {
+        resource_ = r;
+        interop_ok_ = true;
+        interop_status_ = "CUDA-GL interop: kernels write the texture's buffer directly";
+        return;
+      }
+      cudaGetLastError();  // registration failures are not sticky: clear and fall back
+      why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    }
+    glDeleteBuffers(1, &pbo_);
+    pbo_ = 0;
+  }
+  KL_VIZ_CUDA_CHECK(cudaMalloc(&staging_, bytes));
+  interop_ok_ = false;
+  interop_status_ = "interop unavailable (" + why + "): device-to-host copy + glTexSubImage2D";
+}
+
+float* DataTexture::begin_device_write() {
+  begin_device_write_all({this});
+  return static_cast<float*>(mapped_);
+}
+
+void DataTexture::end_device_write() { end_device_write_all({this}); }
+
+void DataTexture::begin_device_write_all(const std::vector<DataTexture*>& textures) {
+  std::vector<cudaGraphicsResource_t> resources;
+  for (DataTexture* t : textures) {
+    if (t->mapped_) throw RuntimeError("DataTexture mapped twice for a device write");
+    t->ensure_registered();
+    if (t->interop_ok_) resources.push_back(static_cast<cudaGraphicsResource_t>(t->resource_));
+  }
+  if (!resources.empty())
+    KL_VIZ_CUDA_CHECK(cudaGraphicsMapResources(int(resources.size()), resources.data(), 0));
+  for (DataTexture* t : textures) {
+    last_status() = t->interop_status_;
+    if (t->interop_ok_) {
+      void* p = nullptr;
+      size_t size = 0;
+      KL_VIZ_CUDA_CHECK(cudaGraphicsResourceGetMappedPointer(
+          &p, &size, static_cast<cudaGraphicsResource_t>(t->resource_)));
+      t->mapped_ = p;
+    } else {
+      t->mapped_ = t->staging_;
+    }
+  }
+}
+
+void DataTexture::end_device_write_all(const std::vector<DataTexture*>& textures) {
+  std::vector<cudaGraphicsResource_t> resources;
+  for (DataTexture* t : textures) {
+    if (!t->mapped_) throw RuntimeError("DataTexture::end_device_write without begin_device_write");
+    if (t->interop_ok_) resources.push_back(static_cast<cudaGraphicsResource_t>(t->resource_));
+  }
+  // Unmapping orders all work issued to stream 0 before GL's use of the buffers.
+  if (!resources.empty())
+    KL_VIZ_CUDA_CHECK(cudaGraphicsUnmapResources(int(resources.size()), resources.data(), 0));
+  std::vector<float> host;
+  for (DataTexture* t : textures) {
+    t->mapped_ = nullptr;
+    if (t->interop_ok_) {
+      // The texture is refreshed from the buffer on the GPU: offset 0 into the bound unpack buffer.
+      GLint prev = 0, prev_unpack = 0;
+      glGetIntegerv(GL_TEXTURE_BINDING_2D, &prev);
+      glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev_unpack);
+      glBindBuffer(GL_PIXEL_UNPACK_BUFFER, t->pbo_);
+      glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+      glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+      glBindTexture(GL_TEXTURE_2D, t->tex_);
+      glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, t->w_, t->h_, pixel_format(t->c_), GL_FLOAT, nullptr);
+      glBindTexture(GL_TEXTURE_2D, GLuint(prev));
+      glBindBuffer(GL_PIXEL_UNPACK_BUFFER, GLuint(prev_unpack));
+      gl_check("DataTexture::end_device_write (from the CUDA-written buffer)");
+    } else {
+      host.resize(size_t(t->w_) * size_t(t->h_) * size_t(t->c_));
+      KL_VIZ_CUDA_CHECK(cudaMemcpy(host.data(), t->staging_, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      t->upload(host.data());
+    }
+  }
+}
+
+#else  // no CUDA in this build: the device path does not exist
+
+void DataTexture::ensure_registered() {
+  throw RuntimeError("DataTexture device write: this build has no CUDA backend");
+}
+float* DataTexture::begin_device_write() {
+  ensure_registered();
+  return nullptr;
+}
+void DataTexture::end_device_write() { ensure_registered(); }
+void DataTexture::begin_device_write_all(const std::vector<DataTexture*>& textures) {
+  if (!textures.empty()) textures.front()->ensure_registered();
+}
+void DataTexture::end_device_write_all(const std::vector<DataTexture*>& textures) {
+  if (!textures.empty()) textures.front()->ensure_registered();
+}
+
+#endif
+
+}  // namespace kl::viz
