@@ -3,6 +3,7 @@
 //   0 normal, 1 masked lane (hatched grey), 2 never written (red/black checker), 3 highlighted.
 // The colouring runs in GLSL (shaders/heatmap.frag) into an RGBA texture drawn with ImGui::Image.
 #pragma once
+#include <memory>
 #include <string>
 
 #include "viz/data_texture.h"
@@ -39,10 +40,18 @@ class Heatmap {
 
   // Colours `data` (only when it or the scale changed, or `dirty`) and draws it at `size` pixels,
   // with its colour bar to the right unless the scale is categorical. Returns the hovered cell.
+  // The mouse wheel over the image zooms around the cursor, dragging with the right or middle button
+  // pans, a double click resets; reset_view() does the same from code.
   HeatmapHover draw(const char* id, DataTexture& data, const ImVec2& size, bool dirty = true);
+  void reset_view();
+
+  // Width draw() adds to the right of the image for the colour bar (0 for categorical scales).
+  float colorbar_width() const;
 
  private:
-  void colorize(DataTexture& data);
+  struct State;  // GL objects, the zoom/pan view and what was coloured last (heatmap.cpp)
+  void colorize(DataTexture& data, int out_w, int out_h);
+  std::unique_ptr<State> st_;
   ColorScale scale_;
   int grid_cols_ = 0, grid_rows_ = 0, hl_row_ = -1, hl_col_ = -1;
   unsigned rgba_ = 0, fbo_ = 0;
@@ -53,6 +62,8 @@ class Heatmap {
 void colormap_rgb(float t, float rgb[3]);
 // The categorical palette used for program ids (same as the shader's).
 void categorical_rgb(int index, float rgb[3]);
+// The diverging map (blue, white at the midpoint, red), as the shader's.
+void diverging_rgb(float t, float rgb[3]);
 // A vertical colour bar with ticks, for any widget that colours with ColorScale.
 void colorbar(const ColorScale& s, const ImVec2& size);
 

@@ -1,0 +1,67 @@
+#version 330 core
+// Turns one DataTexture (channel 0: value, channel 1: cell state) into colour, one output pixel at a
+// time, so patterns and grid lines are drawn at screen resolution whatever the cell size.
+// The output texture's row 0 is the top row on screen (ImGui draws uv (0,0) at the top left), and so
+// is the data texture's row 0: output pixel y counts down from the top, like data rows.
+uniform sampler2D u_data;     // R32F / RG32F / RGBA32F, fetched texel by texel
+uniform sampler2D u_lut;      // 256 x 2 RGBA8: row 0 sequential (viridis), row 1 diverging
+uniform int u_kind;           // 0 sequential, 1 diverging, 2 categorical
+uniform int u_channels;
+uniform vec2 u_range;         // value range mapped onto [0, 1] of the colour map
+uniform vec4 u_view;          // the visible part of the data, in cells: x0, y0, x1, y1
+uniform vec2 u_out_size;      // output size in pixels
+uniform ivec2 u_grid;         // a line every u_grid.x columns / u_grid.y rows; 0: none
+uniform vec3 u_palette[12];   // categorical colours (program ids)
+out vec4 frag;
+
+const vec3 kMaskDark = vec3(0.17, 0.17, 0.18);
+const vec3 kMaskLight = vec3(0.36, 0.36, 0.38);
+const vec3 kUnwrittenRed = vec3(0.86, 0.14, 0.14);
+const vec3 kUnwrittenBlack = vec3(0.06, 0.06, 0.06);
+
+vec3 value_colour(float v) {
+  if (u_kind == 2) {
+    float c = clamp(floor(v), -1.0e6, 1.0e6);
+    int i = int(c) % 12;
+    if (i < 0) i += 12;
+    return u_palette[i];
+  }
+  float span = u_range.y - u_range.x;
+  float t = clamp((v - u_range.x) / (abs(span) > 1.0e-30 ? span : 1.0), 0.0, 1.0);
+  float row = u_kind == 1 ? 0.75 : 0.25;
+  return texture(u_lut, vec2((t * 255.0 + 0.5) / 256.0, row)).rgb;
+}
+
+// True when a multiple of `every` cells lies inside this pixel's footprint [d - w/2, d + w/2).
+bool on_line(float d, float w, int every) {
+  if (every <= 0 || w > 0.25) return false;  // cells under 4 pixels: lines would swamp the data
+  float n = float(every);
+  return floor((d - 0.5 * w) / n) != floor((d + 0.5 * w) / n);
+}
+
+void main() {
+  vec2 p = gl_FragCoord.xy;  // pixel centre; y = 0.5 is the top row on screen
+  vec2 per_px = (u_view.zw - u_view.xy) / u_out_size;  // cells per output pixel
+  vec2 d = u_view.xy + p * per_px;                      // data coordinates in cells
+  ivec2 size = textureSize(u_data, 0);
+  ivec2 cell = clamp(ivec2(floor(d)), ivec2(0), size - 1);
+  vec4 texel = texelFetch(u_data, cell, 0);
+  float v = texel.r;
+  int state = u_channels >= 2 ? int(texel.g + 0.5) : 0;
+  if (state == 0 && isnan(v)) state = 2;  // poisoned output nobody overwrote
+
+  vec3 c;
+  if (state == 1) {
+    // Masked lane: dark grey with diagonal hatching, 8-pixel period.
+    c = mod(p.x + p.y, 8.0) < 3.0 ? kMaskLight : kMaskDark;
+  } else if (state == 2) {
+    // Never written: a red/black checker of 6-pixel squares.
+    ivec2 q = ivec2(floor(p / 6.0));
+    c = ((q.x + q.y) & 1) == 0 ? kUnwrittenRed : kUnwrittenBlack;
+  } else {
+    c = isnan(v) ? kUnwrittenBlack : value_colour(v);
+    if (state == 3) c = mix(c, vec3(1.0), 0.45);
+  }
+  if (on_line(d.x, per_px.x, u_grid.x) || on_line(d.y, per_px.y, u_grid.y)) c = mix(c, vec3(0.04), 0.6);
+  frag = vec4(c, 1.0);
+}

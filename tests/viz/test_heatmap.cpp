@@ -1,0 +1,304 @@
+// viz/heatmap.cpp + shaders/heatmap.frag: a known 2-channel DataTexture drawn headlessly, pixels read
+// back and checked cell by cell: one palette colour per program id, masked lanes hatched grey,
+// unwritten (and NaN) cells a red/black checker, grid lines only where cells are wide enough.
+#include <gtest/gtest.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "test_util.h"
+#include "viz/gl_check.h"
+#include "viz/heatmap.h"
+#include "viz/png.h"
+#include "viz/render_host.h"
+#include "viz_test_frame.h"
+
+namespace kl {
+namespace {
+
+constexpr int kCols = 24, kRows = 8, kCell = 20;  // 20 output pixels per cell
+constexpr int kW = 720, kH = 260;
+
+// 24 x 8 cells; pid = col / 4 (six programs); the last program's lanes in rows 0-3 are masked;
+// rows 6-7, cols 0-7 were never written; cell (12, 5) is NaN with state 0; (1, 4) highlighted.
+std::vector<float> test_cells() {
+  std::vector<float> v(size_t(kCols) * kRows * 2);
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) {
+      float* cell = &v[(size_t(r) * kCols + c) * 2];
+      cell[0] = float(c / 4);
+      cell[1] = viz::kCellNormal;
+      if (c >= 20 && r < 4) cell[1] = viz::kCellMasked;
+      if (r >= 6 && c < 8) cell[1] = viz::kCellUnwritten;
+    }
+  v[(size_t(5) * kCols + 12) * 2] = std::numeric_limits<float>::quiet_NaN();
+  v[(size_t(4) * kCols + 1) * 2 + 1] = viz::kCellHighlight;
+  return v;
+}
+
+struct Frame {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  viz::HeatmapHover hover;
+};
+
+// Draws `hm` over `tex` at (0, 0) in a fresh frame, the mouse at `mouse`.
+Frame draw(viz::RenderHost& host, viz::Heatmap& hm, viz::DataTexture& tex, ImVec2 size,
+           ImVec2 mouse = ImVec2(-1e9f, -1e9f)) {
+  Frame f;
+  ImGui::GetIO().MousePos = mouse;
+  EXPECT_TRUE(host.begin_frame());
+  test::begin_canvas(float(kW), float(kH));
+  f.hover = hm.draw("hm", tex, size);
+  test::end_canvas();
+  host.end_frame();
+  EXPECT_TRUE(host.read_pixels(f.rgba, f.w, f.h));
+  return f;
+}
+
+class HeatmapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    viz::HostOptions o;
+    o.width = kW;
+    o.height = kH;
+    std::string error;
+    host_ = viz::make_headless_host(o, &error);
+    ASSERT_TRUE(host_) << error;
+    errors_before_ = viz::gl_error_count();
+  }
+  void TearDown() override {
+    EXPECT_EQ(viz::gl_error_count(), errors_before_) << viz::gl_first_error();
+  }
+  std::unique_ptr<viz::RenderHost> host_;
+  int errors_before_ = 0;
+};
+
+// The colours found in a cell's pixels, its one-pixel border left out.
+std::set<uint32_t> cell_colours(const Frame& f, int col, int row) {
+  std::set<uint32_t> s;
+  for (int y = row * kCell + 1; y < (row + 1) * kCell - 1; ++y)
+    for (int x = col * kCell + 1; x < (col + 1) * kCell - 1; ++x) {
+      test::Rgb p = test::pixel(f.rgba, f.w, x, y);
+      s.insert(uint32_t(p.r) | uint32_t(p.g) << 8 | uint32_t(p.b) << 16);
+    }
+  return s;
+}
+
+bool has_red(const std::set<uint32_t>& s) {
+  for (uint32_t c : s)
+    if ((c & 0xFF) > 180 && ((c >> 8) & 0xFF) < 70 && ((c >> 16) & 0xFF) < 70) return true;
+  return false;
+}
+bool has_black(const std::set<uint32_t>& s) {
+  for (uint32_t c : s)
+    if ((c & 0xFF) < 30 && ((c >> 8) & 0xFF) < 30 && ((c >> 16) & 0xFF) < 30) return true;
+  return false;
+}
+bool all_grey(const std::set<uint32_t>& s) {
+  for (uint32_t c : s) {
+    const int r = c & 0xFF, g = (c >> 8) & 0xFF, b = (c >> 16) & 0xFF;
+    if (std::abs(r - g) > 8 || std::abs(g - b) > 8 || r > 140) return false;
+  }
+  return true;
+}
+
+TEST_F(HeatmapTest, CategoricalCellsMaskedAndUnwritten) {
+  viz::DataTexture tex;
+  tex.resize(kCols, kRows, 2);
+  const std::vector<float> cells = test_cells();
+  tex.upload(cells.data());
+  viz::Heatmap hm;
+  viz::ColorScale s;
+  s.kind = viz::ColorScale::Kind::Categorical;
+  hm.set_scale(s);
+  hm.set_grid(4, 0);
+  const ImVec2 size(kCols * kCell, kRows * kCell);
+  // Mouse over the centre of cell (9, 3); the first frame creates the window the mouse can hover.
+  draw(*host_, hm, tex, size);
+  Frame f = draw(*host_, hm, tex, size, ImVec2(9 * kCell + 10, 3 * kCell + 10));
+  viz::write_png(test::tmp_dir() + "/heatmap_categorical.png", f.rgba, f.w, f.h);
+
+  // One palette colour per program, all six distinct, uniform over the cell.
+  std::set<uint32_t> pid_colours;
+  for (int pid = 0; pid < 6; ++pid) {
+    float c[3];
+    viz::categorical_rgb(pid, c);
+    const int col = pid * 4 + 2, row = pid == 5 ? 5 : 1;  // pid 5's rows 0-3 are masked
+    const std::set<uint32_t> cc = cell_colours(f, col, row);
+    ASSERT_EQ(cc.size(), 1u) << "pid " << pid;
+    test::Rgb p = test::pixel(f.rgba, f.w, col * kCell + 10, row * kCell + 10);
+    EXPECT_TRUE(test::near(p, c, 1)) << "pid " << pid << ": " << p.r << "," << p.g << "," << p.b;
+    pid_colours.insert(*cc.begin());
+  }
+  EXPECT_EQ(pid_colours.size(), 6u);
+
+  // Masked lanes: a hatch of two greys, none of them a program's colour.
+  const std::set<uint32_t> masked = cell_colours(f, 21, 1);
+  EXPECT_GE(masked.size(), 2u);
+  EXPECT_TRUE(all_grey(masked));
+  for (uint32_t c : masked) EXPECT_EQ(pid_colours.count(c), 0u);
+  // The hatch runs diagonally: the same colour repeats along x + y = const.
+  const test::Rgb a = test::pixel(f.rgba, f.w, 21 * kCell + 5, kCell + 5);
+  const test::Rgb b = test::pixel(f.rgba, f.w, 21 * kCell + 6, kCell + 4);
+  EXPECT_TRUE(a.r == b.r && a.g == b.g && a.b == b.b);
+
+  // Never written: the checker's red and black; NaN with state 0 draws the same way.
+  for (auto [col, row] : {std::pair{3, 6}, std::pair{6, 7}, std::pair{12, 5}}) {
+    const std::set<uint32_t> cc = cell_colours(f, col, row);
+    EXPECT_TRUE(has_red(cc)) << col << "," << row;
+    EXPECT_TRUE(has_black(cc)) << col << "," << row;
+  }
+
+  // Highlighted: brighter than its program's plain cells.
+  const test::Rgb hl = test::pixel(f.rgba, f.w, 1 * kCell + 10, 4 * kCell + 10);
+  const test::Rgb plain = test::pixel(f.rgba, f.w, 2 * kCell + 10, 4 * kCell + 10);
+  EXPECT_GT(hl.r + hl.g + hl.b, plain.r + plain.g + plain.b + 60);
+
+  // Grid lines every 4 columns: darker pixels on the boundary between programs 0 and 1 (x = 80).
+  // The one-pixel line falls on x = 79 or x = 80 (whichever pixel holds the boundary).
+  const test::Rgb l0 = test::pixel(f.rgba, f.w, 4 * kCell - 1, 1 * kCell + 10);
+  const test::Rgb l1 = test::pixel(f.rgba, f.w, 4 * kCell, 1 * kCell + 10);
+  const int line = std::min(l0.r + l0.g + l0.b, l1.r + l1.g + l1.b);
+  const test::Rgb beside = test::pixel(f.rgba, f.w, 4 * kCell + 3, 1 * kCell + 10);
+  EXPECT_LT(line, beside.r + beside.g + beside.b - 60);
+
+  // Hover: the cell under the mouse.
+  EXPECT_TRUE(f.hover.active);
+  EXPECT_EQ(f.hover.col, 9);
+  EXPECT_EQ(f.hover.row, 3);
+}
+
+TEST_F(HeatmapTest, NoGridLinesWhenCellsAreNarrow) {
+  const int cols = 400;  // 400 cells over 400 pixels: 1 pixel per cell
+  std::vector<float> v(cols * 2);
+  for (int c = 0; c < cols; ++c) v[c * 2] = 3.0f, v[c * 2 + 1] = 0.0f;
+  viz::DataTexture tex;
+  tex.resize(cols, 1, 2);
+  tex.upload(v.data());
+  viz::Heatmap hm;
+  viz::ColorScale s;
+  s.kind = viz::ColorScale::Kind::Categorical;
+  hm.set_scale(s);
+  hm.set_grid(4, 0);
+  Frame f = draw(*host_, hm, tex, ImVec2(float(cols), 40));
+  float c[3];
+  viz::categorical_rgb(3, c);
+  for (int x = 1; x < cols - 1; ++x) ASSERT_TRUE(test::near(test::pixel(f.rgba, f.w, x, 20), c, 1)) << x;
+}
+
+TEST_F(HeatmapTest, SequentialAndDivergingScalesWithColourBar) {
+  const int n = 64;
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = -2.0f + 4.0f * float(i) / float(n - 1);  // -2 .. 2
+  viz::DataTexture tex;
+  tex.resize(n, 1, 1);
+  tex.upload(v.data());
+  for (auto kind : {viz::ColorScale::Kind::Sequential, viz::ColorScale::Kind::Diverging}) {
+    viz::Heatmap hm;
+    viz::ColorScale s;
+    s.kind = kind;
+    s.lo = -2.0f;
+    s.hi = 2.0f;
+    s.label = "value";
+    hm.set_scale(s);
+    const ImVec2 size(n * 8, 160);
+    Frame f = draw(*host_, hm, tex, size);
+    const bool seq = kind == viz::ColorScale::Kind::Sequential;
+    viz::write_png(test::tmp_dir() + (seq ? "/heatmap_sequential.png" : "/heatmap_diverging.png"), f.rgba, f.w, f.h);
+    auto map = [&](float t, float c[3]) { seq ? viz::colormap_rgb(t, c) : viz::diverging_rgb(t, c); };
+    float lo[3], hi[3];
+    map(0.0f, lo);
+    map(1.0f, hi);
+    EXPECT_TRUE(test::near(test::pixel(f.rgba, f.w, 3, 80), lo, 3));
+    EXPECT_TRUE(test::near(test::pixel(f.rgba, f.w, n * 8 - 4, 80), hi, 3));
+    if (!seq) {  // the middle of a diverging map is (nearly) white
+      const test::Rgb mid = test::pixel(f.rgba, f.w, n * 4, 80);
+      EXPECT_GT(mid.r + mid.g + mid.b, 3 * 225);
+    }
+    // The colour bar to the right: its top is `hi`, its bottom `lo`.
+    EXPECT_GT(hm.colorbar_width(), 20.0f);
+    bool top_found = false, bottom_found = false;
+    for (int x = n * 8; x < n * 8 + int(hm.colorbar_width()); ++x) {
+      top_found = top_found || test::near(test::pixel(f.rgba, f.w, x, 9), hi, 12);
+      bottom_found = bottom_found || test::near(test::pixel(f.rgba, f.w, x, 150), lo, 12);
+    }
+    EXPECT_TRUE(top_found);
+    EXPECT_TRUE(bottom_found);
+  }
+}
+
+TEST_F(HeatmapTest, HighlightBandsAndWheelZoom) {
+  viz::DataTexture tex;
+  tex.resize(kCols, kRows, 2);
+  const std::vector<float> cells = test_cells();
+  tex.upload(cells.data());
+  viz::Heatmap hm;
+  viz::ColorScale s;
+  s.kind = viz::ColorScale::Kind::Categorical;
+  hm.set_scale(s);
+  hm.set_highlight(2, 10);
+  const ImVec2 size(kCols * kCell, kRows * kCell);
+  Frame f = draw(*host_, hm, tex, size);
+  // Inside the band: lighter than the same program's colour outside it.
+  const test::Rgb in_band = test::pixel(f.rgba, f.w, 14 * kCell + 10, 2 * kCell + 10);
+  const test::Rgb outside = test::pixel(f.rgba, f.w, 14 * kCell + 10, 4 * kCell + 10);
+  EXPECT_GT(in_band.r + in_band.g + in_band.b, outside.r + outside.g + outside.b + 20);
+
+  // Wheel up over cell (0, 0): zoomed in around the mouse, the hovered cell is still (0, 0) and
+  // cell (1, 0) is now wider than 20 pixels.
+  hm.set_highlight(-1, -1);
+  ImGui::GetIO().MouseWheel = 2.0f;
+  draw(*host_, hm, tex, size, ImVec2(5, 5));
+  Frame z = draw(*host_, hm, tex, size, ImVec2(5, 5));
+  EXPECT_EQ(z.hover.col, 0);
+  EXPECT_EQ(z.hover.row, 0);
+  float c0[3];
+  viz::categorical_rgb(0, c0);
+  EXPECT_TRUE(test::near(test::pixel(z.rgba, z.w, 3 * kCell + 10, 10), c0, 1)) << "col 3 still pid 0 at x=70";
+  float c1[3];
+  viz::categorical_rgb(1, c1);
+  EXPECT_FALSE(test::near(test::pixel(z.rgba, z.w, 4 * kCell + 10, 10), c1, 1)) << "zoomed: pid 1 moved right";
+  hm.reset_view();
+  Frame r = draw(*host_, hm, tex, size);
+  EXPECT_TRUE(test::near(test::pixel(r.rgba, r.w, 4 * kCell + 10, 10), c1, 1));
+}
+
+TEST(ColourMaps, ViridisEndsAndMonotoneLightness) {
+  float a[3], b[3];
+  viz::colormap_rgb(0.0f, a);
+  viz::colormap_rgb(1.0f, b);
+  // matplotlib's viridis: #440154 at 0, #fde725 at 1.
+  EXPECT_NEAR(a[0], 0x44 / 255.0, 0.02);
+  EXPECT_NEAR(a[2], 0x54 / 255.0, 0.02);
+  EXPECT_NEAR(b[0], 0xfd / 255.0, 0.02);
+  EXPECT_NEAR(b[1], 0xe7 / 255.0, 0.02);
+  double prev = -1;
+  for (int i = 0; i <= 64; ++i) {
+    float c[3];
+    viz::colormap_rgb(i / 64.0f, c);
+    const double luma = 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+    EXPECT_GT(luma, prev) << i;
+    prev = luma;
+  }
+}
+
+TEST(ColourMaps, CategoricalPaletteIsTwelveDistinctColours) {
+  std::set<uint32_t> seen;
+  for (int i = 0; i < 12; ++i) {
+    float c[3], d[3];
+    viz::categorical_rgb(i, c);
+    viz::categorical_rgb(i + 12, d);
+    EXPECT_EQ(c[0], d[0]);
+    viz::categorical_rgb(i - 12, d);
+    EXPECT_EQ(c[1], d[1]);
+    seen.insert(uint32_t(c[0] * 255) | uint32_t(c[1] * 255) << 8 | uint32_t(c[2] * 255) << 16);
+  }
+  EXPECT_EQ(seen.size(), 12u);
+}
+
+}  // namespace
+}  // namespace kl

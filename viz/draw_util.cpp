@@ -1,0 +1,91 @@
+#include "viz/draw_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace kl::viz::detail {
+
+std::vector<double> nice_ticks(double lo, double hi, int target, bool log_axis) {
+  std::vector<double> t;
+  if (!(std::isfinite(lo) && std::isfinite(hi))) return t;
+  if (hi < lo) std::swap(lo, hi);
+  if (log_axis) {
+    if (hi <= 0) return t;
+    if (lo <= 0) lo = hi * 1e-6;
+    const double eps = 1e-9;
+    const int e0 = int(std::floor(std::log10(lo) + eps)), e1 = int(std::ceil(std::log10(hi) - eps));
+    const int decades = e1 - e0;
+    // Many decades: every k-th power of ten. Few: 1-2-5 within each decade.
+    const int stride = std::max(1, (decades + target - 1) / std::max(1, target));
+    const bool fine = decades < 2;
+    for (int e = e0; e <= e1; ++e) {
+      if (!fine && (e - e0) % stride) continue;
+      const double p = std::pow(10.0, e);
+      const double mults[] = {1, 2, 5};
+      for (double m : mults) {
+        if (!fine && m != 1) continue;
+        const double v = m * p;
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) t.push_back(v);
+      }
+    }
+    return t;
+  }
+  if (hi == lo) return {lo};
+  const double raw = (hi - lo) / std::max(1, target);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double r = raw / mag;
+  const double step = (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
+  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
+    t.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
+  return t;
+}
+
+std::string tick_label(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  auto trimmed = [&](double x, const char* suffix) {
+    snprintf(buf, sizeof(buf), "%.3g%s", x, suffix);
+    return std::string(buf);
+  };
+  if (a == 0) return "0";
+  if (a >= 1e9) return trimmed(v / 1e9, "G");
+  if (a >= 1e6) return trimmed(v / 1e6, "M");
+  if (a >= 1e4) return trimmed(v / 1e3, "k");
+  if (a < 1e-3) {
+    snprintf(buf, sizeof(buf), "%.2g", v);
+    return buf;
+  }
+  snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+void add_text_vertical(ImDrawList* dl, const ImVec2& center, ImU32 col, const char* text) {
+  const ImVec2 ts = ImGui::CalcTextSize(text);
+  // Laid out horizontally at the top left of the display, where no glyph is clipped away (glyphs
+  // outside the clip rectangle are dropped before the rotation could bring them back), then each
+  // vertex is rotated about the text's centre and moved to `center`.
+  dl->PushClipRectFullScreen();
+  const int start = dl->VtxBuffer.Size;
+  dl->AddText(ImVec2(0, 0), col, text);
+  dl->PopClipRect();
+  const float cx = std::floor(center.x), cy = std::floor(center.y);
+  for (int i = start; i < dl->VtxBuffer.Size; ++i) {
+    ImDrawVert& v = dl->VtxBuffer[i];
+    const float dx = v.pos.x - ts.x * 0.5f, dy = v.pos.y - ts.y * 0.5f;
+    v.pos = ImVec2(cx + dy, cy - dx);
+  }
+}
+
+void add_dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float dash, float thickness) {
+  const float dx = b.x - a.x, dy = b.y - a.y;
+  const float len = std::sqrt(dx * dx + dy * dy);
+  if (len <= 0) return;
+  const float ux = dx / len, uy = dy / len;
+  for (float s = 0; s < len; s += 2 * dash) {
+    const float e = std::min(len, s + dash);
+    dl->AddLine(ImVec2(a.x + ux * s, a.y + uy * s), ImVec2(a.x + ux * e, a.y + uy * e), col, thickness);
+  }
+}
+
+}  // namespace kl::viz::detail
