@@ -1,0 +1,408 @@
+// Line plots, bar charts and budget bars drawn with ImDrawList (Debian's Dear ImGui 1.86 has no ImPlot).
+//   [SECTION] Frame and axes   the plot rectangle, nice ticks, labels, grid
+//   [SECTION] line_plot
+//   [SECTION] bar_chart
+//   [SECTION] budget_bar
+#include "viz/plot.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "viz/draw_util.h"
+#include "viz/heatmap.h"
+
+namespace kl::viz {
+namespace {
+
+const ImU32 kAxis = IM_COL32(120, 125, 135, 255);
+const ImU32 kGrid = IM_COL32(255, 255, 255, 20);
+const ImU32 kFrameBg = IM_COL32(20, 21, 24, 255);
+const ImU32 kMarker = IM_COL32(235, 110, 90, 230);
+
+ImU32 series_color(unsigned color, int index) {
+  if (color) return color;
+  float rgb[3];
+  categorical_rgb(index, rgb);
+  return ImGui::ColorConvertFloat4ToU32(ImVec4(rgb[0], rgb[1], rgb[2], 1.0f));
+}
+
+// [SECTION] Frame and axes ---------------------------------------------------------------------------
+// Maps values to pixels along one axis, linear or log10.
+struct Axis {
+  double lo = 0, hi = 1;
+  bool log = false;
+  float p0 = 0, p1 = 1;  // pixel positions of lo and hi
+  double t(double v) const {
+    if (log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    return (v - lo) / (hi - lo);
+  }
+  float px(double v) const { return float(p0 + (p1 - p0) * t(v)); }
+  bool usable(double v) const { return std::isfinite(v) && (!log || v > 0); }
+};
+
+// Widens a degenerate range and pads it a little (multiplicatively on log axes), so points on the
+// edges are not cut in half; a linear range starting at or above 0 keeps 0 as its floor.
+void finish_range(double& lo, double& hi, bool log, double pad) {
+  if (!(lo <= hi)) lo = log ? 1 : 0, hi = log ? 10 : 1;
+  if (log) {
+    if (lo == hi) lo /= 2, hi *= 2;
+    const double f = std::pow(hi / lo, pad);
+    lo /= f, hi *= f;
+    return;
+  }
+  if (lo == hi) {
+    const double d = lo == 0 ? 1 : std::fabs(lo) * 0.1;
+    lo -= d, hi += d;
+  }
+  const double d = (hi - lo) * pad;
+  lo = lo >= 0 && lo - d < 0 ? 0 : lo - d;
+  hi += d;
+}
+
+struct Frame {
+  ImVec2 outer0, outer1;  // the widget
+  ImVec2 p0, p1;          // the plot area
+  bool hovered = false;
+};
+
+// Reserves the widget, draws the title and axis labels, and returns the plot area left for the data.
+Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, float y_label_w) {
+  Frame f;
+  ImGui::PushID(id);
+  f.outer0 = ImGui::GetCursorScreenPos();
+  const ImVec2 sz(std::max(120.0f, size.x), std::max(80.0f, size.y));
+  ImGui::InvisibleButton("##plot", sz);
+  f.hovered = ImGui::IsItemHovered();
+  ImGui::PopID();
+  f.outer1 = ImVec2(f.outer0.x + sz.x, f.outer0.y + sz.y);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  float top = f.outer0.y + 4, bottom = f.outer1.y - 4, left = f.outer0.x + 4;
+  if (!opt.title.empty()) {
+    const ImVec2 ts = ImGui::CalcTextSize(opt.title.c_str());
+    dl->AddText(ImVec2(std::floor((f.outer0.x + f.outer1.x - ts.x) * 0.5f), top), text, opt.title.c_str());
+    top += ts.y + 6;
+  }
+  if (!opt.x_label.empty()) {
+    const ImVec2 ts = ImGui::CalcTextSize(opt.x_label.c_str());
+    bottom -= ts.y;
+    dl->AddText(ImVec2(std::floor((left + y_label_w + f.outer1.x - ts.x) * 0.5f), bottom), dim,
+                opt.x_label.c_str());
+    bottom -= 2;
+  }
+  if (!opt.y_label.empty()) {
+    detail::add_text_vertical(dl, ImVec2(left + font * 0.5f, (top + bottom) * 0.5f), dim, opt.y_label.c_str());
+    left += font + 4;
+  }
+  f.p0 = ImVec2(std::floor(left + y_label_w + 6), std::floor(top + font * 0.5f));
+  f.p1 = ImVec2(std::floor(f.outer1.x - 10), std::floor(bottom - font - 6));
+  dl->AddRectFilled(f.p0, f.p1, kFrameBg);
+  return f;
+}
+
+float y_tick_width(const std::vector<double>& ticks) {
+  float w = 0;
+  for (double v : ticks) w = std::max(w, ImGui::CalcTextSize(detail::tick_label(v).c_str()).x);
+  return w;
+}
+
+void draw_y_axis(ImDrawList* dl, const Frame& f, const Axis& ay, const std::vector<double>& ticks) {
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  for (double v : ticks) {
+    const float y = std::round(ay.px(v));
+    if (y < f.p0.y - 0.5f || y > f.p1.y + 0.5f) continue;
+    dl->AddLine(ImVec2(f.p0.x, y), ImVec2(f.p1.x, y), kGrid);
+    dl->AddLine(ImVec2(f.p0.x - 4, y), ImVec2(f.p0.x, y), kAxis);
+    const std::string s = detail::tick_label(v);
+    const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+    dl->AddText(ImVec2(f.p0.x - 7 - ts.x, y - ts.y * 0.5f), text, s.c_str());
+  }
+}
+
+void draw_x_axis(ImDrawList* dl, const Frame& f, const Axis& ax, const std::vector<double>& ticks) {
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  float last_right = -1e9f;
+  for (double v : ticks) {
+    const float x = std::round(ax.px(v));
+    if (x < f.p0.x - 0.5f || x > f.p1.x + 0.5f) continue;
+    dl->AddLine(ImVec2(x, f.p0.y), ImVec2(x, f.p1.y), kGrid);
+    dl->AddLine(ImVec2(x, f.p1.y), ImVec2(x, f.p1.y + 4), kAxis);
+    const std::string s = detail::tick_label(v);
+    const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
+    const float lx = std::clamp(x - ts.x * 0.5f, f.outer0.x, f.outer1.x - ts.x);
+    if (lx < last_right + 6) continue;  // never overlap labels
+    dl->AddText(ImVec2(lx, f.p1.y + 6), text, s.c_str());
+    last_right = lx + ts.x;
+  }
+}
+
+void draw_v_lines(ImDrawList* dl, const Frame& f, const Axis& ax, const PlotOptions& opt) {
+  for (size_t i = 0; i < opt.v_lines.size(); ++i) {
+    const double v = opt.v_lines[i];
+    if (!ax.usable(v)) continue;
+    const float x = std::round(ax.px(v));
+    if (x < f.p0.x || x > f.p1.x) continue;
+    detail::add_dashed_line(dl, ImVec2(x, f.p0.y), ImVec2(x, f.p1.y), kMarker, 5.0f, 1.5f);
+    if (i < opt.v_line_labels.size() && !opt.v_line_labels[i].empty()) {
+      const char* s = opt.v_line_labels[i].c_str();
+      const ImVec2 ts = ImGui::CalcTextSize(s);
+      // Right of the line where it fits, left of it otherwise.
+      const float lx = x + 4 + ts.x <= f.p1.x ? x + 4 : x - 4 - ts.x;
+      dl->AddRectFilled(ImVec2(lx - 2, f.p0.y + 3), ImVec2(lx + ts.x + 2, f.p0.y + 5 + ts.y),
+                        IM_COL32(20, 21, 24, 220), 2);
+      dl->AddText(ImVec2(lx, f.p0.y + 4), kMarker, s);
+    }
+  }
+}
+
+// The legend goes into the plot corner that hides the fewest data points and marker labels.
+void draw_legend(ImDrawList* dl, const Frame& f, const std::vector<std::string>& labels,
+                 const std::vector<ImU32>& colors, const std::vector<bool>& points,
+                 const std::vector<ImVec2>& occupied) {
+  float w = 0;
+  int n = 0;
+  for (const std::string& l : labels) {
+    if (l.empty()) continue;
+    w = std::max(w, ImGui::CalcTextSize(l.c_str()).x);
+    ++n;
+  }
+  if (n == 0) return;
+  const float lh = ImGui::GetTextLineHeight() + 2, sw = 18;
+  const ImVec2 box(w + sw + 20, n * lh + 8);
+  ImVec2 b0, best;
+  int best_hits = 1 << 30;
+  for (int corner = 0; corner < 4; ++corner) {  // top right, top left, bottom right, bottom left
+    b0.x = corner % 2 == 0 ? f.p1.x - 6 - box.x : f.p0.x + 6;
+    b0.y = corner < 2 ? f.p0.y + 6 : f.p1.y - 6 - box.y;
+    int hits = 0;
+    for (const ImVec2& p : occupied)
+      hits += p.x >= b0.x - 4 && p.x <= b0.x + box.x + 4 && p.y >= b0.y - 4 && p.y <= b0.y + box.y + 4;
+    if (hits < best_hits) best_hits = hits, best = b0;
+  }
+  b0 = best;
+  const ImVec2 b1(b0.x + box.x, b0.y + box.y);
+  dl->AddRectFilled(b0, b1, IM_COL32(28, 30, 34, 230), 3);
+  dl->AddRect(b0, b1, IM_COL32(80, 84, 92, 255), 3);
+  float y = b0.y + 4;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty()) continue;
+    const float cy = y + lh * 0.5f;
+    if (points[i]) dl->AddCircleFilled(ImVec2(b0.x + 8 + sw * 0.5f, cy), 3.5f, colors[i]);
+    else dl->AddLine(ImVec2(b0.x + 8, cy), ImVec2(b0.x + 8 + sw, cy), colors[i], 2.5f);
+    dl->AddText(ImVec2(b0.x + 14 + sw, y + 1), ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
+    y += lh;
+  }
+}
+
+}  // namespace
+
+// [SECTION] line_plot ------------------------------------------------------------------------------
+void line_plot(const char* id, const std::vector<Series>& series, const PlotOptions& opt, const ImVec2& size) {
+  Axis ax, ay;
+  ax.log = opt.log_x;
+  ay.log = opt.log_y;
+  const double inf = std::numeric_limits<double>::infinity();
+  double xlo = inf, xhi = -inf, ylo = inf, yhi = -inf;
+  for (const Series& s : series) {
+    const size_t n = std::min(s.x.size(), s.y.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (!ax.usable(s.x[i]) || !ay.usable(s.y[i])) continue;
+      xlo = std::min(xlo, s.x[i]), xhi = std::max(xhi, s.x[i]);
+      ylo = std::min(ylo, s.y[i]), yhi = std::max(yhi, s.y[i]);
+    }
+  }
+  for (double v : opt.v_lines)
+    if (ax.usable(v) && std::isfinite(xlo)) xlo = std::min(xlo, v), xhi = std::max(xhi, v);
+  finish_range(xlo, xhi, ax.log, 0.03);
+  const bool fixed_y = !(opt.y_min == 0 && opt.y_max == 0);
+  if (fixed_y) ylo = opt.y_min, yhi = opt.y_max;
+  finish_range(ylo, yhi, ay.log, fixed_y ? 0.0 : 0.06);
+  ax.lo = xlo, ax.hi = xhi, ay.lo = ylo, ay.hi = yhi;
+
+  const float font = ImGui::GetFontSize();
+  const int y_target = std::max(2, int(size.y / (font * 2.5f)));
+  const std::vector<double> yt = detail::nice_ticks(ylo, yhi, y_target, ay.log);
+  Frame f = begin_frame(id, opt, size, y_tick_width(yt));
+  ax.p0 = f.p0.x, ax.p1 = f.p1.x, ay.p0 = f.p1.y, ay.p1 = f.p0.y;
+  const int x_target = std::max(2, int((f.p1.x - f.p0.x) / (font * 5.0f)));
+  const std::vector<double> xt = detail::nice_ticks(xlo, xhi, x_target, ax.log);
+
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  draw_y_axis(dl, f, ay, yt);
+  draw_x_axis(dl, f, ax, xt);
+  draw_v_lines(dl, f, ax, opt);
+
+  std::vector<std::string> labels;
+  std::vector<ImU32> colors;
+  std::vector<bool> points;
+  std::vector<ImVec2> occupied;  // where the legend should not go
+  for (double v : opt.v_lines)
+    if (ax.usable(v))
+      for (float dy = 0; dy < 24; dy += 4)
+        for (float dx = 0; dx < 120; dx += 8) occupied.push_back(ImVec2(ax.px(v) + dx, f.p0.y + 4 + dy));
+  dl->PushClipRect(ImVec2(f.p0.x - 4, f.p0.y - 4), ImVec2(f.p1.x + 4, f.p1.y + 4), true);
+  for (size_t k = 0; k < series.size(); ++k) {
+    const Series& s = series[k];
+    const ImU32 col = series_color(s.color, int(k));
+    labels.push_back(s.label), colors.push_back(col), points.push_back(s.points);
+    const size_t n = std::min(s.x.size(), s.y.size());
+    std::vector<ImVec2> run;  // a polyline broken at unusable values
+    auto flush = [&] {
+      if (run.size() >= 2) dl->AddPolyline(run.data(), int(run.size()), col, 0, 2.0f);
+      run.clear();
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (!ax.usable(s.x[i]) || !ay.usable(s.y[i])) {
+        flush();
+        continue;
+      }
+      const ImVec2 p(ax.px(s.x[i]), ay.px(s.y[i]));
+      if (!s.points && !run.empty()) {  // the segment's pixels count as occupied too
+        const ImVec2 q = run.back();
+        const int steps = int(std::min(200.0f, std::hypot(p.x - q.x, p.y - q.y) / 8.0f));
+        for (int k = 1; k < steps; ++k)
+          occupied.push_back(ImVec2(q.x + (p.x - q.x) * k / steps, q.y + (p.y - q.y) * k / steps));
+      }
+      occupied.push_back(p);
+      if (s.points) {
+        dl->AddCircleFilled(p, 3.5f, col);
+        dl->AddCircle(p, 3.5f, IM_COL32(0, 0, 0, 160), 0, 1.0f);
+      } else {
+        run.push_back(p);
+      }
+    }
+    flush();
+  }
+  dl->PopClipRect();
+  dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);
+  draw_legend(dl, f, labels, colors, points, occupied);
+
+  // Hover: a crosshair at the nearest x and every series' value there.
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  if (f.hovered && m.x >= f.p0.x && m.x <= f.p1.x && m.y >= f.p0.y && m.y <= f.p1.y) {
+    double best_dx = 1e30, best_x = 0;
+    for (const Series& s : series)
+      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+        if (ax.usable(s.x[i]) && std::fabs(ax.px(s.x[i]) - m.x) < best_dx)
+          best_dx = std::fabs(ax.px(s.x[i]) - m.x), best_x = s.x[i];
+    if (best_dx < 1e30) {
+      const float x = ax.px(best_x);
+      dl->AddLine(ImVec2(x, f.p0.y), ImVec2(x, f.p1.y), IM_COL32(255, 255, 255, 70));
+      ImGui::BeginTooltip();
+      ImGui::Text("%s = %.6g", opt.x_label.empty() ? "x" : opt.x_label.c_str(), best_x);
+      for (size_t k = 0; k < series.size(); ++k) {
+        const Series& s = series[k];
+        for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+          if (s.x[i] == best_x && std::isfinite(s.y[i])) {
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(series_color(s.color, int(k))), "%s: %.6g",
+                               s.label.empty() ? "y" : s.label.c_str(), s.y[i]);
+            break;
+          }
+      }
+      ImGui::EndTooltip();
+    }
+  }
+}
+
+// [SECTION] bar_chart ------------------------------------------------------------------------------
+void bar_chart(const char* id, const std::vector<Bar>& bars, const PlotOptions& opt, const ImVec2& size) {
+  Axis ay;
+  ay.log = opt.log_y;
+  double ylo = ay.log ? std::numeric_limits<double>::infinity() : 0.0, yhi = ay.log ? 0.0 : 0.0;
+  for (const Bar& b : bars)
+    if (ay.usable(b.value)) ylo = std::min(ylo, b.value), yhi = std::max(yhi, b.value);
+  const bool fixed_y = !(opt.y_min == 0 && opt.y_max == 0);
+  if (fixed_y) ylo = opt.y_min, yhi = opt.y_max;
+  if (ay.log && std::isfinite(ylo)) ylo = std::pow(10.0, std::floor(std::log10(ylo)));
+  if (!fixed_y && !ay.log) yhi *= 1.12;  // room for the value labels above the bars
+  if (!fixed_y && ay.log) yhi *= 2.0;
+  finish_range(ylo, yhi, ay.log, 0.0);
+  ay.lo = ylo, ay.hi = yhi;
+  const float font = ImGui::GetFontSize();
+  const std::vector<double> yt = detail::nice_ticks(ylo, yhi, std::max(2, int(size.y / (font * 2.5f))), ay.log);
+  Frame f = begin_frame(id, opt, size, y_tick_width(yt));
+  ay.p0 = f.p1.y, ay.p1 = f.p0.y;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  draw_y_axis(dl, f, ay, yt);
+  if (bars.empty()) {
+    dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);
+    return;
+  }
+  const float slot = (f.p1.x - f.p0.x) / float(bars.size());
+  const float bw = std::max(1.0f, std::min(slot * 0.7f, font * 5.0f));
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const float cx = f.p0.x + slot * (float(i) + 0.5f);
+    const float base = ay.log ? f.p1.y : ay.px(0.0);
+    const bool ok = ay.usable(b.value);
+    const float top = ok ? std::clamp(ay.px(b.value), f.p0.y, f.p1.y) : base;
+    const ImU32 col = series_color(b.color, int(i));
+    dl->AddRectFilled(ImVec2(std::round(cx - bw * 0.5f), std::min(top, base)),
+                      ImVec2(std::round(cx + bw * 0.5f), std::max(top, base)), col, 2.0f,
+                      ImDrawFlags_RoundCornersTop);
+    // The value above the bar and the label under the axis, when they fit in the slot.
+    const std::string v = ok ? detail::tick_label(b.value) : std::string("n/a");
+    const ImVec2 vs = ImGui::CalcTextSize(v.c_str());
+    if (vs.x <= slot + 4) dl->AddText(ImVec2(cx - vs.x * 0.5f, std::min(top, base) - vs.y - 2), text, v.c_str());
+    std::string lbl = b.label;
+    while (!lbl.empty() && ImGui::CalcTextSize(lbl.c_str()).x > slot - 2) lbl.pop_back();
+    if (lbl.size() < b.label.size() && lbl.size() > 1) lbl.back() = '.';
+    const ImVec2 ls = ImGui::CalcTextSize(lbl.c_str());
+    dl->AddText(ImVec2(cx - ls.x * 0.5f, f.p1.y + 6), text, lbl.c_str());
+    if (f.hovered && std::fabs(m.x - cx) <= slot * 0.5f && m.y >= f.p0.y && m.y <= f.p1.y) {
+      dl->AddRectFilled(ImVec2(cx - slot * 0.5f, f.p0.y), ImVec2(cx + slot * 0.5f, f.p1.y), IM_COL32(255, 255, 255, 18));
+      ImGui::SetTooltip("%s: %.6g", b.label.c_str(), b.value);
+    }
+  }
+  dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);
+}
+
+// [SECTION] budget_bar -----------------------------------------------------------------------------
+void budget_bar(const char* id, double used, double limit, const std::string& text, const ImVec2& size) {
+  ImGui::PushID(id);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const ImVec2 sz(std::max(40.0f, size.x), std::max(ImGui::GetFrameHeight(), size.y));
+  ImGui::InvisibleButton("##budget", sz);
+  const bool hovered = ImGui::IsItemHovered();
+  ImGui::PopID();
+  const ImVec2 p1(p0.x + sz.x, p0.y + sz.y);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const bool over = limit > 0 ? used > limit : used > 0;
+  const double frac = limit > 0 ? std::clamp(used / limit, 0.0, 1.0) : (over ? 1.0 : 0.0);
+  // Calm below 80 %, amber close to the limit, red past it.
+  const ImU32 fill = over ? IM_COL32(205, 60, 55, 255)
+                     : frac >= 0.8 ? IM_COL32(214, 160, 55, 255)
+                                   : IM_COL32(74, 130, 199, 255);
+  dl->AddRectFilled(p0, p1, kFrameBg, 3.0f);
+  if (frac > 0)
+    dl->AddRectFilled(p0, ImVec2(p0.x + float(frac) * sz.x, p1.y), fill, 3.0f,
+                      frac >= 1.0 ? ImDrawFlags_RoundCornersAll : ImDrawFlags_RoundCornersLeft);
+  if (over) {
+    // Diagonal stripes over the bar: past the limit is not a matter of degree.
+    dl->PushClipRect(p0, p1, true);
+    for (float x = p0.x - sz.y; x < p1.x; x += 10)
+      dl->AddLine(ImVec2(x, p1.y), ImVec2(x + sz.y, p0.y), IM_COL32(0, 0, 0, 60), 3.0f);
+    dl->PopClipRect();
+  }
+  dl->AddRect(p0, p1, over ? IM_COL32(255, 110, 100, 255) : kAxis, 3.0f, 0, over ? 2.0f : 1.0f);
+  std::string label = text;
+  if (label.empty()) label = detail::tick_label(used) + " / " + detail::tick_label(limit);
+  const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
+  const ImVec2 tp(std::floor(p0.x + (sz.x - ts.x) * 0.5f), std::floor(p0.y + (sz.y - ts.y) * 0.5f));
+  dl->PushClipRect(p0, p1, true);
+  dl->AddText(ImVec2(tp.x + 1, tp.y + 1), IM_COL32(0, 0, 0, 200), label.c_str());  // legible on any fill
+  dl->AddText(tp, IM_COL32(245, 245, 245, 255), label.c_str());
+  dl->PopClipRect();
+  if (hovered)
+    ImGui::SetTooltip("%.6g of %.6g (%.1f%%)%s", used, limit, limit > 0 ? 100.0 * used / limit : 0.0,
+                      over ? ": over the limit" : "");
+}
+
+}  // namespace kl::viz
