@@ -46,16 +46,38 @@ std::string last_glfw_error() {
   return g_last_glfw_error;
 }
 
-// Xlib's default I/O error path calls exit(). Since libX11 1.7 an exit handler that returns leaves the
-// Display marked dead (every later call on it is a no-op), so the frame loop can notice and stop.
-// Looked up at run time: no link or header dependency on Xlib.
+// Xlib's default I/O error handler prints "X connection to :0 broken" and calls exit(). Since libX11
+// 1.7 a process-wide I/O error handler that returns, followed by a per-display exit handler that
+// returns, leaves the Display marked dead (later calls on it are no-ops), so the frame loop can
+// notice and stop. Looked up at run time: no link or header dependency on Xlib.
+using XIOHandler = int (*)(void*);
+XIOHandler g_previous_io_handler = nullptr;
+bool g_io_handler_installed = false;
+
+int x_io_error_handler(void* /*display*/) {
+  if (!g_display_lost.exchange(true)) fprintf(stderr, "kernel-ladder: the X display went away; closing\n");
+  return 0;
+}
 void x_io_exit_handler(void* /*display*/, void* /*user*/) { g_display_lost = true; }
 
-void install_x_io_handler() {
+void install_x_io_handlers() {
+  using SetIOHandler = XIOHandler (*)(XIOHandler);
   using SetExitHandler = void (*)(void*, void (*)(void*, void*), void*);
-  auto set = reinterpret_cast<SetExitHandler>(dlsym(RTLD_DEFAULT, "XSetIOErrorExitHandler"));
+  auto set_io = reinterpret_cast<SetIOHandler>(dlsym(RTLD_DEFAULT, "XSetIOErrorHandler"));
+  auto set_exit = reinterpret_cast<SetExitHandler>(dlsym(RTLD_DEFAULT, "XSetIOErrorExitHandler"));
   void* display = glfwGetX11Display();
-  if (set && display) set(display, &x_io_exit_handler, nullptr);
+  if (!set_io || !set_exit || !display) return;  // Wayland, or an Xlib older than 1.7: Xlib's default
+  set_exit(display, &x_io_exit_handler, nullptr);
+  g_previous_io_handler = set_io(&x_io_error_handler);
+  g_io_handler_installed = true;
+}
+
+void restore_x_io_handler() {
+  if (!g_io_handler_installed) return;
+  using SetIOHandler = XIOHandler (*)(XIOHandler);
+  auto set_io = reinterpret_cast<SetIOHandler>(dlsym(RTLD_DEFAULT, "XSetIOErrorHandler"));
+  if (set_io) set_io(g_previous_io_handler);
+  g_io_handler_installed = false;
 }
 
 // [SECTION] The host ----------------------------------------------------------------------------------
@@ -74,6 +96,7 @@ class WindowHost final : public RenderHost {
     if (imgui_context_) detail::destroy_imgui_context();
     if (window_) glfwDestroyWindow(window_);
     if (glfw_) glfwTerminate();
+    restore_x_io_handler();
   }
 
   bool init(const HostOptions& o, std::string* error) {
@@ -90,7 +113,7 @@ class WindowHost final : public RenderHost {
       return false;
     }
     glfw_ = true;
-    install_x_io_handler();
+    install_x_io_handlers();
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
