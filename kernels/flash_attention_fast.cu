@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/buffer.h"
 #include "kernels/cuda_launch.cuh"
@@ -182,8 +183,8 @@ __device__ __forceinline__ void load_q_frag(uint32_t (&a)[4], const void* sQ_war
 // sQw: this warp's 16 rows of sQ (read only when Q is not held in registers).
 template <bool kMask, class T, int kHeadDim, int kBlockN, bool kQInRegs>
 __device__ __forceinline__ void process_tile(WarpState<T, kHeadDim, kBlockN, kQInRegs>& w, const T* sQw,
-                                             const T* sK, const T* sV, int lane, int key_base,
-                                             const int (&last_key)[2], float scale_log2) {
+                                             const T* sK, const T* sV, int lane, int key_base, int row_g,
+                                             const FastParams& p, float scale_log2) {
   constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S
   float acc_s[kNTiles][4];
 #pragma unroll
@@ -209,6 +210,9 @@ __device__ __forceinline__ void process_tile(WarpState<T, kHeadDim, kBlockN, kQI
 
   const int t = lane & 3;
   if (kMask) {  // key_visible(row, key) as key <= last_visible_key(row), rows g (e < 2) and g + 8 (e >= 2)
+    // Computed here, not kept across the loop: two registers fewer under d = 64's 128-register cap.
+    const int last_key[2] = {last_visible_key(row_g, p.Lq, p.Lk, p.causal),
+                             last_visible_key(row_g + 8, p.Lq, p.Lk, p.causal)};
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
@@ -328,8 +332,6 @@ __global__ void __launch_bounds__(FastTraits<kHeadDim>::kNWarps * 32, FastTraits
     }
 
     const int row_g = m0 + warp * 16 + (lane >> 2);  // this thread's rows: row_g and row_g + 8
-    const int last_key[2] = {last_visible_key(row_g, p.Lq, p.Lk, p.causal),
-                             last_visible_key(row_g + 8, p.Lq, p.Lk, p.causal)};
     for (int n = 0; n < n_tiles; ++n) {
       if (n > 0) {
         cp_async_wait<1>();
@@ -339,9 +341,9 @@ __global__ void __launch_bounds__(FastTraits<kHeadDim>::kNWarps * 32, FastTraits
       const T* sKs = sK + stage * kBlockN * kHeadDim;
       const T* sVs = sV + stage * kBlockN * kHeadDim;
       if (tile_needs_mask(m_block, n, p.Lq, p.Lk, kBlockM, kBlockN, p.causal))
-        process_tile<true>(w, sQw, sKs, sVs, lane, n * kBlockN, last_key, scale_log2);
+        process_tile<true>(w, sQw, sKs, sVs, lane, n * kBlockN, row_g, p, scale_log2);
       else
-        process_tile<false>(w, sQw, sKs, sVs, lane, n * kBlockN, last_key, scale_log2);
+        process_tile<false>(w, sQw, sKs, sVs, lane, n * kBlockN, row_g, p, scale_log2);
       __syncthreads();  // every warp is done with this stage before it is refilled
       if (n + 2 < n_tiles) {
         load_tile_async<T, kBlockN, kHeadDim, kThreads>(const_cast<T*>(sKs), k, p.k_row_stride, (n + 2) * kBlockN,

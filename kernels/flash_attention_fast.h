@@ -77,7 +77,8 @@ struct FastTraits<64> {
   static constexpr int kHeadDim = 64, kBlockM = 128, kBlockN = 64, kNWarps = 8, kStages = 2;
   // Two blocks per SM (16 warps): 48 KiB smem each, registers capped at 128 per thread: O (32) + S (32)
   // and Q's A fragments re-read from shared memory each k-step (kQInRegs false); kBlockN = 128 or Q
-  // held in registers spilled under that cap.
+  // held in registers spilled more under that cap. ptxas still reports an 8-byte spill here (one
+  // 64-bit value); kMinBlocksPerSm = 1 removes it (163 registers, one block per SM): measure both.
   static constexpr int kMinBlocksPerSm = 2;
   static constexpr bool kQInRegs = false;
 };
