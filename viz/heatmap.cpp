@@ -351,18 +351,22 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   const float cw = 1.0f / spx, ch = 1.0f / spy;  // pixels per cell
   auto sx = [&](float cx) { return pos.x + (cx - st.x0) * cw; };
   auto sy = [&](float cy) { return pos.y + (cy - st.y0) * ch; };
-  // Highlight bands: a translucent fill with a bright outline, at least 3 pixels thick.
-  const ImU32 band_fill = IM_COL32(255, 255, 255, 40), band_line = IM_COL32(255, 255, 255, 220);
+  // Highlight bands: a translucent fill with a bright outline on a dark halo (visible on light and dark
+  // colours alike), at least 3 pixels thick.
+  const ImU32 band_fill = IM_COL32(255, 255, 255, 40), band_line = IM_COL32(255, 255, 255, 230),
+              band_halo = IM_COL32(0, 0, 0, 170);
   if (hl_row_ >= 0 && hl_row_ < data.height()) {
     float a = sy(float(hl_row_)), b = sy(float(hl_row_ + 1));
     if (b - a < 3) a = (a + b) * 0.5f - 1.5f, b = a + 3;
     dl->AddRectFilled(ImVec2(pos.x, a), ImVec2(end.x, b), band_fill);
+    dl->AddRect(ImVec2(pos.x - 1, a - 1), ImVec2(end.x + 1, b + 1), band_halo, 0, 0, 3.0f);
     dl->AddRect(ImVec2(pos.x - 1, a - 1), ImVec2(end.x + 1, b + 1), band_line, 0, 0, 1.5f);
   }
   if (hl_col_ >= 0 && hl_col_ < data.width()) {
     float a = sx(float(hl_col_)), b = sx(float(hl_col_ + 1));
     if (b - a < 3) a = (a + b) * 0.5f - 1.5f, b = a + 3;
     dl->AddRectFilled(ImVec2(a, pos.y), ImVec2(b, end.y), band_fill);
+    dl->AddRect(ImVec2(a - 1, pos.y - 1), ImVec2(b + 1, end.y + 1), band_halo, 0, 0, 3.0f);
     dl->AddRect(ImVec2(a - 1, pos.y - 1), ImVec2(b + 1, end.y + 1), band_line, 0, 0, 1.5f);
   }
   if (hovered) {

@@ -265,8 +265,8 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
       if (!s.points && !run.empty()) {  // the segment's pixels count as occupied too
         const ImVec2 q = run.back();
         const int steps = int(std::min(200.0f, std::hypot(p.x - q.x, p.y - q.y) / 8.0f));
-        for (int k = 1; k < steps; ++k)
-          occupied.push_back(ImVec2(q.x + (p.x - q.x) * k / steps, q.y + (p.y - q.y) * k / steps));
+        for (int j = 1; j < steps; ++j)
+          occupied.push_back(ImVec2(q.x + (p.x - q.x) * j / steps, q.y + (p.y - q.y) * j / steps));
       }
       occupied.push_back(p);
       if (s.points) {

@@ -267,6 +267,76 @@ TEST_F(HeatmapTest, HighlightBandsAndWheelZoom) {
   EXPECT_TRUE(test::near(test::pixel(r.rgba, r.w, 4 * kCell + 10, 10), c1, 1));
 }
 
+TEST_F(HeatmapTest, ManyCellsPerPixelShowOnlyCellColours) {
+  // 4096 x 512 cells drawn at 512 x 128 pixels: each pixel shows one cell's colour (nearest), never a
+  // blend, so program ids stay readable colours from the palette. A diverging map beside it, with
+  // a highlighted row and column, for the eye (the PNG is written to the test's tmp directory).
+  const int cols = 4096, rows = 512;
+  std::vector<float> v(size_t(cols) * rows * 2);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const int64_t lane = int64_t(r) * cols + c;
+      v[size_t(lane) * 2] = float(lane / 65536);                       // 32 programs of 65536 lanes
+      v[size_t(lane) * 2 + 1] = lane >= int64_t(cols) * rows - 300000 ? 1.0f : 0.0f;  // masked tail
+    }
+  viz::DataTexture tex;
+  tex.resize(cols, rows, 2);
+  tex.upload(v.data());
+  viz::Heatmap hm;
+  viz::ColorScale s;
+  s.kind = viz::ColorScale::Kind::Categorical;
+  hm.set_scale(s);
+  hm.set_grid(cols, 16);  // program boundaries every 16 rows: skipped, cells are too small
+
+  const int n = 48;
+  std::vector<float> att(size_t(n) * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) att[size_t(i) * n + j] = std::sin(0.21f * float(i)) * std::cos(0.13f * float(j));
+  viz::DataTexture tex2;
+  tex2.resize(n, n, 1);
+  tex2.upload(att.data());
+  viz::Heatmap hm2;
+  viz::ColorScale s2;
+  s2.kind = viz::ColorScale::Kind::Diverging;
+  s2.lo = -1.0f;
+  s2.hi = 1.0f;
+  s2.label = "score";
+  hm2.set_scale(s2);
+  hm2.set_grid(16, 16);
+  hm2.set_highlight(20, 30);
+
+  Frame f;
+  for (int frame = 0; frame < 2; ++frame) {
+    ImGui::GetIO().MousePos = ImVec2(560 + 7 * 4 + 2, 20 + 9 * 4 + 2);
+    ASSERT_TRUE(host_->begin_frame());
+    test::begin_canvas(float(kW), float(kH));
+    hm.draw("programs", tex, ImVec2(512, 128));
+    ImGui::SameLine(0, 48);
+    ImGui::SetCursorPosY(20);
+    f.hover = hm2.draw("scores", tex2, ImVec2(4 * n, 4 * n));
+    test::end_canvas();
+    host_->end_frame();
+  }
+  ASSERT_TRUE(host_->read_pixels(f.rgba, f.w, f.h));
+  viz::write_png(test::tmp_dir() + "/heatmap_gallery.png", f.rgba, f.w, f.h);
+  std::set<uint32_t> palette;
+  for (int k = 0; k < 12; ++k) {
+    float c[3];
+    viz::categorical_rgb(k, c);
+    palette.insert(uint32_t(c[0] * 255 + 0.5f) | uint32_t(c[1] * 255 + 0.5f) << 8 | uint32_t(c[2] * 255 + 0.5f) << 16);
+  }
+  int off_palette = 0;
+  for (int y = 0; y < 100; ++y)  // the unmasked part
+    for (int x = 0; x < 512; ++x) {
+      const test::Rgb p = test::pixel(f.rgba, f.w, x, y);
+      off_palette += !palette.count(uint32_t(p.r) | uint32_t(p.g) << 8 | uint32_t(p.b) << 16);
+    }
+  EXPECT_EQ(off_palette, 0);
+  EXPECT_TRUE(f.hover.active);
+  EXPECT_EQ(f.hover.col, 7);
+  EXPECT_EQ(f.hover.row, 9);
+}
+
 TEST(ColourMaps, ViridisEndsAndMonotoneLightness) {
   float a[3], b[3];
   viz::colormap_rgb(0.0f, a);
