@@ -246,6 +246,46 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, flo
 #endif
 }
 
+// [SECTION] Views: weights composed from the trace ---------------------------------------------------------
+
+void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
+                     int channels) {
+  if (t.o_qblock < 0 || !t.p_tile) throw RuntimeError("compose_weights: the trace has no chosen query block");
+  require_range("step", step, 1, t.steps);
+  require_range("channels", channels, 1, 4);
+  if (b == Backend::Cuda) {
+#ifdef KL_HAS_CUDA
+    return detail::compose_weights_cuda(t, lq, lk, step, dst, channels);
+#else
+    throw RuntimeError("built without CUDA");
+#endif
+  }
+  const int bm = t.block_m, bn = t.block_n;
+  std::vector<float> factor(static_cast<size_t>(step));
+  for (int r = 0; r < bm; ++r) {
+    const int64_t i = t.o_qblock * bm + r;
+    const int64_t row = t.o_bh * lq + i;
+    float l = 0.0f;
+    if (i < lq) {
+      l = t.l_after[row * t.steps + step - 1];
+      // factor[k] = alpha_{k+1} * ... * alpha_{step-1}: what tile k's P has been rescaled by since
+      float f = 1.0f;
+      for (int64_t k = step - 1; k >= 0; --k) {
+        factor[size_t(k)] = f;
+        f *= t.alpha[row * t.steps + k];
+      }
+    }
+    for (int64_t j = 0; j < lk; ++j) {
+      const int64_t k = j / bn;
+      const int64_t tile_cell = (k * bm + r) * bn + (j - k * bn);
+      const bool shown = i < lq && k < step && t.s_tile[tile_cell] != -std::numeric_limits<float>::infinity();
+      float* c = dst + (r * lk + j) * channels;
+      c[0] = shown && l > 0.0f ? t.p_tile[tile_cell] * factor[size_t(k)] / l : 0.0f;
+      if (channels >= 2) c[1] = shown ? 0.0f : 1.0f;
+    }
+  }
+}
+
 // [SECTION] Command line -------------------------------------------------------------------------------
 
 namespace {

@@ -106,6 +106,16 @@ struct FlashTrace {
   FlashTraceView view();
 };
 
+// For the views: the chosen query block's attention weights as they stand after `step` K/V tiles
+// (1 <= step <= steps), composed from the recorded trace alone:
+//     W_t[r, j] = P_k[r, j] * alpha_{k+1} * ... * alpha_{t-1} / l_{t-1}[r]      (k = j / BLOCK_N < t)
+// each tile's P rescaled by every later alpha (the online softmax's rescaling, made visible) and
+// divided by the running sum. At step = steps this is the final softmax. Keys of tiles not yet reached
+// and masked keys: value 0, state 1 (masked); rows past Lq: state 1. dst holds BLOCK_M x lk cells of
+// `channels` floats (value, then state when channels >= 2) and lives where the trace lives.
+void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
+                     int channels);
+
 // [SECTION] Running it ------------------------------------------------------------------------------
 // The teaching kernel on backend b; pointers live there. out [bh, lq, d]. `trace` (optional) must have
 // been reset() for this shape and tile on the same backend. Throws InputError for bad shapes/tiles.
@@ -123,6 +133,8 @@ void run_cpu(const float* q, const float* k, const float* v, float* out, const S
 #ifdef KL_HAS_CUDA
 void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
               bool causal, int block_m, int block_n, FlashTraceView* t);
+void compose_weights_cuda(const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
+                          int channels);
 #endif
 // Number of K/V tiles program (q block qb) computes; the rest (causal) it skips.
 KL_ATTN_HD inline int64_t tiles_to_run(int64_t qb, int block_m, int block_n, int64_t lq, int64_t lk,
