@@ -1,6 +1,7 @@
 // Rung 2, host side: the reference, the CPU backend's program-by-program launches, `run` and `bench`.
 #include "kernels/relu_dropout.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -127,6 +128,67 @@ void run_traced(Backend b, const float* x, float* out, int64_t n, double p, uint
   if (b == Backend::Cpu) return detail::run_cpu_traced(x, out, n, thr, scale, seed, block_size, trace);
 #ifdef KL_HAS_CUDA
   detail::run_cuda_traced(x, out, n, thr, scale, seed, block_size, trace);
+#else
+  throw RuntimeError("built without CUDA");
+#endif
+}
+
+Summary summarize(Backend b, const float* x, const float* out, const uint8_t* keep, int64_t n, double ratio_lo,
+                  double ratio_hi, int bins) {
+  Summary s;
+  s.ratio_lo = ratio_lo;
+  s.ratio_hi = ratio_hi;
+  s.ratio_hist.assign(size_t(bins), 0);
+  std::vector<unsigned long long> c(size_t(bins) + 5, 0);
+  const float lo = float(ratio_lo), hi = float(ratio_hi);
+  if (b == Backend::Cpu) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (keep[i] == kKept) {
+        ++c[size_t(bins) + 2];
+        if (x[i] > 0.0f) {
+          ++c[size_t(bins) + 4];
+          const float r = out[i] / x[i];
+          if (r < lo) ++c[size_t(bins)];
+          else if (r >= hi) ++c[size_t(bins) + 1];
+          else ++c[std::min(size_t(bins) - 1, size_t(double(r - lo) / double(hi - lo) * bins))];
+        }
+      } else if (keep[i] == kDropped) {
+        ++c[size_t(bins) + 3];
+      }
+    }
+  } else {
+#ifdef KL_HAS_CUDA
+    Buffer<unsigned long long> dc(b, c.size());
+    dc.fill_bytes(0);
+    detail::summarize_cuda(x, out, keep, n, lo, hi, bins, dc.data());
+    c = dc.to_host();
+#else
+    throw RuntimeError("built without CUDA");
+#endif
+  }
+  for (int k = 0; k < bins; ++k) s.ratio_hist[size_t(k)] = uint32_t(c[size_t(k)]);
+  s.ratio_below = int64_t(c[size_t(bins)]);
+  s.ratio_above = int64_t(c[size_t(bins) + 1]);
+  s.kept = int64_t(c[size_t(bins) + 2]);
+  s.dropped = int64_t(c[size_t(bins) + 3]);
+  s.survivors = int64_t(c[size_t(bins) + 4]);
+  s.not_run = n - s.kept - s.dropped;
+  return s;
+}
+
+void mask_cells(Backend b, const uint8_t* keep, int64_t n, int width, int height, float* cells) {
+  const int64_t count = int64_t(width) * height;
+  if (b == Backend::Cpu) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (i >= n) cells[2 * i] = 0.0f, cells[2 * i + 1] = 1.0f;
+      else if (keep[i] == kKept) cells[2 * i] = 1.0f, cells[2 * i + 1] = 0.0f;
+      else if (keep[i] == kDropped) cells[2 * i] = 0.0f, cells[2 * i + 1] = 0.0f;
+      else cells[2 * i] = 0.0f, cells[2 * i + 1] = 2.0f;
+    }
+    return;
+  }
+#ifdef KL_HAS_CUDA
+  detail::mask_cells_cuda(keep, n, count, cells);
 #else
   throw RuntimeError("built without CUDA");
 #endif

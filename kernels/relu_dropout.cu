@@ -113,4 +113,49 @@ void run_cuda_traced(const float* x, float* out, int64_t n, uint32_t threshold, 
                n, threshold, scale, seed, block_size, t, trace != nullptr);
 }
 
+// ---- for the views -----------------------------------------------------------------------------------------
+__global__ void summarize_kernel(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo,
+                                 float hi, int bins, unsigned long long* c) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if (keep[i] == kKept) {
+      atomicAdd(&c[bins + 2], 1ull);
+      if (x[i] > 0.0f) {
+        atomicAdd(&c[bins + 4], 1ull);
+        const float r = out[i] / x[i];
+        int k;
+        if (r < lo) k = bins;
+        else if (r >= hi) k = bins + 1;
+        else k = min(bins - 1, int(double(r - lo) / double(hi - lo) * bins));
+        atomicAdd(&c[k], 1ull);
+      }
+    } else if (keep[i] == kDropped) {
+      atomicAdd(&c[bins + 3], 1ull);
+    }
+  }
+}
+
+void summarize_cuda(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo, float hi, int bins,
+                    unsigned long long* counts) {
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 1024) blocks = 1024;
+  cuda::launch("relu_dropout_summarize", summarize_kernel, dim3(unsigned(blocks)), dim3(256), 0, 0, x, out, keep, n,
+               lo, hi, bins, counts);
+}
+
+__global__ void mask_cells_kernel(const uint8_t* keep, int64_t n, int64_t count, float* cells) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float v = 0.0f, s = 0.0f;
+  if (i >= n) s = 1.0f;
+  else if (keep[i] == kKept) v = 1.0f;
+  else if (keep[i] != kDropped) s = 2.0f;
+  cells[2 * i] = v;
+  cells[2 * i + 1] = s;
+}
+
+void mask_cells_cuda(const uint8_t* keep, int64_t n, int64_t cells_count, float* cells) {
+  cuda::launch("relu_dropout_mask_cells", mask_cells_kernel, dim3(unsigned((cells_count + 255) / 256)), dim3(256), 0,
+               0, keep, n, cells_count, cells);
+}
+
 }  // namespace kl::relu_dropout::detail

@@ -15,6 +15,7 @@
 //              per element instead of 8. Same bits as fused; the Measure view shows what fusion saves.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/buffer.h"
@@ -65,6 +66,24 @@ void run_traced(Backend b, const float* x, float* out, int64_t n, double p, uint
 void run_unfused(Backend b, const float* x, float* tmp, float* out, int64_t n, double p, uint64_t seed,
                  int block_size);
 
+// For the views (no GL here), computed where `b` runs so only a few numbers come back to the host.
+//   summarize:  drop counts from the recorded mask, and a histogram of out/x over the survivors with
+//               x > 0 (`bins` bins over [ratio_lo, ratio_hi); below/above counted apart): one spike at
+//               1/(1-p) when the kernel is right.
+//   mask_cells: the mask as a width x height raster of (value, state) heatmap cells, one element per
+//               cell in row-major order: value 1 kept, 0 dropped; state 2 where nobody ran, 1 (masked)
+//               for the cells past n. On the CUDA backend `cells` can be a mapped GL buffer.
+struct Summary {
+  int64_t kept = 0, dropped = 0, not_run = 0;
+  int64_t survivors = 0;            // kept with x > 0: the elements the ratio histogram counts
+  std::vector<uint32_t> ratio_hist;
+  int64_t ratio_below = 0, ratio_above = 0;
+  double ratio_lo = 0, ratio_hi = 0;
+};
+Summary summarize(Backend b, const float* x, const float* out, const uint8_t* keep, int64_t n, double ratio_lo,
+                  double ratio_hi, int bins);
+void mask_cells(Backend b, const uint8_t* keep, int64_t n, int width, int height, float* cells);
+
 // `bench relu-dropout`: fused vs copy bandwidth (8 bytes per element) and fused vs unfused, at 2^26
 // elements (quick: 2^20).
 std::vector<bench::Row> bench_rows(Backend b, bool quick);
@@ -79,6 +98,10 @@ void run_cuda_elementwise(int mode, const float* x, float* out, int64_t n, uint3
                           uint64_t seed, int block_size);
 void run_cuda_traced(const float* x, float* out, int64_t n, uint32_t threshold, float scale, uint64_t seed,
                      int block_size, DropoutTraceView* trace);
+// counts: [bins + 5]: histogram, then below, above, kept, dropped, survivors (device memory)
+void summarize_cuda(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo, float hi, int bins,
+                    unsigned long long* counts);
+void mask_cells_cuda(const uint8_t* keep, int64_t n, int64_t cells_count, float* cells);
 #endif
 }  // namespace detail
 

@@ -265,6 +265,35 @@ void run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t
 #endif
 }
 
+void output_cells(Backend b, const float* out, const int32_t* writer, int64_t n_cols, int64_t row0, int64_t n_rows,
+                  float* cells) {
+  if (b == Backend::Cpu) {
+    for (int64_t i = 0; i < n_rows * n_cols; ++i) {
+      const int64_t src = row0 * n_cols + i;
+      cells[2 * i] = out[src];
+      cells[2 * i + 1] = writer[src] < 0 ? 2.0f : 0.0f;
+    }
+    return;
+  }
+#ifdef KL_HAS_CUDA
+  detail::output_cells_cuda(out, writer, n_cols, row0, n_rows, cells);
+#else
+  throw RuntimeError("built without CUDA");
+#endif
+}
+
+void value_cells(Backend b, const float* values, int64_t count, float* cells) {
+  if (b == Backend::Cpu) {
+    for (int64_t i = 0; i < count; ++i) cells[2 * i] = values[i], cells[2 * i + 1] = 0.0f;
+    return;
+  }
+#ifdef KL_HAS_CUDA
+  detail::value_cells_cuda(values, count, cells);
+#else
+  throw RuntimeError("built without CUDA");
+#endif
+}
+
 std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   const int64_t rows = quick ? 64 : 4096;
   std::vector<int64_t> widths = quick ? std::vector<int64_t>{1024, 4096}

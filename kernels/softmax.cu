@@ -356,4 +356,31 @@ void run_cuda(Variant v, const float* x, float* out, int64_t rows, int64_t n_col
   }
 }
 
+// ---- cells for the views ------------------------------------------------------------------------------------
+__global__ void output_cells_kernel(const float* out, const int32_t* writer, int64_t first, int64_t count,
+                                    float* cells) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  cells[2 * i] = out[first + i];
+  cells[2 * i + 1] = writer[first + i] < 0 ? 2.0f : 0.0f;
+}
+__global__ void value_cells_kernel(const float* values, int64_t count, float* cells) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  cells[2 * i] = values[i];
+  cells[2 * i + 1] = 0.0f;
+}
+void output_cells_cuda(const float* out, const int32_t* writer, int64_t n_cols, int64_t row0, int64_t n_rows,
+                       float* cells) {
+  const int64_t count = n_rows * n_cols;
+  if (count <= 0) return;
+  cuda::launch("softmax_output_cells", output_cells_kernel, dim3(unsigned((count + 255) / 256)), dim3(256), 0, 0,
+               out, writer, row0 * n_cols, count, cells);
+}
+void value_cells_cuda(const float* values, int64_t count, float* cells) {
+  if (count <= 0) return;
+  cuda::launch("softmax_value_cells", value_cells_kernel, dim3(unsigned((count + 255) / 256)), dim3(256), 0, 0,
+               values, count, cells);
+}
+
 }  // namespace kl::softmax::detail

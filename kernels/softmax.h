@@ -86,6 +86,15 @@ struct SoftmaxTrace {
 void run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
          SoftmaxTraceView* trace = nullptr, int chunk = kDefaultChunk, float* scratch = nullptr);
 
+// For the views (no GL here): the (value, state) cell pairs a heatmap draws (viz/heatmap.h: state 0
+// written, 2 never written), written where `b` runs, so on the CUDA backend `cells` can be a mapped GL
+// buffer and nothing goes through the host.
+//   output_cells: rows [row0, row0 + n_rows) of `out`, value = out, state from the recorded writer.
+//   value_cells:  `count` values as (value, 0) pairs (e.g. one row of x).
+void output_cells(Backend b, const float* out, const int32_t* writer, int64_t n_cols, int64_t row0, int64_t n_rows,
+                  float* cells);
+void value_cells(Backend b, const float* values, int64_t count, float* cells);
+
 // `bench softmax`: fixed, online and three_pass against copy bandwidth at rows = 4096 and
 // n_cols in {1024, ..., 32768} (quick: 64 rows, n_cols 1024 and 4096).
 std::vector<bench::Row> bench_rows(Backend b, bool quick);
@@ -97,6 +106,9 @@ void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk);
 #ifdef KL_HAS_CUDA
 void run_cuda(Variant v, const float* x, float* out, int64_t rows, int64_t n_cols, SoftmaxTraceView* trace,
               int chunk, float* scratch);
+void output_cells_cuda(const float* out, const int32_t* writer, int64_t n_cols, int64_t row0, int64_t n_rows,
+                       float* cells);
+void value_cells_cuda(const float* values, int64_t count, float* cells);
 #endif
 }  // namespace detail
 

@@ -328,6 +328,48 @@ TEST(ReluDropout, EntryRunsEveryVariant) {
   }
 }
 
+// The views' summaries, computed where the backend runs: counts from the mask, every survivor's out/x in
+// the one histogram bin holding 1/(1-p), and the mask raster cell for cell.
+TEST(ReluDropout, SummaryAndMaskCellsForTheViews) {
+  for (Backend b : test::backends()) {
+    const int64_t n = 30000;
+    const double p = 0.3;
+    const std::vector<float> x = test::random_floats(size_t(n), -1.0f, 1.0f);
+    Buffer<float> dx(b, size_t(n)), dout(b, size_t(n));
+    dx.upload(x);
+    dout.fill_bytes(0xFF);
+    rd::DropoutTrace t;
+    t.reset(b, n, 1024);
+    rd::DropoutTraceView v = t.view();
+    rd::run_traced(b, dx.data(), dout.data(), n, p, 5, 1024, &v);
+    const double scale = 1.0 / (1.0 - p);
+    const int bins = 64;
+    const rd::Summary s = rd::summarize(b, dx.data(), dout.data(), t.keep.data(), n, 0.0, 2.0 * scale, bins);
+    std::vector<float> ref(static_cast<size_t>(n));
+    std::vector<uint8_t> keep(static_cast<size_t>(n));
+    rd::reference(x.data(), ref.data(), keep.data(), n, p, 5);
+    int64_t kept = 0, survivors = 0;
+    for (int64_t i = 0; i < n; ++i) kept += keep[size_t(i)] == rd::kKept, survivors += keep[size_t(i)] == rd::kKept && x[size_t(i)] > 0;
+    EXPECT_EQ(s.kept, kept);
+    EXPECT_EQ(s.dropped, n - kept);
+    EXPECT_EQ(s.not_run, 0);
+    EXPECT_EQ(s.survivors, survivors);
+    const size_t spike = size_t(bins / 2);  // [scale, scale + bin width) or just below it, within 1 ulp
+    EXPECT_EQ(int64_t(s.ratio_hist[spike] + s.ratio_hist[spike - 1]), survivors) << backend_name(b);
+    EXPECT_EQ(s.ratio_below + s.ratio_above, 0);
+    const int w = 200, h = 151;  // 30200 cells: the last 200 are past n
+    Buffer<float> cells(b, size_t(w) * h * 2);
+    rd::mask_cells(b, t.keep.data(), n, w, h, cells.data());
+    const std::vector<float> c = cells.to_host();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < int64_t(w) * h; ++i) {
+      if (i < n) wrong += c[size_t(2 * i)] != (keep[size_t(i)] == rd::kKept ? 1.0f : 0.0f) || c[size_t(2 * i + 1)] != 0.0f;
+      else wrong += c[size_t(2 * i + 1)] != 1.0f;
+    }
+    EXPECT_EQ(wrong, 0) << backend_name(b);
+  }
+}
+
 // `bench` (quick) yields the fused-vs-copy, unfused and fused-vs-unfused rows (figures not judged).
 TEST(ReluDropout, BenchQuickRows) {
   const std::vector<bench::Row> rows = rd::bench_rows(Backend::Cpu, true);

@@ -330,6 +330,39 @@ TEST(Softmax, EntryRunsEveryVariant) {
   EXPECT_THROW(e.run(r), InputError);
 }
 
+// The heatmap cells the panel draws: value = out, state 2 (never written) exactly where the trace has no
+// writer, for a window of rows; and plain value cells.
+TEST(Softmax, OutputCellsFromTheTrace) {
+  for (Backend b : test::backends()) {
+    const int64_t rows = 6, n = 2000, row0 = 2, n_rows = 3;
+    const std::vector<float> x = test::random_floats(size_t(rows * n));
+    Buffer<float> dx(b, x.size()), dout(b, x.size()), cells(b, size_t(n_rows * n * 2));
+    dx.upload(x);
+    dout.fill_bytes(0xFF);
+    softmax::SoftmaxTrace t;
+    t.reset(b, rows, n);
+    softmax::SoftmaxTraceView tv = t.view();
+    softmax::run(b, Variant::Buggy, dx.data(), dout.data(), rows, n, &tv);
+    softmax::output_cells(b, dout.data(), t.writer.data(), n, row0, n_rows, cells.data());
+    const std::vector<float> c = cells.to_host(), out = dout.to_host();
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < n_rows; ++r)
+      for (int64_t col = 0; col < n; ++col) {
+        const size_t i = size_t(r * n + col);
+        const float o = out[size_t((row0 + r) * n + col)];
+        wrong += c[2 * i + 1] != (col < 1024 ? 0.0f : 2.0f);
+        wrong += col < 1024 ? c[2 * i] != o : !std::isnan(c[2 * i]);
+      }
+    EXPECT_EQ(wrong, 0) << backend_name(b);
+    softmax::value_cells(b, dx.data() + n, n, cells.data());
+    const std::vector<float> v = cells.to_host();
+    for (int64_t col = 0; col < n; ++col) {
+      ASSERT_EQ(v[size_t(2 * col)], x[size_t(n + col)]);
+      ASSERT_EQ(v[size_t(2 * col + 1)], 0.0f);
+    }
+  }
+}
+
 TEST(Softmax, BenchQuickRows) {
   const std::vector<bench::Row> rows = softmax::bench_rows(Backend::Cpu, true);
   ASSERT_EQ(rows.size(), 6u);  // 2 widths x fixed, online, three_pass
