@@ -17,6 +17,7 @@
 
 #include "kernels/errors.h"
 #include "viz/gl_check.h"
+#include "viz/host_common.h"
 
 namespace kl::viz {
 namespace {
@@ -52,48 +53,66 @@ const std::string& DataTexture::last_interop_status() { return last_status(); }
 
 DataTexture::DataTexture() = default;
 
-DataTexture::~DataTexture() {
+// Frees the CUDA registration, the staging buffer and the GL names. With `gl_live` false the GL
+// context they belong to is gone (the host was destroyed first): its names are dropped, not deleted,
+// and CUDA's complaints about the vanished buffer are ignored.
+void DataTexture::release(bool gl_live) {
 #ifdef KL_HAS_CUDA
-  // No throwing from a destructor: failures here are reported nowhere, the process may be ending.
   if (mapped_ && resource_) {
     auto r = static_cast<cudaGraphicsResource_t>(resource_);
-    cudaGraphicsUnmapResources(1, &r, 0);
+    if (gl_live) KL_VIZ_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, 0));
+    else if (cudaGraphicsUnmapResources(1, &r, 0) != cudaSuccess) cudaGetLastError();
   }
-  if (resource_) cudaGraphicsUnregisterResource(static_cast<cudaGraphicsResource_t>(resource_));
-  if (staging_) cudaFree(staging_);
+  mapped_ = nullptr;
+  if (resource_) {
+    auto r = static_cast<cudaGraphicsResource_t>(resource_);
+    resource_ = nullptr;
+    if (gl_live) KL_VIZ_CUDA_CHECK(cudaGraphicsUnregisterResource(r));
+    else if (cudaGraphicsUnregisterResource(r) != cudaSuccess) cudaGetLastError();
+  }
+  if (staging_) {
+    void* p = staging_;
+    staging_ = nullptr;
+    KL_VIZ_CUDA_CHECK(cudaFree(p));
+  }
 #endif
-  if (pbo_) glDeleteBuffers(1, &pbo_);
-  if (tex_) glDeleteTextures(1, &tex_);
+  mapped_ = nullptr;
+  if (gl_live && pbo_) glDeleteBuffers(1, &pbo_);
+  pbo_ = 0;
+  interop_tried_ = false;
+  interop_ok_ = false;
+}
+
+DataTexture::~DataTexture() {
+  const bool live = gl_generation_ != 0 && gl_generation_ == detail::gl_context_generation();
+  try {
+    release(live);
+  } catch (const std::exception&) {
+    // Nothing to report to from a destructor; the process may be ending.
+  }
+  if (live && tex_) glDeleteTextures(1, &tex_);
 }
 
 void DataTexture::resize(int width, int height, int channels) {
   if (channels != 1 && channels != 2 && channels != 4)
     throw InputError(out_of_range_message("DataTexture channels", std::to_string(channels), "1, 2 or 4"));
+  if (detail::gl_context_generation() == 0) throw RuntimeError("DataTexture::resize with no render host");
   GLint max_size = 0;
   glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
   if (width < 1 || width > max_size || height < 1 || height > max_size)
     throw InputError(out_of_range_message("DataTexture size", std::to_string(width) + "x" + std::to_string(height),
                                           "1.." + std::to_string(max_size) + " per side (GL_MAX_TEXTURE_SIZE)"));
+  if (gl_generation_ != detail::gl_context_generation()) {
+    // Names from an earlier host's context: meaningless now, start afresh.
+    release(false);
+    tex_ = 0;
+    gl_generation_ = detail::gl_context_generation();
+  }
   if (tex_ && width == w_ && height == h_ && channels == c_) return;
   if (mapped_) throw RuntimeError("DataTexture::resize while mapped for a device write");
 
   // The buffer registered with CUDA belongs to the old size: release it, register again on next use.
-#ifdef KL_HAS_CUDA
-  if (resource_) {
-    KL_VIZ_CUDA_CHECK(cudaGraphicsUnregisterResource(static_cast<cudaGraphicsResource_t>(resource_)));
-    resource_ = nullptr;
-  }
-  if (staging_) {
-    KL_VIZ_CUDA_CHECK(cudaFree(staging_));
-    staging_ = nullptr;
-  }
-#endif
-  if (pbo_) {
-    glDeleteBuffers(1, &pbo_);
-    pbo_ = 0;
-  }
-  interop_tried_ = false;
-  interop_ok_ = false;
+  release(true);
 
   w_ = width;
   h_ = height;
@@ -114,7 +133,8 @@ void DataTexture::resize(int width, int height, int channels) {
 }
 
 void DataTexture::upload(const float* host) {
-  if (!tex_) throw RuntimeError("DataTexture::upload before resize");
+  if (!tex_ || gl_generation_ != detail::gl_context_generation())
+    throw RuntimeError("DataTexture::upload before resize (under the current render host)");
   GLint prev = 0, prev_unpack = 0;
   glGetIntegerv(GL_TEXTURE_BINDING_2D, &prev);
   glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev_unpack);
@@ -132,7 +152,8 @@ void DataTexture::upload(const float* host) {
 #ifdef KL_HAS_CUDA
 
 void DataTexture::ensure_registered() {
-  if (!tex_) throw RuntimeError("DataTexture device write before resize");
+  if (!tex_ || gl_generation_ != detail::gl_context_generation())
+    throw RuntimeError("DataTexture device write before resize (under the current render host)");
   if (interop_tried_) return;
   interop_tried_ = true;
   const size_t bytes = size_t(w_) * size_t(h_) * size_t(c_) * sizeof(float);

@@ -7,6 +7,7 @@
 // If registration fails (or KL_FORCE_NO_INTEROP=1), the device path falls back to a device staging
 // buffer copied to the host and uploaded, and interop_status() says so for the UI.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,8 @@ class DataTexture {
 
  private:
   void ensure_registered();
+  void release(bool gl_live);
+  uint64_t gl_generation_ = 0;  // the render host's context the GL names belong to
   unsigned tex_ = 0, pbo_ = 0;
   int w_ = 0, h_ = 0, c_ = 0;
   void* resource_ = nullptr;  // cudaGraphicsResource_t

@@ -177,6 +177,7 @@ class HeadlessHost final : public RenderHost {
  public:
   ~HeadlessHost() override {
     if (egl_.display == EGL_NO_DISPLAY) return;
+    detail::set_gl_context_live(false);
     eglMakeCurrent(egl_.display, egl_.surface, egl_.surface, egl_.context);
     if (imgui_backend_) ImGui_ImplOpenGL3_Shutdown();
     if (imgui_context_) detail::destroy_imgui_context();
@@ -195,6 +196,7 @@ class HeadlessHost final : public RenderHost {
       return false;
     }
     if (!open_egl(&egl_, error)) return false;
+    detail::set_gl_context_live(true);
     w_ = o.width;
     h_ = o.height;
     GLint max_rb = 0;

@@ -20,6 +20,7 @@
 #include "kernels/errors.h"
 #include "viz/draw_util.h"
 #include "viz/gl_check.h"
+#include "viz/host_common.h"
 
 namespace kl::viz {
 
@@ -136,6 +137,7 @@ constexpr int kMaxOutput = 8192;        // the coloured texture's largest side i
 struct Heatmap::State {
   // GL objects owned by this heatmap (small; sharing them would tie them to one context, and hosts
   // come and go in tests).
+  uint64_t generation = 0;  // the render host's context the names below belong to
   GLuint program = 0, vao = 0, lut = 0;
   GLint u_data = -1, u_lut = -1, u_kind = -1, u_channels = -1, u_range = -1, u_view = -1,
         u_out_size = -1, u_grid = -1, u_palette = -1;
@@ -220,8 +222,8 @@ struct Heatmap::State {
 Heatmap::Heatmap() : st_(std::make_unique<State>()) {}
 
 Heatmap::~Heatmap() {
-  // The GL context must still be current (destroy heatmaps before their render host).
-  if (!st_->program && !rgba_) return;
+  // Names of a context that is gone (the host was destroyed first) are dropped, not deleted.
+  if (st_->generation == 0 || st_->generation != detail::gl_context_generation()) return;
   if (st_->program) glDeleteProgram(st_->program);
   if (st_->vao) glDeleteVertexArrays(1, &st_->vao);
   if (st_->lut) glDeleteTextures(1, &st_->lut);
@@ -237,6 +239,14 @@ float Heatmap::colorbar_width() const {
 
 void Heatmap::colorize(DataTexture& data, int out_w, int out_h) {
   State& st = *st_;
+  if (st.generation != detail::gl_context_generation()) {
+    // First use, or a new render host: names from an earlier context mean nothing here.
+    st.program = st.vao = st.lut = 0;
+    rgba_ = fbo_ = 0;
+    rgba_w_ = rgba_h_ = 0;
+    st.valid = false;
+    st.generation = detail::gl_context_generation();
+  }
   st.init_gl();
   SavedGlState saved;
   if (!rgba_ || rgba_w_ != out_w || rgba_h_ != out_h) {
@@ -338,7 +348,7 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   State::Key key{data.gl_id(), data.width(), data.height(), data.channels(), out_w, out_h,
                  int(scale_.kind), grid_cols_, grid_rows_, scale_.lo, scale_.hi,
                  st.x0, st.y0, st.x1, st.y1};
-  if (dirty || !st.valid || !(key == st.last)) {
+  if (dirty || !st.valid || !(key == st.last) || st.generation != detail::gl_context_generation()) {
     colorize(data, out_w, out_h);
     st.last = key;
     st.valid = true;

@@ -1,5 +1,6 @@
 // Internal to viz/: what the two render hosts share (ImGui context, style, fonts). Not for panels.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace kl::viz::detail {
@@ -9,5 +10,12 @@ namespace kl::viz::detail {
 void create_imgui_context(const std::string& ini_path);
 // Destroys it again (after the backends have been shut down).
 void destroy_imgui_context();
+
+// Which GL context is live: a number that changes with every render host, 0 while there is none.
+// Objects owning GL names (DataTexture, Heatmap) record it when they create them, and delete them
+// only while the same context is still live: a panel that outlives its host must not call GL with
+// no current context (epoxy aborts), and a name from a dead context means nothing in a new one.
+uint64_t gl_context_generation();
+void set_gl_context_live(bool live);  // the hosts call this after creating / before destroying it
 
 }  // namespace kl::viz::detail

@@ -142,6 +142,14 @@ void create_imgui_context(const std::string& ini_path) {
   io.FontDefault = g_regular;
 }
 
+namespace {
+uint64_t g_generation_counter = 0;
+uint64_t g_live_generation = 0;
+}  // namespace
+
+uint64_t gl_context_generation() { return g_live_generation; }
+void set_gl_context_live(bool live) { g_live_generation = live ? ++g_generation_counter : 0; }
+
 void destroy_imgui_context() {
   if (!ImGui::GetCurrentContext()) return;
   ImGui::DestroyContext();

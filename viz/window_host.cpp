@@ -84,6 +84,7 @@ void restore_x_io_handler() {
 class WindowHost final : public RenderHost {
  public:
   ~WindowHost() override {
+    detail::set_gl_context_live(false);
     if (g_display_lost) {
       // The connection is gone: GL and GLFW teardown would talk to a dead server. Drop ImGui only.
       if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
@@ -125,6 +126,7 @@ class WindowHost final : public RenderHost {
       return false;
     }
     glfwMakeContextCurrent(window_);
+    detail::set_gl_context_live(true);
     glfwSwapInterval(o.vsync ? 1 : 0);
     try {
       detail::create_imgui_context(o.ini_path);

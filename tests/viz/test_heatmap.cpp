@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 
+#include "kernels/errors.h"
 #include "test_util.h"
 #include "viz/gl_check.h"
 #include "viz/heatmap.h"
@@ -335,6 +336,32 @@ TEST_F(HeatmapTest, ManyCellsPerPixelShowOnlyCellColours) {
   EXPECT_TRUE(f.hover.active);
   EXPECT_EQ(f.hover.col, 7);
   EXPECT_EQ(f.hover.row, 9);
+}
+
+TEST(HeatmapLifetime, OutlivesItsHostAndMovesToTheNextOne) {
+  // Panels own heatmaps and textures and may be destroyed after the host: nothing may call GL then
+  // (epoxy aborts with no current context). A new host gets fresh GL objects.
+  viz::DataTexture tex;
+  viz::Heatmap hm;
+  viz::ColorScale s;
+  s.kind = viz::ColorScale::Kind::Categorical;
+  hm.set_scale(s);
+  for (int round = 0; round < 2; ++round) {
+    viz::HostOptions o;
+    o.width = kW;
+    o.height = kH;
+    std::string error;
+    auto host = viz::make_headless_host(o, &error);
+    ASSERT_TRUE(host) << error;
+    EXPECT_THROW(tex.upload(nullptr), RuntimeError) << "names of the previous host's context";
+    tex.resize(kCols, kRows, 2);
+    const std::vector<float> cells = test_cells();
+    tex.upload(cells.data());
+    Frame f = draw(*host, hm, tex, ImVec2(kCols * kCell, kRows * kCell));
+    float c[3];
+    viz::categorical_rgb(round == 0 ? 0 : 2, c);
+    EXPECT_TRUE(test::near(test::pixel(f.rgba, f.w, (round == 0 ? 2 : 10) * kCell + 10, kCell + 10), c, 1));
+  }
 }
 
 TEST(ColourMaps, ViridisEndsAndMonotoneLightness) {
