@@ -5,6 +5,8 @@ namespace kl::app {
 std::vector<std::unique_ptr<Panel>> make_panels() {
   std::vector<std::unique_ptr<Panel>> p;
   p.push_back(make_vector_add_panel());
+  p.push_back(make_relu_dropout_panel());
+  p.push_back(make_softmax_panel());
   return p;
 }
 
