@@ -7,6 +7,8 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_vector_add_panel());
   p.push_back(make_relu_dropout_panel());
   p.push_back(make_softmax_panel());
+  p.push_back(make_attention_panel());
+  p.push_back(make_flash_attention_panel());
   return p;
 }
 

@@ -8,4 +8,6 @@ namespace kl::app {
 std::unique_ptr<Panel> make_vector_add_panel();
 std::unique_ptr<Panel> make_relu_dropout_panel();
 std::unique_ptr<Panel> make_softmax_panel();
+std::unique_ptr<Panel> make_attention_panel();
+std::unique_ptr<Panel> make_flash_attention_panel();
 }  // namespace kl::app

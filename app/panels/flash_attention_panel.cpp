@@ -1,0 +1,598 @@
+// Rung 5 panel: FlashAttention's tiled online softmax, step by step, drawn from the kernel's own trace.
+//   [SECTION] Panel state and controls
+//   [SECTION] Compute: one traced run per shape; the step only recomposes the weights from the trace
+//   [SECTION] Stepper
+//   [SECTION] Tile grid: done / current / pending / skipped
+//   [SECTION] The chosen query block: m, l, alpha, partial against final weights, the output converging
+//   [SECTION] Memory: rung 4 against rung 5
+#include <imgui.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+#include "app/panels/panels.h"
+#include "app/ui.h"
+#include "kernels/attention.h"
+#include "kernels/buffer.h"
+#include "kernels/errors.h"
+#include "kernels/flash_attention.h"
+#include "viz/data_texture.h"
+#include "viz/heatmap.h"
+#include "viz/plot.h"
+
+namespace kl::app {
+namespace {
+
+namespace fa = flash_attention;
+
+const ImU32 kDone = IM_COL32(74, 130, 199, 255);
+const ImU32 kCurrent = IM_COL32(236, 172, 62, 255);
+const ImU32 kPending = IM_COL32(58, 61, 70, 255);
+const ImU32 kSkipped = IM_COL32(32, 33, 37, 255);
+const ImU32 kMoved = IM_COL32(236, 172, 62, 255);   // rows whose max moved at this step
+const ImU32 kSteady = IM_COL32(74, 130, 199, 255);
+
+std::string bytes_text(double b) {
+  char s[48];
+  if (b >= 1024.0 * 1024 * 1024) std::snprintf(s, sizeof s, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) std::snprintf(s, sizeof s, "%.2f MiB", b / (1024.0 * 1024));
+  else std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
+  return s;
+}
+
+// [SECTION] Panel state and controls ------------------------------------------------------------------
+
+class FlashAttentionPanel : public Panel {
+ public:
+  FlashAttentionPanel()
+      : params_({int_param("lq", 1, 512, 48, "Lq: number of queries"),
+                 int_param("lk", 1, 16384, 96, "Lk: number of keys (no wall: try past rung 4's)"),
+                 pow2_param("d", 16, 128, 32, "d: head dimension"),
+                 bool_param("causal", false, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq"),
+                 pow2_param("block_m", fa::kMinBlock, fa::kMaxBlock, 16, "BLOCK_M: query rows per program"),
+                 pow2_param("block_n", fa::kMinBlock, fa::kMaxBlock, 16, "BLOCK_N: keys per K/V tile"),
+                 int_param("qblock", 0, 511, 1, "the query block whose rows are shown in detail"),
+                 int_param("step", 1, 16384, 3, "K/V tiles folded in so far (the scrubber)"),
+                 float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
+                 int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")}) {}
+
+  std::string id() const override { return "flash-attention"; }
+  std::string title() const override { return "5 · FlashAttention"; }
+  ParamValues& params() override { return params_; }
+  SourceFocus source_focus() const override {
+    return {"flash_attention.cu", {"flash_teaching"}};
+  }
+  std::vector<TourStop> tour_stops() const override {
+    return {{"step1", {"step=1"}}, {"step3", {"step=3"}}, {"last-step", {"step=6"}},
+            {"causal-step4", {"causal=1", "step=4"}}, {"past-the-wall", {"lk=4096", "lq=32", "block_n=64", "step=40"}}};
+  }
+
+  void draw(AppContext& ctx) override {
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("flash_attention.md");
+    ui::section("Inputs and tiles");
+    ImGui::PushItemWidth(130);
+    for (const char* k : {"lq", "lk", "d", "causal", "block_m", "block_n"}) {
+      ui::param_control(params_, k, &control_error_);
+      ImGui::SameLine(0, 16);
+    }
+    ImGui::NewLine();
+    for (const char* k : {"qblock", "magnitude", "seed"}) {
+      ui::param_control(params_, k, &control_error_);
+      ImGui::SameLine(0, 16);
+    }
+    ImGui::NewLine();
+    ImGui::PopItemWidth();
+    ui::error_box(control_error_);
+
+    const Backend b = ctx.backend.backend;
+    std::string key = backend_name(b);
+    for (const ParamSpec& s : params_.specs())
+      if (s.name != "step" && s.name != "qblock") key += "/" + params_.get_text(s.name);
+    key += "/" + params_.get_text("qblock");
+    if (key != computed_key_) {
+      computed_key_ = key;
+      compute(b);
+    }
+    if (!run_error_.empty()) {
+      ui::error_box(run_error_);
+      return;
+    }
+    if (!valid_) return;
+
+    draw_stepper();
+    const int64_t step = params_.get_int("step");
+    if (step != composed_step_) compose(b, step);
+    ui::status_line("final output against the float64 reference:", check_text_, check_ok_);
+    ui::status_line("against rung 4's output:", rung4_text_, rung4_ok_);
+    if (!adjust_note_.empty()) ImGui::TextDisabled("%s", adjust_note_.c_str());
+
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float left_w = std::floor(avail * 0.40f), gap = 18.0f, right_w = avail - left_w - gap;
+    ImGui::BeginGroup();
+    draw_tile_grid(left_w);
+    draw_memory(left_w);
+    ImGui::EndGroup();
+    ImGui::SameLine(0, gap);
+    ImGui::BeginGroup();
+    draw_block(right_w, step);
+    ImGui::EndGroup();
+    fresh_ = false;
+  }
+
+ private:
+  // [SECTION] Compute -----------------------------------------------------------------------------------
+  void compute(Backend b) {
+    valid_ = false;
+    run_error_.clear();
+    adjust_note_.clear();
+    composed_step_ = -1;
+    try {
+      run(b);
+      valid_ = true;
+      fresh_ = true;
+    } catch (const std::exception& e) {
+      run_error_ = e.what();
+    }
+  }
+
+  void run(Backend b) {
+    shape_ = {};
+    shape_.lq = params_.get_int("lq");
+    shape_.lk = params_.get_int("lk");
+    shape_.d = int(params_.get_int("d"));
+    opt_ = {};
+    opt_.causal = params_.get_bool("causal");
+    bm_ = int(params_.get_int("block_m"));
+    bn_ = int(params_.get_int("block_n"));
+    fa::check_tiles(b, bm_, bn_, shape_.d);
+    limit_ = device_info(b).smem_per_block_optin;
+    const int64_t lq = shape_.lq, lk = shape_.lk;
+    const int d = shape_.d;
+    q_blocks_ = (lq + bm_ - 1) / bm_;
+    steps_ = (lk + bn_ - 1) / bn_;
+    // A chosen block or step outside the new shape is moved inside it, and the panel says so.
+    if (params_.get_int("qblock") >= q_blocks_) {
+      params_.set("qblock", std::to_string(q_blocks_ - 1));
+      adjust_note_ = "qblock moved to " + std::to_string(q_blocks_ - 1) + ", the last query block of this shape. ";
+    }
+    if (params_.get_int("step") > steps_) {
+      params_.set("step", std::to_string(steps_));
+      adjust_note_ += "step moved to " + std::to_string(steps_) + ", the last step of this shape.";
+    }
+    qblock_ = params_.get_int("qblock");
+    computed_key_ = computed_key_.substr(0, computed_key_.rfind('/')) + "/" + params_.get_text("qblock");
+
+    const float mag = float(params_.get_float("magnitude"));
+    std::mt19937 rng(uint32_t(params_.get_int("seed")));
+    std::uniform_real_distribution<float> uq(-mag, mag), uv(-1.0f, 1.0f);
+    hq_.resize(size_t(lq * d));
+    hk_.resize(size_t(lk * d));
+    hv_.resize(size_t(lk * d));
+    for (float& x : hq_) x = uq(rng);
+    for (float& x : hk_) x = uq(rng);
+    for (float& x : hv_) x = uv(rng);
+    q_.resize(b, hq_.size());
+    k_.resize(b, hk_.size());
+    v_.resize(b, hv_.size());
+    out_.resize(b, hq_.size());
+    q_.upload(hq_);
+    k_.upload(hk_);
+    v_.upload(hv_);
+    out_.fill_bytes(0xFF);  // poison
+    trace_.reset(b, shape_, bm_, bn_, 0, qblock_);
+    tv_ = trace_.view();
+    fa::run_teaching(b, q_.data(), k_.data(), v_.data(), out_.data(), shape_, opt_, bm_, bn_, &tv_);
+    mem::synchronize(b);
+
+    // The small parts of the trace the bars and the grid read, on the host.
+    hm_ = trace_.m_after.to_host();
+    hl_ = trace_.l_after.to_host();
+    halpha_ = trace_.alpha.to_host();
+    hstate_ = trace_.tile_state.to_host();
+    hout_ = out_.to_host();
+    const std::vector<float> op = trace_.o_partial.to_host();
+
+    // The output converging: the chosen block's O_t / l_t against the final output, per step.
+    converge_.assign(size_t(steps_), 0.0);
+    double den = 0;
+    for (int r = 0; r < bm_; ++r) {
+      const int64_t i = qblock_ * bm_ + r;
+      if (i >= lq) break;
+      for (int c = 0; c < d; ++c) den += double(hout_[size_t(i * d + c)]) * hout_[size_t(i * d + c)];
+    }
+    for (int64_t t = 0; t < steps_; ++t) {
+      double num = 0;
+      for (int r = 0; r < bm_; ++r) {
+        const int64_t i = qblock_ * bm_ + r;
+        if (i >= lq) break;
+        const float l = hl_[size_t(i * steps_ + t)];
+        for (int c = 0; c < d; ++c) {
+          const double o = l > 0 ? double(op[size_t((t * bm_ + r) * d + c)]) / l : 0.0;
+          num += (o - hout_[size_t(i * d + c)]) * (o - hout_[size_t(i * d + c)]);
+        }
+      }
+      converge_[size_t(t)] = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    }
+    partial_o_.resize(op.size());
+    std::copy(op.begin(), op.end(), partial_o_.begin());
+
+    check(b);
+
+    // The final weights of the chosen block, composed from the trace at the last step.
+    final_tex_.resize(int(lk), bm_, 2);
+    partial_tex_.resize(int(lk), bm_, 2);
+    o_tex_.resize(d, bm_, 1);
+    fill_weights(b, final_tex_, steps_);
+    double wmax = 0;
+    for (float x : wfinal_host_) wmax = std::max(wmax, double(x));
+    using K = viz::ColorScale::Kind;
+    const float top = float(std::max(wmax, 1e-6));
+    final_map_.set_scale({K::Sequential, 0, top, "weight"});
+    partial_map_.set_scale({K::Sequential, 0, top, "weight"});
+    double omax = 1e-6;
+    for (float x : hout_) omax = std::max(omax, double(std::fabs(x)));
+    o_map_.set_scale({K::Diverging, -float(omax), float(omax), "O / l"});
+  }
+
+  // Composes the chosen block's weights at `step` into a texture: on CUDA into the mapped buffer.
+  void fill_weights(Backend b, viz::DataTexture& tex, int64_t step) {
+    if (b == Backend::Cuda) {
+      viz::DataTexture::begin_device_write_all({&tex});
+      try {
+        fa::compose_weights(b, tv_, shape_.lq, shape_.lk, step, tex.device_pointer(), 2);
+        if (step == steps_) {  // the maximum, for the colour scale only
+          std::vector<float> w(size_t(bm_ * shape_.lk * 2));
+          mem::to_host(b, w.data(), tex.device_pointer(), w.size() * sizeof(float));
+          wfinal_host_.resize(w.size() / 2);
+          for (size_t c = 0; c < wfinal_host_.size(); ++c) wfinal_host_[c] = w[c * 2];
+        }
+      } catch (...) {
+        viz::DataTexture::end_device_write_all({&tex});
+        throw;
+      }
+      viz::DataTexture::end_device_write_all({&tex});
+    } else {
+      std::vector<float> w(size_t(bm_ * shape_.lk * 2));
+      fa::compose_weights(b, tv_, shape_.lq, shape_.lk, step, w.data(), 2);
+      tex.upload(w.data());
+      if (step == steps_) {
+        wfinal_host_.resize(w.size() / 2);
+        for (size_t c = 0; c < wfinal_host_.size(); ++c) wfinal_host_[c] = w[c * 2];
+      }
+    }
+  }
+
+  void compose(Backend b, int64_t step) {
+    composed_step_ = step;
+    try {
+      fill_weights(b, partial_tex_, step);
+      // O_t / l_t of the chosen block (small: uploaded from the host copy of the trace).
+      const int d = shape_.d;
+      std::vector<float> o(size_t(bm_ * d), 0.0f);
+      for (int r = 0; r < bm_; ++r) {
+        const int64_t i = qblock_ * bm_ + r;
+        if (i >= shape_.lq) break;
+        const float l = hl_[size_t(i * steps_ + step - 1)];
+        for (int c = 0; c < d; ++c)
+          o[size_t(r * d + c)] = l > 0 ? partial_o_[size_t(((step - 1) * bm_ + r) * d + c)] / l : 0.0f;
+      }
+      o_tex_.upload(o.data());
+      step_fresh_ = true;
+    } catch (const std::exception& e) {
+      run_error_ = e.what();
+      valid_ = false;
+    }
+  }
+
+  void check(Backend b) {
+    const int64_t lq = shape_.lq, lk = shape_.lk;
+    const int d = shape_.d;
+    std::vector<double> ref(size_t(lq * d));
+    attention::reference(hq_.data(), hk_.data(), hv_.data(), shape_, opt_, ref.data());
+    double num = 0, den = 0;
+    int64_t nans = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      nans += std::isnan(hout_[i]) ? 1 : 0;
+      num += (hout_[i] - ref[i]) * (hout_[i] - ref[i]);
+      den += ref[i] * ref[i];
+    }
+    const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    check_ok_ = nans == 0 && err < 2e-5;
+    char buf[240];
+    if (nans) std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", nans);
+    else std::snprintf(buf, sizeof buf, "%s, relative error %.1e (float32 rounding)", check_ok_ ? "yes" : "no", err);
+    check_text_ = buf;
+
+    // Rung 4 on the same inputs, where its wall lets it run.
+    try {
+      attention::check_shape(b, shape_);
+      Buffer<float> o4(b, hq_.size());
+      o4.fill_bytes(0xFF);
+      attention::run(b, q_.data(), k_.data(), v_.data(), o4.data(), shape_, opt_);
+      const std::vector<float> h4 = o4.to_host();
+      double mx = 0;
+      for (size_t i = 0; i < h4.size(); ++i) mx = std::max(mx, double(std::fabs(h4[i] - hout_[i])));
+      rung4_ok_ = std::isfinite(mx) && mx < 1e-5;
+      std::snprintf(buf, sizeof buf, "max abs difference %.1e (float32 rounding: the same softmax, summed in another order)",
+                    mx);
+      rung4_text_ = buf;
+    } catch (const InputError&) {
+      const int64_t wall = attention::max_lk(d, device_info(b).smem_per_block_optin);
+      rung4_ok_ = true;
+      std::snprintf(buf, sizeof buf, "rung 4 is refused here (Lk=%" PRId64 " is past its wall of %" PRId64
+                    " at d=%d); this rung runs", lk, wall, d);
+      rung4_text_ = buf;
+    }
+  }
+
+  // [SECTION] Stepper -------------------------------------------------------------------------------------
+  void draw_stepper() {
+    ui::section("Steps: one K/V tile folded in per step");
+    int64_t step = params_.get_int("step");
+    auto set_step = [&](int64_t s) {
+      s = std::clamp<int64_t>(s, 1, steps_);
+      if (s != step) params_.set("step", std::to_string(s)), step = s;
+    };
+    if (ImGui::Button("|<")) set_step(1), playing_ = false;
+    ImGui::SameLine();
+    if (ImGui::Button("<")) set_step(step - 1), playing_ = false;
+    ImGui::SameLine();
+    if (ImGui::Button(playing_ ? "Pause" : "Play", ImVec2(64, 0))) {
+      playing_ = !playing_;
+      if (playing_ && step >= steps_) set_step(1);
+      last_tick_ = ImGui::GetTime();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button(">")) set_step(step + 1), playing_ = false;
+    ImGui::SameLine();
+    if (ImGui::Button(">|")) set_step(steps_), playing_ = false;
+    ImGui::SameLine();
+    int s = int(step);
+    char fmt[64];
+    std::snprintf(fmt, sizeof fmt, "step %%d of %" PRId64, steps_);
+    ImGui::SetNextItemWidth(std::min(520.0f, ImGui::GetContentRegionAvail().x * 0.5f));
+    if (ImGui::SliderInt("##scrub", &s, 1, int(steps_), fmt, ImGuiSliderFlags_AlwaysClamp)) set_step(s), playing_ = false;
+    if (playing_ && ImGui::GetTime() - last_tick_ > 0.6) {
+      last_tick_ = ImGui::GetTime();
+      if (step >= steps_) playing_ = false;
+      else set_step(step + 1);
+    }
+    ImGui::SameLine(0, 20);
+    ImGui::TextDisabled("tile %" PRId64 " = keys %" PRId64 "..%" PRId64, step - 1, (step - 1) * bn_,
+                        std::min(step * bn_, shape_.lk) - 1);
+  }
+
+  // [SECTION] Tile grid ------------------------------------------------------------------------------------
+  void draw_tile_grid(float width) {
+    ui::section("Tiles: query blocks x K/V tiles");
+    const int64_t step = params_.get_int("step");
+    const float font = ImGui::GetFontSize();
+    const float label_w = font * 2.2f;
+    const float gw = width - label_w;
+    const float cw = gw / float(steps_);
+    const float ch = std::clamp(cw, 6.0f, std::min(28.0f, 170.0f / float(q_blocks_)));
+    ImGui::Dummy(ImVec2(width, 1));
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const ImVec2 g0(o.x + label_w, o.y);
+    const float gh = ch * float(q_blocks_);
+    ImGui::InvisibleButton("tilegrid", ImVec2(width, gh + font * 1.6f));
+    const bool hovered = ImGui::IsItemHovered();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (int64_t qb = 0; qb < q_blocks_; ++qb) {
+      const float y0 = g0.y + ch * float(qb), y1 = y0 + ch;
+      // A row's states are runs: done [0, step-1), current, pending [step, run), skipped [run, steps).
+      int64_t run_end = 0;
+      while (run_end < steps_ && hstate_[size_t(qb * steps_ + run_end)] == fa::kTileComputed) ++run_end;
+      auto span = [&](int64_t a, int64_t b, ImU32 c) {
+        if (b > a) dl->AddRectFilled(ImVec2(g0.x + cw * float(a), y0), ImVec2(g0.x + cw * float(b), y1), c);
+      };
+      const int64_t cur = step - 1;
+      span(0, std::min(cur, run_end), kDone);
+      if (cur < run_end) span(cur, cur + 1, kCurrent);
+      span(std::min(cur + 1, run_end), run_end, kPending);
+      span(run_end, steps_, kSkipped);
+      if (run_end < steps_) {  // hatch the skipped run
+        dl->PushClipRect(ImVec2(g0.x + cw * float(run_end), y0), ImVec2(g0.x + gw, y1), true);
+        for (float x = g0.x + cw * float(run_end) - ch; x < g0.x + gw; x += 6.0f)
+          dl->AddLine(ImVec2(x, y1), ImVec2(x + ch, y0), IM_COL32(90, 92, 100, 255));
+        dl->PopClipRect();
+      }
+      char lbl[16];
+      std::snprintf(lbl, sizeof lbl, "%" PRId64, qb);
+      if (ch >= font * 0.8f || qb % 4 == 0)
+        dl->AddText(ImVec2(o.x, y0 + (ch - font) * 0.5f), ImGui::GetColorU32(ImGuiCol_TextDisabled), lbl);
+    }
+    // Tile boundaries when they are wide enough to see, and the chosen block outlined.
+    if (cw >= 4.0f)
+      for (int64_t t = 1; t < steps_; ++t)
+        dl->AddLine(ImVec2(g0.x + cw * float(t), g0.y), ImVec2(g0.x + cw * float(t), g0.y + gh), IM_COL32(20, 21, 24, 255));
+    if (ch >= 4.0f)
+      for (int64_t qb = 1; qb < q_blocks_; ++qb)
+        dl->AddLine(ImVec2(g0.x, g0.y + ch * float(qb)), ImVec2(g0.x + gw, g0.y + ch * float(qb)), IM_COL32(20, 21, 24, 255));
+    dl->AddRect(ImVec2(g0.x - 1, g0.y + ch * float(qblock_) - 1), ImVec2(g0.x + gw + 1, g0.y + ch * float(qblock_ + 1) + 1),
+                IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
+    dl->AddText(ImVec2(g0.x, g0.y + gh + 3), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                "K/V tile (step) ->     rows: query blocks (white: the one shown on the right)");
+    if (hovered) {
+      const ImVec2 m = ImGui::GetIO().MousePos;
+      const int64_t t = int64_t((m.x - g0.x) / cw), qb = int64_t((m.y - g0.y) / ch);
+      if (t >= 0 && t < steps_ && qb >= 0 && qb < q_blocks_) {
+        const uint8_t st = hstate_[size_t(qb * steps_ + t)];
+        ImGui::SetTooltip("query block %" PRId64 " (rows %" PRId64 "..%" PRId64 "), K/V tile %" PRId64
+                          " (keys %" PRId64 "..%" PRId64 ")\n%s",
+                          qb, qb * bm_, std::min((qb + 1) * bm_, shape_.lq) - 1, t, t * bn_,
+                          std::min((t + 1) * bn_, shape_.lk) - 1,
+                          st == fa::kTileSkipped ? "skipped: no row of this block sees any of these keys (causal)"
+                          : t < step - 1         ? "done"
+                          : t == step - 1        ? "current: being folded in at this step"
+                                                 : "pending");
+      }
+    }
+    // Legend.
+    auto swatch = [&](ImU32 c, const char* text) {
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      dl->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + font, p.y + font + 1), c);
+      ImGui::Dummy(ImVec2(font + 4, font));
+      ImGui::SameLine();
+      ImGui::TextUnformatted(text);
+      ImGui::SameLine(0, 14);
+    };
+    swatch(kDone, "done");
+    swatch(kCurrent, "current");
+    swatch(kPending, "pending");
+    swatch(IM_COL32(90, 92, 100, 255), "skipped (causal)");
+    ImGui::NewLine();
+  }
+
+  // [SECTION] The chosen query block -------------------------------------------------------------------
+  void draw_block(float width, int64_t step) {
+    const int64_t lq = shape_.lq;
+    const int64_t row0 = qblock_ * bm_;
+    const int rows = int(std::min<int64_t>(bm_, lq - row0));
+    char title[160];
+    std::snprintf(title, sizeof title, "Query block %" PRId64 " (rows %" PRId64 "..%" PRId64 ") after step %" PRId64,
+                  qblock_, row0, row0 + rows - 1, step);
+    ui::section(title);
+    std::vector<viz::Bar> mb, lb, ab;
+    int moved = 0;
+    for (int r = 0; r < rows; ++r) {
+      const size_t c = size_t((row0 + r) * steps_ + step - 1);
+      const bool mv = step > 1 && hl_[c - 1] > 0 && halpha_[c] < 1.0f;  // l was rescaled
+      moved += mv ? 1 : 0;
+      const std::string lbl;  // rows run left to right (see the caption); numbers do not fit 128 slots
+      const float m = hm_[c];
+      mb.push_back({lbl, std::isfinite(m) ? double(m) : 0.0, mv ? kMoved : kSteady});
+      lb.push_back({lbl, double(hl_[c]), mv ? kMoved : kSteady});
+      ab.push_back({lbl, double(halpha_[c]), mv ? kMoved : kSteady});
+    }
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
+    ImGui::TextDisabled("bars: rows %" PRId64 "..%" PRId64 " left to right; amber: the %d rows whose running max moved at "
+                        "this step, so their l and O were rescaled by alpha = exp(m_old - m_new) < 1",
+                        row0, row0 + rows - 1, moved);
+    ImGui::PopTextWrapPos();
+    const float gap = 12.0f, w3 = (width - 2 * gap) / 3.0f, bh = 110.0f;
+    viz::PlotOptions om, ol, oa;
+    om.title = "m: running max per row";
+    ol.title = "l: running sum per row";
+    oa.title = "alpha applied at this step";
+    oa.y_min = 0;
+    oa.y_max = 1.05;
+    viz::bar_chart("m-bars", mb, om, ImVec2(w3, bh));
+    ImGui::SameLine(0, gap);
+    viz::bar_chart("l-bars", lb, ol, ImVec2(w3, bh));
+    ImGui::SameLine(0, gap);
+    viz::bar_chart("alpha-bars", ab, oa, ImVec2(w3, bh));
+
+    // Partial against final weights (same colour scale), composed from the trace.
+    const float cb = partial_map_.colorbar_width();
+    const float hw = width - cb - 4.0f;
+    const float hh = std::clamp(float(rows) * 6.0f, 48.0f, 96.0f);
+    ImGui::TextUnformatted("weights so far: each earlier tile's P rescaled by every alpha since, over the running l");
+    partial_map_.set_grid(bn_, 0);
+    final_map_.set_grid(bn_, 0);
+    viz::HeatmapHover hp = partial_map_.draw("partial", partial_tex_, ImVec2(hw, hh), fresh_ || step_fresh_);
+    ImGui::TextUnformatted("final weights (after the last step): the softmax of rung 4");
+    viz::HeatmapHover hf = final_map_.draw("final", final_tex_, ImVec2(hw, hh), fresh_);
+    for (const viz::HeatmapHover* h : {&hp, &hf})
+      if (h->active && h->row < rows)
+        ImGui::SetTooltip("query %" PRId64 ", key %d (tile %d)", row0 + h->row, h->col, h->col / bn_);
+
+    // The output converging, and O_t / l_t itself.
+    const float ow = std::min(260.0f, width * 0.3f);
+    viz::Series s;
+    s.label = "|O_t/l_t - O| / |O|";
+    for (int64_t t = 0; t < steps_; ++t) {
+      s.x.push_back(double(t + 1));
+      s.y.push_back(std::max(converge_[size_t(t)], 1e-9));
+    }
+    viz::PlotOptions oc;
+    oc.title = "the chosen block's output converging";
+    oc.x_label = "step";
+    oc.log_y = true;
+    oc.v_lines = {double(step)};
+    oc.v_line_labels = {"now"};
+    const float ph = std::max(110.0f, ImGui::GetContentRegionAvail().y - 8.0f);
+    viz::line_plot("converge", {s}, oc, ImVec2(width - ow - gap, ph));
+    ImGui::SameLine(0, gap);
+    ImGui::BeginGroup();
+    ImGui::TextUnformatted("O_t / l_t  [rows x d]");
+    o_map_.draw("o-partial", o_tex_, ImVec2(ow - o_map_.colorbar_width(), ph - ImGui::GetFontSize() - 6),
+                fresh_ || step_fresh_);
+    ImGui::EndGroup();
+    step_fresh_ = false;
+  }
+
+  // [SECTION] Memory: rung 4 against rung 5 -----------------------------------------------------------
+  void draw_memory(float width) {
+    ui::section("Memory: rung 4 against rung 5");
+    const int d = shape_.d;
+    const int64_t lim = std::max<int64_t>(limit_, 1);
+    const int64_t wall = attention::max_lk(d, lim);
+    viz::Series r4, r5, sl;
+    r4.label = "rung 4: K+V of all Lk";
+    r5.label = "rung 5: one tile";
+    sl.label = "limit per block";
+    r4.color = IM_COL32(235, 110, 90, 255);
+    r5.color = IM_COL32(90, 200, 140, 255);
+    sl.color = IM_COL32(200, 200, 200, 160);
+    for (int64_t x = 16; x <= 65536; x *= 2) {
+      r4.x.push_back(double(x));
+      r4.y.push_back(double(attention::smem_bytes(x, d)) / 1024.0);
+      r5.x.push_back(double(x));
+      r5.y.push_back(double(fa::smem_bytes(bm_, bn_, d)) / 1024.0);
+    }
+    sl.x = {16, 65536};
+    sl.y = {double(lim) / 1024.0, double(lim) / 1024.0};
+    viz::PlotOptions o;
+    o.title = "shared memory per block (KiB) against Lk";
+    o.x_label = "Lk";
+    o.log_x = o.log_y = true;
+    o.v_lines = {double(wall), double(shape_.lk)};
+    o.v_line_labels = {"rung 4's wall", "Lk now"};
+    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(width, 175));
+
+    // Bytes through device memory at this shape: each program reads K and V once per pass over them.
+    const int64_t lq = shape_.lq, lk = shape_.lk;
+    const double qo = 2.0 * double(lq) * d * 4;
+    const double kv4 = double((lq + attention::kBlockQ - 1) / attention::kBlockQ) * 2.0 * double(lk) * d * 4;
+    double kv5 = 0;
+    for (int64_t qb = 0; qb < q_blocks_; ++qb)
+      kv5 += double(fa::detail::tiles_to_run(qb, bm_, bn_, lq, lk, opt_.causal)) * 2.0 * bn_ * d * 4;
+    const bool refused = lk > wall;
+    std::vector<viz::Bar> bars = {{refused ? "rung 4 (refused)" : "rung 4", (qo + kv4) / (1024.0 * 1024), IM_COL32(235, 110, 90, 255)},
+                                  {"rung 5", (qo + kv5) / (1024.0 * 1024), IM_COL32(90, 200, 140, 255)}};
+    viz::PlotOptions ob;
+    ob.title = "device memory traffic at this shape (MiB)";
+    viz::bar_chart("mem-traffic", bars, ob, ImVec2(width, 130));
+    ImGui::TextDisabled("rung 4 re-reads K,V per %d queries (%s), rung 5 per %d (%s)", attention::kBlockQ,
+                        bytes_text(qo + kv4).c_str(), bm_, bytes_text(qo + kv5).c_str());
+  }
+
+  ParamValues params_;
+  std::string control_error_, run_error_, computed_key_, adjust_note_;
+  attention::Shape shape_;
+  attention::Options opt_;
+  int bm_ = 16, bn_ = 16;
+  int64_t q_blocks_ = 0, steps_ = 0, qblock_ = 0, composed_step_ = -1, limit_ = 0;
+  std::vector<float> hq_, hk_, hv_, hout_, hm_, hl_, halpha_, partial_o_, wfinal_host_;
+  std::vector<uint8_t> hstate_;
+  std::vector<double> converge_;
+  Buffer<float> q_, k_, v_, out_;
+  fa::FlashTrace trace_;
+  fa::FlashTraceView tv_;
+  viz::DataTexture partial_tex_, final_tex_, o_tex_;
+  viz::Heatmap partial_map_, final_map_, o_map_;
+  std::string check_text_, rung4_text_;
+  bool check_ok_ = false, rung4_ok_ = false, valid_ = false, fresh_ = false, step_fresh_ = false, playing_ = false;
+  double last_tick_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_flash_attention_panel() { return std::make_unique<FlashAttentionPanel>(); }
+
+}  // namespace kl::app
