@@ -57,6 +57,13 @@ void render_shot(Shell& s, viz::RenderHost& host, const std::string& out, int fr
   viz::write_png(out, rgba, w, h);
 }
 
+// Panels own GL objects: they must go before the host that owns the context. Declared right after the
+// host, this clears them first whichever way the scope is left.
+struct PanelsBeforeHost {
+  Shell& shell;
+  ~PanelsBeforeHost() { shell.panels.clear(); }
+};
+
 std::unique_ptr<viz::RenderHost> headless(Size size) {
   viz::HostOptions o;
   o.width = size.w;
@@ -95,6 +102,7 @@ int cmd_window(const std::string& backend, const std::string& size_text, int fra
   if (!dir.empty()) o.ini_path = dir + "/imgui.ini";
   std::string err;
   auto host = viz::make_window_host(o, &err);
+  PanelsBeforeHost panels_first{s};
   if (!host) {
     std::fprintf(stderr,
                  "kernel-ladder: %s; render panels without a display: `kernel-ladder shot PANEL --out FILE.png` "
@@ -139,6 +147,7 @@ int cmd_shot(const std::string& panel, const std::string& out, const std::string
   s.current = size_t(i);
   for (const std::string& kv : sets) s.panels[s.current]->params().set(kv);
   auto host = headless(parse_size(size_text, {1400, 900}));
+  PanelsBeforeHost panels_first{s};
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   render_shot(s, *host, out, frames);
@@ -156,6 +165,7 @@ int cmd_tour(const std::string& dir, const std::string& size_text, const std::st
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw InputError("--out " + dir + ": not a directory that can be created");
   auto host = headless(parse_size(size_text, {1400, 900}));
+  PanelsBeforeHost panels_first{s};
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   std::string index = "# Kernel Ladder: the tour\n\nRendered headlessly by `kernel-ladder tour` (" + s.ctx.backend.reason +

@@ -11,6 +11,7 @@ namespace kl {
 namespace {
 
 std::string num_text(double v) {
+  if (std::fabs(v) < 9e15 && v == std::floor(v)) return std::to_string(int64_t(v));
   std::ostringstream s;
   s << v;
   return s.str();

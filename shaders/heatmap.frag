@@ -21,7 +21,7 @@ const vec3 kUnwrittenBlack = vec3(0.06, 0.06, 0.06);
 
 vec3 value_colour(float v) {
   if (u_kind == 2) {
-    float c = clamp(floor(v), -1.0e6, 1.0e6);
+    float c = clamp(floor(v), -16777216.0, 16777216.0);  // floats hold every integer up to 2^24
     int i = int(c) % 12;
     if (i < 0) i += 12;
     return u_palette[i];
@@ -51,6 +51,11 @@ void main() {
   if (state == 0 && isnan(v)) state = 2;  // poisoned output nobody overwrote
 
   vec3 c;
+  if (state == 4) {
+    // Outside the data (a raster's padding past the last cell): the window background.
+    frag = vec4(0.11, 0.11, 0.12, 1.0);
+    return;
+  }
   if (state == 1) {
     // Masked lane: dark grey with diagonal hatching, 8-pixel period.
     c = mod(p.x + p.y, 8.0) < 3.0 ? kMaskLight : kMaskDark;

@@ -27,11 +27,21 @@ ElementRaster plan_element_raster(int64_t grid, int block_size, int max_cols, in
     r.rows = int((r.lanes / r.lanes_per_cell + cols - 1) / cols);
     r.lanes_per_row = cols * r.lanes_per_cell;
   }
-  if (cells_per_program >= 1 && r.lanes_per_row >= block_size) {
-    r.grid_cols = int(block_size / r.lanes_per_cell);
-    if (r.grid_cols >= r.cols) r.grid_cols = 0;
-  } else if (r.lanes_per_row < block_size) {
+  if (r.lanes_per_cell > block_size) {
+    r.grid_cols = 0;
+    r.grid_rows = 0;
+    r.layout = "a cell holds " + std::to_string(r.lanes_per_cell / block_size) +
+               " programs, coloured by the first one's pid / " + std::to_string(r.lanes_per_cell / block_size);
+  } else if (r.lanes_per_row > block_size) {
+    r.grid_cols = int(block_size / r.lanes_per_cell);  // several programs side by side in a row
+    r.grid_rows = 1;
+    r.layout = "a row holds " + std::to_string(r.lanes_per_row / block_size) + " programs";
+  } else if (r.lanes_per_row == block_size) {
+    r.grid_rows = 1;
+    r.layout = "one program per row";
+  } else {
     r.grid_rows = int(block_size / r.lanes_per_row);
+    r.layout = "a program spans " + std::to_string(r.grid_rows) + " rows";
   }
   return r;
 }
@@ -49,7 +59,7 @@ void raster_element_trace(Backend b, const ElementTraceView& t, const ElementRas
     const int64_t first = c * r.lanes_per_cell;
     if (first >= r.lanes) {
       out[2 * c] = -1.0f;
-      out[2 * c + 1] = 1.0f;  // past the launch: drawn like a masked lane
+      out[2 * c + 1] = 4.0f;  // past the launch: background
       continue;
     }
     element_cell(t, first, r.lanes_per_cell, out + 2 * c);

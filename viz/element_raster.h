@@ -6,6 +6,7 @@
 // Nothing here recomputes what the kernel did: it reads the trace.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "kernels/trace.h"
 
@@ -19,10 +20,11 @@ struct ElementRaster {
   int block_size = 1;
   // Thin grid lines on program boundaries: every `grid_cols` cells, or every `grid_rows` rows.
   int grid_cols = 0, grid_rows = 0;
+  std::string layout;  // "one program per row", "a row holds 4 programs", "a program spans 8 rows"
 };
 
 // Chooses the level of detail for a launch: at most max_cols x max_rows cells, roughly 4:1.
-ElementRaster plan_element_raster(int64_t grid, int block_size, int max_cols = 1024, int max_rows = 512);
+ElementRaster plan_element_raster(int64_t grid, int block_size, int max_cols = 512, int max_rows = 256);
 
 // Writes rows*cols*2 floats (row-major) from the trace; the trace and `out` live where `b` runs.
 void raster_element_trace(Backend b, const ElementTraceView& t, const ElementRaster& r, float* out);
@@ -44,6 +46,8 @@ void raster_program_lanes_cuda(const ElementTraceView& t, int64_t pid, float* ou
 #define KL_HD
 #endif
 
+// When a cell covers several programs, its colour index is first_pid / programs_per_cell, so that
+// neighbouring cells still get neighbouring palette colours.
 KL_HD inline void element_cell(const ElementTraceView& t, int64_t first_lane, int64_t lanes, float* cell) {
   const int64_t pid = first_lane / t.block_size;
   int64_t masked = 0, active = 0;
@@ -62,7 +66,8 @@ KL_HD inline void element_cell(const ElementTraceView& t, int64_t first_lane, in
       unwritten = true;  // the program never ran
     }
   }
-  cell[0] = float(writer >= 0 ? writer : pid);
+  const int64_t programs_per_cell = lanes > t.block_size ? lanes / t.block_size : 1;
+  cell[0] = float((writer >= 0 ? writer : pid) / programs_per_cell);
   cell[1] = unwritten ? 2.0f : (masked > active ? 1.0f : 0.0f);
 }
 

@@ -1,6 +1,7 @@
 // Heatmaps of DataTextures, always with their colour bar (the ImPlot/triton-viz habit).
 // Channel 0 holds the value; channel 1 (when present) holds the cell's state:
-//   0 normal, 1 masked lane (hatched grey), 2 never written (red/black checker), 3 highlighted.
+//   0 normal, 1 masked lane (hatched grey), 2 never written (red/black checker), 3 highlighted,
+//   4 outside the data (padding of a raster: drawn as background).
 // The colouring runs in GLSL (shaders/heatmap.frag) into an RGBA texture drawn with ImGui::Image.
 #pragma once
 #include <memory>
@@ -12,7 +13,7 @@ struct ImVec2;
 
 namespace kl::viz {
 
-enum CellState : int { kCellNormal = 0, kCellMasked = 1, kCellUnwritten = 2, kCellHighlight = 3 };
+enum CellState : int { kCellNormal = 0, kCellMasked = 1, kCellUnwritten = 2, kCellHighlight = 3, kCellOutside = 4 };
 
 struct ColorScale {
   enum class Kind { Sequential, Diverging, Categorical } kind = Kind::Sequential;

@@ -68,22 +68,20 @@ class VectorAddPanel : public Panel {
     const int64_t n = trace_.n, grid = trace_.grid, block = trace_.block_size;
     const int64_t lanes = grid * block;
     ImGui::Text("grid = ceil(n / BLOCK_SIZE) = ceil(%" PRId64 " / %" PRId64 ") = %" PRId64
-                " programs,  %" PRId64 " lanes,  %" PRId64 " masked (all in pid %" PRId64 ")",
-                n, block, grid, lanes, lanes - n, grid - 1);
+                " programs,  %" PRId64 " lanes,  %" PRId64 " masked%s",
+                n, block, grid, lanes, lanes - n, lanes > n ? " (all in the last program)" : "");
     ui::status_line("matches reference:", check_text_, check_ok_);
     ui::status_line("trace:", trace_text_, trace_ok_);
 
     ui::section("Programs of the launch grid");
-    ImGui::TextDisabled("each cell: %" PRId64 " lane%s;  %s;  colour = pid that stored it; hatched = masked lane",
-                        raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s",
-                        raster_.grid_cols ? "a row holds whole programs, thin lines between them"
-                                          : "programs wrap over rows");
+    ImGui::TextDisabled("each cell: %" PRId64 " lane%s;  %s;  colour = pid that stored it (recorded);  "
+                        "hatched = masked lane;  red checker = never stored",
+                        raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
     const float avail = ImGui::GetContentRegionAvail().x - 110.0f;
-    float cell = avail / float(raster_.cols);
-    float height = cell * float(raster_.rows);
-    const float max_h = std::max(120.0f, ImGui::GetContentRegionAvail().y - 150.0f);
-    if (height > max_h) height = max_h;
-    if (height < 24.0f) height = 24.0f;
+    // Square cells where they fit; rows at least 24 px tall while there are few of them.
+    const float cell = avail / float(raster_.cols);
+    const float max_h = std::max(120.0f, ImGui::GetContentRegionAvail().y - 110.0f);
+    const float height = std::min(max_h, float(raster_.rows) * std::max(cell, 24.0f));
     grid_map_.set_grid(raster_.grid_cols, raster_.grid_rows);
     viz::HeatmapHover h = grid_map_.draw("programs", grid_tex_, ImVec2(avail, height), fresh_);
     if (h.active) {
@@ -92,8 +90,11 @@ class VectorAddPanel : public Panel {
     }
 
     ui::section("The tail program, lane by lane");
-    ImGui::TextDisabled("pid %" PRId64 ": lanes 0..%" PRId64 " store, lanes %" PRId64 "..%" PRId64 " are masked",
-                        grid - 1, n - (grid - 1) * block - 1, n - (grid - 1) * block, block - 1);
+    if (lanes > n)
+      ImGui::TextDisabled("pid %" PRId64 ": lanes 0..%" PRId64 " store, lanes %" PRId64 "..%" PRId64 " are masked",
+                          grid - 1, n - (grid - 1) * block - 1, n - (grid - 1) * block, block - 1);
+    else
+      ImGui::TextDisabled("pid %" PRId64 ": every lane stores (n is a multiple of BLOCK_SIZE, nothing masked)", grid - 1);
     viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(avail, 28.0f), fresh_);
     if (th.active) tooltip(ctx.backend.backend, (grid - 1) * block + th.col);
     fresh_ = false;
