@@ -1,0 +1,104 @@
+// app/panels/softmax_panel.cpp rendered headlessly by `shot` (Mesa here, NVIDIA EGL on the GPU machine):
+// the columns the buggy kernel never wrote are drawn as the red/black "unwritten" checker, over the
+// right share of the buggy heatmap, and not at all when n_cols <= 1024; the online view renders.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "test_util.h"
+#include "viz/png.h"
+
+namespace kl {
+namespace {
+
+struct Shot {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  bool near(int x, int y, int r, int g, int b, int tol = 6) const {
+    const uint8_t* p = &rgba[(size_t(y) * w + x) * 4];
+    return std::abs(p[0] - r) <= tol && std::abs(p[1] - g) <= tol && std::abs(p[2] - b) <= tol;
+  }
+};
+
+Shot shot(const std::string& sets, const std::string& name, const std::string& backend = "cpu") {
+  Shot s;
+  std::string out;
+  const std::string file = test::tmp_dir() + "/" + name;
+  EXPECT_EQ(test::run_cli("shot softmax --backend " + backend + " --size 1400x900 --out " + file + " " + sets, &out), 0)
+      << out;
+  EXPECT_TRUE(viz::read_png(file, s.rgba, s.w, s.h)) << file;
+  return s;
+}
+
+// The checker of shaders/heatmap.frag: red (0.86, 0.14, 0.14) and near-black (0.06) squares.
+struct Checker {
+  int red = 0, x0 = 1 << 30, x1 = -1, y0 = 1 << 30, y1 = -1, black_inside = 0;
+};
+Checker find_checker(const Shot& s) {
+  Checker c;
+  for (int y = 0; y < s.h; ++y)
+    for (int x = 0; x < s.w; ++x)
+      if (s.near(x, y, 219, 36, 36)) {
+        ++c.red;
+        c.x0 = std::min(c.x0, x), c.x1 = std::max(c.x1, x), c.y0 = std::min(c.y0, y), c.y1 = std::max(c.y1, y);
+      }
+  for (int y = c.y0; y <= c.y1; ++y)
+    for (int x = c.x0; x <= c.x1; ++x) c.black_inside += s.near(x, y, 15, 15, 15);
+  return c;
+}
+
+void check_unwritten_drawn(const std::string& backend) {
+  const Shot s2000 = shot("--set n_cols=2000", "softmax-2000-" + backend + ".png", backend);
+  ASSERT_EQ(s2000.w, 1400);
+  ASSERT_EQ(s2000.h, 900);
+  const Checker c2000 = find_checker(s2000);
+  // A solid block of checker: thousands of red pixels, about as many black ones between them, all of it
+  // in the left (buggy) heatmap.
+  EXPECT_GT(c2000.red, 5000);
+  const int area = (c2000.x1 - c2000.x0 + 1) * (c2000.y1 - c2000.y0 + 1);
+  EXPECT_GT(c2000.red, area / 3);
+  EXPECT_GT(c2000.black_inside, area / 3);
+  EXPECT_LT(c2000.x1, s2000.w / 2);
+
+  // The checker covers the share of the buggy map that lies past column 1024: (n - 1024) / n.
+  const Shot s1500 = shot("--set n_cols=1500", "softmax-1500-" + backend + ".png", backend);
+  const Checker c1500 = find_checker(s1500);
+  ASSERT_GT(c1500.red, 1000);
+  EXPECT_EQ(c1500.x1, c2000.x1);  // both end at the map's right edge
+  const double ratio = double(c1500.x1 - c1500.x0 + 1) / double(c2000.x1 - c2000.x0 + 1);
+  EXPECT_NEAR(ratio, (476.0 / 1500.0) / (976.0 / 2000.0), 0.04);
+
+  // n_cols <= 1024: nothing unwritten, no checker anywhere.
+  const Checker c1024 = find_checker(shot("--set n_cols=1024", "softmax-1024-" + backend + ".png", backend));
+  EXPECT_LT(c1024.red, 20);
+}
+
+TEST(SoftmaxPanel, UnwrittenColumnsDrawnAsSuchCpu) { check_unwritten_drawn("cpu"); }
+
+// The CUDA backend fills the textures through interop (or its fallback); the picture is the same.
+TEST(SoftmaxPanel, UnwrittenColumnsDrawnAsSuchCuda) {
+  KL_REQUIRE_CUDA();
+  check_unwritten_drawn("cuda");
+}
+
+TEST(SoftmaxPanel, OnlineViewRenders) {
+  const Shot s = shot("--set view=online --set n_cols=3000 --set chunk=512", "softmax-online.png");
+  ASSERT_EQ(s.w, 1400);
+  // The running-max / running-sum lines (90, 180, 240) and the rowmax(chunk) markers (235, 95, 80).
+  int blue = 0, red = 0;
+  for (int y = 0; y < s.h; ++y)
+    for (int x = 0; x < s.w; ++x) blue += s.near(x, y, 90, 180, 240, 10), red += s.near(x, y, 235, 95, 80, 10);
+  EXPECT_GT(blue, 300);
+  EXPECT_GT(red, 30);
+  EXPECT_LT(find_checker(s).red, 20);  // online writes every column
+}
+
+TEST(SoftmaxPanel, BadSettingsExitTwo) {
+  std::string out;
+  EXPECT_EQ(test::run_cli("shot softmax --backend cpu --out " + test::tmp_dir() + "/x.png --set n_cols=0", &out), 2) << out;
+  EXPECT_EQ(test::run_cli("shot softmax --backend cpu --out " + test::tmp_dir() + "/x.png --set view=nope", &out), 2) << out;
+}
+
+}  // namespace
+}  // namespace kl
