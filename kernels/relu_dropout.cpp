@@ -210,8 +210,7 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   const bench::Timing tu =
       bench::time(b, [&] { run_unfused(b, x.data(), tmp.data(), out.data(), n, p, seed, block); }, 3, iters);
   const double copy = bench::copy_bandwidth_gbs(b, size_t(n) * sizeof(float));
-  const std::string where = b == Backend::Cpu ? " (CPU backend: CPU figures)" : "";
-  const std::string shape = "n=" + std::to_string(n) + " p=0.5" + where;
+  const std::string shape = "n=" + std::to_string(n) + " p=0.5";  // the bench command says which backend
   char copy_text[64];
   std::snprintf(copy_text, sizeof copy_text, "%s copy %.0f GB/s", b == Backend::Cpu ? "CPU" : "d2d", copy);
 

@@ -299,7 +299,6 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   std::vector<int64_t> widths = quick ? std::vector<int64_t>{1024, 4096}
                                       : std::vector<int64_t>{1024, 2048, 4096, 8192, 16384, 32768};
   const int iters = b == Backend::Cpu ? 3 : 30;
-  const std::string where = b == Backend::Cpu ? " (CPU backend: CPU figures)" : "";
   std::vector<bench::Row> out_rows;
   for (int64_t n : widths) {
     const int64_t N = rows * n;
@@ -318,7 +317,7 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
       bench::Row r;
       r.kernel = "softmax";
       r.variant = variant_name(v);
-      r.shape = std::to_string(rows) + "x" + std::to_string(n) + " fp32" + where;
+      r.shape = std::to_string(rows) + "x" + std::to_string(n) + " fp32";
       r.ms = t.median_ms;
       r.gbs = 8.0 * double(N) / (t.median_ms * 1e-3) / 1e9;  // the bytes softmax must move: read + write
       r.ratio = r.gbs / copy;
