@@ -1,0 +1,100 @@
+// app/panels/flash_attention_panel.cpp rendered headlessly by `shot` on the CPU backend at several
+// steps: the tile grid marks done / current tiles in proportion to the step, and the "weights so far"
+// heatmap fills in tile by tile while the final weights stay whole.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "test_util.h"
+#include "viz/heatmap.h"
+#include "viz/png.h"
+
+namespace kl {
+namespace {
+
+struct Image {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+};
+
+Image shot(const std::string& sets, const std::string& name) {
+  Image im;
+  std::string out;
+  const std::string file = test::tmp_dir() + "/" + name;
+  EXPECT_EQ(test::run_cli("shot flash-attention --backend cpu --size 1400x900 --out " + file +
+                              " --set lq=48 --set lk=96 --set block_m=16 --set block_n=16 " + sets,
+                          &out),
+            0)
+      << out;
+  EXPECT_TRUE(viz::read_png(file, im.rgba, im.w, im.h)) << file;
+  return im;
+}
+
+// Pixels of exactly colour c (the tile states are flat fills) in the left 40 % (the tile grid's column).
+int count_left(const Image& im, int r, int g, int b) {
+  int n = 0;
+  for (int y = 0; y < im.h; ++y)
+    for (int x = 0; x < im.w * 2 / 5; ++x) {
+      const uint8_t* p = &im.rgba[size_t(y * im.w + x) * 4];
+      n += (std::abs(p[0] - r) <= 2 && std::abs(p[1] - g) <= 2 && std::abs(p[2] - b) <= 2) ? 1 : 0;
+    }
+  return n;
+}
+
+// Pixels on the sequential colour map (the weight heatmaps) in the right 60 %.
+int weights_right(const Image& im) {
+  std::vector<bool> bin(64 * 64 * 64, false);
+  for (int k = 0; k <= 2048; ++k) {
+    float c[3];
+    viz::colormap_rgb(float(k) / 2048.0f, c);
+    const int R = int(c[0] * 255.0f + 0.5f) >> 2, G = int(c[1] * 255.0f + 0.5f) >> 2, B = int(c[2] * 255.0f + 0.5f) >> 2;
+    bin[size_t((R * 64 + G) * 64 + B)] = true;
+  }
+  int n = 0;
+  for (int y = 0; y < im.h; ++y)
+    for (int x = im.w * 2 / 5; x < im.w; ++x) {
+      const uint8_t* p = &im.rgba[size_t(y * im.w + x) * 4];
+      n += bin[size_t(((p[0] >> 2) * 64 + (p[1] >> 2)) * 64 + (p[2] >> 2))] ? 1 : 0;
+    }
+  return n;
+}
+
+TEST(FlashAttentionPanel, MiddleStepShowsDoneCurrentAndPendingTiles) {
+  const Image s3 = shot("--set step=3", "fa-step3.png");
+  const Image s5 = shot("--set step=5", "fa-step5.png");
+  ASSERT_EQ(s3.w, 1400);
+  ASSERT_EQ(s3.h, 900);
+  const int done3 = count_left(s3, 74, 130, 199), done5 = count_left(s5, 74, 130, 199);
+  const int cur3 = count_left(s3, 236, 172, 62), cur5 = count_left(s5, 236, 172, 62);
+  const int pend3 = count_left(s3, 58, 61, 70), pend5 = count_left(s5, 58, 61, 70);
+  EXPECT_GT(cur3, 500);  // one column of current tiles
+  EXPECT_NEAR(double(cur5) / cur3, 1.0, 0.2);
+  // Done tiles: 2 columns at step 3, 4 at step 5; pending: 3 columns, then 1.
+  EXPECT_NEAR(double(done5) / done3, 2.0, 0.35);
+  EXPECT_NEAR(double(pend3) / pend5, 3.0, 0.6);
+}
+
+TEST(FlashAttentionPanel, PartialWeightsFillInTileByTile) {
+  const int w1 = weights_right(shot("--set step=1", "fa-w1.png"));
+  const int w3 = weights_right(shot("--set step=3", "fa-w3.png"));
+  const int w6 = weights_right(shot("--set step=6", "fa-w6.png"));
+  // Two heatmaps of equal size: the final one whole, the partial one step/6 of it (plus colour bars).
+  EXPECT_LT(w1, w3);
+  EXPECT_LT(w3, w6);
+  EXPECT_NEAR(double(w3) / w6, (1.0 + 3.0 / 6.0) / 2.0, 0.1);
+}
+
+TEST(FlashAttentionPanel, StepPastTheEndIsMovedAndSaid) {
+  std::string out;
+  const std::string file = test::tmp_dir() + "/fa-past.png";
+  // 6 steps at this shape: step=40 is moved to the last step, not refused, and the run still succeeds.
+  EXPECT_EQ(test::run_cli("shot flash-attention --backend cpu --out " + file +
+                              " --set lq=48 --set lk=96 --set block_n=16 --set step=40",
+                          &out),
+            0)
+      << out;
+}
+
+}  // namespace
+}  // namespace kl
