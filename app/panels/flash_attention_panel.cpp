@@ -374,7 +374,7 @@ class FlashAttentionPanel : public Panel {
     const float label_w = font * 2.2f;
     const float gw = width - label_w;
     const float cw = gw / float(steps_);
-    const float ch = std::clamp(cw, 6.0f, std::min(28.0f, 170.0f / float(q_blocks_)));
+    const float ch = std::clamp(130.0f / float(q_blocks_), 6.0f, 26.0f);
     ImGui::Dummy(ImVec2(width, 1));
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const ImVec2 g0(o.x + label_w, o.y);
@@ -552,8 +552,8 @@ class FlashAttentionPanel : public Panel {
     o.x_label = "Lk";
     o.log_x = o.log_y = true;
     o.v_lines = {double(wall), double(shape_.lk)};
-    o.v_line_labels = {"rung 4's wall", "Lk now"};
-    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(width, 175));
+    o.v_line_labels = {"wall", "Lk"};
+    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(width, 155));
 
     // Bytes through device memory at this shape: each program reads K and V once per pass over them.
     const int64_t lq = shape_.lq, lk = shape_.lk;
