@@ -156,8 +156,8 @@ class VectorAddPanel : public Panel {
     if (b == Backend::Cuda) {
       // Kernels write the GL buffers directly (CUDA-GL interop): no trip through the host.
       viz::DataTexture::begin_device_write_all({&grid_tex_, &tail_tex_});
-      viz::raster_element_trace(b, tv, raster_, grid_tex_.begin_device_write());
-      viz::raster_program_lanes(b, tv, trace_.grid - 1, tail_tex_.begin_device_write());
+      viz::raster_element_trace(b, tv, raster_, grid_tex_.device_pointer());
+      viz::raster_program_lanes(b, tv, trace_.grid - 1, tail_tex_.device_pointer());
       viz::DataTexture::end_device_write_all({&grid_tex_, &tail_tex_});
     } else {
       std::vector<float> cells(size_t(raster_.cols) * raster_.rows * 2);
