@@ -14,6 +14,7 @@
 #include "kernels/errors.h"
 #include "kernels/npy.h"
 #include "kernels/registry.h"
+#include "viz/data_texture.h"
 #include "viz/gl_check.h"
 #include "viz/png.h"
 #include "viz/render_host.h"
@@ -151,8 +152,8 @@ int cmd_shot(const std::string& panel, const std::string& out, const std::string
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   render_shot(s, *host, out, frames);
-  std::printf("wrote %s (%dx%d, %s, %s)\n", out.c_str(), host->width(), host->height(),
-              s.ctx.backend.reason.c_str(), s.gl_renderer.c_str());
+  std::printf("wrote %s (%dx%d, %s, GL_RENDERER %s; %s)\n", out.c_str(), host->width(), host->height(),
+              s.ctx.backend.reason.c_str(), s.gl_renderer.c_str(), viz::DataTexture::last_interop_status().c_str());
   return viz::gl_error_count() ? 1 : 0;
 }
 

@@ -29,9 +29,12 @@ int palette_colours_present(const std::vector<uint8_t>& rgba, int min_pixels) {
   return present;
 }
 
-void shot(const std::string& args, const std::string& file, std::vector<uint8_t>& rgba, int& w, int& h) {
+void shot(const std::string& args, const std::string& file, std::vector<uint8_t>& rgba, int& w, int& h,
+          const char* backend = "cpu", std::string* text = nullptr) {
   std::string out;
-  ASSERT_EQ(test::run_cli("shot vector-add --backend cpu --out " + file + " " + args, &out), 0) << out;
+  ASSERT_EQ(test::run_cli("shot vector-add --backend " + std::string(backend) + " --out " + file + " " + args, &out), 0)
+      << out;
+  if (text) *text = out;
   ASSERT_TRUE(viz::read_png(file, rgba, w, h)) << file;
 }
 
@@ -62,6 +65,23 @@ TEST(VectorAddPanel, AskedSizeAndNotBlank) {
     colours.insert(uint32_t(rgba[i]) << 16 | uint32_t(rgba[i + 1]) << 8 | rgba[i + 2]);
   EXPECT_GT(colours.size(), 20u);
   EXPECT_GE(palette_colours_present(rgba, 20), 12);  // 1024 programs cycle through the whole palette
+}
+
+TEST(VectorAddPanel, CudaBackendThroughInteropSameColours) {
+  KL_REQUIRE_CUDA();
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  std::string text;
+  shot("--size 1200x800 --set n=1000 --set block_size=256", test::tmp_dir() + "/va-cuda.png", rgba, w, h, "cuda", &text);
+  EXPECT_NE(text.find("CUDA backend"), std::string::npos) << text;
+  EXPECT_NE(text.find("CUDA-GL interop: kernels write"), std::string::npos) << text;
+  EXPECT_EQ(palette_colours_present(rgba, 40), 4);
+  std::vector<uint8_t> cpu;
+  shot("--size 1200x800 --set n=1000 --set block_size=256", test::tmp_dir() + "/va-cpu.png", cpu, w, h);
+  // The two backends draw the same picture but for the status bar's text.
+  size_t differ = 0;
+  for (size_t i = 0; i < rgba.size() && i < cpu.size(); ++i) differ += rgba[i] != cpu[i];
+  EXPECT_LT(differ, rgba.size() / 20) << "CPU and CUDA pictures differ in " << differ << " bytes";
 }
 
 }  // namespace
