@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One batch on a GPU machine: build (cuda preset), every test, the benchmarks with their peers
+# (PyTorch in the same run), compute-sanitizer over every CUDA kernel on small shapes, and the tour
+# rendered through NVIDIA's EGL. Logs go to $OUT (default ./gpu-out), at most 8 files.
+#   bench/gpu_session.sh [build|test|bench|sanitize|tour|all]...   (default: all)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+steps=${*:-all}
+has() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
+log() { echo "== $*" | tee -a "$out/summary.txt"; }
+bin=./build-cuda/kernel-ladder
+
+log "$(date -u) $(nvidia-smi -L 2>&1 | head -1)"
+if has build; then
+  log "build"
+  { cmake --preset cuda && cmake --build --preset cuda -j"$(nproc)"; } > "$out/build.log" 2>&1 \
+    || { tail -60 "$out/build.log" | tee -a "$out/summary.txt"; exit 1; }
+  grep -E "spill|registers" "$out/build.log" | sort | uniq -c | sort -rn | head -20 >> "$out/summary.txt"
+  rm -f "$out/build.log"
+fi
+if has test; then
+  log "ctest"
+  timeout 900 ctest --preset cuda -j4 --timeout 600 > "$out/ctest.log" 2>&1
+  grep -E "tests passed|tests failed|Total Test time|\(Failed\)|\(Timeout\)|Not Run" "$out/ctest.log" | tee -a "$out/summary.txt"
+  echo "skipped: $(grep -c '\*\*\*Skipped' "$out/ctest.log")" | tee -a "$out/summary.txt"
+  grep -E "\*\*\*Skipped" "$out/ctest.log" >> "$out/summary.txt"
+fi
+if has bench; then
+  log "bench"
+  timeout 600 "$bin" bench --backend cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
+  tail -60 "$out/bench.txt" >> "$out/summary.txt"
+  log "peers"
+  { timeout 300 python3 bench/torch_softmax.py; timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json"; } \
+    > "$out/peers.txt" 2>&1
+fi
+if has sanitize; then
+  log "compute-sanitizer"
+  : > "$out/sanitizer.txt"
+  for tool in memcheck racecheck initcheck synccheck; do
+    for t in test_vector_add test_relu_dropout test_softmax test_attention test_flash_attention test_flash_attention_fast; do
+      exe=$(find build-cuda/tests -name "$t" -type f | head -1)
+      [ -n "$exe" ] || continue
+      filter='*Cuda*:*Gpu*:*Device*:*Fast*:*Unaligned*'
+      r=$(timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_filter="$filter" 2>&1 | tail -4 | tr '\n' ' ')
+      echo "$tool $t: $r" >> "$out/sanitizer.txt"
+    done
+  done
+  grep -cE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitizer.txt" | sed 's/^/clean runs: /' | tee -a "$out/summary.txt"
+  grep -vE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitizer.txt" | head -20 >> "$out/summary.txt"
+fi
+if has tour; then
+  log "tour through EGL"
+  rm -rf "$out/tour"
+  timeout 300 "$bin" tour --backend cuda --out "$out/tour" 2>&1 | tail -3 | tee -a "$out/summary.txt"
+  KL_FORCE_NO_INTEROP=1 timeout 60 "$bin" shot vector-add --backend cuda --out "$out/tour/forced-fallback.png" 2>&1 | tee -a "$out/summary.txt"
+  tar czf "$out/tour.tgz" -C "$out" tour && rm -rf "$out/tour"
+fi
+log "done $(date -u)"
