@@ -38,12 +38,13 @@ fi
 if has sanitize; then
   log "compute-sanitizer"
   : > "$out/sanitizer.txt"
-  for tool in memcheck racecheck initcheck synccheck; do
-    for t in test_vector_add test_relu_dropout test_softmax test_attention test_flash_attention test_flash_attention_fast; do
+  tools=${KL_SANITIZERS:-memcheck racecheck initcheck synccheck}
+  for tool in $tools; do
+    for t in ${KL_SANITIZE_TESTS:-test_vector_add test_relu_dropout test_softmax test_attention test_flash_attention test_flash_attention_fast test_data_texture}; do
       exe=$(find build-cuda/tests -name "$t" -type f | head -1)
       [ -n "$exe" ] || continue
       filter='*Cuda*:*Gpu*:*Device*:*Fast*:*Unaligned*'
-      r=$(timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_filter="$filter" 2>&1 | tail -4 | tr '\n' ' ')
+      r=$(timeout "${KL_SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_filter="$filter" 2>&1 | tail -4 | tr '\n' ' ')
       echo "$tool $t: $r" >> "$out/sanitizer.txt"
     done
   done
