@@ -35,6 +35,13 @@ if has bench; then
   { timeout 300 python3 bench/torch_softmax.py; timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json"; } \
     > "$out/peers.txt" 2>&1
 fi
+if has tour; then
+  log "tour through EGL"
+  rm -rf "$out/tour"
+  timeout 300 "$bin" tour --backend cuda --out "$out/tour" 2>&1 | tail -3 | tee -a "$out/summary.txt"
+  KL_FORCE_NO_INTEROP=1 timeout 60 "$bin" shot vector-add --backend cuda --out "$out/tour/forced-fallback.png" 2>&1 | tee -a "$out/summary.txt"
+  tar czf "$out/tour.tgz" -C "$out" tour && rm -rf "$out/tour"
+fi
 if has sanitize; then
   log "compute-sanitizer"
   : > "$out/sanitizer.txt"
@@ -50,12 +57,5 @@ if has sanitize; then
   done
   grep -cE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitizer.txt" | sed 's/^/clean runs: /' | tee -a "$out/summary.txt"
   grep -vE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitizer.txt" | head -20 >> "$out/summary.txt"
-fi
-if has tour; then
-  log "tour through EGL"
-  rm -rf "$out/tour"
-  timeout 300 "$bin" tour --backend cuda --out "$out/tour" 2>&1 | tail -3 | tee -a "$out/summary.txt"
-  KL_FORCE_NO_INTEROP=1 timeout 60 "$bin" shot vector-add --backend cuda --out "$out/tour/forced-fallback.png" 2>&1 | tee -a "$out/summary.txt"
-  tar czf "$out/tour.tgz" -C "$out" tour && rm -rf "$out/tour"
 fi
 log "done $(date -u)"
