@@ -190,7 +190,8 @@ void DataTexture::ensure_registered() {
 }
 
 float* DataTexture::begin_device_write() {
-  begin_device_write_all({this});
+  // Inside a batch mapped by begin_device_write_all, this is the texture's pointer in that batch.
+  if (!mapped_) begin_device_write_all({this});
   return static_cast<float*>(mapped_);
 }
 

@@ -30,7 +30,8 @@ class DataTexture {
   unsigned gl_id() const { return tex_; }
 
   // --- CUDA backend -------------------------------------------------------------------------------
-  // A device pointer to width*height*channels floats, valid until end_device_write().
+  // A device pointer to width*height*channels floats, valid until end_device_write(). Within a batch
+  // mapped by begin_device_write_all() it returns the pointer mapped there (nothing is mapped twice).
   float* begin_device_write();
   void end_device_write();
   bool interop_active() const { return interop_ok_; }
