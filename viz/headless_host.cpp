@@ -11,6 +11,7 @@
 #include <backends/imgui_impl_opengl3.h>
 
 #include <cfloat>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -154,7 +155,8 @@ bool open_egl(EglContext* out, std::string* error) {
     std::string why;
     EGLDisplay d = eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr);
     if (make_context(d, out, &why)) {
-      out->how = "Mesa surfaceless";
+      out->how = "surfaceless platform";
+      if (!reasons.empty()) std::fprintf(stderr, "kernel-ladder: EGL device platform not used (%s)\n", reasons.c_str());
       return true;
     }
     note("Mesa surfaceless", why);
@@ -164,6 +166,7 @@ bool open_egl(EglContext* out, std::string* error) {
     std::string why;
     if (make_context(eglGetDisplay(EGL_DEFAULT_DISPLAY), out, &why)) {
       out->how = "EGL default display";
+      if (!reasons.empty()) std::fprintf(stderr, "kernel-ladder: EGL device platform not used (%s)\n", reasons.c_str());
       return true;
     }
     note("EGL default display", why);
