@@ -158,8 +158,8 @@ void DataTexture::ensure_registered() {
   interop_tried_ = true;
   const size_t bytes = size_t(w_) * size_t(h_) * size_t(c_) * sizeof(float);
   std::string why;
-  if (interop_forced_off()) {
-    why = "KL_FORCE_NO_INTEROP=1";
+  if (interop_forced_off() || force_upload_) {
+    why = force_upload_ ? "upload path forced by the caller" : "KL_FORCE_NO_INTEROP=1";
   } else {
     GLint prev = 0;
     glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev);

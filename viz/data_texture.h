@@ -35,6 +35,10 @@ class DataTexture {
   float* begin_device_write();
   void end_device_write();
   bool interop_active() const { return interop_ok_; }
+  // Takes the fallback path (device-to-host copy + glTexSubImage2D) even where interop would work, as
+  // KL_FORCE_NO_INTEROP=1 does for every texture: `bench-frame` times both paths in one run. Takes
+  // effect at the next registration (the first device write after construction or a resize).
+  void force_upload_path(bool on) { force_upload_ = on; }
   const std::string& interop_status() const { return interop_status_; }
 
   // Maps several textures' buffers with one cudaGraphicsMapResources call (once per frame).
@@ -55,7 +59,7 @@ class DataTexture {
   void* resource_ = nullptr;  // cudaGraphicsResource_t
   void* mapped_ = nullptr;
   void* staging_ = nullptr;   // device staging buffer on the fallback path
-  bool interop_tried_ = false, interop_ok_ = false;
+  bool interop_tried_ = false, interop_ok_ = false, force_upload_ = false;
   std::string interop_status_ = "not used (CPU backend uploads with glTexSubImage2D)";
 };
 
