@@ -8,9 +8,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <nlohmann/json.hpp>
 
+#include "app/bench_frame.h"
+#include "app/measure_export.h"
 #include "app/shell.h"
+#include "app/soak.h"
+#include "kernels/buffer.h"
 #include "kernels/errors.h"
 #include "kernels/npy.h"
 #include "kernels/registry.h"
@@ -225,7 +230,12 @@ int cmd_run(const std::string& kernel, const std::vector<std::string>& ins, cons
       for (const std::string& n : e->inputs) names += (names.empty() ? "" : ", ") + n;
       throw InputError("--in " + name + ": " + kernel + " takes inputs " + names);
     }
-    r.inputs[name] = npy::read(in.substr(eq + 1));
+    // Reading holds the file about three times over (stream, copy, array): refuse before, not during.
+    const std::string file = in.substr(eq + 1);
+    struct stat st{};
+    if (::stat(file.c_str(), &st) == 0 && st.st_size > 0)
+      mem::require_host(uint64_t(st.st_size) * 3, "--in " + in);
+    r.inputs[name] = npy::read(file);
   }
   for (const std::string& n : e->inputs)
     if (!r.inputs.count(n)) throw InputError("--in " + n + "=FILE.npy: missing input of " + kernel);
@@ -373,6 +383,36 @@ int run_cli(int argc, char** argv) {
   tour->add_option("--size", size_text, "WIDTHxHEIGHT");
   tour->add_option("--backend", backend, "auto|cuda|cpu");
 
+  auto* measure = app.add_subcommand("measure", "the Measure view's measurements, no window: bandwidth, fusion, "
+                                                 "FlashAttention against a GEMM ceiling");
+  std::string measure_json, measure_csv;
+  bool measure_quick = false;
+  measure->add_option("--json", measure_json, "write the numbers and the machine as JSON");
+  measure->add_option("--csv", measure_csv, "write the numbers and the machine as CSV");
+  measure->add_option("--backend", backend, "auto|cuda|cpu");
+  measure->add_flag("--quick", measure_quick, "fewer, smaller sizes");
+
+  auto* bench_frame_cmd = app.add_subcommand(
+      "bench-frame", "frame time of a recomputed attention-weight heatmap: CUDA-GL interop vs copy + upload");
+  BenchFrameOptions bf;
+  bench_frame_cmd->add_option("--size", bf.size, "L (default 4096 on CUDA, 512 on the CPU)");
+  bench_frame_cmd->add_option("--frames", bf.frames, "timed frames per path");
+  bench_frame_cmd->add_option("--json", bf.json, "write the results as JSON");
+  bench_frame_cmd->add_option("--png", bf.png, "write the last frame as PNG");
+  bench_frame_cmd->add_option("--backend", backend, "auto|cuda|cpu");
+
+  auto* soak = app.add_subcommand("soak", "render many headless frames over every panel and parameter extreme; "
+                                          "report memory growth, GL and CUDA errors");
+  SoakOptions so;
+  std::string soak_size;
+  soak->add_option("--frames", so.frames, "frames to render (default 10000)")->check(CLI::Range(1L, 1000000000L));
+  soak->add_option("--size", soak_size, "WIDTHxHEIGHT (default 1280x800)");
+  soak->add_option("--backend", backend, "auto|cuda|cpu");
+  soak->add_option("--every", so.every, "frames between parameter changes (default 4)")->check(CLI::Range(1, 1000000));
+  soak->add_option("--max-growth-mib", so.max_growth_mib,
+                   "allowed growth of host RSS and device memory after the first 100 frames (default 64)")
+      ->check(CLI::NonNegativeNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -391,9 +431,25 @@ int run_cli(int argc, char** argv) {
     if (*list) return cmd_list();
     if (*bench) return cmd_bench(bench_kernel, json, backend, quick);
     if (*tour) return cmd_tour(tour_out, size_text, backend);
+    if (*soak) {
+      const Size sz = parse_size(soak_size, {1280, 800});
+      so.width = sz.w;
+      so.height = sz.h;
+      so.backend = backend;
+      return soak_command(so);
+    }
+    if (*measure) return measure_command(backend, measure_quick, measure_json, measure_csv);
+    if (*bench_frame_cmd) {
+      bf.backend = backend;
+      return bench_frame(bf);
+    }
     return cmd_window(backend, size_text, frames, panel, sets);
   } catch (const InputError& e) {
     std::fprintf(stderr, "kernel-ladder: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // An allocation sized by the user's input that no check caught first: the same refusal, exit 2.
+    std::fprintf(stderr, "kernel-ladder: %s\n", mem::host_refusal_text(0, "").c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernel-ladder: error: %s\n", e.what());

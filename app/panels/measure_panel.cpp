@@ -1,0 +1,336 @@
+// The Measure view: the rungs' kernels against ceilings measured in the same run (kernels/measure.h).
+// Runs on a background thread (measure::Worker) with a progress bar and a cancel button; with run=1 it
+// measures synchronously before drawing (shots, the tour). Plots: (a) achieved GB/s against size with
+// the copy ceiling, (b) fused against unfused as bars, (c) FlashAttention TFLOP/s against the GEMM
+// ceiling; a table of the ratios; export as JSON and CSV (app/measure_export.h).
+// [SECTION] panel state and parameters
+// [SECTION] controls, progress and export
+// [SECTION] plots
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "app/measure_export.h"
+#include "app/panels/panels.h"
+#include "app/ui.h"
+#include "kernels/errors.h"
+#include "kernels/measure.h"
+#include "viz/plot.h"
+
+namespace kl::app {
+namespace {
+
+const unsigned kBlue = IM_COL32(90, 180, 240, 255), kGreen = IM_COL32(120, 215, 120, 255),
+               kOrange = IM_COL32(240, 165, 70, 255), kPurple = IM_COL32(190, 140, 240, 255),
+               kPink = IM_COL32(240, 120, 170, 255), kCeiling = IM_COL32(235, 235, 235, 255);
+
+std::string fmt(const char* f, double v) {
+  char b[96];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string pow2(double n) {
+  const double e = std::log2(n);
+  return std::fabs(e - std::round(e)) < 1e-9 ? "2^" + std::to_string(int(std::round(e))) : fmt("%.0f", n);
+}
+
+// [SECTION] panel state and parameters ---------------------------------------------------------------------
+class MeasurePanel : public Panel {
+ public:
+  MeasurePanel()
+      : params_({bool_param("quick", false, "fewer, smaller sizes (a first look; the tour uses them)"),
+                 bool_param("run", false,
+                            "measure synchronously before drawing (shots and the tour); in the window, press Run")}) {
+    std::snprintf(prefix_, sizeof prefix_, "%s", "kernel-ladder-measure");
+  }
+
+  std::string id() const override { return "measure"; }
+  std::string title() const override { return "Measure"; }
+  ParamValues& params() override { return params_; }
+  std::vector<TourStop> tour_stops() const override { return {{"quick", {"run=1", "quick=1"}}}; }
+
+  void draw(AppContext& ctx) override {
+    const Backend b = ctx.backend.backend;
+    if (ImGui::CollapsingHeader("What is measured, and against what")) ui::explain("measure.md");
+
+    if (params_.get_bool("run") && !sync_done_ && !worker_.running()) {
+      // Shots and the tour: the whole measurement before the first frame is drawn.
+      sync_done_ = true;
+      const auto t0 = std::chrono::steady_clock::now();
+      results_ = measure::run(options(b));
+      seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    draw_controls(b);
+    if (worker_.running() || polling_) {
+      results_ = worker_.snapshot();
+      if (!worker_.running()) {
+        polling_ = false;
+        results_ = worker_.snapshot();
+        seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+      }
+    }
+    ui::error_box(results_.error);
+    if (results_.points.empty()) {
+      ImGui::Spacing();
+      ImGui::TextDisabled("No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
+      return;
+    }
+    draw_machine();
+    draw_plots();
+  }
+
+ private:
+  measure::Options options(Backend b) const {
+    measure::Options o;
+    o.backend = b;
+    o.quick = params_.get_bool("quick");
+    return o;
+  }
+
+  // [SECTION] controls, progress and export -----------------------------------------------------------------
+  void draw_controls(Backend b) {
+    const bool running = worker_.running();
+    ui::param_control(params_, "quick", &control_error_);
+    ImGui::SameLine();
+    if (!running) {
+      if (ImGui::Button("Run")) {
+        worker_.start(options(b));
+        started_ = std::chrono::steady_clock::now();
+        polling_ = true;
+        message_.clear();
+      }
+    } else if (ImGui::Button("Cancel")) {
+      worker_.cancel();
+    }
+    ImGui::SameLine();
+    const measure::Results& r = results_;
+    std::string overlay;
+    float frac = 0;
+    if (running) {
+      frac = r.steps_total ? float(r.steps_done) / float(r.steps_total) : 0.0f;
+      overlay = std::to_string(r.steps_done) + " / " + std::to_string(r.steps_total) + ": " + worker_.current();
+    } else if (r.steps_total) {
+      frac = float(r.steps_done) / float(r.steps_total);
+      overlay = r.finished ? "done: " + std::to_string(r.steps_done) + " measurements in " + fmt("%.2f s", seconds_)
+                : r.cancelled ? "cancelled after " + std::to_string(r.steps_done) + " of " + std::to_string(r.steps_total)
+                              : "stopped after " + std::to_string(r.steps_done) + " of " + std::to_string(r.steps_total);
+    } else {
+      overlay = "not run";
+    }
+    ImGui::ProgressBar(frac, ImVec2(std::min(520.0f, ImGui::GetContentRegionAvail().x * 0.45f), 0), overlay.c_str());
+    ImGui::SameLine(0, 24);
+    ImGui::SetNextItemWidth(200);
+    ImGui::InputText("##prefix", prefix_, sizeof prefix_);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("file name without extension, in the working directory");
+    ImGui::SameLine();
+    const bool can_export = !running && !r.points.empty();
+    if (!can_export) ImGui::BeginDisabled();
+    if (ImGui::Button("Export JSON")) export_file(".json");
+    ImGui::SameLine();
+    if (ImGui::Button("Export CSV")) export_file(".csv");
+    if (!can_export) ImGui::EndDisabled();
+    ui::error_box(control_error_);
+    if (!message_.empty()) ImGui::TextDisabled("%s", message_.c_str());
+  }
+
+  void export_file(const std::string& ext) {
+    const std::string path = std::string(prefix_) + ext;
+    try {
+      write_text_file(path, ext == ".json" ? measure_json(results_) : measure_csv(results_), "export");
+      message_ = "wrote " + path;
+    } catch (const std::exception& e) {
+      message_ = e.what();
+    }
+  }
+
+  void draw_machine() {
+    const measure::Machine& m = results_.machine;
+    ImGui::Text("%s  |  %s backend  |  %s%s", m.device.c_str(), m.backend.c_str(), m.date.c_str(),
+                m.quick ? "  |  quick sizes" : "");
+    ImGui::SameLine();
+    if (m.copy_gbs > 0)
+      ImGui::TextDisabled("  copy %.0f GB/s (%s floats)", m.copy_gbs, pow2(double(m.copy_elements)).c_str());
+    if (m.gemm_tflops > 0) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("  GEMM ceiling %s (%s)", flops_text(m.gemm_tflops).c_str(), m.gemm_what.c_str());
+    }
+    if (m.cpu_figures)
+      ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f),
+                         "CPU backend: these are CPU figures (memcpy, plain loops, the teaching FlashAttention), "
+                         "at small sizes; run on a GPU for the real ladder.");
+  }
+
+  // TFLOP/s on the GPU, GFLOP/s on the CPU (where TFLOP/s would read 0.00).
+  double flops_unit() const { return results_.machine.cpu_figures ? 1e3 : 1.0; }
+  std::string flops_text(double tflops) const {
+    return results_.machine.cpu_figures ? fmt("%.2f GFLOP/s", tflops * 1e3) : fmt("%.0f TFLOP/s", tflops);
+  }
+
+  // [SECTION] plots -------------------------------------------------------------------------------------
+  void draw_plots() {
+    const measure::Results& r = results_;
+    const bool cpu = r.machine.cpu_figures;
+    const float gap = 14.0f;
+    const float avail_w = ImGui::GetContentRegionAvail().x;
+    const float avail_h = ImGui::GetContentRegionAvail().y;
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const float left_w = std::floor(avail_w * 0.56f), right_w = avail_w - left_w - gap;
+    const float top_h = std::max(180.0f, std::floor((avail_h - 2 * line - gap) * 0.54f));
+    const float bottom_h = std::max(160.0f, avail_h - top_h - 2 * line - gap - 8);
+
+    // (a) bandwidth against size, the copy as the ceiling.
+    ImGui::BeginGroup();
+    ui::section("Memory-bound kernels: achieved bandwidth against size");
+    struct Style {
+      const char *kernel, *variant, *label;
+      unsigned color;
+      bool points;
+    };
+    const Style styles[] = {
+        {"copy", cpu ? "memcpy" : "d2d", cpu ? "memcpy (ceiling)" : "device-to-device copy (ceiling)", kCeiling, false},
+        {"vector-add", "fast", "vector add, 12 B/elem", kBlue, false},
+        {"relu-dropout", "fused", "ReLU+dropout fused, 8 B", kGreen, false},
+        {"relu-dropout", "unfused", "ReLU+dropout unfused, 16 B", kGreen, true},
+        {"softmax", "fixed", "softmax one pass, 8 B", kOrange, false},
+        {"softmax", "three_pass", "softmax three_pass, 20 B", kOrange, true}};
+    std::vector<viz::Series> bw;
+    for (const Style& s : styles) {
+      viz::Series se{s.label, {}, {}, s.color, s.points};
+      for (const measure::Point& p : r.points)
+        if (p.kernel == s.kernel && p.variant == s.variant) se.x.push_back(p.size), se.y.push_back(p.gbs);
+      if (!se.x.empty()) bw.push_back(se);
+    }
+    viz::PlotOptions ao;
+    ao.title = cpu ? "GB/s (CPU) = bytes moved / median time" : "GB/s = bytes moved / median time";
+    ao.x_label = "N, fp32 elements (" + pow2(bw.empty() ? 1 : bw[0].x.front()) + " .. " +
+                 pow2(r.largest_size("bandwidth")) + ", log scale)";
+    ao.y_label = "GB/s";
+    ao.log_x = true;
+    viz::line_plot("bandwidth", bw, ao, ImVec2(left_w, top_h));
+    ImGui::EndGroup();
+    ImGui::SameLine(0, gap);
+
+    // (b) fused against unfused: time at the largest size.
+    ImGui::BeginGroup();
+    ui::section("Fused against unfused (time per call, lower is better)");
+    const std::vector<FusionPair> pairs = fusion_pairs(r);
+    const float bar_w = (right_w - gap * (std::max<size_t>(1, pairs.size()) - 1)) / float(std::max<size_t>(1, pairs.size()));
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const FusionPair& f = pairs[i];
+      if (i) ImGui::SameLine(0, gap);
+      const bool us = f.fused_ms < 1.0;
+      const double k = us ? 1e3 : 1.0;
+      const unsigned col = f.kernel == "softmax" ? kOrange : kGreen;
+      std::vector<viz::Bar> bars = {
+          {f.fused + fmt(", %.0f B", f.fused_bytes_per_elem), f.fused_ms * k, col},
+          {(f.unfused == "three_pass" ? std::string("3 pass") : f.unfused) + fmt(", %.0f B", f.unfused_bytes_per_elem),
+           f.unfused_ms * k, IM_COL32(150, 150, 160, 255)}};
+      viz::PlotOptions bo;
+      bo.title = std::string(f.kernel == "softmax" ? "softmax" : "ReLU+dropout") + ", N=" + pow2(f.size) + ": " +
+                 fmt("%.2fx", f.speedup());
+      bo.y_label = us ? "us" : "ms";
+      ImGui::PushID(int(i));
+      viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, top_h));
+      ImGui::PopID();
+    }
+    ImGui::EndGroup();
+
+    // (c) FlashAttention against the GEMM ceiling.
+    ImGui::BeginGroup();
+    ui::section(cpu ? "FlashAttention (teaching, CPU) against a CPU GEMM" : "FlashAttention fast against the cuBLAS GEMM ceiling");
+    std::map<std::string, viz::Series> by_variant;
+    double lmin = 1e30, lmax = 0;
+    for (const measure::Point& p : r.points) {
+      if (p.section != "compute") continue;
+      viz::Series& s = by_variant[p.variant];
+      s.label = "flash " + p.variant;
+      s.x.push_back(p.size), s.y.push_back(p.tflops * flops_unit());
+      lmin = std::min(lmin, p.size), lmax = std::max(lmax, p.size);
+    }
+    std::vector<viz::Series> cs;
+    const unsigned palette[] = {kBlue, kPurple, kGreen, kPink};
+    int c = 0;
+    for (auto& [name, s] : by_variant) {
+      s.color = palette[c++ % 4];
+      s.points = false;
+      cs.push_back(s);
+    }
+    if (r.machine.gemm_tflops > 0 && lmax > 0)
+      cs.insert(cs.begin(), viz::Series{cpu ? "CPU GEMM (ceiling)" : "cuBLAS bf16 GEMM (ceiling)",
+                                        {lmin, lmax},
+                                        {r.machine.gemm_tflops * flops_unit(), r.machine.gemm_tflops * flops_unit()},
+                                        kCeiling,
+                                        false});
+    viz::PlotOptions co;
+    co.title = cpu ? "GFLOP/s (CPU) = 4 B H L^2 d / median time" : "TFLOP/s = 4 B H L^2 d (x 1/2 causal) / median time";
+    co.x_label = "sequence length L (" + fmt("%.0f", lmin) + " .. " + fmt("%.0f", lmax) + ", log scale)";
+    co.y_label = cpu ? "GFLOP/s" : "TFLOP/s";
+    co.log_x = true;
+    if (cs.empty()) ImGui::TextDisabled("not measured yet");
+    else viz::line_plot("compute", cs, co, ImVec2(left_w, bottom_h));
+    ImGui::EndGroup();
+    ImGui::SameLine(0, gap);
+
+    // (d) the ratios at the largest size.
+    ImGui::BeginGroup();
+    ui::section("Against the ceiling at the largest size");
+    draw_table(right_w, bottom_h);
+    ImGui::EndGroup();
+  }
+
+  void draw_table(float w, float h) {
+    const measure::Results& r = results_;
+    if (!ImGui::BeginTable("ratios", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
+                           ImVec2(w, h)))
+      return;
+    ImGui::TableSetupColumn("kernel", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 70);
+    ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_WidthFixed, 110);
+    ImGui::TableSetupColumn("of ceiling", ImGuiTableColumnFlags_WidthFixed, 80);
+    ImGui::TableHeadersRow();
+    auto row = [](const std::string& name, const std::string& size, const std::string& value, double ratio) {
+      ImGui::TableNextRow();
+      ImGui::TableSetColumnIndex(0);
+      ImGui::TextUnformatted(name.c_str());
+      ImGui::TableSetColumnIndex(1);
+      ImGui::TextUnformatted(size.c_str());
+      ImGui::TableSetColumnIndex(2);
+      ImGui::TextUnformatted(value.c_str());
+      ImGui::TableSetColumnIndex(3);
+      const ImVec4 col = ratio >= 0.8 ? ImVec4(0.47f, 0.86f, 0.47f, 1) : ratio >= 0.5 ? ImVec4(0.95f, 0.8f, 0.4f, 1)
+                                                                                    : ImVec4(1, 0.5f, 0.45f, 1);
+      ImGui::TextColored(col, "%.2f", ratio);
+    };
+    const double nmax = r.largest_size("bandwidth");
+    for (const measure::Point& p : r.points)
+      if (p.section == "bandwidth" && p.size == nmax && p.kernel != "copy")
+        row(p.kernel + " " + p.variant, pow2(p.size), fmt("%.0f GB/s", p.gbs), p.ratio);
+    // The best FlashAttention point of each variant.
+    std::map<std::string, const measure::Point*> best;
+    for (const measure::Point& p : r.points)
+      if (p.section == "compute" && (!best[p.variant] || p.tflops > best[p.variant]->tflops)) best[p.variant] = &p;
+    for (const auto& [v, p] : best)
+      if (p) row("flash " + v, "L=" + fmt("%.0f", p->size), flops_text(p->tflops), p->ratio);
+    ImGui::EndTable();
+  }
+
+  ParamValues params_;
+  measure::Worker worker_;
+  measure::Results results_;
+  bool sync_done_ = false, polling_ = false;
+  std::chrono::steady_clock::time_point started_;
+  double seconds_ = 0;
+  char prefix_[256] = {};
+  std::string control_error_, message_;
+};
+
+}  // namespace
+
+std::unique_ptr<Panel> make_measure_panel() { return std::make_unique<MeasurePanel>(); }
+
+}  // namespace kl::app
