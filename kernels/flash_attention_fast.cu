@@ -18,6 +18,7 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -442,12 +443,32 @@ void require_device() {
 }  // namespace fast_detail
 
 // ---- [SECTION] entry points -------------------------------------------------------------------------
-void run_fast(const FastParams& p) {
+void run_fast_mma_sync(const FastParams& p) {
   validate(p);
   if (p.dtype == FastDtype::Bf16)
     fast_detail::run_typed<__nv_bfloat16>(p);
   else
     fast_detail::run_typed<__half>(p);
+}
+
+FastPath fast_path() {
+  const char* env = std::getenv("KL_FLASH_FAST_PATH");
+  const std::string want = env ? env : "";
+  if (want == "mma") return FastPath::MmaSync;
+  if (!want.empty() && want != "wgmma" && want != "auto")
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, wgmma or auto (unset)"));
+  const bool wgmma = fast_wgmma_kernels_loaded();
+  if (want == "wgmma" && !wgmma)
+    throw InputError("KL_FLASH_FAST_PATH=wgmma: this device or build has no sm_90a code (needs an H100/H200)");
+  return wgmma ? FastPath::Wgmma : FastPath::MmaSync;
+}
+
+void run_fast(const FastParams& p) {
+  validate(p);
+  if (fast_path() == FastPath::Wgmma)
+    run_fast_wgmma(p);
+  else
+    run_fast_mma_sync(p);
 }
 
 namespace {
@@ -509,6 +530,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
+  const FastPath path = fast_path();
   for (int d : {64, 128})
     for (int L : lengths)
       for (bool causal : {false, true}) {
@@ -526,7 +548,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
         r.kernel = "flash-attention";
         r.variant = "fast";
         r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) + " L=" + std::to_string(L) +
-                  " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16";
+                  " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 " + fast_path_name(path);
         r.ms = t.median_ms;
         r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
         // Q, K, V read once and O written once: the fewest bytes (K/V are re-read per query block from L2).

@@ -15,9 +15,18 @@
 //   - Causal: bottom-right aligned (query i sees keys j <= i + Lk - Lq, as in FlashAttention >= 2.1);
 //     key tiles entirely above the diagonal are never loaded; only tiles the diagonal or the Lk tail
 //     crosses pay for the mask. Rows that see no key return 0 (never NaN).
-// Tile shapes (compile-time traits, FastTraits<kHeadDim>):
-//   kHeadDim  64: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 48 KiB shared memory, 2 blocks/SM
-//   kHeadDim 128: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 96 KiB shared memory, 1 block/SM
+// Two kernels, chosen at run time (run_fast; FastPath):
+//   - wgmma (kernels/flash_attention_fast.sm90a.cu) on a compute-capability-9.0 GPU (H100/H200): one
+//     warpgroup per 64 query rows, S = Q K^T and O += P V on wgmma.m64nNk16 (operands from 128-byte
+//     swizzled shared memory through matrix descriptors, P from registers), the softmax of tile t
+//     overlapped with P_{t-1} V_{t-1} on the tensor cores, cp.async K/V tiles three stages deep.
+//   - mma.sync (this header's FastTraits, flash_attention_fast.cu) everywhere else, and on sm_90 when
+//     KL_FLASH_FAST_PATH=mma is set in the environment (KL_FLASH_FAST_PATH=wgmma insists on wgmma).
+// Tile shapes (compile-time traits, FastTraits<kHeadDim> for mma.sync, FastTraitsSm90<kHeadDim> for wgmma):
+//   mma.sync d  64: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 48 KiB shared memory, 2 blocks/SM
+//   mma.sync d 128: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 96 KiB shared memory, 1 block/SM
+//   wgmma    d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB alignment), 1 block/SM
+//   wgmma    d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB alignment), 1 block/SM
 // Layout: [B, H, L, d] with the last dimension contiguous (strides in FastParams, in elements).
 #pragma once
 #include <cmath>
@@ -89,6 +98,17 @@ struct FastTraits<128> {
   static constexpr int kMinBlocksPerSm = 1;
   static constexpr bool kQInRegs = true;
 };
+// The wgmma kernel (sm_90a): kBlockM = 64 rows per warpgroup, kNWarps = kBlockM / 16.
+template <int kHeadDim_>
+struct FastTraitsSm90;
+template <>
+struct FastTraitsSm90<64> {
+  static constexpr int kHeadDim = 64, kBlockM = 192, kBlockN = 128, kNWarps = 12, kStages = 3;
+};
+template <>
+struct FastTraitsSm90<128> {
+  static constexpr int kHeadDim = 128, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
+};
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
   // Q tile + kStages x (K tile + V tile), 2-byte elements.
@@ -100,13 +120,16 @@ struct FastTileShape {
   int head_dim = 0, block_m = 0, block_n = 0, warps = 0, stages = 0;
   int64_t smem_bytes = 0;
 };
-inline FastTileShape fast_tile_shape(int d) {
+// Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
+enum class FastPath { MmaSync, Wgmma };
+inline const char* fast_path_name(FastPath path) { return path == FastPath::Wgmma ? "wgmma" : "mma.sync"; }
+inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   auto make = [](auto tr) {
     using Tr = decltype(tr);
     return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_smem_bytes<Tr>()};
   };
-  if (d == 64) return make(FastTraits<64>{});
-  if (d == 128) return make(FastTraits<128>{});
+  if (d == 64) return path == FastPath::Wgmma ? make(FastTraitsSm90<64>{}) : make(FastTraits<64>{});
+  if (d == 128) return path == FastPath::Wgmma ? make(FastTraitsSm90<128>{}) : make(FastTraits<128>{});
   throw InputError(out_of_range_message("d", std::to_string(d), "{64, 128} for --variant fast"));
 }
 
@@ -209,7 +232,18 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
 // ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
 #ifdef KL_HAS_CUDA
 // Runs the forward pass on the current device, default stream, asynchronously. Validates first.
+// Takes the kernel fast_path() names.
 void run_fast(const FastParams& p);
+
+// The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
+// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma in the environment overrides (InputError when
+// wgmma is asked for where it cannot run, or for another value).
+FastPath fast_path();
+// The two kernels directly (both validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded().
+void run_fast_mma_sync(const FastParams& p);
+void run_fast_wgmma(const FastParams& p);
+// True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
+bool fast_wgmma_kernels_loaded();
 
 // float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]), converted to `dtype` ("bf16" | "fp16") on
 // the device, the fast kernel, float32 out (shape of q). InputError for unsupported d, shapes, dtype,
@@ -222,6 +256,7 @@ Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal,
 // `quick`: L = 512 only, few iterations. The CPU backend has no fast variant: no rows.
 std::vector<bench::Row> bench_fast(Backend b, bool quick);
 #else
+inline FastPath fast_path() { return FastPath::MmaSync; }
 inline void run_fast(const FastParams&) {
   throw InputError("flash-attention --variant fast needs the CUDA backend: this build has no CUDA");
 }
