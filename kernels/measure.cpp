@@ -141,7 +141,7 @@ double Results::largest_size(const std::string& section) const {
 std::vector<int64_t> sizes(const Options& o) {
   std::vector<int> exps;
   if (o.backend == Backend::Cuda) exps = o.quick ? std::vector<int>{16, 18, 20} : std::vector<int>{16, 18, 20, 22, 24, 26};
-  else exps = o.quick ? std::vector<int>{12, 14, 16} : std::vector<int>{12, 14, 16, 18, 20};
+  else exps = o.quick ? std::vector<int>{12, 14, 16} : std::vector<int>{12, 14, 16, 18, 20, 22};
   std::vector<int64_t> s;
   for (int e : exps) s.push_back(int64_t(1) << e);
   return s;
@@ -252,7 +252,7 @@ std::vector<Step> plan(const Options& o) {
     r.points.push_back(p);
   };
   if (cpu) {
-    const std::vector<int> lengths = o.quick ? std::vector<int>{64, 128, 256} : std::vector<int>{128, 256, 512};
+    const std::vector<int> lengths = o.quick ? std::vector<int>{64, 128, 256} : std::vector<int>{128, 256, 512, 1024};
     for (int L : lengths)
       steps.push_back({"flash-attention teaching (CPU), L = " + std::to_string(L), [=](Results& r) {
                          attention::Shape s;

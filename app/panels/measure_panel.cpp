@@ -152,17 +152,21 @@ class MeasurePanel : public Panel {
     const measure::Machine& m = results_.machine;
     ImGui::Text("%s  |  %s backend  |  %s%s", m.device.c_str(), m.backend.c_str(), m.date.c_str(),
                 m.quick ? "  |  quick sizes" : "");
-    ImGui::SameLine();
-    if (m.copy_gbs > 0)
-      ImGui::TextDisabled("  copy %.0f GB/s (%s floats)", m.copy_gbs, pow2(double(m.copy_elements)).c_str());
-    if (m.gemm_tflops > 0) {
-      ImGui::SameLine();
-      ImGui::TextDisabled("  GEMM ceiling %s (%s)", flops_text(m.gemm_tflops).c_str(), m.gemm_what.c_str());
+    std::string ceilings;
+    if (m.copy_gbs > 0) ceilings += "copy " + fmt("%.0f GB/s", m.copy_gbs) + " at " + pow2(double(m.copy_elements)) + " floats";
+    if (m.gemm_tflops > 0) ceilings += "  |  GEMM ceiling " + flops_text(m.gemm_tflops) + " (" + m.gemm_what + ")";
+    if (!ceilings.empty()) {
+      ImGui::PushTextWrapPos(0.0f);
+      ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
+      ImGui::PopTextWrapPos();
     }
-    if (m.cpu_figures)
+    if (m.cpu_figures) {
+      ImGui::PushTextWrapPos(0.0f);
       ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f),
                          "CPU backend: these are CPU figures (memcpy, plain loops, the teaching FlashAttention), "
                          "at small sizes; run on a GPU for the real ladder.");
+      ImGui::PopTextWrapPos();
+    }
   }
 
   // TFLOP/s on the GPU, GFLOP/s on the CPU (where TFLOP/s would read 0.00).
@@ -219,6 +223,12 @@ class MeasurePanel : public Panel {
     ImGui::BeginGroup();
     ui::section("Fused against unfused (time per call, lower is better)");
     const std::vector<FusionPair> pairs = fusion_pairs(r);
+    std::string bytes_text = "bytes per element";
+    for (size_t i = 0; i < pairs.size(); ++i)
+      bytes_text += std::string(i ? ", " : ": ") + (pairs[i].kernel == "softmax" ? "softmax " : "ReLU+dropout ") +
+                    fmt("%.0f", pairs[i].fused_bytes_per_elem) + fmt(" vs %.0f", pairs[i].unfused_bytes_per_elem);
+    ImGui::TextDisabled("%s", bytes_text.c_str());
+    const float bar_h = top_h - ImGui::GetTextLineHeightWithSpacing();
     const float bar_w = (right_w - gap * (std::max<size_t>(1, pairs.size()) - 1)) / float(std::max<size_t>(1, pairs.size()));
     for (size_t i = 0; i < pairs.size(); ++i) {
       const FusionPair& f = pairs[i];
@@ -227,15 +237,14 @@ class MeasurePanel : public Panel {
       const double k = us ? 1e3 : 1.0;
       const unsigned col = f.kernel == "softmax" ? kOrange : kGreen;
       std::vector<viz::Bar> bars = {
-          {f.fused + fmt(", %.0f B", f.fused_bytes_per_elem), f.fused_ms * k, col},
-          {(f.unfused == "three_pass" ? std::string("3 pass") : f.unfused) + fmt(", %.0f B", f.unfused_bytes_per_elem),
-           f.unfused_ms * k, IM_COL32(150, 150, 160, 255)}};
+          {f.fused, f.fused_ms * k, col},
+          {f.unfused == "three_pass" ? std::string("3 pass") : f.unfused, f.unfused_ms * k, IM_COL32(150, 150, 160, 255)}};
       viz::PlotOptions bo;
       bo.title = std::string(f.kernel == "softmax" ? "softmax" : "ReLU+dropout") + ", N=" + pow2(f.size) + ": " +
                  fmt("%.2fx", f.speedup());
       bo.y_label = us ? "us" : "ms";
       ImGui::PushID(int(i));
-      viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, top_h));
+      viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, bar_h));
       ImGui::PopID();
     }
     ImGui::EndGroup();
@@ -271,6 +280,10 @@ class MeasurePanel : public Panel {
     co.x_label = "sequence length L (" + fmt("%.0f", lmin) + " .. " + fmt("%.0f", lmax) + ", log scale)";
     co.y_label = cpu ? "GFLOP/s" : "TFLOP/s";
     co.log_x = true;
+    double ymax = r.machine.gemm_tflops * flops_unit();
+    for (const viz::Series& s : cs)
+      for (double v : s.y) ymax = std::max(ymax, v);
+    co.y_min = 0, co.y_max = ymax > 0 ? ymax * 1.1 : 1.0;  // from 0: the gap to the ceiling at its true size
     if (cs.empty()) ImGui::TextDisabled("not measured yet");
     else viz::line_plot("compute", cs, co, ImVec2(left_w, bottom_h));
     ImGui::EndGroup();
@@ -289,9 +302,9 @@ class MeasurePanel : public Panel {
                            ImVec2(w, h)))
       return;
     ImGui::TableSetupColumn("kernel", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, 70);
-    ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_WidthFixed, 110);
-    ImGui::TableSetupColumn("of ceiling", ImGuiTableColumnFlags_WidthFixed, 80);
+    ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.12f));
+    ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.22f));
+    ImGui::TableSetupColumn("of ceiling", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.16f));
     ImGui::TableHeadersRow();
     auto row = [](const std::string& name, const std::string& size, const std::string& value, double ratio) {
       ImGui::TableNextRow();
