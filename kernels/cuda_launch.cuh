@@ -3,7 +3,8 @@
 //   kl::cuda::launch(...) checks the launch shape against the device's limits (an InputError that
 //                         names the limit), raises the dynamic shared-memory limit when a kernel asks
 //                         for more than 48 KiB, launches, and checks the launch; with KL_SYNC_LAUNCHES=1
-//                         in the environment it also synchronises so asynchronous faults name their kernel.
+//                         in the environment it also synchronises so asynchronous faults name their kernel;
+//                         KL_INJECT_FAULT=launch:N makes the Nth launch fail (kernels/fault.h).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "kernels/errors.h"
+#include "kernels/fault.h"
 
 namespace kl::cuda {
 
@@ -35,6 +37,7 @@ inline bool sync_launches() {
 template <class... KernelArgs, class... Args>
 void launch(const char* name, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem_bytes,
             cudaStream_t stream, Args&&... args) {
+  fault::at_launch(name);
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > 1024)
     throw InputError(std::string(name) + ": " + std::to_string(threads) +

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "kernels/errors.h"
+#include "kernels/fault.h"
 
 namespace kl::vector_add {
 
@@ -48,7 +49,10 @@ void run_traced(Backend b, const float* x, const float* y, float* out, int64_t n
   detail::check_shape(n, block_size);
   if (trace && (trace->n != n || trace->block_size != block_size))
     throw RuntimeError("vector_add: trace was reset for another shape");
-  if (b == Backend::Cpu) return detail::run_cpu(x, y, out, n, block_size, trace);
+  if (b == Backend::Cpu) {
+    fault::at_launch("vector_add_traced (CPU backend)");
+    return detail::run_cpu(x, y, out, n, block_size, trace);
+  }
 #ifdef KL_HAS_CUDA
   detail::run_cuda_traced(x, y, out, n, block_size, trace);
 #else
