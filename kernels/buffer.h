@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,14 +13,32 @@
 namespace kl {
 
 namespace mem {
-// Allocation failures throw InputError with the bytes asked and the bytes free.
+// Allocation failures throw InputError with the bytes asked and the bytes free. Host requests of
+// 64 MiB or more are checked against the memory available first (Linux grants more than it has and
+// kills the process later; ASan refuses huge sizes by aborting), so they are refused, not attempted.
 void* alloc(Backend b, size_t bytes);
+// `count` elements of `elem_size` bytes; an InputError when the product does not fit in 64 bits.
+void* alloc_n(Backend b, size_t count, size_t elem_size);
 void free(Backend b, void* p);
 void set(Backend b, void* p, int byte, size_t bytes);
 void to_backend(Backend b, void* dst, const void* host_src, size_t bytes);
 void to_host(Backend b, void* host_dst, const void* src, size_t bytes);
 void synchronize(Backend b);  // waits for the GPU and reports any asynchronous error
 std::string bytes_text(uint64_t bytes);  // "1.50 GiB"
+
+// Host memory a new allocation can take: /proc/meminfo's MemAvailable (sysinfo's free RAM where that
+// is missing), lowered to the cgroup's limit minus its usage where one is set.
+uint64_t host_available_bytes();
+// Throws the allocation refusal (InputError) when `bytes` of host memory are more than available;
+// `what` names the request ("vector-add panel, n=67108864").
+void require_host(uint64_t bytes, const std::string& what);
+// The refusal text for a host allocation that failed (std::bad_alloc caught): the bytes available, and
+// the bytes asked when known (0: unknown).
+std::string host_refusal_text(uint64_t bytes_asked, const std::string& what);
+// This process's resident set (VmRSS of /proc/self/status); 0 where it cannot be read.
+uint64_t host_rss_bytes();
+// cudaMemGetInfo of the current device; false (both 0) without CUDA or without a device.
+bool device_memory(uint64_t* free_bytes, uint64_t* total_bytes);
 }  // namespace mem
 
 template <class T>
@@ -40,7 +59,7 @@ class Buffer {
     if (b == where_ && n == n_) return;
     release();
     where_ = b;
-    if (n) ptr_ = static_cast<T*>(mem::alloc(b, n * sizeof(T)));
+    if (n) ptr_ = static_cast<T*>(mem::alloc_n(b, n, sizeof(T)));
     n_ = n;
   }
   void release() {
