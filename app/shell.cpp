@@ -1,9 +1,11 @@
 #include "app/shell.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <algorithm>
 
+#include "app/ui.h"
 #include "assets/embedded.h"
 #include "kernels/errors.h"
 #include "viz/data_texture.h"
@@ -103,11 +105,20 @@ void draw_shell(Shell& s, float width, float height) {
     const Panel::SourceFocus focus = p.source_focus();
     const bool split = s.show_source && !focus.file.empty() && width - sidebar_w > 1100.0f;
     if (split) ImGui::BeginChild("view", ImVec2((width - sidebar_w) * 0.62f, 0), false);
+    const int depth = GImGui->CurrentWindowStack.Size;
     try {
       p.draw(s.ctx);
     } catch (const std::exception& e) {
-      // A failure inside a panel is shown, never fatal; the next parameter change tries again.
-      ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", e.what());
+      // A failure inside a panel is shown, never fatal; the next parameter change tries again. The
+      // panel may have left child windows, IDs, colours or styles pushed: unwind them to its window.
+      while (GImGui->CurrentWindowStack.Size > depth) {
+        ImGui::ErrorCheckEndWindowRecover(nullptr);
+        if (GImGui->CurrentWindow->Flags & ImGuiWindowFlags_ChildWindow) ImGui::EndChild();
+        else ImGui::End();
+      }
+      ImGui::ErrorCheckEndWindowRecover(nullptr);
+      s.failures++;
+      ui::error_box(ui::error_text(e));  // std::bad_alloc becomes the memory refusal with bytes available
     }
     if (split) {
       ImGui::EndChild();

@@ -17,6 +17,7 @@ struct Shell {
   bool sidebar = true;
   bool show_source = true;  // the kernel's source beside the view (wide windows only)
   std::string message;  // last screenshot saved, etc.
+  long failures = 0;     // exceptions that escaped a panel's draw (each shown in the panel's window)
   bool screenshot_requested = false;
 };
 

@@ -2,10 +2,13 @@
 
 #include <imgui.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 
 #include "assets/embedded.h"
+#include "kernels/buffer.h"
 #include "kernels/errors.h"
 
 namespace kl::app::ui {
@@ -126,6 +129,21 @@ void explain(const char* text_asset) {
   }
   ImGui::PopTextWrapPos();
 }
+
+namespace {
+std::atomic<long> g_failures{0};
+std::string g_first_failure;  // the UI thread's
+}  // namespace
+
+std::string error_text(const std::exception& e) {
+  if (dynamic_cast<const InputError*>(&e)) return e.what();
+  const std::string text = dynamic_cast<const std::bad_alloc*>(&e) ? mem::host_refusal_text(0, "") : e.what();
+  if (g_failures++ == 0) g_first_failure = text;
+  return text;
+}
+
+long failures_shown() { return g_failures.load(); }
+std::string first_failure_shown() { return g_first_failure; }
 
 void section(const char* title) {
   ImGui::Spacing();

@@ -1,5 +1,6 @@
 // Small UI helpers every panel uses, so controls and messages look and behave the same everywhere.
 #pragma once
+#include <exception>
 #include <string>
 
 #include "kernels/params.h"
@@ -15,5 +16,12 @@ void error_box(const std::string& message);          // red, wrapped, one per fa
 void status_line(const char* label, const std::string& text, bool ok);  // "matches reference: yes"
 void explain(const char* text_asset);                 // wrapped text from assets/text/NAME.md
 void section(const char* title);                      // a heading with a separator
+
+// The text a panel shows for a failure it caught: e.what(), except std::bad_alloc, which becomes the
+// host-memory refusal naming the memory available. Every failure but an InputError (a refusal of the
+// user's settings) is counted: the soak checks that none was shown.
+std::string error_text(const std::exception& e);
+long failures_shown();
+std::string first_failure_shown();  // its text; empty while there was none
 
 }  // namespace kl::app::ui

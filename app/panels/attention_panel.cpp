@@ -113,7 +113,7 @@ class AttentionPanel : public Panel {
       valid_ = true;
       fresh_ = true;
     } catch (const std::exception& e) {
-      run_error_ = e.what();
+      run_error_ = ui::error_text(e);
     }
   }
 

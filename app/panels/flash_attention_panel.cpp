@@ -135,7 +135,7 @@ class FlashAttentionPanel : public Panel {
       valid_ = true;
       fresh_ = true;
     } catch (const std::exception& e) {
-      run_error_ = e.what();
+      run_error_ = ui::error_text(e);
     }
   }
 
@@ -283,7 +283,7 @@ class FlashAttentionPanel : public Panel {
       o_tex_.upload(o.data());
       step_fresh_ = true;
     } catch (const std::exception& e) {
-      run_error_ = e.what();
+      run_error_ = ui::error_text(e);
       valid_ = false;
     }
   }

@@ -75,7 +75,7 @@ class ReluDropoutPanel : public Panel {
         compute(b);
         run_error_.clear();
       } catch (const std::exception& e) {
-        run_error_ = e.what();
+        run_error_ = ui::error_text(e);
         valid_ = false;
       }
     }
@@ -259,7 +259,12 @@ class ReluDropoutPanel : public Panel {
     mask_tex_.resize(mask_w_, mask_h_, 2);
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&mask_tex_});
-      rd::mask_cells(b, trace_.keep.data(), n_, mask_w_, mask_h_, mask_tex_.begin_device_write());
+      try {  // a failure must leave the buffer unmapped, or the next parameter change cannot map it
+        rd::mask_cells(b, trace_.keep.data(), n_, mask_w_, mask_h_, mask_tex_.begin_device_write());
+      } catch (...) {
+        viz::DataTexture::end_device_write_all({&mask_tex_});
+        throw;
+      }
       viz::DataTexture::end_device_write_all({&mask_tex_});
     } else {
       std::vector<float> cells(size_t(mask_w_) * mask_h_ * 2);

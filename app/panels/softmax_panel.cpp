@@ -104,7 +104,7 @@ class SoftmaxPanel : public Panel {
         compute_bug(b);
         bug_error_.clear();
       } catch (const std::exception& e) {
-        bug_error_ = e.what();
+        bug_error_ = ui::error_text(e);
         bug_valid_ = false;
       }
     }
@@ -237,7 +237,7 @@ class SoftmaxPanel : public Panel {
         compute_online(b);
         online_error_.clear();
       } catch (const std::exception& e) {
-        online_error_ = e.what();
+        online_error_ = ui::error_text(e);
         online_valid_ = false;
       }
     }
@@ -390,8 +390,13 @@ class SoftmaxPanel : public Panel {
     fixed_tex_.resize(int(n), int(rows), 2);
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&buggy_tex_, &fixed_tex_});
-      softmax::output_cells(b, out_b_.data(), trace_b_.writer.data(), n, 0, rows, buggy_tex_.begin_device_write());
-      softmax::output_cells(b, out_f_.data(), trace_f_.writer.data(), n, 0, rows, fixed_tex_.begin_device_write());
+      try {  // a failure must leave the buffers unmapped, or the next parameter change cannot map them
+        softmax::output_cells(b, out_b_.data(), trace_b_.writer.data(), n, 0, rows, buggy_tex_.begin_device_write());
+        softmax::output_cells(b, out_f_.data(), trace_f_.writer.data(), n, 0, rows, fixed_tex_.begin_device_write());
+      } catch (...) {
+        viz::DataTexture::end_device_write_all({&buggy_tex_, &fixed_tex_});
+        throw;
+      }
       viz::DataTexture::end_device_write_all({&buggy_tex_, &fixed_tex_});
     } else {
       std::vector<float> cells(size_t(N) * 2);
@@ -493,7 +498,12 @@ class SoftmaxPanel : public Panel {
     row_tex_.resize(int(n), 1, 2);
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&row_tex_});
-      softmax::value_cells(b, on_x_.data() + row * n, n, row_tex_.begin_device_write());
+      try {  // a failure must leave the buffer unmapped, or the next parameter change cannot map it
+        softmax::value_cells(b, on_x_.data() + row * n, n, row_tex_.begin_device_write());
+      } catch (...) {
+        viz::DataTexture::end_device_write_all({&row_tex_});
+        throw;
+      }
       viz::DataTexture::end_device_write_all({&row_tex_});
     } else {
       std::vector<float> cells(size_t(n) * 2);

@@ -58,7 +58,7 @@ class VectorAddPanel : public Panel {
         compute(ctx.backend.backend);
         run_error_.clear();
       } catch (const std::exception& e) {
-        run_error_ = e.what();
+        run_error_ = ui::error_text(e);
         valid_ = false;
       }
     }
@@ -105,6 +105,9 @@ class VectorAddPanel : public Panel {
     valid_ = false;
     const int64_t n = params_.get_int("n");
     const int block = int(params_.get_int("block_size"));
+    // Host bytes per element this computation holds at once: inputs, reference and read-backs (21),
+    // plus the CPU backend's buffers and trace (21). Refused up front rather than failing half-way.
+    mem::require_host(uint64_t(n) * (b == Backend::Cpu ? 42 : 21), "vector-add panel, n=" + std::to_string(n));
     std::mt19937 rng(uint32_t(params_.get_int("seed")));
     std::uniform_int_distribution<int> d(-100, 100);
     hx_.resize(size_t(n));
@@ -156,8 +159,13 @@ class VectorAddPanel : public Panel {
     if (b == Backend::Cuda) {
       // Kernels write the GL buffers directly (CUDA-GL interop): no trip through the host.
       viz::DataTexture::begin_device_write_all({&grid_tex_, &tail_tex_});
-      viz::raster_element_trace(b, tv, raster_, grid_tex_.device_pointer());
-      viz::raster_program_lanes(b, tv, trace_.grid - 1, tail_tex_.device_pointer());
+      try {  // a failure must leave the buffers unmapped, or the next parameter change cannot map them
+        viz::raster_element_trace(b, tv, raster_, grid_tex_.device_pointer());
+        viz::raster_program_lanes(b, tv, trace_.grid - 1, tail_tex_.device_pointer());
+      } catch (...) {
+        viz::DataTexture::end_device_write_all({&grid_tex_, &tail_tex_});
+        throw;
+      }
       viz::DataTexture::end_device_write_all({&grid_tex_, &tail_tex_});
     } else {
       std::vector<float> cells(size_t(raster_.cols) * raster_.rows * 2);

@@ -1,0 +1,180 @@
+// app/shell.cpp driven in-process on the headless host: a CUDA failure in the middle of a frame
+// (KL_INJECT_FAULT's hook, kernels/fault.h) is shown in the panel and the panel draws normally after
+// the next parameter change; an exception escaping a panel's draw (std::bad_alloc) is shown as the
+// memory refusal, the ImGui stacks it left open are unwound, and the next frames render.
+#include <gtest/gtest.h>
+#include <imgui.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "app/panel.h"
+#include "app/shell.h"
+#include "app/ui.h"
+#include "kernels/fault.h"
+#include "test_util.h"
+#include "viz/gl_check.h"
+#include "viz/heatmap.h"
+#include "viz/render_host.h"
+
+namespace kl {
+namespace {
+
+// The text of the panel's window, captured through ImGui's logging: logging to the "clipboard" starts
+// before the shell opens the panel's window and ends when that window ends (Dear ImGui stops logging
+// at the end of a top-level window), and the clipboard callback is ours.
+std::string g_captured;
+
+struct Frame {
+  std::string text;
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+};
+
+Frame draw(app::Shell& s, viz::RenderHost& host) {
+  Frame f;
+  EXPECT_TRUE(host.begin_frame());
+  ImGuiIO& io = ImGui::GetIO();
+  auto* prev = io.SetClipboardTextFn;
+  io.SetClipboardTextFn = [](void*, const char* t) { g_captured += t; };
+  g_captured.clear();
+  ImGui::LogToClipboard();
+  app::draw_shell(s, float(host.width()), float(host.height()));
+  ImGui::LogFinish();  // in case the shell's windows did not end the logging
+  io.SetClipboardTextFn = prev;
+  f.text = g_captured;
+  host.end_frame();
+  EXPECT_TRUE(host.read_pixels(f.rgba, f.w, f.h));
+  return f;
+}
+
+int palette_colours_present(const std::vector<uint8_t>& rgba, int min_pixels) {
+  int present = 0;
+  for (int k = 0; k < 12; ++k) {
+    float c[3];
+    viz::categorical_rgb(k, c);
+    int count = 0;
+    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
+      bool match = true;
+      for (int ch = 0; ch < 3; ++ch) match = match && std::abs(int(rgba[i + ch]) - int(c[ch] * 255.0f + 0.5f)) <= 3;
+      count += match;
+    }
+    present += count >= min_pixels;
+  }
+  return present;
+}
+
+std::unique_ptr<viz::RenderHost> host_or_fail() {
+  viz::HostOptions o;
+  o.width = 1200;
+  o.height = 800;
+  std::string err;
+  auto h = viz::make_headless_host(o, &err);
+  EXPECT_TRUE(h) << err;
+  return h;
+}
+
+struct Disarm {
+  ~Disarm() { fault::arm(""); }
+};
+
+// Launch k of the vector-add panel's compute fails; the panel says so; a parameter change recovers.
+// CPU: launch 1 is the traced kernel. CUDA: 1 the traced kernel, 2 and 3 the rasters written into the
+// mapped GL buffers (the failure must leave them unmapped, or the next change could not map them).
+void fault_then_recover(Backend b, int launch) {
+  SCOPED_TRACE(std::string(backend_name(b)) + " launch " + std::to_string(launch));
+  Disarm d;
+  auto host = host_or_fail();
+  ASSERT_TRUE(host);
+  app::Shell s;
+  s.ctx.backend = choose_backend(backend_name(b));
+  s.ctx.device = device_info(b);
+  s.sidebar = false;
+  s.show_source = false;
+  s.panels = app::make_panels();
+  ASSERT_EQ(s.panels[0]->id(), "vector-add");
+  s.current = 0;
+  s.panels[0]->params().set("n=1000");
+  s.panels[0]->params().set("block_size=256");
+  const long failures = app::ui::failures_shown();
+  const int gl_errors = viz::gl_error_count();
+  fault::arm("launch:" + std::to_string(launch));
+
+  const Frame bad = draw(s, *host);
+  EXPECT_NE(bad.text.find("unspecified launch failure (injected by KL_INJECT_FAULT=launch:" + std::to_string(launch)),
+            std::string::npos)
+      << bad.text;
+  EXPECT_EQ(bad.text.find("matches reference"), std::string::npos) << bad.text;
+  EXPECT_EQ(palette_colours_present(bad.rgba, 40), 0) << "a failed computation was drawn";
+  EXPECT_EQ(app::ui::failures_shown(), failures + 1);
+  const Frame still = draw(s, *host);  // no parameter change: the message stays, nothing recomputed
+  EXPECT_NE(still.text.find("injected by KL_INJECT_FAULT"), std::string::npos) << still.text;
+
+  s.panels[0]->params().set("seed=2");
+  const Frame good = draw(s, *host);
+  EXPECT_EQ(good.text.find("injected"), std::string::npos) << good.text;
+  EXPECT_NE(good.text.find("matches reference: yes, max abs diff 0"), std::string::npos) << good.text;
+  EXPECT_EQ(palette_colours_present(good.rgba, 40), 4) << "4 programs of 256 lanes are not drawn after recovery";
+  EXPECT_EQ(viz::gl_error_count(), gl_errors) << viz::gl_first_error();
+  s.panels.clear();
+}
+
+TEST(Shell, CpuLaunchFailureIsShownAndTheNextParameterChangeRecovers) { fault_then_recover(Backend::Cpu, 1); }
+
+TEST(Shell, CudaLaunchFailureMidFrameIsShownAndTheNextParameterChangeRecovers) {
+  KL_REQUIRE_CUDA();
+  for (int launch : {1, 2, 3}) fault_then_recover(Backend::Cuda, launch);
+}
+
+// A panel that leaves a child window, an ID, a colour and a style pushed, then runs out of memory.
+class ThrowingPanel : public app::Panel {
+ public:
+  std::string id() const override { return "throwing"; }
+  std::string title() const override { return "throwing"; }
+  ParamValues& params() override { return params_; }
+  void draw(app::AppContext&) override {
+    ImGui::TextUnformatted("before the failure");
+    if (!fail) return;
+    ImGui::BeginChild("inner", ImVec2(100, 100), true);
+    ImGui::PushID("x");
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(1, 2, 3, 255));
+    ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.5f);
+    throw std::bad_alloc();
+  }
+  bool fail = true;
+
+ private:
+  ParamValues params_;
+};
+
+TEST(Shell, BadAllocEscapingAPanelIsShownAsTheMemoryRefusalAndFramesGoOn) {
+  auto host = host_or_fail();
+  ASSERT_TRUE(host);
+  app::Shell s;
+  s.ctx.backend = choose_backend("cpu");
+  s.sidebar = false;
+  s.show_source = false;
+  auto p = std::make_unique<ThrowingPanel>();
+  ThrowingPanel* tp = p.get();
+  s.panels.push_back(std::move(p));
+  const long failures = app::ui::failures_shown();
+  for (int i = 0; i < 3; ++i) {
+    const Frame f = draw(s, *host);
+    EXPECT_NE(f.text.find("cannot allocate more of host memory:"), std::string::npos) << f.text;
+    EXPECT_NE(f.text.find("available"), std::string::npos) << f.text;
+    EXPECT_EQ(f.text.find("std::bad_alloc"), std::string::npos) << f.text;
+  }
+  EXPECT_EQ(s.failures, 3);
+  EXPECT_EQ(app::ui::failures_shown(), failures + 3);
+  tp->fail = false;
+  const Frame ok = draw(s, *host);
+  EXPECT_NE(ok.text.find("before the failure"), std::string::npos) << ok.text;
+  EXPECT_EQ(ok.text.find("cannot allocate"), std::string::npos) << ok.text;
+  EXPECT_EQ(ImGui::GetStyle().Alpha, 1.0f) << "the panel's style push was not unwound";
+  s.panels.clear();
+}
+
+}  // namespace
+}  // namespace kl
