@@ -229,7 +229,8 @@ void DataTexture::end_device_write_all(const std::vector<DataTexture*>& textures
   // Unmapping orders all work issued to stream 0 before GL's use of the buffers.
   if (!resources.empty())
     KL_VIZ_CUDA_CHECK(cudaGraphicsUnmapResources(int(resources.size()), resources.data(), 0));
-  std::vector<float> host;
+  // Reused across frames: a fresh 64 MiB vector per frame would page-fault its way through every frame.
+  static thread_local std::vector<float> host;
   for (DataTexture* t : textures) {
     t->mapped_ = nullptr;
     if (t->interop_ok_) {
