@@ -455,20 +455,22 @@ FastPath fast_path() {
   const char* env = std::getenv("KL_FLASH_FAST_PATH");
   const std::string want = env ? env : "";
   if (want == "mma") return FastPath::MmaSync;
-  if (!want.empty() && want != "wgmma" && want != "auto")
-    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, wgmma or auto (unset)"));
+  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && want != "auto")
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, wgmma-cpasync, wgmma or auto (unset)"));
   const bool wgmma = fast_wgmma_kernels_loaded();
-  if (want == "wgmma" && !wgmma)
-    throw InputError("KL_FLASH_FAST_PATH=wgmma: this device or build has no sm_90a code (needs an H100/H200)");
-  return wgmma ? FastPath::Wgmma : FastPath::MmaSync;
+  if ((want == "wgmma" || want == "wgmma-cpasync") && !wgmma)
+    throw InputError("KL_FLASH_FAST_PATH=" + want + ": this device or build has no sm_90a code (needs an H100/H200)");
+  if (!wgmma) return FastPath::MmaSync;
+  return want == "wgmma-cpasync" ? FastPath::WgmmaCpAsync : FastPath::Wgmma;
 }
 
 void run_fast(const FastParams& p) {
   validate(p);
-  if (fast_path() == FastPath::Wgmma)
-    run_fast_wgmma(p);
-  else
+  const FastPath path = fast_path();
+  if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
+  else
+    run_fast_wgmma(p, path == FastPath::Wgmma);
 }
 
 namespace {

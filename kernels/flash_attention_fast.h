@@ -19,14 +19,19 @@
 //   - wgmma (kernels/flash_attention_fast.sm90a.cu) on a compute-capability-9.0 GPU (H100/H200): one
 //     warpgroup per 64 query rows, S = Q K^T and O += P V on wgmma.m64nNk16 (operands from 128-byte
 //     swizzled shared memory through matrix descriptors, P from registers), the softmax of tile t
-//     overlapped with P_{t-1} V_{t-1} on the tensor cores, cp.async K/V tiles three stages deep.
+//     overlapped with P_{t-1} V_{t-1} on the tensor cores; Q/K/V tiles brought in by the bulk tensor
+//     copy engine (TMA) from a producer warpgroup, three stages deep on mbarriers; the two consumer
+//     warpgroups take turns on the tensor cores. (A first wgmma kernel, cp.async loads by all threads
+//     and a block barrier per tile, remains as FastPath::WgmmaCpAsync.)
 //   - mma.sync (this header's FastTraits, flash_attention_fast.cu) everywhere else, and on sm_90 when
-//     KL_FLASH_FAST_PATH=mma is set in the environment (KL_FLASH_FAST_PATH=wgmma insists on wgmma).
+//     KL_FLASH_FAST_PATH=mma is set in the environment (=wgmma-cpasync or =wgmma pick a wgmma kernel).
 // Tile shapes (compile-time traits, FastTraits<kHeadDim> for mma.sync, FastTraitsSm90<kHeadDim> for wgmma):
 //   mma.sync d  64: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 48 KiB shared memory, 2 blocks/SM
 //   mma.sync d 128: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 96 KiB shared memory, 1 block/SM
-//   wgmma    d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB alignment), 1 block/SM
-//   wgmma    d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB alignment), 1 block/SM
+//   wgmma (TMA)  d 64, 128: kBlockM 128 (2 warpgroups x 64 rows + a producer warpgroup), kBlockN 128, 3 K/V stages,
+//                112 / 224 KiB (+1 KiB alignment, mbarriers), 1 block/SM
+//   wgmma-cpasync d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB), 1 block/SM
+//   wgmma-cpasync d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB), 1 block/SM
 // Layout: [B, H, L, d] with the last dimension contiguous (strides in FastParams, in elements).
 #pragma once
 #include <cmath>
@@ -109,6 +114,14 @@ template <>
 struct FastTraitsSm90<128> {
   static constexpr int kHeadDim = 128, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
 };
+// The wgmma kernel with bulk tensor copies (TMA): two consumer warpgroups (kNWarps = 8 compute warps)
+// and a producer warpgroup (its registers handed to the consumers with setmaxnreg; one lane issues the
+// copies): kThreads = 384. kBlockM 128 for both head dims.
+template <int kHeadDim_>
+struct FastTraitsSm90Tma {
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
+  static constexpr int kThreads = kNWarps * 32 + 128;
+};
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
   // Q tile + kStages x (K tile + V tile), 2-byte elements.
@@ -121,15 +134,25 @@ struct FastTileShape {
   int64_t smem_bytes = 0;
 };
 // Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
-enum class FastPath { MmaSync, Wgmma };
-inline const char* fast_path_name(FastPath path) { return path == FastPath::Wgmma ? "wgmma" : "mma.sync"; }
+// Wgmma: the bulk-tensor-copy (TMA) kernel with a producer warpgroup; WgmmaCpAsync: the first wgmma kernel,
+// cp.async loads by all threads (taken too when a tensor map cannot be made for the strides given).
+enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma };
+inline const char* fast_path_name(FastPath path) {
+  return path == FastPath::Wgmma ? "wgmma" : path == FastPath::WgmmaCpAsync ? "wgmma-cpasync" : "mma.sync";
+}
 inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   auto make = [](auto tr) {
     using Tr = decltype(tr);
     return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_smem_bytes<Tr>()};
   };
-  if (d == 64) return path == FastPath::Wgmma ? make(FastTraitsSm90<64>{}) : make(FastTraits<64>{});
-  if (d == 128) return path == FastPath::Wgmma ? make(FastTraitsSm90<128>{}) : make(FastTraits<128>{});
+  if (d == 64)
+    return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<64>{})
+           : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<64>{})
+                                            : make(FastTraits<64>{});
+  if (d == 128)
+    return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<128>{})
+           : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<128>{})
+                                            : make(FastTraits<128>{});
   throw InputError(out_of_range_message("d", std::to_string(d), "{64, 128} for --variant fast"));
 }
 
@@ -236,12 +259,14 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
 void run_fast(const FastParams& p);
 
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
-// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma in the environment overrides (InputError when
-// wgmma is asked for where it cannot run, or for another value).
+// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma in the environment overrides
+// (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
-// The two kernels directly (both validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded().
+// The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With
+// tma, it runs the TMA kernel where tensor maps can be made for p's strides and returns true, else the
+// cp.async wgmma kernel (false).
 void run_fast_mma_sync(const FastParams& p);
-void run_fast_wgmma(const FastParams& p);
+bool run_fast_wgmma(const FastParams& p, bool tma);
 // True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
 bool fast_wgmma_kernels_loaded();
 

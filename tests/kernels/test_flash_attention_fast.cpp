@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/buffer.h"
 #include "test_util.h"
 
 namespace kl::flash_attention {
@@ -305,12 +306,10 @@ struct ScopedEnv {
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
-// On an H100/H200 the sweeps above run the wgmma kernel; the mma.sync kernel (the fallback everywhere
-// else) gets a reduced sweep of its own here, forced through KL_FLASH_FAST_PATH=mma.
-TEST(FlashAttentionFast, MmaSyncKernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  ScopedEnv env("KL_FLASH_FAST_PATH", "mma");
-  ASSERT_EQ(fast_path(), FastPath::MmaSync);
+// A reduced length-pair sweep through the kernel KL_FLASH_FAST_PATH names.
+void reduced_sweep(const char* path, FastPath expected) {
+  ScopedEnv env("KL_FLASH_FAST_PATH", path);
+  ASSERT_EQ(fast_path(), expected);
   const int lengths[] = {1, 64, 127, 129, 1000};
   int index = 0;
   for (const char* dtype : {"bf16", "fp16"})
@@ -324,8 +323,21 @@ TEST(FlashAttentionFast, MmaSyncKernelMatchesReference) {
             s.H = (Lq >= 1000 && Lk >= 1000) ? 1 : bh[1];
             s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = causal, s.dtype = dtype;
             check_case(s);
-            if (HasFatalFailure()) return;
+            if (::testing::Test::HasFatalFailure()) return;
           }
+}
+
+// On an H100/H200 the sweeps above run the wgmma (TMA) kernel; the mma.sync kernel (the fallback
+// everywhere else) and the cp.async wgmma kernel (the fallback where no tensor map can be made) get a
+// reduced sweep of their own here.
+TEST(FlashAttentionFast, MmaSyncKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  reduced_sweep("mma", FastPath::MmaSync);
+}
+TEST(FlashAttentionFast, CpAsyncWgmmaKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  reduced_sweep("wgmma-cpasync", FastPath::WgmmaCpAsync);
 }
 
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
@@ -345,6 +357,25 @@ TEST(FlashAttentionFast, PathChoice) {
   if (!fast_wgmma_kernels_loaded()) {
     ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
     EXPECT_THROW(fast_path(), InputError);
+  } else {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-cpasync");
+    EXPECT_EQ(fast_path(), FastPath::WgmmaCpAsync);
+  }
+  if (fast_wgmma_kernels_loaded()) {
+    // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to cp.async).
+    for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {1000, 17}, {129, 2049}})
+      for (int d : {64, 128}) {
+        SCOPED_TRACE("Lq=" + std::to_string(Lq) + " Lk=" + std::to_string(Lk) + " d=" + std::to_string(d));
+        FastParams p;
+        p.B = 2, p.H = 3, p.Lq = Lq, p.Lk = Lk, p.d = d, p.scale = 0.1f;
+        Buffer<uint16_t> q(Backend::Cuda, size_t(6) * Lq * d), k(Backend::Cuda, size_t(6) * Lk * d),
+            v(Backend::Cuda, size_t(6) * Lk * d), o(Backend::Cuda, size_t(6) * Lq * d);
+        q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
+        p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
+        set_contiguous_strides(p);
+        EXPECT_TRUE(run_fast_wgmma(p, true));
+        mem::synchronize(Backend::Cuda);
+      }
   }
 }
 
@@ -437,17 +468,18 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 }
 
 TEST(FlashAttentionFastHost, TileShapes) {
-  for (FastPath path : {FastPath::MmaSync, FastPath::Wgmma})
+  for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma})
   for (int d : {64, 128}) {
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
     const FastTileShape t = fast_tile_shape(d, path);
-    if (path == FastPath::Wgmma) EXPECT_EQ(t.block_m % 64, 0);  // whole warpgroups of 64 rows
+    if (path != FastPath::MmaSync) EXPECT_EQ(t.block_m % 64, 0);  // whole warpgroups of 64 rows
     EXPECT_EQ(t.head_dim, d);
     EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
     EXPECT_EQ(t.block_n % 16, 0);
     EXPECT_EQ(t.smem_bytes, int64_t(t.block_m + 2 * t.stages * t.block_n) * d * 2);
-    // Fits the H100/H200 opt-in limit (the wgmma kernel asks for 1 KiB more, to align its tiles).
-    EXPECT_LE(t.smem_bytes + (path == FastPath::Wgmma ? 1024 : 0), 227 * 1024);
+    // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
+    // room for their mbarriers).
+    EXPECT_LE(t.smem_bytes + (path != FastPath::MmaSync ? 1024 + 128 : 0), 227 * 1024);
   }
   EXPECT_THROW(fast_tile_shape(32), InputError);
 }
