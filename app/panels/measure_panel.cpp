@@ -26,7 +26,7 @@ namespace {
 
 const unsigned kBlue = IM_COL32(90, 180, 240, 255), kGreen = IM_COL32(120, 215, 120, 255),
                kOrange = IM_COL32(240, 165, 70, 255), kPurple = IM_COL32(190, 140, 240, 255),
-               kPink = IM_COL32(240, 120, 170, 255), kCeiling = IM_COL32(235, 235, 235, 255);
+               kCeiling = IM_COL32(235, 235, 235, 255);
 
 std::string fmt(const char* f, double v) {
   char b[96];
@@ -261,12 +261,11 @@ class MeasurePanel : public Panel {
       s.x.push_back(p.size), s.y.push_back(p.tflops * flops_unit());
       lmin = std::min(lmin, p.size), lmax = std::max(lmax, p.size);
     }
+    // One hue per head dimension; causal runs as dots of the same hue (as unfused runs are above).
     std::vector<viz::Series> cs;
-    const unsigned palette[] = {kBlue, kPurple, kGreen, kPink};
-    int c = 0;
     for (auto& [name, s] : by_variant) {
-      s.color = palette[c++ % 4];
-      s.points = false;
+      s.color = name.find("d=128") != std::string::npos ? kPurple : kBlue;
+      s.points = name.find("causal") != std::string::npos;
       cs.push_back(s);
     }
     if (r.machine.gemm_tflops > 0 && lmax > 0)
