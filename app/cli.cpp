@@ -13,6 +13,7 @@
 
 #include "app/bench_frame.h"
 #include "app/measure_export.h"
+#include "app/settings.h"
 #include "app/shell.h"
 #include "app/soak.h"
 #include "kernels/buffer.h"
@@ -94,12 +95,15 @@ std::string config_dir() {
 int cmd_window(const std::string& backend, const std::string& size_text, int frames, const std::string& panel,
                const std::vector<std::string>& sets) {
   Shell s = make_shell(backend);
-  if (!panel.empty()) {
-    int i = find_panel(s, panel);
-    if (i < 0) throw InputError("--panel " + panel + ": unknown panel; known: " + panel_ids(s));
-    s.current = size_t(i);
-  }
-  for (const std::string& kv : sets) s.panels[s.current]->params().set(kv);
+  auto apply_command_line = [&] {
+    if (!panel.empty()) {
+      int i = find_panel(s, panel);
+      if (i < 0) throw InputError("--panel " + panel + ": unknown panel; known: " + panel_ids(s));
+      s.current = size_t(i);
+    }
+    for (const std::string& kv : sets) s.panels[s.current]->params().set(kv);
+  };
+  apply_command_line();  // bad input exits 2 before a window opens
   viz::HostOptions o;
   const Size size = parse_size(size_text, {1400, 900});
   o.width = size.w;
@@ -116,12 +120,16 @@ int cmd_window(const std::string& backend, const std::string& size_text, int fra
                  err.c_str());
     return 1;
   }
+  SettingsPersistence settings(s, o.ini_path);  // the last run's panel and parameters...
+  apply_command_line();                          // ...with --panel and --set on top
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   std::printf("kernel-ladder: %s; %s; GL_RENDERER %s\n", s.ctx.backend.reason.c_str(), host->kind().c_str(),
               s.gl_renderer.c_str());
+  if (!settings.summary().empty()) std::printf("kernel-ladder: %s\n", settings.summary().c_str());
   long n = 0, shots = 0;
   while (host->begin_frame()) {
+    settings.snapshot();
     draw_shell(s, float(host->width()), float(host->height()));
     host->end_frame();
     if (s.screenshot_requested) {

@@ -1,0 +1,77 @@
+// app/settings.{h,cpp}: the window keeps the open panel and every panel's parameters in its ini file
+// ($XDG_CONFIG_HOME/kernel-ladder/imgui.ini) and restores them on the next start, with --panel/--set
+// on top; values the panels refuse, unknown panels and the measure panel's one-shot `run` are skipped.
+// Under Xvfb, as test_window.cpp runs the window.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace kl {
+namespace {
+
+bool have_xvfb() { return test::run_shell("command -v xvfb-run", nullptr) == 0; }
+
+std::string config_home() {
+  const std::string d = test::tmp_dir() + "/xdg-settings";
+  test::run_shell("rm -rf " + d + " && mkdir -p " + d, nullptr);
+  return d;
+}
+
+int window(const std::string& xdg, const std::string& args, std::string* out) {
+  return test::run_shell("XDG_CONFIG_HOME=" + xdg + " xvfb-run -a -s '-screen 0 1600x1000x24' " +
+                             std::string(KL_BINARY) + " --backend cpu --frames 3 " + args,
+                         out);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Settings, PanelAndParametersSurviveARestartCommandLineOnTop) {
+  if (!have_xvfb()) GTEST_SKIP() << "xvfb-run is not installed";
+  const std::string xdg = config_home(), ini = xdg + "/kernel-ladder/imgui.ini";
+  std::string out;
+  ASSERT_EQ(window(xdg, "--panel softmax --set n_cols=2000", &out), 0) << out;
+  std::string text = read_all(ini);
+  EXPECT_NE(text.find("[KernelLadder][Settings]"), std::string::npos) << text;
+  EXPECT_NE(text.find("panel=softmax\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("param.softmax.n_cols=2000\n"), std::string::npos) << text;
+
+  ASSERT_EQ(window(xdg, "", &out), 0) << out;  // no arguments: the last run's state
+  EXPECT_NE(out.find("restored panel softmax"), std::string::npos) << out;
+  text = read_all(ini);
+  EXPECT_NE(text.find("panel=softmax\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("param.softmax.n_cols=2000\n"), std::string::npos) << text;
+
+  ASSERT_EQ(window(xdg, "--panel vector-add --set n=777", &out), 0) << out;  // the command line wins
+  text = read_all(ini);
+  EXPECT_NE(text.find("panel=vector-add\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("param.vector-add.n=777\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("param.softmax.n_cols=2000\n"), std::string::npos) << text;
+}
+
+TEST(Settings, RefusedAndUnknownValuesAreSkipped) {
+  if (!have_xvfb()) GTEST_SKIP() << "xvfb-run is not installed";
+  const std::string xdg = config_home(), ini = xdg + "/kernel-ladder/imgui.ini";
+  test::run_shell("mkdir -p " + xdg + "/kernel-ladder", nullptr);
+  std::ofstream(ini) << "[KernelLadder][Settings]\npanel=nope\nparam.softmax.n_cols=notanumber\n"
+                        "param.vector-add.n=999999999999\nparam.nope.x=1\nparam.measure.run=1\nparam.softmax.rows=5\n"
+                        "garbage line\n\n";
+  std::string out;
+  ASSERT_EQ(window(xdg, "", &out), 0) << out;
+  EXPECT_NE(out.find("closed after 3 frames, 0 GL errors"), std::string::npos) << out;
+  EXPECT_NE(out.find("and 1 values"), std::string::npos) << out;  // rows=5 only
+  const std::string text = read_all(ini);
+  EXPECT_NE(text.find("param.softmax.rows=5\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("param.measure.run"), std::string::npos) << text;
+  EXPECT_EQ(text.find("notanumber"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kl
