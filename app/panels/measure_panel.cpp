@@ -283,8 +283,12 @@ class MeasurePanel : public Panel {
     for (const viz::Series& s : cs)
       for (double v : s.y) ymax = std::max(ymax, v);
     co.y_min = 0, co.y_max = ymax > 0 ? ymax * 1.1 : 1.0;  // from 0: the gap to the ceiling at its true size
-    if (cs.empty()) ImGui::TextDisabled("not measured yet");
-    else viz::line_plot("compute", cs, co, ImVec2(left_w, bottom_h));
+    if (cs.empty()) {
+      ImGui::TextDisabled("not measured yet");
+      ImGui::Dummy(ImVec2(left_w, bottom_h - ImGui::GetTextLineHeightWithSpacing()));  // keep the layout
+    } else {
+      viz::line_plot("compute", cs, co, ImVec2(left_w, bottom_h));
+    }
     ImGui::EndGroup();
     ImGui::SameLine(0, gap);
 
@@ -316,12 +320,12 @@ class MeasurePanel : public Panel {
       ImGui::TableSetColumnIndex(3);
       const ImVec4 col = ratio >= 0.8 ? ImVec4(0.47f, 0.86f, 0.47f, 1) : ratio >= 0.5 ? ImVec4(0.95f, 0.8f, 0.4f, 1)
                                                                                     : ImVec4(1, 0.5f, 0.45f, 1);
-      ImGui::TextColored(col, "%.2f", ratio);
+      ImGui::TextColored(col, ratio >= 0.1 ? "%.2f" : "%.3f", ratio);
     };
     const double nmax = r.largest_size("bandwidth");
     for (const measure::Point& p : r.points)
       if (p.section == "bandwidth" && p.size == nmax && p.kernel != "copy")
-        row(p.kernel + " " + p.variant, pow2(p.size), fmt("%.0f GB/s", p.gbs), p.ratio);
+        row(p.kernel + " " + p.variant, pow2(p.size), fmt(p.gbs >= 100 ? "%.0f GB/s" : "%.3g GB/s", p.gbs), p.ratio);
     // The best FlashAttention point of each variant.
     std::map<std::string, const measure::Point*> best;
     for (const measure::Point& p : r.points)
