@@ -14,8 +14,9 @@ namespace {
 
 bool have_xvfb() { return test::run_shell("command -v xvfb-run", nullptr) == 0; }
 
-std::string config_home() {
-  const std::string d = test::tmp_dir() + "/xdg-settings";
+// One directory per test: ctest runs the tests of this file in parallel processes.
+std::string config_home(const std::string& name) {
+  const std::string d = test::tmp_dir() + "/xdg-settings-" + name;
   test::run_shell("rm -rf " + d + " && mkdir -p " + d, nullptr);
   return d;
 }
@@ -35,7 +36,7 @@ std::string read_all(const std::string& path) {
 
 TEST(Settings, PanelAndParametersSurviveARestartCommandLineOnTop) {
   if (!have_xvfb()) GTEST_SKIP() << "xvfb-run is not installed";
-  const std::string xdg = config_home(), ini = xdg + "/kernel-ladder/imgui.ini";
+  const std::string xdg = config_home("restart"), ini = xdg + "/kernel-ladder/imgui.ini";
   std::string out;
   ASSERT_EQ(window(xdg, "--panel softmax --set n_cols=2000", &out), 0) << out;
   std::string text = read_all(ini);
@@ -58,7 +59,7 @@ TEST(Settings, PanelAndParametersSurviveARestartCommandLineOnTop) {
 
 TEST(Settings, RefusedAndUnknownValuesAreSkipped) {
   if (!have_xvfb()) GTEST_SKIP() << "xvfb-run is not installed";
-  const std::string xdg = config_home(), ini = xdg + "/kernel-ladder/imgui.ini";
+  const std::string xdg = config_home("refused"), ini = xdg + "/kernel-ladder/imgui.ini";
   test::run_shell("mkdir -p " + xdg + "/kernel-ladder", nullptr);
   std::ofstream(ini) << "[KernelLadder][Settings]\npanel=nope\nparam.softmax.n_cols=notanumber\n"
                         "param.vector-add.n=999999999999\nparam.nope.x=1\nparam.measure.run=1\nparam.softmax.rows=5\n"
