@@ -1,5 +1,7 @@
 #include "kernels/npy.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -64,7 +66,11 @@ std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& wh
     if (item.empty() || item.size() > 19) fail(what, "shape entry '" + item + "' is not a size");
     for (char c : item)
       if (c < '0' || c > '9') fail(what, "shape entry '" + item + "' is not a size");
-    shape.push_back(std::stoll(item));
+    errno = 0;
+    const unsigned long long v = std::strtoull(item.c_str(), nullptr, 10);
+    if (errno == ERANGE || v > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail(what, "shape entry " + item + " is larger than 2^63 - 1");
+    shape.push_back(int64_t(v));
     if (int64_t(shape.size()) > kMaxDims) fail(what, "more than 32 dimensions");
   }
   return shape;

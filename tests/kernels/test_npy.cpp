@@ -93,3 +93,17 @@ TEST(Npy, MissingFileNamesThePath) {
 
 }  // namespace
 }  // namespace kl
+
+namespace kl {
+namespace {
+
+// Found by the fuzzer (tests/fuzz/regressions/npy/): a 19-digit shape entry past 2^63 - 1 made
+// std::stoll throw out_of_range instead of an InputError.
+TEST(Npy, ShapeEntryPastInt64IsAnInputError) {
+  EXPECT_NE(error_of(header_file("{'descr': '<f4', 'fortran_order': False, 'shape': (9999999999999999999,), }", 0))
+                .find("larger than 2^63 - 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kl
