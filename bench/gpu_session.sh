@@ -35,6 +35,12 @@ if has bench; then
   { timeout 300 python3 bench/torch_softmax.py; timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json"; } \
     > "$out/peers.txt" 2>&1
 fi
+if has measure; then
+  log "measure, bench-frame, soak"
+  timeout 300 "$bin" measure --backend cuda --json "$out/measure.json" 2>&1 | tail -12 >> "$out/summary.txt"
+  timeout 180 "$bin" bench-frame --backend cuda --size 4096 --frames 300 2>&1 | tail -12 | tee -a "$out/summary.txt"
+  timeout 400 "$bin" soak --backend cuda --frames "${KL_SOAK_FRAMES:-10000}" 2>&1 | tail -15 | tee -a "$out/summary.txt"
+fi
 if has tour; then
   log "tour through EGL"
   rm -rf "$out/tour"
