@@ -40,6 +40,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/backend.h"
 #include "kernels/cuda_launch.cuh"
 #include "kernels/flash_attention_fast.h"
 
@@ -780,6 +781,12 @@ bool launch_tma(const FastParams& p) {
 
 bool fast_wgmma_kernels_loaded() {
   static const bool loaded = [] {
+    if (cuda_device_count() == 0) return false;  // no device: the caller reports that, not this probe
+    int dev = 0, major = 0, minor = 0;
+    KL_CUDA_CHECK(cudaGetDevice(&dev));
+    KL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    KL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
     int* d = nullptr;
     KL_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
     int h = 0;
