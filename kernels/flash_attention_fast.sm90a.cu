@@ -11,8 +11,13 @@
 //   - Overlap inside a warpgroup (FlashAttention-3's "intra-warpgroup pipelining"): iteration t issues
 //     S_t = Q K_t^T and O += P_{t-1} V_{t-1} back to back, waits only for S_t, computes the softmax of S_t
 //     while P_{t-1} V_{t-1} still runs on the tensor cores, then waits for it and rescales O.
-//   - K and V tiles: cp.async, three stages; K runs two tiles ahead, V one (V_{t-1} is read one
-//     iteration later than K_{t-1}).
+//   - Two kernels share that warpgroup code (WarpgroupState):
+//     kernel 1 (FastPath::WgmmaCpAsync): K and V tiles by cp.async from all threads, three stages, K two
+//       tiles ahead and V one (V_{t-1} is read one iteration later than K_{t-1}); a block barrier per tile.
+//     kernel 2 (FastPath::Wgmma, the default): a producer warpgroup issues bulk tensor copies (TMA) into
+//       three stages on mbarriers and gives its registers to the two consumer warpgroups (setmaxnreg);
+//       no block barrier after the start, and the consumers take turns on the tensor cores (ping-pong),
+//       so one's softmax runs while the other's products do. Measured on the H200 in docs/perf-log.md.
 //
 // Shared-memory layout: the 128-byte swizzle of the wgmma descriptors (and of TMA's SWIZZLE_128B). A tile
 // of `rows` x d 16-bit elements is cut into d/64 column blocks of 64 elements (128 bytes a row); block cb
@@ -22,8 +27,8 @@
 // Descriptors (PTX ISA, "Matrix Descriptor Format"; 64 bits): start address >> 4 in bits [0,14),
 // leading-dimension byte offset (LBO) >> 4 in [16,30), stride-dimension byte offset (SBO) >> 4 in [32,46),
 // base offset 0 in [49,52), layout 1 = 128-byte swizzle in [62,64).
-//   - Q (A) and K (B of S = Q K^T) are K-major (d contiguous): canonical ((8,m),(8,2)) : ((128 B, SBO),
-//     (16 B-chunk... )): SBO = 1024 (the next 8 rows), LBO unused (a k16 step is 32 bytes, inside one
+//   - Q (A) and K (B of S = Q K^T) are K-major (d contiguous): rows 128 bytes apart inside a swizzle
+//     atom of 8 rows, SBO = 1024 (the next 8 rows), LBO unused (a k16 step is 32 bytes, inside one
 //     128-byte row). k-step kk starts at column block kk/4, byte 32*(kk%4) of the row.
 //   - V (B of O += P V) is MN-major (d contiguous, keys = the k dimension): canonical
 //     ((64 elements, m),(8 rows, k)) : ((1, LBO), (128 B, SBO)): LBO = the distance between 64-column
