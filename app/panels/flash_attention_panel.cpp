@@ -20,6 +20,7 @@
 #include "kernels/buffer.h"
 #include "kernels/errors.h"
 #include "kernels/flash_attention.h"
+#include "kernels/flash_attention_fast.h"
 #include "viz/data_texture.h"
 #include "viz/heatmap.h"
 #include "viz/plot.h"
@@ -114,7 +115,7 @@ class FlashAttentionPanel : public Panel {
     const float left_w = std::floor(avail * 0.40f), gap = 18.0f, right_w = avail - left_w - gap;
     ImGui::BeginGroup();
     draw_tile_grid(left_w);
-    draw_memory(left_w);
+    draw_memory(left_w, b);
     ImGui::EndGroup();
     ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
@@ -527,7 +528,7 @@ class FlashAttentionPanel : public Panel {
   }
 
   // [SECTION] Memory: rung 4 against rung 5 -----------------------------------------------------------
-  void draw_memory(float width) {
+  void draw_memory(float width, Backend backend) {
     ui::section("Memory: rung 4 against rung 5");
     const int d = shape_.d;
     const int64_t lim = std::max<int64_t>(limit_, 1);
@@ -570,6 +571,26 @@ class FlashAttentionPanel : public Panel {
     viz::bar_chart("mem-traffic", bars, ob, ImVec2(width, 130));
     ImGui::TextDisabled("rung 4 re-reads K,V per %d queries (%s), rung 5 per %d (%s)", attention::kBlockQ,
                         bytes_text(qo + kv4).c_str(), bm_, bytes_text(qo + kv5).c_str());
+
+    // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
+    if (d == 64 || d == 128) {
+      auto line = [&](fa::FastPath path, const char* where) {
+        const fa::FastTileShape t = fa::fast_tile_shape(d, path);
+        ImGui::TextDisabled("fast, %s (%s): %d x %d tiles, %d warps, %d stages, %s",
+                            fa::fast_path_name(path), where, t.block_m, t.block_n, t.warps, t.stages,
+                            bytes_text(double(t.smem_bytes)).c_str());
+      };
+      if (backend == Backend::Cuda) {
+        try {
+          line(fa::fast_path(), "this device");
+        } catch (const std::exception& e) {
+          ImGui::TextDisabled("fast variant: %s", e.what());
+        }
+      } else {
+        line(fa::FastPath::Wgmma, "H100/H200");
+        line(fa::FastPath::MmaSync, "other GPUs");
+      }
+    }
   }
 
   ParamValues params_;
