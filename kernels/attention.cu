@@ -30,7 +30,9 @@ __device__ __forceinline__ float score(const float* Qr, const float* Kj, int lan
     const int cc = (c + lane) & (D - 1);  // rotation: lanes with different keys read different banks
     acc = fmaf(Qr[cc], Kj[cc], acc);
   }
-  return acc * scale;
+  // __fmul_rn is never contracted into an FMA with what follows (s - m): every pass that recomputes a
+  // score gets the same float, so the weights written for the views sum to exactly what l summed.
+  return __fmul_rn(acc, scale);
 }
 
 template <int D>
