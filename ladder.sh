@@ -2,7 +2,10 @@
 # Kernel Ladder's two entry points on a fresh Debian 12 machine (run as root, or with sudo available):
 #   ./ladder.sh launch [ARGS...]  installs what is missing, builds, and opens the explorer
 #                                 (with no display: renders every panel to PNG and prints where)
-#   ./ladder.sh test              installs what is missing, builds, and runs every test
+#   ./ladder.sh test              installs what is missing, builds, and runs every test; then the
+#                                 AddressSanitizer + UBSan build (asan preset): the CPU tests and a
+#                                 headless tour under it, any sanitizer report failing the run
+#   ./ladder.sh asan              the sanitizer part of `test` alone
 # The CUDA backend is built when nvcc is found (PATH, CUDACXX or /usr/local/cuda/bin/nvcc).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -32,6 +35,27 @@ build() {
   cmake --build --preset default -j "$(nproc)"
 }
 
+# The CPU side built with AddressSanitizer and UndefinedBehaviorSanitizer (the asan preset, no CUDA):
+# every CPU test and a headless tour run under it; the first ASan or UBSan report stops the process
+# and fails the run. LeakSanitizer runs on the processes that load no GL driver (the kl_kernels tests:
+# kernels, buffers, the .npy reader, parameters), third-party frames suppressed by
+# tests/sanitizers/lsan.supp. It is off where Mesa is loaded (viz and app tests, the tour): llvmpipe
+# keeps one-time allocations it never frees, is built without frame pointers and unloads its driver
+# at eglTerminate, so its reports have no frames a suppression could name. Left out: the fuzz test
+# (tests/fuzz/run.sh builds its own ASan + UBSan binaries with clang; the plain ctest runs it).
+sanitizers() {
+  cmake --preset asan
+  cmake --build --preset asan -j "$(nproc)"
+  local asan="halt_on_error=1:check_initialization_order=1:strict_init_order=1"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+  export LSAN_OPTIONS="suppressions=$(pwd)/tests/sanitizers/lsan.supp"
+  ASAN_OPTIONS="$asan:detect_leaks=1" ctest --preset asan -j 2 -L '^kl_kernels$'
+  ASAN_OPTIONS="$asan:detect_leaks=0" ctest --preset asan -j 2 -LE '^kl_kernels$' -E '^fuzz_npy_and_params$'
+  rm -rf build-asan/tour
+  ASAN_OPTIONS="$asan:detect_leaks=0" ./build-asan/kernel-ladder tour --backend cpu --size 1000x700 --out build-asan/tour
+  echo "ladder.sh: the CPU tests and a headless tour ran clean under AddressSanitizer + UBSan (leaks: kernels tests)"
+}
+
 case "${1:-}" in
   launch)
     shift
@@ -48,9 +72,14 @@ case "${1:-}" in
     install_missing
     build
     ctest --preset default -j 2
+    sanitizers
+    ;;
+  asan)
+    install_missing
+    sanitizers
     ;;
   *)
-    echo "usage: ./ladder.sh launch [kernel-ladder arguments] | ./ladder.sh test" >&2
+    echo "usage: ./ladder.sh launch [kernel-ladder arguments] | ./ladder.sh test | ./ladder.sh asan" >&2
     exit 2
     ;;
 esac
