@@ -110,6 +110,7 @@ __global__ void flash_teaching(const float* __restrict__ q, const float* __restr
       for (int jj = lane; jj < bn; jj += 32) rs += (Sr[jj] = tile_prob(Sr[jj], m));
       rs = warp_sum(rs);
       l += rs;
+      __syncwarp();  // every lane has read m_s[r] and l_s[r] before lane 0 overwrites them
       if (lane == 0) {
         m_s[r] = m;
         l_s[r] = l;
