@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 
+#include "app/panels/attention_inputs.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
 #include "kernels/attention.h"
@@ -120,28 +121,14 @@ class AttentionPanel : public Panel {
   void run(Backend b) {
     const int64_t lq = shape_.lq, lk = shape_.lk;
     const int d = shape_.d;
-    const float mag = float(params_.get_float("magnitude"));
-    std::mt19937 rng(uint32_t(params_.get_int("seed")));
-    std::uniform_real_distribution<float> uq(-mag, mag), uv(-1.0f, 1.0f);
-    hq_.resize(size_t(lq * d));
-    hk_.resize(size_t(lk * d));
-    hv_.resize(size_t(lk * d));
-    for (float& x : hq_) x = uq(rng);
-    for (float& x : hk_) x = uq(rng);
-    for (float& x : hv_) x = uv(rng);
-    q_.resize(b, hq_.size());
-    k_.resize(b, hk_.size());
-    v_.resize(b, hv_.size());
-    q_.upload(hq_);
-    k_.upload(hk_);
-    v_.upload(hv_);
+    in_.make(b, lq, lk, d, float(params_.get_float("magnitude")), uint32_t(params_.get_int("seed")));
 
     q_tex_.resize(d, int(lq), 1);
     k_tex_.resize(d, int(lk), 1);
     v_tex_.resize(d, int(lk), 1);
-    q_tex_.upload(hq_.data());
-    k_tex_.upload(hk_.data());
-    v_tex_.upload(hv_.data());
+    q_tex_.upload(in_.hq.data());
+    k_tex_.upload(in_.hk.data());
+    v_tex_.upload(in_.hv.data());
     s_tex_.resize(int(lk), int(lq), 2);
     p_tex_.resize(int(lk), int(lq), 2);
     o_tex_.resize(d, int(lq), 1);
@@ -155,7 +142,7 @@ class AttentionPanel : public Panel {
         float* o = o_tex_.device_pointer();
         attention::Extras x{s_tex_.device_pointer(), p_tex_.device_pointer(), 2};
         mem::set(b, o, 0xFF, size_t(lq * d) * sizeof(float));  // poison
-        attention::run(b, q_.data(), k_.data(), v_.data(), o, shape_, opt_, x);
+        attention::run(b, in_.q.data(), in_.k.data(), in_.v.data(), o, shape_, opt_, x);
         // Read back for the check only (the pictures stay on the device).
         hout_.resize(size_t(lq * d));
         hw_.resize(cells * 2);
@@ -171,7 +158,7 @@ class AttentionPanel : public Panel {
       hw_.assign(cells * 2, std::nanf(""));
       std::vector<float> hs(cells * 2, std::nanf(""));
       attention::Extras x{hs.data(), hw_.data(), 2};
-      attention::run(b, q_.data(), k_.data(), v_.data(), hout_.data(), shape_, opt_, x);
+      attention::run(b, in_.q.data(), in_.k.data(), in_.v.data(), hout_.data(), shape_, opt_, x);
       s_tex_.upload(hs.data());
       p_tex_.upload(hw_.data());
       o_tex_.upload(hout_.data());
@@ -184,7 +171,7 @@ class AttentionPanel : public Panel {
     const int64_t lq = shape_.lq, lk = shape_.lk;
     const int d = shape_.d;
     std::vector<double> ref(size_t(lq * d)), refw(size_t(lq * lk));
-    attention::reference(hq_.data(), hk_.data(), hv_.data(), shape_, opt_, ref.data(), refw.data());
+    attention::reference(in_.hq.data(), in_.hk.data(), in_.hv.data(), shape_, opt_, ref.data(), refw.data());
     double num = 0, den = 0, wnum = 0, wden = 0, omax = 0, pmax = 0;
     int64_t nans = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
@@ -239,7 +226,7 @@ class AttentionPanel : public Panel {
     for (int64_t i = 0; i < lq; ++i)
       for (int64_t j = 0; j < attention::visible_keys(i, lq, lk, opt_.causal); ++j) {
         double a = 0;
-        for (int c = 0; c < d; ++c) a += double(hq_[size_t(i * d + c)]) * hk_[size_t(j * d + c)];
+        for (int c = 0; c < d; ++c) a += double(in_.hq[size_t(i * d + c)]) * in_.hk[size_t(j * d + c)];
         smax = std::max(smax, std::fabs(a * scale));
       }
     const float mag = float(params_.get_float("magnitude"));
@@ -384,7 +371,7 @@ class AttentionPanel : public Panel {
     if (i >= lq || j >= lk) return;
     const bool vis = j < attention::visible_keys(i, lq, lk, opt_.causal);
     double s = 0;
-    for (int c = 0; c < d; ++c) s += double(hq_[size_t(i * d + c)]) * hk_[size_t(j * d + c)];
+    for (int c = 0; c < d; ++c) s += double(in_.hq[size_t(i * d + c)]) * in_.hk[size_t(j * d + c)];
     s *= opt_.resolved_scale(d);
     ImGui::BeginTooltip();
     ImGui::Text("query %d, key %d", i, j);
@@ -402,8 +389,8 @@ class AttentionPanel : public Panel {
   std::string control_error_, run_error_, computed_key_;
   attention::Shape shape_;
   attention::Options opt_;
-  std::vector<float> hq_, hk_, hv_, hout_, hw_;
-  Buffer<float> q_, k_, v_;
+  AttentionInputs in_;
+  std::vector<float> hout_, hw_;
   viz::DataTexture q_tex_, k_tex_, v_tex_, s_tex_, p_tex_, o_tex_;
   viz::Heatmap q_map_, k_map_, v_map_, s_map_, p_map_, o_map_;
   std::string check_text_, rowsum_text_;

@@ -14,6 +14,7 @@
 #include <limits>
 #include <random>
 
+#include "app/panels/attention_inputs.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
 #include "kernels/attention.h"
@@ -167,26 +168,12 @@ class FlashAttentionPanel : public Panel {
     qblock_ = params_.get_int("qblock");
     computed_key_ = computed_key_.substr(0, computed_key_.rfind('/')) + "/" + params_.get_text("qblock");
 
-    const float mag = float(params_.get_float("magnitude"));
-    std::mt19937 rng(uint32_t(params_.get_int("seed")));
-    std::uniform_real_distribution<float> uq(-mag, mag), uv(-1.0f, 1.0f);
-    hq_.resize(size_t(lq * d));
-    hk_.resize(size_t(lk * d));
-    hv_.resize(size_t(lk * d));
-    for (float& x : hq_) x = uq(rng);
-    for (float& x : hk_) x = uq(rng);
-    for (float& x : hv_) x = uv(rng);
-    q_.resize(b, hq_.size());
-    k_.resize(b, hk_.size());
-    v_.resize(b, hv_.size());
-    out_.resize(b, hq_.size());
-    q_.upload(hq_);
-    k_.upload(hk_);
-    v_.upload(hv_);
+    in_.make(b, lq, lk, d, float(params_.get_float("magnitude")), uint32_t(params_.get_int("seed")));
+    out_.resize(b, in_.hq.size());
     out_.fill_bytes(0xFF);  // poison
     trace_.reset(b, shape_, bm_, bn_, 0, qblock_);
     tv_ = trace_.view();
-    fa::run_teaching(b, q_.data(), k_.data(), v_.data(), out_.data(), shape_, opt_, bm_, bn_, &tv_);
+    fa::run_teaching(b, in_.q.data(), in_.k.data(), in_.v.data(), out_.data(), shape_, opt_, bm_, bn_, &tv_);
     mem::synchronize(b);
 
     // The small parts of the trace the bars and the grid read, on the host.
@@ -293,7 +280,7 @@ class FlashAttentionPanel : public Panel {
     const int64_t lq = shape_.lq, lk = shape_.lk;
     const int d = shape_.d;
     std::vector<double> ref(size_t(lq * d));
-    attention::reference(hq_.data(), hk_.data(), hv_.data(), shape_, opt_, ref.data());
+    attention::reference(in_.hq.data(), in_.hk.data(), in_.hv.data(), shape_, opt_, ref.data());
     double num = 0, den = 0;
     int64_t nans = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
@@ -311,9 +298,9 @@ class FlashAttentionPanel : public Panel {
     // Rung 4 on the same inputs, where its wall lets it run.
     try {
       attention::check_shape(b, shape_);
-      Buffer<float> o4(b, hq_.size());
+      Buffer<float> o4(b, in_.hq.size());
       o4.fill_bytes(0xFF);
-      attention::run(b, q_.data(), k_.data(), v_.data(), o4.data(), shape_, opt_);
+      attention::run(b, in_.q.data(), in_.k.data(), in_.v.data(), o4.data(), shape_, opt_);
       const std::vector<float> h4 = o4.to_host();
       double mx = 0;
       for (size_t i = 0; i < h4.size(); ++i) mx = std::max(mx, double(std::fabs(h4[i] - hout_[i])));
@@ -599,10 +586,11 @@ class FlashAttentionPanel : public Panel {
   attention::Options opt_;
   int bm_ = 16, bn_ = 16;
   int64_t q_blocks_ = 0, steps_ = 0, qblock_ = 0, composed_step_ = -1, limit_ = 0;
-  std::vector<float> hq_, hk_, hv_, hout_, hm_, hl_, halpha_, partial_o_, wfinal_host_;
+  std::vector<float> hout_, hm_, hl_, halpha_, partial_o_, wfinal_host_;
   std::vector<uint8_t> hstate_;
   std::vector<double> converge_;
-  Buffer<float> q_, k_, v_, out_;
+  AttentionInputs in_;
+  Buffer<float> out_;
   fa::FlashTrace trace_;
   fa::FlashTraceView tv_;
   viz::DataTexture partial_tex_, final_tex_, o_tex_;
