@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 namespace kl::test {
@@ -41,6 +42,22 @@ std::vector<float> random_small_ints(size_t n, int lo, int hi) {
   std::vector<float> v(n);
   for (float& x : v) x = float(d(rng));
   return v;
+}
+
+double rel_err(const std::vector<float>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double e = double(got[i]) - ref[i];
+    num += e * e;
+    den += ref[i] * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+size_t nan_count(const std::vector<float>& v) {
+  size_t n = 0;
+  for (float x : v) n += std::isnan(x) ? 1 : 0;
+  return n;
 }
 
 std::string tmp_dir() {

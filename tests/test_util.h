@@ -25,6 +25,11 @@ std::vector<float> random_floats(size_t n, float lo = -1.0f, float hi = 1.0f);
 std::vector<float> random_small_ints(size_t n, int lo = -64, int hi = 64);
 uint64_t next_seed();
 
+// Relative error in the 2-norm of a float32 result against a float64 reference (absolute where the
+// reference is all zeros), and the number of NaNs in a result.
+double rel_err(const std::vector<float>& got, const std::vector<double>& ref);
+size_t nan_count(const std::vector<float>& v);
+
 // A scratch directory for files tests write (created on demand).
 std::string tmp_dir();
 // Runs the kernel-ladder binary with arguments; returns the exit code; output in *out (stdout+stderr).

@@ -54,21 +54,8 @@ Outputs run_on(Backend b, const Inputs& in, const Shape& s, const Options& o, bo
   return {out.to_host(), w.to_host(), sc.to_host()};
 }
 
-double rel_err(const std::vector<float>& got, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double e = double(got[i]) - ref[i];
-    num += e * e;
-    den += ref[i] * ref[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-size_t nan_count(const std::vector<float>& v) {
-  size_t n = 0;
-  for (float x : v) n += std::isnan(x) ? 1 : 0;
-  return n;
-}
+using test::nan_count;
+using test::rel_err;
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
   Shape s;

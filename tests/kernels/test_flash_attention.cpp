@@ -83,21 +83,8 @@ std::vector<float> run_on(Backend b, const Inputs& in, const Shape& s, const Opt
   return out.to_host();
 }
 
-double rel_err(const std::vector<float>& got, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double e = double(got[i]) - ref[i];
-    num += e * e;
-    den += ref[i] * ref[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-size_t nan_count(const std::vector<float>& v) {
-  size_t n = 0;
-  for (float x : v) n += std::isnan(x) ? 1 : 0;
-  return n;
-}
+using test::nan_count;
+using test::rel_err;
 
 // float32 accumulation over up to 65536 keys, scores of order 1; large-magnitude cases scale it.
 double tolerance(const Shape& s, float magnitude) {
