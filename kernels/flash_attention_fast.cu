@@ -25,6 +25,7 @@
 #include "kernels/buffer.h"
 #include "kernels/cuda_launch.cuh"
 #include "kernels/flash_attention_fast.h"
+#include "kernels/flash_attention_fast_device.cuh"
 
 namespace kl::flash_attention {
 namespace fast_detail {
@@ -76,31 +77,6 @@ __device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two floats -> one register of two 16-bit elements, `lo` in the low half (round to nearest even).
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  uint32_t u;
-  memcpy(&u, &h, 4);
-  return u;
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  __half2 h = __floats2half2_rn(lo, hi);
-  uint32_t u;
-  memcpy(&u, &h, 4);
-  return u;
-}
-
-// 2^x on the special-function unit (MUFU.EX2); exp2(-inf) = +0.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // ---- [SECTION] shared-memory tiles ------------------------------------------------------------------
 // A tile of `rows` x kHeadDim elements, row-major, each row kHeadDim/8 chunks of 16 bytes; chunk c of
 // row r is stored at chunk position c ^ (r & 7). Eight consecutive rows' chunk c then sit in eight
@@ -150,16 +126,6 @@ __device__ __forceinline__ void rescale(float (&acc_o)[kDTiles][4], float (&l)[2
       acc_o[j][2 * r + 1] *= alpha;
     }
   }
-}
-
-// Max and sum across the 4 threads (a quad) that share a row of an m16n8 accumulator.
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 template <class T, int kHeadDim, int kBlockN, bool kQInRegs>

@@ -48,6 +48,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda_launch.cuh"
 #include "kernels/flash_attention_fast.h"
+#include "kernels/flash_attention_fast_device.cuh"
 
 // Defined by nvcc only in the device pass for sm_90a: the kernels below are empty in the plain sm_90
 // pass, and the probe kernel tells the host which of the two the driver loaded.
@@ -279,35 +280,6 @@ template <class T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&)[N / 2], const uint32_t (&)[4], uint64_t) {}
 #endif
 
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  uint32_t u;
-  memcpy(&u, &h, 4);
-  return u;
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  __half2 h = __floats2half2_rn(lo, hi);
-  uint32_t u;
-  memcpy(&u, &h, 4);
-  return u;
-}
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
 
 // ---- [SECTION] tiles ----------------------------------------------------------------------------------
 // Byte offset of 16-byte chunk `chunk` (0 .. d/8-1) of row `r` in a swizzled tile of kRows rows.
