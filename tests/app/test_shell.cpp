@@ -14,6 +14,7 @@
 #include "app/shell.h"
 #include "app/ui.h"
 #include "kernels/fault.h"
+#include "app/palette_pixels.h"
 #include "test_util.h"
 #include "viz/gl_check.h"
 #include "viz/heatmap.h"
@@ -50,21 +51,7 @@ Frame draw(app::Shell& s, viz::RenderHost& host) {
   return f;
 }
 
-int palette_colours_present(const std::vector<uint8_t>& rgba, int min_pixels) {
-  int present = 0;
-  for (int k = 0; k < 12; ++k) {
-    float c[3];
-    viz::categorical_rgb(k, c);
-    int count = 0;
-    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
-      bool match = true;
-      for (int ch = 0; ch < 3; ++ch) match = match && std::abs(int(rgba[i + ch]) - int(c[ch] * 255.0f + 0.5f)) <= 3;
-      count += match;
-    }
-    present += count >= min_pixels;
-  }
-  return present;
-}
+using test::palette_colours_present;
 
 std::unique_ptr<viz::RenderHost> host_or_fail() {
   viz::HostOptions o;

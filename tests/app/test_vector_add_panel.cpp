@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "app/palette_pixels.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
@@ -12,22 +13,7 @@
 namespace kl {
 namespace {
 
-// How many of the categorical palette's colours cover at least `min_pixels` pixels.
-int palette_colours_present(const std::vector<uint8_t>& rgba, int min_pixels) {
-  int present = 0;
-  for (int k = 0; k < 12; ++k) {
-    float c[3];
-    viz::categorical_rgb(k, c);
-    int count = 0;
-    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
-      bool match = true;
-      for (int ch = 0; ch < 3; ++ch) match = match && std::abs(int(rgba[i + ch]) - int(c[ch] * 255.0f + 0.5f)) <= 3;
-      count += match;
-    }
-    present += count >= min_pixels;
-  }
-  return present;
-}
+using test::palette_colours_present;
 
 void shot(const std::string& args, const std::string& file, std::vector<uint8_t>& rgba, int& w, int& h,
           const char* backend = "cpu", std::string* text = nullptr) {

@@ -11,22 +11,13 @@
 #include "kernels/attention.h"
 #include "kernels/buffer.h"
 #include "kernels/errors.h"
+#include "kernels/attention_inputs.h"
 #include "test_util.h"
 
 namespace kl::attention {
 namespace {
 
-struct Inputs {
-  std::vector<float> q, k, v;
-};
-
-Inputs random_inputs(const Shape& s, float magnitude = 1.0f) {
-  Inputs in;
-  in.q = test::random_floats(size_t(s.bh() * s.lq * s.d), -magnitude, magnitude);
-  in.k = test::random_floats(size_t(s.bh() * s.lk * s.d), -magnitude, magnitude);
-  in.v = test::random_floats(size_t(s.bh() * s.lk * s.d));
-  return in;
-}
+using Inputs = test::AttentionInputs;
 
 struct Outputs {
   std::vector<float> out, weights, scores;
@@ -109,7 +100,7 @@ double err_of(const std::vector<double>& a, const std::vector<double>& ref) {
 void check(const Shape& s, const Options& o, float magnitude = 1.0f, bool extras = true) {
   for (Backend b : test::backends()) {
     SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text() + (o.causal ? " causal" : ""));
-    const Inputs in = random_inputs(s, magnitude);
+    const Inputs in = test::random_attention_inputs(s, magnitude);
     const Outputs got = run_on(b, in, s, o, extras);
     std::vector<double> ref(in.q.size()), refw(size_t(s.bh() * s.lq * s.lk));
     reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data(), refw.data());
@@ -194,7 +185,7 @@ TEST(Attention, RowsThatSeeNothingAreZeroAndMasked) {
   const Shape s = shape(20, 7, 32);
   for (Backend b : test::backends()) {
     SCOPED_TRACE(backend_name(b));
-    const Inputs in = random_inputs(s);
+    const Inputs in = test::random_attention_inputs(s);
     const Outputs got = run_on(b, in, s, o, true, 2);
     for (int64_t i = 0; i < s.lq; ++i) {
       const int64_t n = visible_keys(i, s.lq, s.lk, true);
@@ -251,7 +242,7 @@ void check_wall(Backend b, int d) {
   SCOPED_TRACE(std::string(backend_name(b)) + " d=" + std::to_string(d) + " limit=" + std::to_string(limit));
   {
     const Shape s = shape(3, lk, d);
-    const Inputs in = random_inputs(s);
+    const Inputs in = test::random_attention_inputs(s);
     const Outputs got = run_on(b, in, s, {}, false);
     std::vector<double> ref(in.q.size());
     reference(in.q.data(), in.k.data(), in.v.data(), s, {}, ref.data());
@@ -259,7 +250,7 @@ void check_wall(Backend b, int d) {
     EXPECT_LT(rel_err(got.out, ref), kTol);
   }
   const Shape over = shape(3, lk + 1, d);
-  const Inputs in = random_inputs(over);
+  const Inputs in = test::random_attention_inputs(over);
   try {
     run_on(b, in, over, {}, false);
     ADD_FAILURE() << "Lk=" << lk + 1 << " was not refused";

@@ -13,6 +13,7 @@
 #include "kernels/buffer.h"
 #include "kernels/errors.h"
 #include "kernels/flash_attention.h"
+#include "kernels/attention_inputs.h"
 #include "test_util.h"
 
 namespace kl::flash_attention {
@@ -20,17 +21,7 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-struct Inputs {
-  std::vector<float> q, k, v;
-};
-
-Inputs random_inputs(const Shape& s, float magnitude = 1.0f) {
-  Inputs in;
-  in.q = test::random_floats(size_t(s.bh() * s.lq * s.d), -magnitude, magnitude);
-  in.k = test::random_floats(size_t(s.bh() * s.lk * s.d), -magnitude, magnitude);
-  in.v = test::random_floats(size_t(s.bh() * s.lk * s.d));
-  return in;
-}
+using Inputs = test::AttentionInputs;
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
   Shape s;
@@ -94,7 +85,7 @@ double tolerance(const Shape& s, float magnitude) {
 
 void check(const Shape& s, const Options& o, int bm = kDefaultBlockM, int bn = kDefaultBlockN,
            float magnitude = 1.0f, const std::vector<Backend>& bs = test::backends()) {
-  const Inputs in = random_inputs(s, magnitude);
+  const Inputs in = test::random_attention_inputs(s, magnitude);
   std::vector<double> ref(in.q.size());
   attention::reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data());
   for (Backend b : bs) {
@@ -150,7 +141,7 @@ TEST(FlashAttention, RowsThatSeeNothingAreExactlyZero) {
   const Shape s = shape(45, 20, 16);  // row i sees i - 24 keys
   for (Backend b : test::backends()) {
     SCOPED_TRACE(backend_name(b));
-    const Inputs in = random_inputs(s);
+    const Inputs in = test::random_attention_inputs(s);
     const std::vector<float> got = run_on(b, in, s, o, 16, 16);
     for (int64_t i = 0; i < s.lq; ++i) {
       const bool empty = attention::visible_keys(i, s.lq, s.lk, true) == 0;
@@ -285,7 +276,7 @@ TEST(FlashAttention, TraceSatisfiesTheRecurrence) {
       SCOPED_TRACE(std::string(backend_name(b)) + " " + k.s.text() + (k.causal ? " causal" : ""));
       Options o;
       o.causal = k.causal;
-      const Inputs in = random_inputs(k.s, 2.0f);  // scores of a few units: the max moves often
+      const Inputs in = test::random_attention_inputs(k.s, 2.0f);  // scores of a few units: the max moves often
       HostTrace t;
       const int64_t chosen = k.s.lq > k.bm ? 1 : 0;
       const std::vector<float> out = run_on(b, in, k.s, o, k.bm, k.bn, &t, chosen);
@@ -319,7 +310,7 @@ TEST(FlashAttention, CpuAndCudaTracesAgree) {
     const Shape s = shape(45, 77, 64, 1, 2);
     Options o;
     o.causal = causal;
-    const Inputs in = random_inputs(s, 2.0f);
+    const Inputs in = test::random_attention_inputs(s, 2.0f);
     HostTrace tc, tg;
     const std::vector<float> oc = run_on(Backend::Cpu, in, s, o, 16, 32, &tc, 2);
     const std::vector<float> og = run_on(Backend::Cuda, in, s, o, 16, 32, &tg, 2);
@@ -357,7 +348,7 @@ TEST(FlashAttention, ComposedWeightsAreThePartialSoftmax) {
       SCOPED_TRACE(std::string(backend_name(b)) + (causal ? " causal" : ""));
       Options o;
       o.causal = causal;
-      const Inputs in = random_inputs(s, 2.0f);
+      const Inputs in = test::random_attention_inputs(s, 2.0f);
       Buffer<float> q(b, in.q.size()), k(b, in.k.size()), v(b, in.v.size()), out(b, in.q.size());
       q.upload(in.q);
       k.upload(in.k);
