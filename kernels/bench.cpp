@@ -73,15 +73,37 @@ Timing time(Backend b, const std::function<void()>& fn, int warmup, int iteratio
 #endif
 }
 
-double copy_bandwidth_gbs(Backend b, size_t bytes) {
-  Buffer<uint8_t> src(b, bytes), dst(b, bytes);
-  src.fill_bytes(1);
+int sets_to_span(int64_t l2_bytes, size_t bytes_per_set) {
+  if (l2_bytes <= 0 || bytes_per_set == 0) return 1;
+  const size_t span = 4 * size_t(l2_bytes);
+  return int(std::max<size_t>(1, (span + bytes_per_set - 1) / bytes_per_set));
+}
+
+int cold_sets(Backend b, size_t bytes_per_set) {
+  return b == Backend::Cpu ? 1 : sets_to_span(device_info(b).l2_bytes, bytes_per_set);
+}
+
+double copy_bandwidth_gbs(Backend b, size_t bytes, int sets) {
+  if (sets < 1) throw InputError("copy_bandwidth_gbs: sets=" + std::to_string(sets) + " must be >= 1");
+  std::vector<Buffer<uint8_t>> src, dst;
+  for (int k = 0; k < sets; ++k) {
+    src.emplace_back(b, bytes);
+    dst.emplace_back(b, bytes);
+    src.back().fill_bytes(1);
+  }
+  int k = 0;
   Timing t;
   if (b == Backend::Cpu) {
-    t = time(b, [&] { std::memcpy(dst.data(), src.data(), bytes); }, 2, 10);
+    t = time(b, [&] {
+      std::memcpy(dst[size_t(k)].data(), src[size_t(k)].data(), bytes);
+      k = (k + 1) % sets;
+    }, 2, 10);
   } else {
 #ifdef KL_HAS_CUDA
-    t = time(b, [&] { check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice), "copy"); });
+    t = time(b, [&] {
+      check(cudaMemcpyAsync(dst[size_t(k)].data(), src[size_t(k)].data(), bytes, cudaMemcpyDeviceToDevice), "copy");
+      k = (k + 1) % sets;
+    });
 #endif
   }
   return 2.0 * double(bytes) / (t.median_ms * 1e-3) / 1e9;

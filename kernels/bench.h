@@ -19,9 +19,18 @@ struct Timing {
 // default stream (CUDA) or runs it (CPU).
 Timing time(Backend b, const std::function<void()>& fn, int warmup = 5, int iterations = 30);
 
+// How many (input, output) sets a timed loop rotates through so that no launch finds the data of the one
+// before it in the L2 cache: enough sets to span 4x the L2, 1 when one set already does. Without it, a
+// problem that fits the L2 (softmax 4096 x 1024 fp32 moves 32 MiB; the H200's L2 holds 60) is timed
+// partly from the cache, and a kernel's cache hints decide its ratio. The CPU backend times what it
+// finds: 1.
+int cold_sets(Backend b, size_t bytes_per_set);
+// The arithmetic behind it: the fewest sets of `bytes_per_set` that together span 4 * l2_bytes (at least 1).
+int sets_to_span(int64_t l2_bytes, size_t bytes_per_set);
+
 // Copy bandwidth in GB/s (1e9 bytes/s) counting bytes read plus bytes written, for a copy of `bytes`
-// bytes (device-to-device on CUDA, memcpy on the CPU).
-double copy_bandwidth_gbs(Backend b, size_t bytes);
+// bytes (device-to-device on CUDA, memcpy on the CPU), rotating through `sets` source/destination pairs.
+double copy_bandwidth_gbs(Backend b, size_t bytes, int sets = 1);
 
 struct Row {
   std::string kernel, variant, shape;

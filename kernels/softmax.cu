@@ -69,11 +69,15 @@ __device__ __forceinline__ void record(int32_t* writer, uint32_t* count, int64_t
   }
 }
 
-// Four consecutive columns c0..c0+3 of a row, -inf past n_cols; one 16-byte load when `vec`.
+// Four consecutive columns c0..c0+3 of a row, -inf past n_cols; one 16-byte load when `vec`. Plain loads and
+// stores, no evict-first hints: `online` reads each row twice, and a row that is already in the L2 (written
+// by the kernel before, or the app's next frame) should stay there. On the H200, 4096 x 1024 timed on one
+// buffer pair ran at 0.76 of copy with __ldcs/__stcs and 0.96 without; timed cold, or at 65536 rows, the
+// two were equal (docs/perf-log.md).
 __device__ __forceinline__ void load4(const float* xr, int c0, int n_cols, bool vec, float a[4]) {
   if (vec) {
     if (c0 < n_cols) {
-      const float4 q = __ldcs(reinterpret_cast<const float4*>(xr + c0));
+      const float4 q = *reinterpret_cast<const float4*>(xr + c0);
       a[0] = q.x, a[1] = q.y, a[2] = q.z, a[3] = q.w;
     } else {
       a[0] = a[1] = a[2] = a[3] = neg_inf();
@@ -85,7 +89,7 @@ __device__ __forceinline__ void load4(const float* xr, int c0, int n_cols, bool 
 }
 __device__ __forceinline__ void store4(float* orow, int c0, int n_cols, bool vec, const float a[4]) {
   if (vec) {
-    if (c0 < n_cols) __stcs(reinterpret_cast<float4*>(orow + c0), make_float4(a[0], a[1], a[2], a[3]));
+    if (c0 < n_cols) *reinterpret_cast<float4*>(orow + c0) = make_float4(a[0], a[1], a[2], a[3]);
     return;
   }
 #pragma unroll
