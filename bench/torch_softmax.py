@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch baselines for rungs 2 and 3, timed like `kernel-ladder bench` (CUDA events, median after
 warm-up, copy bandwidth measured in the same run, buffers rotated so that no launch is timed from the
-L2 cache):
+L2 cache), the timed runs queued behind a GPU spin so that Python's launch overhead is not timed:
 
   softmax:      torch.softmax(x, dim=-1), x fp32 [4096, n_cols], n_cols in 1024 .. 32768
   relu-dropout: F.dropout(torch.relu(x), p=0.5) at 2^26 fp32 elements
@@ -23,10 +23,13 @@ import torch.nn.functional as F
 
 
 def time_ms(fn, warmup=5, iters=30):
+    """Median of `iters` event-timed runs of fn, queued behind a ~10 ms spin on the GPU (as `kernel-ladder
+    bench` does), so the interpreter's launch overhead never falls inside a timed interval."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    torch.cuda._sleep(20_000_000)  # 2e7 GPU cycles: ~10 ms at the H200's 1.98 GHz
     for start, end in events:
         start.record()
         fn()
@@ -42,13 +45,14 @@ def cold_sets(bytes_per_set):
     return max(1, -(-4 * l2 // bytes_per_set))
 
 
-def rotating(fns):
+def per_op_ms(fns, warmup=5, iters=30):
+    """Median time of one op, rotating through `fns` (one per buffer set), each run timed on its own."""
     state = {"k": 0}
 
     def step():
         fns[state["k"]]()
         state["k"] = (state["k"] + 1) % len(fns)
-    return step
+    return time_ms(step, warmup, iters)
 
 
 def copy_gbs(nbytes, sets=1):
@@ -56,7 +60,7 @@ def copy_gbs(nbytes, sets=1):
     for _ in range(sets):
         src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").fill_(1)
         pairs.append((src, torch.empty_like(src)))
-    ms = time_ms(rotating([lambda s=s, d=d: d.copy_(s) for s, d in pairs]))
+    ms = per_op_ms([lambda s=s, d=d: d.copy_(s) for s, d in pairs])
     return 2.0 * nbytes / (ms * 1e-3) / 1e9
 
 
@@ -80,12 +84,7 @@ def main():
         sets = cold_sets(2 * nbytes)
         xs = [torch.randn(rows, n, device="cuda", dtype=torch.float32) for _ in range(sets)]
         outs = [torch.empty_like(x) for x in xs]
-        try:  # into a preallocated output where this torch takes `out=` (it does since 1.x)
-            torch.softmax(xs[0], dim=-1, out=outs[0])
-            fns = [lambda x=x, o=o: torch.softmax(x, dim=-1, out=o) for x, o in zip(xs, outs)]
-        except (TypeError, RuntimeError):
-            fns = [lambda x=x: torch.softmax(x, dim=-1) for x in xs]
-        ms = time_ms(rotating(fns))
+        ms = per_op_ms([lambda x=x, o=o: torch.softmax(x, dim=-1, out=o) for x, o in zip(xs, outs)])
         gbs = 2.0 * nbytes / (ms * 1e-3) / 1e9
         copy = copy_gbs(nbytes, sets)
         rows_out.append({"op": "softmax", "shape": f"{rows}x{n}", "ms": ms, "gbs": gbs, "copy_gbs": copy,
@@ -94,7 +93,7 @@ def main():
         del xs, outs
     n = (1 << 20) if args.quick else (1 << 26)
     x = torch.randn(n, device="cuda", dtype=torch.float32)
-    ms = time_ms(lambda: F.dropout(torch.relu(x), p=0.5, training=True))
+    ms = per_op_ms([lambda: F.dropout(torch.relu(x), p=0.5, training=True)])
     gbs = 8.0 * n / (ms * 1e-3) / 1e9
     copy = copy_gbs(n * 4)
     rows_out.append({"op": "relu+dropout", "shape": f"n={n}", "ms": ms, "gbs": gbs, "copy_gbs": copy,

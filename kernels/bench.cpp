@@ -23,6 +23,8 @@ void check(cudaError_t e, const char* what) {
     throw RuntimeError(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
   }
 }
+// Long enough for the host to queue every timed iteration (tens of microseconds each) behind it.
+constexpr double kQueueAheadMs = 10.0;
 #endif
 
 Timing summarize(std::vector<double> ms) {
@@ -54,6 +56,7 @@ Timing time(Backend b, const std::function<void()>& fn, int warmup, int iteratio
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize before timing");
   std::vector<cudaEvent_t> ev(size_t(iterations) * 2);
   for (cudaEvent_t& e : ev) check(cudaEventCreate(&e), "cudaEventCreate");
+  detail::enqueue_spin(kQueueAheadMs);  // the launches below queue up behind it
   for (int i = 0; i < iterations; ++i) {
     check(cudaEventRecord(ev[2 * i]), "cudaEventRecord");
     fn();

@@ -16,7 +16,8 @@ struct Timing {
 };
 
 // Runs fn `warmup` times, then `iterations` times each timed on its own; fn launches work on the
-// default stream (CUDA) or runs it (CPU).
+// default stream (CUDA) or runs it (CPU). On CUDA the timed loop is queued behind a 10 ms spin kernel
+// (detail::enqueue_spin), so the host's launch overhead is not timed, only the GPU's work.
 Timing time(Backend b, const std::function<void()>& fn, int warmup = 5, int iterations = 30);
 
 // How many (input, output) sets a timed loop rotates through so that no launch finds the data of the one
@@ -42,5 +43,10 @@ struct Row {
 };
 
 std::string format_table(const std::vector<Row>& rows);
+
+namespace detail {
+// CUDA builds (kernels/bench.cu): keeps the GPU busy for `ms` milliseconds, (0, 1000].
+void enqueue_spin(double ms);
+}  // namespace detail
 
 }  // namespace kl::bench
