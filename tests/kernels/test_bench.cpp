@@ -50,5 +50,29 @@ TEST(Bench, CudaColdSetsFollowTheDevicesL2) {
   EXPECT_GT(bench::copy_bandwidth_gbs(Backend::Cuda, size_t(8 * kMiB), 3), 0.0);
 }
 
+#ifdef KL_HAS_CUDA
+TEST(Bench, SpinRefusesDurationsOutsideItsRange) {
+  for (double bad : {0.0, -1.0, 1000.001, 1e9}) {
+    try {
+      bench::detail::enqueue_spin(bad);
+      FAIL() << "ms=" << bad << " was taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("allowed (0, 1000]"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Bench, SpinHoldsTheGpuAndTheTimedWorkStillTimesOnlyItself) {
+  KL_REQUIRE_CUDA();
+  // A 3 ms spin timed as the work itself takes at least 3 ms ...
+  const bench::Timing spin = bench::time(Backend::Cuda, [] { bench::detail::enqueue_spin(3.0); }, 1, 3);
+  EXPECT_GE(spin.median_ms, 3.0);
+  EXPECT_LT(spin.median_ms, 30.0);
+  // ... and the 10 ms spin queued ahead of every timed loop is not inside any interval.
+  const bench::Timing tiny = bench::time(Backend::Cuda, [] { bench::detail::enqueue_spin(0.01); }, 1, 5);
+  EXPECT_LT(tiny.median_ms, 1.0);
+}
+#endif
+
 }  // namespace
 }  // namespace kl
