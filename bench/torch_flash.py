@@ -52,6 +52,7 @@ def time_sdpa(s, backend, warmup, iters):
         torch.cuda.synchronize()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        torch.cuda._sleep(20_000_000)  # queue behind ~10 ms of GPU spin, as `kernel-ladder bench` does
         for i in range(iters):
             starts[i].record()
             fn()
