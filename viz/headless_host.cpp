@@ -111,7 +111,10 @@ bool open_egl(EglContext* out, std::string* error) {
   const char* client = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
 
   // 1. The device platform, hardware devices before software ones.
-  if (has_ext(client, "EGL_EXT_device_enumeration") && has_ext(client, "EGL_EXT_platform_device")) {
+  std::string missing;
+  const bool device_platform = detail::egl_offers_device_platform(client, &missing);
+  if (!device_platform) note("EGL device platform", "the EGL client extensions lack " + missing);
+  if (device_platform) {
     EGLDeviceEXT devices[16];
     EGLint count = 0;
     if (eglQueryDevicesEXT(16, devices, &count) && count > 0) {
@@ -294,6 +297,18 @@ class HeadlessHost final : public RenderHost {
 };
 
 }  // namespace
+
+bool detail::egl_offers_device_platform(const char* client_extensions, std::string* missing) {
+  const bool enumerate =
+      has_ext(client_extensions, "EGL_EXT_device_enumeration") || has_ext(client_extensions, "EGL_EXT_device_base");
+  const bool platform = has_ext(client_extensions, "EGL_EXT_platform_device");
+  if (missing) {
+    missing->clear();
+    if (!enumerate) *missing += "EGL_EXT_device_enumeration (or EGL_EXT_device_base)";
+    if (!platform) *missing += std::string(missing->empty() ? "" : " and ") + "EGL_EXT_platform_device";
+  }
+  return enumerate && platform;
+}
 
 std::unique_ptr<RenderHost> make_headless_host(const HostOptions& o, std::string* error) {
   std::string local;

@@ -18,4 +18,9 @@ void destroy_imgui_context();
 uint64_t gl_context_generation();
 void set_gl_context_live(bool live);  // the hosts call this after creating / before destroying it
 
+// Headless host: whether an EGL client-extension string offers the EGL device platform, which needs
+// device enumeration (EGL_EXT_device_enumeration, or EGL_EXT_device_base, the older name that NVIDIA's
+// EGL advertises instead) and EGL_EXT_platform_device. When it does not, *missing names what is absent.
+bool egl_offers_device_platform(const char* client_extensions, std::string* missing);
+
 }  // namespace kl::viz::detail

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "viz/gl_check.h"
+#include "viz/host_common.h"
 #include "viz/render_host.h"
 #include "viz_test_frame.h"
 
@@ -20,6 +21,29 @@ std::unique_ptr<viz::RenderHost> make_host(int w, int h) {
   auto host = viz::make_headless_host(o, &error);
   EXPECT_TRUE(host) << error;
   return host;
+}
+
+// NVIDIA's EGL (seen on the H200 machine) names enumeration EGL_EXT_device_base; Mesa names it
+// EGL_EXT_device_enumeration. Either, with EGL_EXT_platform_device, offers the device platform.
+TEST(HeadlessHost, DevicePlatformFromEitherExtensionName) {
+  std::string missing = "stale";
+  const char* nvidia =
+      "EGL_EXT_platform_base EGL_EXT_device_base EGL_KHR_client_get_all_proc_addresses EGL_EXT_client_extensions "
+      "EGL_KHR_debug EGL_KHR_platform_x11 EGL_EXT_platform_x11 EGL_EXT_platform_device "
+      "EGL_MESA_platform_surfaceless EGL_EXT_explicit_device";
+  EXPECT_TRUE(viz::detail::egl_offers_device_platform(nvidia, &missing));
+  EXPECT_EQ(missing, "");
+  EXPECT_TRUE(viz::detail::egl_offers_device_platform(
+      "EGL_EXT_device_enumeration EGL_EXT_device_query EGL_EXT_platform_device", &missing));
+  EXPECT_FALSE(viz::detail::egl_offers_device_platform("EGL_EXT_device_base EGL_EXT_platform_x11", &missing));
+  EXPECT_EQ(missing, "EGL_EXT_platform_device");
+  EXPECT_FALSE(viz::detail::egl_offers_device_platform("EGL_EXT_platform_device", &missing));
+  EXPECT_EQ(missing, "EGL_EXT_device_enumeration (or EGL_EXT_device_base)");
+  // Names are whole words: a longer name that starts the same does not count.
+  EXPECT_FALSE(viz::detail::egl_offers_device_platform("EGL_EXT_device_base_x EGL_EXT_platform_devices", &missing));
+  EXPECT_EQ(missing, "EGL_EXT_device_enumeration (or EGL_EXT_device_base) and EGL_EXT_platform_device");
+  EXPECT_FALSE(viz::detail::egl_offers_device_platform(nullptr, &missing));
+  EXPECT_FALSE(viz::detail::egl_offers_device_platform("", nullptr));
 }
 
 TEST(HeadlessHost, MakesAGlContext) {
