@@ -10,17 +10,12 @@
 
 #include "kernels/attention.h"
 #include "kernels/cuda_launch.cuh"
+#include "kernels/warp_reduce.cuh"
 
 namespace kl::attention::detail {
 
-__device__ __forceinline__ float warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
+using cuda::warp_max;
+using cuda::warp_sum;
 
 template <int D>
 __device__ __forceinline__ float score(const float* Qr, const float* Kj, int lane, float scale) {

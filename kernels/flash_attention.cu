@@ -8,18 +8,13 @@
 #include <cfloat>
 
 #include "kernels/cuda_launch.cuh"
+#include "kernels/warp_reduce.cuh"
 #include "kernels/flash_attention.h"
 
 namespace kl::flash_attention::detail {
 
-__device__ __forceinline__ float warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
+using cuda::warp_max;
+using cuda::warp_sum;
 
 __device__ __forceinline__ void record_row(const FlashTraceView& t, int64_t row, int64_t step, float m0,
                                            float m1, float alpha, float l0, float l1, float rs) {
