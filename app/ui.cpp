@@ -89,6 +89,21 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
   }
 }
 
+void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::string* error, float gap) {
+  bool first = true;
+  for (const char* k : keys) {
+    if (!first) ImGui::SameLine(0, gap);
+    first = false;
+    param_control(p, k, error);
+  }
+}
+
+std::string settings_key(const ParamValues& p, std::initializer_list<const char*> keys, Backend b) {
+  std::string key = backend_name(b);
+  for (const char* k : keys) key += "/" + p.get_text(k);
+  return key;
+}
+
 void error_box(const std::string& message) {
   if (message.empty()) return;
   ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 100, 255));

@@ -1,8 +1,10 @@
 // Small UI helpers every panel uses, so controls and messages look and behave the same everywhere.
 #pragma once
 #include <exception>
+#include <initializer_list>
 #include <string>
 
+#include "kernels/backend.h"
 #include "kernels/params.h"
 
 namespace kl::app::ui {
@@ -11,6 +13,12 @@ namespace kl::app::ui {
 // A value the user types that the spec refuses is not applied: the refusal is shown under the control.
 // Returns true when the value changed.
 bool param_control(ParamValues& p, const std::string& key, std::string* error);
+// Controls for `keys` side by side on one line, `gap` pixels apart (-1: ImGui's item spacing); the
+// caller sets the item width.
+void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::string* error, float gap = -1.0f);
+// What a panel's result depends on, as one text: the backend, then the values of `keys`
+// ("cpu/2000/12/1"). A panel recomputes when it changes.
+std::string settings_key(const ParamValues& p, std::initializer_list<const char*> keys, Backend b);
 
 void error_box(const std::string& message);          // red, wrapped, one per failure
 void status_line(const char* label, const std::string& text, bool ok);  // "matches reference: yes"

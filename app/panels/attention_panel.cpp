@@ -58,16 +58,8 @@ class AttentionPanel : public Panel {
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("attention.md");
     ui::section("Inputs");
     ImGui::PushItemWidth(150);
-    for (const char* k : {"lq", "lk", "d", "causal"}) {
-      ui::param_control(params_, k, &control_error_);
-      ImGui::SameLine(0, 18);
-    }
-    ImGui::NewLine();
-    for (const char* k : {"scale", "magnitude", "seed"}) {
-      ui::param_control(params_, k, &control_error_);
-      ImGui::SameLine(0, 18);
-    }
-    ImGui::NewLine();
+    ui::param_row(params_, {"lq", "lk", "d", "causal"}, &control_error_, 18);
+    ui::param_row(params_, {"scale", "magnitude", "seed"}, &control_error_, 18);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
 

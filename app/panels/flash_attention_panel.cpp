@@ -77,16 +77,8 @@ class FlashAttentionPanel : public Panel {
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("flash_attention.md");
     ui::section("Inputs and tiles");
     ImGui::PushItemWidth(130);
-    for (const char* k : {"lq", "lk", "d", "causal", "block_m", "block_n"}) {
-      ui::param_control(params_, k, &control_error_);
-      ImGui::SameLine(0, 16);
-    }
-    ImGui::NewLine();
-    for (const char* k : {"qblock", "magnitude", "seed"}) {
-      ui::param_control(params_, k, &control_error_);
-      ImGui::SameLine(0, 16);
-    }
-    ImGui::NewLine();
+    ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n"}, &control_error_, 16);
+    ui::param_row(params_, {"qblock", "magnitude", "seed"}, &control_error_, 16);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
 

@@ -57,18 +57,11 @@ class ReluDropoutPanel : public Panel {
     if (ImGui::CollapsingHeader("Why a random kernel is tested by its distribution"))
       ui::explain("relu_dropout.md");
     ImGui::PushItemWidth(150);
-    ui::param_control(params_, "n", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "p", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "seed", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "block_size", &control_error_);
+    ui::param_row(params_, {"n", "p", "seed", "block_size"}, &control_error_);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
 
-    const std::string key = params_.get_text("n") + "/" + params_.get_text("p") + "/" + params_.get_text("seed") + "/" +
-                            params_.get_text("block_size") + "/" + backend_name(b);
+    const std::string key = ui::settings_key(params_, {"n", "p", "seed", "block_size"}, b);
     if (key != key_) {
       key_ = key;
       try {

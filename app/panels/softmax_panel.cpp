@@ -65,11 +65,7 @@ class SoftmaxPanel : public Panel {
   void draw(AppContext& ctx) override {
     const Backend b = ctx.backend.backend;
     ImGui::PushItemWidth(150);
-    ui::param_control(params_, "n_cols", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "rows", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "seed", &control_error_);
+    ui::param_row(params_, {"n_cols", "rows", "seed"}, &control_error_);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
 
@@ -96,8 +92,7 @@ class SoftmaxPanel : public Panel {
  private:
   // [SECTION] the truncation bug view ----------------------------------------------------------------------
   void draw_bug(Backend b) {
-    const std::string key = params_.get_text("n_cols") + "/" + params_.get_text("rows") + "/" +
-                            params_.get_text("seed") + "/" + backend_name(b);
+    const std::string key = ui::settings_key(params_, {"n_cols", "rows", "seed"}, b);
     if (key != bug_key_) {
       bug_key_ = key;
       try {
@@ -225,12 +220,9 @@ class SoftmaxPanel : public Panel {
   // [SECTION] the online view --------------------------------------------------------------------------------
   void draw_online(Backend b) {
     ImGui::PushItemWidth(150);
-    ui::param_control(params_, "chunk", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "trace_row", &control_error_);
+    ui::param_row(params_, {"chunk", "trace_row"}, &control_error_);
     ImGui::PopItemWidth();
-    const std::string key = params_.get_text("n_cols") + "/" + params_.get_text("rows") + "/" + params_.get_text("seed") +
-                            "/" + params_.get_text("chunk") + "/" + params_.get_text("trace_row") + "/" + backend_name(b);
+    const std::string key = ui::settings_key(params_, {"n_cols", "rows", "seed", "chunk", "trace_row"}, b);
     if (key != online_key_) {
       online_key_ = key;
       try {
@@ -405,14 +397,14 @@ class SoftmaxPanel : public Panel {
       softmax::output_cells(b, out_f_.data(), trace_f_.writer.data(), n, 0, rows, cells.data());
       fixed_tex_.upload(cells.data());
     }
-    if (sweep_key_ != std::string(backend_name(b)) + params_.get_text("seed")) compute_sweep(b);
+    if (sweep_key_ != ui::settings_key(params_, {"seed"}, b)) compute_sweep(b);
     fresh_ = true;
     bug_valid_ = true;
   }
 
   // max abs diff over the written columns for n_cols from 1 to 8192, 4 rows each, both kernels.
   void compute_sweep(Backend b) {
-    sweep_key_ = std::string(backend_name(b)) + params_.get_text("seed");
+    sweep_key_ = ui::settings_key(params_, {"seed"}, b);
     sweep_buggy_ = viz::Series{"buggy (BLOCK_SIZE 1024)", {}, {}, kBuggyColour, false};
     sweep_fixed_ = viz::Series{"fixed", {}, {}, kFixedColour, true};
     const int64_t widths[] = {1,   2,    4,    8,    16,   32,   64,   128,  256,  512,  768,  1000, 1023, 1024, 1025,

@@ -42,16 +42,11 @@ class VectorAddPanel : public Panel {
       ui::explain("vector_add.md");
     ui::section("Launch");
     ImGui::PushItemWidth(220);
-    ui::param_control(params_, "n", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "block_size", &control_error_);
-    ImGui::SameLine();
-    ui::param_control(params_, "seed", &control_error_);
+    ui::param_row(params_, {"n", "block_size", "seed"}, &control_error_);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
 
-    const std::string key = params_.get_text("n") + "/" + params_.get_text("block_size") + "/" +
-                            params_.get_text("seed") + "/" + backend_name(ctx.backend.backend);
+    const std::string key = ui::settings_key(params_, {"n", "block_size", "seed"}, ctx.backend.backend);
     if (key != computed_key_) {
       computed_key_ = key;
       try {
