@@ -266,15 +266,9 @@ KernelEntry entry() {
     }
     run(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, x);
     KernelRunResult res;
-    Array out;
-    out.shape = q.shape;
-    out.data = dout.to_host();
-    res.outputs["out"] = std::move(out);
+    res.outputs["out"] = Array{q.shape, dout.to_host()};
     if (x.weights) {
-      Array w;
-      w.shape = weights_shape(q, s);
-      w.data = dw.to_host();
-      res.outputs["weights"] = std::move(w);
+      res.outputs["weights"] = Array{weights_shape(q, s), dw.to_host()};
     }
     return res;
   };

@@ -292,10 +292,7 @@ namespace {
 constexpr int64_t kMaxTraceCells = int64_t(1) << 24;  // rows*steps recorded for --trace (64 MiB each)
 
 Array to_array(const Buffer<float>& b, int64_t rows, int64_t steps) {
-  Array a;
-  a.shape = {rows, steps};
-  a.data = b.to_host();
-  return a;
+  return Array{{rows, steps}, b.to_host()};
 }
 }  // namespace
 
@@ -357,10 +354,7 @@ KernelEntry entry() {
         res.outputs["trace_alpha"] = to_array(trace.alpha, trace.rows, trace.steps);
       }
     }
-    Array out;
-    out.shape = q.shape;
-    out.data = dout.to_host();
-    res.outputs["out"] = std::move(out);
+    res.outputs["out"] = Array{q.shape, dout.to_host()};
     return res;
   };
   e.bench = [](Backend b, bool quick) {

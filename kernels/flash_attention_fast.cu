@@ -463,10 +463,7 @@ Array run_fast_host_typed(const Array& q, const Array& k, const Array& v, FastPa
   cuda::launch("flash_fast_convert_out", convert_to_float<T>, elementwise_grid(nq), dim3(256), 0, 0, dout.data(),
                out_f.data(), nq);
   mem::synchronize(Backend::Cuda);
-  Array out;
-  out.shape = q.shape;
-  out.data = out_f.to_host();
-  return out;
+  return Array{q.shape, out_f.to_host()};
 }
 }  // namespace
 

@@ -277,10 +277,7 @@ KernelEntry entry() {
     } else {
       run_fused(r.backend, dx.data(), dout.data(), n, p, seed, block);
     }
-    Array out;
-    out.shape = x.shape;
-    out.data = dout.to_host();
-    res.outputs["out"] = std::move(out);
+    res.outputs["out"] = Array{x.shape, dout.to_host()};
     return res;
   };
   e.bench = [](Backend b, bool quick) { return bench_rows(b, quick); };

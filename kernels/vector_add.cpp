@@ -95,10 +95,7 @@ KernelEntry entry() {
     if (r.variant == "fast") run_fast(r.backend, dx.data(), dy.data(), dout.data(), n);
     else run_traced(r.backend, dx.data(), dy.data(), dout.data(), n, block, nullptr);
     KernelRunResult res;
-    Array out;
-    out.shape = x.shape;
-    out.data = dout.to_host();
-    res.outputs["out"] = std::move(out);
+    res.outputs["out"] = Array{x.shape, dout.to_host()};
     return res;
   };
   e.bench = [](Backend b, bool quick) {
