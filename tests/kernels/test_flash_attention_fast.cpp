@@ -205,27 +205,31 @@ void check_case(Shape s, float input_range = 1.5f) {
   EXPECT_LT(fast.rel, s.dtype == "bf16" ? 2e-2 : 4e-3) << "relative-norm error " << fast.rel;
 }
 
-const int kLengths[] = {1, 17, 64, 127, 128, 129, 1000};
 const int kBatchHeads[9][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 2}, {3, 3}, {1, 3}, {3, 1}, {2, 2}};
 
-// ---- [SECTION] GPU tests ------------------------------------------------------------------------------
-TEST(FlashAttentionFast, MatchesReferenceOnEveryLengthPair) {
-  KL_REQUIRE_CUDA();
+// Every (dtype, d, causal, Lq, Lk) with Lq and Lk from `lengths`, batch and heads cycling through
+// kBatchHeads (1 on the long pairs, to keep the float64 reference cheap).
+void sweep(std::initializer_list<int> lengths) {
   int index = 0;
   for (const char* dtype : {"bf16", "fp16"})
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (int Lq : kLengths)
-          for (int Lk : kLengths) {
+        for (int Lq : lengths)
+          for (int Lk : lengths) {
             Shape s;
             const int* bh = kBatchHeads[index++ % 9];
-            // Keep the float64 reference cheap on the long pairs.
             s.B = (Lq >= 1000 || Lk >= 1000) ? 1 : bh[0];
             s.H = (Lq >= 1000 && Lk >= 1000) ? 1 : bh[1];
             s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = causal, s.dtype = dtype;
             check_case(s);
-            if (HasFatalFailure()) return;
+            if (::testing::Test::HasFatalFailure()) return;
           }
+}
+
+// ---- [SECTION] GPU tests ------------------------------------------------------------------------------
+TEST(FlashAttentionFast, MatchesReferenceOnEveryLengthPair) {
+  KL_REQUIRE_CUDA();
+  sweep({1, 17, 64, 127, 128, 129, 1000});
 }
 
 TEST(FlashAttentionFast, EveryBatchHeadCombination) {
@@ -318,21 +322,7 @@ struct ScopedEnv {
 void reduced_sweep(const char* path, FastPath expected) {
   ScopedEnv env("KL_FLASH_FAST_PATH", path);
   ASSERT_EQ(fast_path(), expected);
-  const int lengths[] = {1, 64, 127, 129, 1000};
-  int index = 0;
-  for (const char* dtype : {"bf16", "fp16"})
-    for (int d : {64, 128})
-      for (bool causal : {false, true})
-        for (int Lq : lengths)
-          for (int Lk : lengths) {
-            Shape s;
-            const int* bh = kBatchHeads[index++ % 9];
-            s.B = (Lq >= 1000 || Lk >= 1000) ? 1 : bh[0];
-            s.H = (Lq >= 1000 && Lk >= 1000) ? 1 : bh[1];
-            s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = causal, s.dtype = dtype;
-            check_case(s);
-            if (::testing::Test::HasFatalFailure()) return;
-          }
+  sweep({1, 64, 127, 129, 1000});
 }
 
 // On an H100/H200 the sweeps above run the wgmma (TMA) kernel; the mma.sync kernel (the fallback
