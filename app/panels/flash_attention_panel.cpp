@@ -17,6 +17,7 @@
 #include "app/panels/attention_inputs.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
+#include "kernels/buffer.h"
 #include "kernels/attention.h"
 #include "kernels/buffer.h"
 #include "kernels/errors.h"
@@ -37,14 +38,6 @@ const ImU32 kPending = IM_COL32(58, 61, 70, 255);
 const ImU32 kSkipped = IM_COL32(32, 33, 37, 255);
 const ImU32 kMoved = IM_COL32(236, 172, 62, 255);   // rows whose max moved at this step
 const ImU32 kSteady = IM_COL32(74, 130, 199, 255);
-
-std::string bytes_text(double b) {
-  char s[48];
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(s, sizeof s, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(s, sizeof s, "%.2f MiB", b / (1024.0 * 1024));
-  else std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
-  return s;
-}
 
 // [SECTION] Panel state and controls ------------------------------------------------------------------
 
@@ -549,7 +542,7 @@ class FlashAttentionPanel : public Panel {
     ob.title = "device memory traffic at this shape (MiB)";
     viz::bar_chart("mem-traffic", bars, ob, ImVec2(width, 130));
     ImGui::TextDisabled("rung 4 re-reads K,V per %d queries (%s), rung 5 per %d (%s)", attention::kBlockQ,
-                        bytes_text(qo + kv4).c_str(), bm_, bytes_text(qo + kv5).c_str());
+                        mem::bytes_text(uint64_t(qo + kv4)).c_str(), bm_, mem::bytes_text(uint64_t(qo + kv5)).c_str());
 
     // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
     if (d == 64 || d == 128) {
@@ -557,7 +550,7 @@ class FlashAttentionPanel : public Panel {
         const fa::FastTileShape t = fa::fast_tile_shape(d, path);
         ImGui::TextDisabled("fast, %s (%s): %d x %d tiles, %d warps, %d stages, %s",
                             fa::fast_path_name(path), where, t.block_m, t.block_n, t.warps, t.stages,
-                            bytes_text(double(t.smem_bytes)).c_str());
+                            mem::bytes_text(uint64_t(t.smem_bytes)).c_str());
       };
       if (backend == Backend::Cuda) {
         try {
