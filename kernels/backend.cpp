@@ -1,5 +1,8 @@
 #include "kernels/backend.h"
 
+#include <map>
+#include <mutex>
+
 #include "kernels/errors.h"
 
 #ifdef KL_HAS_CUDA
@@ -56,17 +59,12 @@ BackendChoice choose_backend(const std::string& requested) {
   return c;
 }
 
-DeviceInfo device_info(Backend b) {
-  DeviceInfo d;
-  if (b == Backend::Cpu) {
-    d.name = "CPU backend (limits assumed: NVIDIA H200)";
-    d.assumed = true;
-    return d;
-  }
 #ifdef KL_HAS_CUDA
-  int dev = 0;
+namespace {
+DeviceInfo read_device(int dev) {
+  DeviceInfo d;
   cudaDeviceProp p{};
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
+  if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
     cudaGetLastError();
     throw RuntimeError("cudaGetDeviceProperties failed");
   }
@@ -85,6 +83,30 @@ DeviceInfo device_info(Backend b) {
   cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev);
   if (mem_clock_khz > 0 && bus_bits > 0) d.peak_bandwidth_gbs = 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8) / 1e9;
   return d;
+}
+}  // namespace
+#endif
+
+DeviceInfo device_info(Backend b) {
+  if (b == Backend::Cpu) {
+    DeviceInfo d;
+    d.name = "CPU backend (limits assumed: NVIDIA H200)";
+    d.assumed = true;
+    return d;
+  }
+#ifdef KL_HAS_CUDA
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    throw RuntimeError("cudaGetDeviceProperties failed");
+  }
+  // Read once per device: panels ask every frame, and cudaGetDeviceProperties is slow.
+  static std::mutex mutex;  // the Measure worker thread asks too
+  static std::map<int, DeviceInfo> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(dev);
+  if (it == cache.end()) it = cache.emplace(dev, read_device(dev)).first;
+  return it->second;
 #else
   throw RuntimeError("built without CUDA");
 #endif

@@ -37,7 +37,8 @@ struct DeviceInfo {
   int64_t global_mem_bytes = 141ll * 1000 * 1000 * 1000;
   double peak_bandwidth_gbs = 4800;  // from memory clock and bus width where read
 };
-// The current CUDA device's figures on the CUDA backend; an H200's (assumed = true) on the CPU one.
+// The current CUDA device's figures on the CUDA backend (read once per device, then cached); an H200's
+// (assumed = true) on the CPU one.
 DeviceInfo device_info(Backend b);
 
 }  // namespace kl

@@ -16,12 +16,6 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kThreePassBlock = 256;
 
-const DeviceInfo& cached_info(Backend b) {
-  static const DeviceInfo cpu = device_info(Backend::Cpu);
-  if (b == Backend::Cpu) return cpu;
-  static const DeviceInfo cuda = device_info(Backend::Cuda);
-  return cuda;
-}
 }  // namespace
 
 const char* variant_name(Variant v) {
@@ -112,7 +106,7 @@ void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk) 
   if (v == Variant::Online && (!is_power_of_2(chunk) || chunk < kMinChunk || chunk > kMaxChunk))
     throw InputError(out_of_range_message("chunk", std::to_string(chunk), "powers of two in [32, 4096]"));
   if (v == Variant::Fixed) {
-    const DeviceInfo& d = cached_info(b);
+    const DeviceInfo d = device_info(b);
     const int64_t limit = fixed_max_cols(d);
     if (n_cols > limit)
       throw InputError("softmax fixed: n_cols=" + std::to_string(n_cols) + " needs BLOCK_SIZE=" +
@@ -318,7 +312,7 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
     char base[80];
     std::snprintf(base, sizeof base, "%s copy %.0f GB/s, %d set%s", b == Backend::Cpu ? "CPU" : "d2d", copy, sets,
                   sets == 1 ? "" : "s");
-    const int64_t limit = fixed_max_cols(cached_info(b));
+    const int64_t limit = fixed_max_cols(device_info(b));
     for (Variant v : {Variant::Fixed, Variant::Online, Variant::ThreePass}) {
       if (v == Variant::Fixed && n > limit) continue;
       int k = 0;
