@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "app/measure_export.h"
-#include "kernels/attention_weights.h"
-#include "kernels/backend.h"
-#include "kernels/buffer.h"
-#include "kernels/errors.h"
-#include "kernels/params.h"
+#include "kernels/rungs/attention_weights.h"
+#include "kernels/runtime/backend.h"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/params.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"
 #include "viz/heatmap.h"

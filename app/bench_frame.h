@@ -1,5 +1,5 @@
 // `kernel-ladder bench-frame [--size L] [--frames N] [--json F] [--png F]`: the app's own frame time on
-// the headless host. Every frame recomputes an L x L attention-weight matrix (kernels/attention_weights.h:
+// the headless host. Every frame recomputes an L x L attention-weight matrix (kernels/rungs/attention_weights.h:
 // S = Q K^T / sqrt(64), row softmax; the queries shift by one row per frame, so every frame differs) and
 // redraws it through the Heatmap widget, then waits for the GPU (glFinish and a CUDA synchronise), so a
 // frame's time is the whole of it. Two paths, measured in the same run, in this order:

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 
 namespace kl::app {
 

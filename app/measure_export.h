@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/measure.h"
+#include "kernels/measure/measure.h"
 
 namespace kl::app {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend.h"
-#include "kernels/params.h"
+#include "kernels/runtime/backend.h"
+#include "kernels/runtime/params.h"
 
 namespace kl::app {
 

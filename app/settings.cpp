@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 
 namespace kl::app {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "app/ui.h"
 #include "assets/embedded.h"
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"
 #include "viz/render_host.h"

@@ -11,8 +11,8 @@
 
 #include "app/shell.h"
 #include "app/ui.h"
-#include "kernels/buffer.h"
-#include "kernels/errors.h"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
 #include "viz/gl_check.h"
 #include "viz/render_host.h"
 

@@ -8,8 +8,8 @@
 #include <new>
 
 #include "assets/embedded.h"
-#include "kernels/buffer.h"
-#include "kernels/errors.h"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
 
 namespace kl::app::ui {
 

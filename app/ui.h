@@ -4,8 +4,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "kernels/backend.h"
-#include "kernels/params.h"
+#include "kernels/runtime/backend.h"
+#include "kernels/runtime/params.h"
 
 namespace kl::app::ui {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/backend.h"
+#include "kernels/runtime/backend.h"
 
 namespace kl::test {
 

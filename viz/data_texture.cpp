@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
 
@@ -26,7 +26,7 @@ GLenum internal_format(int c) { return c == 1 ? GL_R32F : c == 2 ? GL_RG32F : GL
 GLenum pixel_format(int c) { return c == 1 ? GL_RED : c == 2 ? GL_RG : GL_RGBA; }
 
 #ifdef KL_HAS_CUDA
-// The same wording as kernels/cuda_launch.cuh's KL_CUDA_CHECK (that header is for .cu files only).
+// The same wording as kernels/runtime/cuda_launch.cuh's KL_CUDA_CHECK (that header is for .cu files only).
 void cuda_check(cudaError_t e, const char* expr, const char* file, int line) {
   if (e == cudaSuccess) return;
   cudaGetLastError();

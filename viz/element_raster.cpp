@@ -1,6 +1,6 @@
 #include "viz/element_raster.h"
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 
 namespace kl::viz {
 

@@ -1,5 +1,5 @@
 // The raster of an elementwise trace, computed on the GPU straight into a mapped GL buffer.
-#include "kernels/cuda_launch.cuh"
+#include "kernels/runtime/cuda_launch.cuh"
 #include "viz/element_raster.h"
 
 namespace kl::viz::detail {

@@ -1,4 +1,4 @@
-// Turns an elementwise kernel's recorded trace (kernels/trace.h) into the cells of a 2-D raster that
+// Turns an elementwise kernel's recorded trace (kernels/runtime/trace.h) into the cells of a 2-D raster that
 // a Heatmap colours: channel 0 = the pid that stored the cell's first element (or, for a masked
 // lane, the pid whose lane it was), channel 1 = the cell's state (viz/heatmap.h CellState).
 // One cell covers `lanes_per_cell` consecutive lanes of the launch grid (a power of two, so cells
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/trace.h"
+#include "kernels/runtime/trace.h"
 
 namespace kl::viz {
 

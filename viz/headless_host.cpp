@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
 #include "viz/render_host.h"

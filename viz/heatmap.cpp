@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "assets/embedded.h"
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "viz/draw_util.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "assets/embedded.h"
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "viz/host_common.h"
 #include "viz/render_host.h"
 

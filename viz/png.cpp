@@ -4,7 +4,7 @@
 #include <stb_image.h>
 #include <stb_image_write.h>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 
 namespace kl::viz {
 

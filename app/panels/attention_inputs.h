@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/buffer.h"
+#include "kernels/runtime/buffer.h"
 
 namespace kl::app {
 

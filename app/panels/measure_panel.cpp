@@ -1,4 +1,4 @@
-// The Measure view: the rungs' kernels against ceilings measured in the same run (kernels/measure.h).
+// The Measure view: the rungs' kernels against ceilings measured in the same run (kernels/measure/measure.h).
 // Runs on a background thread (measure::Worker) with a progress bar and a cancel button; with run=1 it
 // measures synchronously before drawing (shots, the tour). Plots: (a) achieved GB/s against size with
 // the copy ceiling, (b) fused against unfused as bars, (c) FlashAttention TFLOP/s against the GEMM
@@ -17,8 +17,8 @@
 #include "app/measure_export.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
-#include "kernels/errors.h"
-#include "kernels/measure.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/measure/measure.h"
 #include "viz/plot.h"
 
 namespace kl::app {

@@ -17,8 +17,8 @@
 
 #include "app/panels/panels.h"
 #include "app/ui.h"
-#include "kernels/errors.h"
-#include "kernels/softmax.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/rungs/softmax.h"
 #include "viz/data_texture.h"
 #include "viz/heatmap.h"
 #include "viz/plot.h"

@@ -8,8 +8,8 @@
 
 #include "app/panels/panels.h"
 #include "app/ui.h"
-#include "kernels/errors.h"
-#include "kernels/vector_add.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/rungs/vector_add.h"
 #include "viz/data_texture.h"
 #include "viz/element_raster.h"
 #include "viz/heatmap.h"

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "kernels/attention.h"
-#include "kernels/backend.h"
+#include "kernels/rungs/attention.h"
+#include "kernels/runtime/backend.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"

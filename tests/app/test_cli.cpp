@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "kernels/npy.h"
+#include "kernels/runtime/npy.h"
 #include "test_util.h"
 #include "viz/png.h"
 

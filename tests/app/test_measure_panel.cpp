@@ -1,4 +1,4 @@
-// The Measure view (app/panels/measure_panel.cpp) and its measurements (kernels/measure.h):
+// The Measure view (app/panels/measure_panel.cpp) and its measurements (kernels/measure/measure.h):
 //   - `shot measure --set run=1 --set quick=1` on the CPU draws a finished measurement: not blank, the
 //     four plot areas, the series' colours, the fusion bars;
 //   - `measure --json/--csv` writes files that parse, with the expected columns, the machine, a positive
@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "app/measure_export.h"
-#include "kernels/measure.h"
+#include "kernels/measure/measure.h"
 #include "test_util.h"
 #include "viz/png.h"
 

@@ -1,5 +1,5 @@
 // app/shell.cpp driven in-process on the headless host: a CUDA failure in the middle of a frame
-// (KL_INJECT_FAULT's hook, kernels/fault.h) is shown in the panel and the panel draws normally after
+// (KL_INJECT_FAULT's hook, kernels/runtime/fault.h) is shown in the panel and the panel draws normally after
 // the next parameter change; an exception escaping a panel's draw (std::bad_alloc) is shown as the
 // memory refusal, the ImGui stacks it left open are unwound, and the next frames render.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "app/panel.h"
 #include "app/shell.h"
 #include "app/ui.h"
-#include "kernels/fault.h"
+#include "kernels/runtime/fault.h"
 #include "app/palette_pixels.h"
 #include "test_util.h"
 #include "viz/gl_check.h"

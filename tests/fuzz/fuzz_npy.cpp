@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/errors.h"
-#include "kernels/npy.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

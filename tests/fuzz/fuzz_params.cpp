@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/errors.h"
-#include "kernels/params.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kl::ParamValues p({kl::pow2_param("block_size", 32, 4096, 1024, ""), kl::int_param("n", 1, 1 << 26, 1000, ""),

@@ -9,7 +9,7 @@ secs=${1:-30}
 out=${KL_FUZZ_BUILD:-$root/build-fuzz}
 mkdir -p "$out"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (./ladder.sh test installs clang)"; exit 1; }
-common=("$root/kernels/npy.cpp" "$root/kernels/params.cpp" "$root/kernels/errors.cpp" "$root/kernels/array.cpp")
+common=("$root/kernels/runtime/npy.cpp" "$root/kernels/runtime/params.cpp" "$root/kernels/runtime/errors.cpp" "$root/kernels/runtime/array.cpp")
 flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$root")
 status=0
 for t in npy params; do

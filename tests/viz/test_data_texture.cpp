@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "test_util.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <set>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "test_util.h"
 #include "viz/gl_check.h"
 #include "viz/heatmap.h"

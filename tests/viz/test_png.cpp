@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "kernels/errors.h"
+#include "kernels/runtime/errors.h"
 #include "test_util.h"
 #include "viz/png.h"
 

@@ -1,0 +1,313 @@
+// Rung 4, host side: the float64 reference, the wall, the CPU backend's program-by-program launch, and
+// the `run` / `bench` wiring.
+#include "kernels/rungs/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
+
+namespace kl::attention {
+
+bool supported_head_dim(int d) { return d == 16 || d == 32 || d == 64 || d == 128; }
+const char* head_dims_text() { return "16, 32, 64, 128"; }
+
+std::string Shape::text() const {
+  std::ostringstream s;
+  s << "B=" << batch << " H=" << heads << " Lq=" << lq << " Lk=" << lk << " d=" << d;
+  return s.str();
+}
+
+float Options::resolved_scale(int d) const {
+  return scale > 0 ? float(scale) : float(1.0 / std::sqrt(double(d)));
+}
+
+// [SECTION] The wall -------------------------------------------------------------------------------
+
+int64_t smem_bytes(int64_t lk, int d) {
+  // K and V of the whole (batch, head), plus this program's kBlockQ query rows.
+  return (2 * lk * int64_t(d) + int64_t(kBlockQ) * d) * int64_t(sizeof(float));
+}
+
+int64_t max_lk(int d, int64_t limit) {
+  const int64_t fixed = int64_t(kBlockQ) * d * int64_t(sizeof(float));
+  if (limit < fixed) return 0;
+  return (limit - fixed) / (2 * int64_t(d) * int64_t(sizeof(float)));
+}
+
+int64_t smem_limit(Backend b) { return device_info(b).smem_per_block_optin; }
+
+void check_wall(int64_t lk, int d, int64_t limit, bool limit_assumed) {
+  const int64_t need = smem_bytes(lk, d);
+  if (need <= limit) return;
+  std::ostringstream m;
+  m << "attention: Lk=" << lk << " at d=" << d << " needs " << need
+    << " bytes of shared memory per block (all of K and V, 2*Lk*d*4, plus " << kBlockQ
+    << " query rows); the limit is " << limit << " bytes"
+    << (limit_assumed ? " (assumed: an H200's opt-in maximum, CPU backend)" : " (this device's opt-in maximum)")
+    << "; the largest Lk that fits at d=" << d << " is " << max_lk(d, limit)
+    << ". Rung 5 (flash-attention) streams K and V in tiles and has no such wall.";
+  throw InputError(m.str());
+}
+
+void check_shape(Backend b, const Shape& s) {
+  if (!supported_head_dim(s.d))
+    throw InputError(out_of_range_message("d (head dimension)", std::to_string(s.d),
+                                          std::string("one of ") + head_dims_text()));
+  require_range("Lq", s.lq, 1, kMaxLen);
+  require_range("Lk", s.lk, 1, kMaxLen);
+  require_range("B", s.batch, 1, 65535);
+  require_range("H", s.heads, 1, 65535);
+  require_range("B*H", s.bh(), 1, 65535);
+  const DeviceInfo info = device_info(b);
+  check_wall(s.lk, s.d, info.smem_per_block_optin, info.assumed);
+}
+
+Shape shape_from_arrays(const Array& q, const Array& k, const Array& v) {
+  auto rank_ok = [](const Array& a) { return a.shape.size() == 2 || a.shape.size() == 4; };
+  if (!rank_ok(q)) throw InputError("--in q: shape " + q.shape_text() + " must be [L, d] or [B, H, L, d]");
+  if (!rank_ok(k)) throw InputError("--in k: shape " + k.shape_text() + " must be [L, d] or [B, H, L, d]");
+  if (k.shape != v.shape)
+    throw InputError("--in v: shape " + v.shape_text() + " does not match k's " + k.shape_text());
+  if (q.shape.size() != k.shape.size())
+    throw InputError("--in k: shape " + k.shape_text() + " has another rank than q's " + q.shape_text());
+  const size_t r = q.shape.size();
+  Shape s;
+  if (r == 4) {
+    if (q.shape[0] != k.shape[0] || q.shape[1] != k.shape[1])
+      throw InputError("--in k: batch and heads of " + k.shape_text() + " do not match q's " + q.shape_text());
+    s.batch = q.shape[0];
+    s.heads = q.shape[1];
+  }
+  if (q.shape[r - 1] != k.shape[r - 1])
+    throw InputError("--in k: head dimension of " + k.shape_text() + " does not match q's " + q.shape_text());
+  s.lq = q.shape[r - 2];
+  s.lk = k.shape[r - 2];
+  s.d = int(q.shape[r - 1]);
+  if (!supported_head_dim(s.d))
+    throw InputError(out_of_range_message("d (last dimension of q)", std::to_string(q.shape[r - 1]),
+                                          std::string("one of ") + head_dims_text()));
+  return s;
+}
+
+// [SECTION] Reference (float64) --------------------------------------------------------------------
+
+void reference(const float* q, const float* k, const float* v, const Shape& s, const Options& o,
+               double* out, double* weights) {
+  const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(s.d));
+  const int64_t d = s.d;
+  std::vector<double> row(size_t(s.lk));
+  for (int64_t bh = 0; bh < s.bh(); ++bh) {
+    const float* kb = k + bh * s.lk * d;
+    const float* vb = v + bh * s.lk * d;
+    for (int64_t i = 0; i < s.lq; ++i) {
+      const float* qi = q + (bh * s.lq + i) * d;
+      double* oi = out + (bh * s.lq + i) * d;
+      double* wi = weights ? weights + (bh * s.lq + i) * s.lk : nullptr;
+      // Written out here rather than through visible_keys(), so the kernels' mask is checked
+      // against an independent statement of it: query i sees key j iff j <= i + (Lk - Lq).
+      int64_t n = 0;
+      for (int64_t j = 0; j < s.lk; ++j)
+        if (!o.causal || j <= i + (s.lk - s.lq)) n = j + 1;
+      std::fill(oi, oi + d, 0.0);
+      if (wi) std::fill(wi, wi + s.lk, 0.0);
+      if (n == 0) continue;
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < d; ++c) acc += double(qi[c]) * double(kb[j * d + c]);
+        row[size_t(j)] = acc * scale;
+        mx = std::max(mx, row[size_t(j)]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += (row[size_t(j)] = std::exp(row[size_t(j)] - mx));
+      for (int64_t j = 0; j < n; ++j) {
+        const double p = row[size_t(j)] / sum;
+        if (wi) wi[j] = p;
+        for (int64_t c = 0; c < d; ++c) oi[c] += p * double(vb[j * d + c]);
+      }
+    }
+  }
+}
+
+// [SECTION] CPU backend: the launch grid, program by program ---------------------------------------
+
+namespace detail {
+
+// One program: (q block pid_q, batch*head pid_bh), as one CUDA block runs it. `smem` plays the part of
+// the block's shared memory: K and V of the whole (batch, head) are copied in before anything else.
+static void program(int64_t pid_q, int64_t pid_bh, const float* q, const float* k, const float* v,
+                    float* out, const Shape& s, float scale, bool causal, const Extras& x,
+                    std::vector<float>& smem) {
+  const int d = s.d;
+  const int64_t lk = s.lk;
+  float* Ks = smem.data();
+  float* Vs = Ks + lk * d;
+  float* Qs = Vs + lk * d;
+  std::copy(k + pid_bh * lk * d, k + (pid_bh + 1) * lk * d, Ks);
+  std::copy(v + pid_bh * lk * d, v + (pid_bh + 1) * lk * d, Vs);
+  for (int r = 0; r < kBlockQ; ++r) {
+    const int64_t i = pid_q * kBlockQ + r;
+    for (int c = 0; c < d; ++c) Qs[r * d + c] = i < s.lq ? q[(pid_bh * s.lq + i) * d + c] : 0.0f;
+  }
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<float> o(static_cast<size_t>(d));
+  auto score = [&](int r, int64_t j) {
+    float acc = 0;
+    for (int c = 0; c < d; ++c) acc += Qs[r * d + c] * Ks[j * d + c];
+    return acc * scale;
+  };
+  for (int r = 0; r < kBlockQ; ++r) {
+    const int64_t i = pid_q * kBlockQ + r;
+    if (i >= s.lq) break;  // the tail block's unused query slots
+    const int64_t n = visible_keys(i, s.lq, lk, causal);
+    // pass 1: the row max over the keys this query sees
+    float m = ninf;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, score(r, j));
+    // pass 2: p = exp(s - m), l = sum p, o = sum p v
+    float l = 0;
+    std::fill(o.begin(), o.end(), 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      const float p = std::exp(score(r, j) - m);
+      l += p;
+      for (int c = 0; c < d; ++c) o[size_t(c)] += p * Vs[j * d + c];
+    }
+    float* orow = out + (pid_bh * s.lq + i) * d;
+    for (int c = 0; c < d; ++c) orow[c] = n > 0 ? o[size_t(c)] / l : 0.0f;  // nothing seen: 0
+    // pass 3 (views): S and P for the whole row, masked cells marked
+    if (x.scores || x.weights) {
+      const int64_t base = (pid_bh * s.lq + i) * lk;
+      for (int64_t j = 0; j < lk; ++j) {
+        const bool vis = j < n;
+        const float sc = vis ? score(r, j) : ninf;
+        const float p = vis ? std::exp(sc - m) / l : 0.0f;
+        const int64_t cell = (base + j) * x.channels;
+        if (x.scores) x.scores[cell] = sc;
+        if (x.weights) x.weights[cell] = p;
+        if (x.channels >= 2) {
+          if (x.scores) x.scores[cell + 1] = vis ? 0.0f : 1.0f;
+          if (x.weights) x.weights[cell + 1] = vis ? 0.0f : 1.0f;
+        }
+      }
+    }
+  }
+}
+
+void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
+             bool causal, const Extras& x) {
+  std::vector<float> smem(size_t(smem_bytes(s.lk, s.d) / int64_t(sizeof(float))));
+  const int64_t q_blocks = (s.lq + kBlockQ - 1) / kBlockQ;
+  for (int64_t bh = 0; bh < s.bh(); ++bh)
+    for (int64_t pid = 0; pid < q_blocks; ++pid) program(pid, bh, q, k, v, out, s, scale, causal, x, smem);
+}
+
+}  // namespace detail
+
+void run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+         const Options& o, const Extras& x) {
+  check_shape(b, s);
+  require_range("extras.channels", x.channels, 1, 4);
+  const float scale = o.resolved_scale(s.d);
+  if (b == Backend::Cpu) return detail::run_cpu(q, k, v, out, s, scale, o.causal, x);
+#ifdef KL_HAS_CUDA
+  detail::run_cuda(q, k, v, out, s, scale, o.causal, x);
+#else
+  throw RuntimeError("built without CUDA");
+#endif
+}
+
+// [SECTION] Command line: run and bench ------------------------------------------------------------
+
+namespace {
+// --weights for bh*lq*lk cells up to this many (1 GiB of float32); larger runs skip the weights.
+constexpr int64_t kMaxWeightCells = int64_t(1) << 28;
+
+std::vector<int64_t> weights_shape(const Array& q, const Shape& s) {
+  if (q.shape.size() == 4) return {s.batch, s.heads, s.lq, s.lk};
+  return {s.lq, s.lk};
+}
+}  // namespace
+
+KernelEntry entry() {
+  KernelEntry e;
+  e.name = "attention";
+  e.summary = "softmax(Q K^T * scale) V with all of K and V in shared memory: the wall";
+  e.variants = {"smem"};
+  e.default_variant = "smem";
+  e.inputs = {"q", "k", "v"};
+  e.params = {bool_param("causal", false, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
+              float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)")};
+  e.run = [](const KernelRunRequest& r) {
+    const Array& q = r.inputs.at("q");
+    const Array& k = r.inputs.at("k");
+    const Array& v = r.inputs.at("v");
+    const Shape s = shape_from_arrays(q, k, v);
+    check_shape(r.backend, s);
+    Options o;
+    o.causal = r.params.get_bool("causal");
+    o.scale = r.params.get_float("scale");
+    Buffer<float> dq(r.backend, q.data.size()), dk(r.backend, k.data.size()), dv(r.backend, v.data.size());
+    dq.upload(q.data);
+    dk.upload(k.data);
+    dv.upload(v.data);
+    Buffer<float> dout(r.backend, q.data.size());
+    dout.fill_bytes(0xFF);  // poison: anything the kernel does not write comes back NaN
+    const int64_t cells = s.bh() * s.lq * s.lk;
+    Buffer<float> dw;
+    Extras x;
+    if (cells <= kMaxWeightCells) {
+      dw.resize(r.backend, size_t(cells));
+      dw.fill_bytes(0xFF);
+      x.weights = dw.data();
+    }
+    run(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, x);
+    KernelRunResult res;
+    res.outputs["out"] = Array{q.shape, dout.to_host()};
+    if (x.weights) {
+      res.outputs["weights"] = Array{weights_shape(q, s), dw.to_host()};
+    }
+    return res;
+  };
+  e.bench = [](Backend b, bool quick) {
+    std::vector<bench::Row> rows;
+    const DeviceInfo info = device_info(b);
+    for (int d : {64, 128}) {
+      Shape s;
+      s.batch = quick ? 1 : 4;
+      s.heads = quick ? 1 : 8;
+      s.lq = quick ? 64 : 4096;
+      s.lk = std::min<int64_t>(quick ? 64 : 4096, max_lk(d, info.smem_per_block_optin));
+      s.d = d;
+      const size_t nq = size_t(s.bh() * s.lq * d), nk = size_t(s.bh() * s.lk * d);
+      Buffer<float> dq(b, nq), dk(b, nk), dv(b, nk), dout(b, nq);
+      std::vector<float> h(nk);
+      for (size_t i = 0; i < nk; ++i) h[i] = float((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+      dk.upload(h);
+      dv.upload(h);
+      h.resize(nq);
+      dq.upload(h);
+      Options o;
+      const bench::Timing t =
+          bench::time(b, [&] { run(b, dq.data(), dk.data(), dv.data(), dout.data(), s, o); }, quick ? 1 : 5,
+                      quick ? 3 : 20);
+      bench::Row row;
+      row.kernel = "attention";
+      row.variant = "smem";
+      row.shape = s.text();
+      row.ms = t.median_ms;
+      const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * d;
+      row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+      row.ratio = 0;
+      row.baseline = "none (the slow teaching kernel; Lk capped by the wall)";
+      rows.push_back(row);
+    }
+    return rows;
+  };
+  return e;
+}
+
+}  // namespace kl::attention

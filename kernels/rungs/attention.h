@@ -1,0 +1,107 @@
+// Rung 4: scaled dot-product attention, out = softmax(Q K^T * scale) V, and the shared-memory wall.
+// Q is [Lq, d], K and V are [Lk, d] (or [B, H, L, d]); d in {16, 32, 64, 128}; scale defaults to
+// 1/sqrt(d). Causal masking is bottom-right aligned (FlashAttention 2.1+, PyTorch's causal_lower_right):
+// query i sees keys j <= i + (Lk - Lq). A row that sees no key returns 0, never NaN.
+//
+// The kernel of this rung does what the write-up's kernel did: each program (one CUDA block of
+// kBlockQ queries, for one (batch, head)) first copies ALL of K and V for its (batch, head) into shared
+// memory, then computes its queries from there. Shared memory therefore grows with Lk:
+//     smem_bytes(Lk, d) = 2 * Lk * d * sizeof(float)          (K and V; Q stays in registers)
+// and past the device's per-block limit (DeviceInfo::smem_per_block_optin; the CPU backend assumes an
+// H200's figure and says so) the kernel is refused with the bytes needed, the limit, the largest Lk
+// that fits at this d, and a pointer to rung 5 (FlashAttention streams K/V in tiles: no such wall).
+//
+// Versions:
+//   reference   float64 on the host, three passes per row (max, sum, weights); the ground truth.
+//   kernel      (CPU and CUDA) per query one warp: pass 1 the row max over keys held in shared memory,
+//               pass 2 p = exp(s - max), l = sum p, o = sum p v, then out = o / l; optional pass 3
+//               writes the scores S and the weights P = p / l for the views and --weights.
+//               The CPU backend runs the same grid (q blocks x batch*heads) program by program, with
+//               the same "load K and V first" step into a host buffer sized by smem_bytes().
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kernels/runtime/array.h"
+#include "kernels/runtime/backend.h"
+#include "kernels/runtime/registry.h"
+
+// Functions both backends call (host and device).
+#ifdef __CUDACC__
+#define KL_ATTN_HD __host__ __device__
+#else
+#define KL_ATTN_HD
+#endif
+
+namespace kl::attention {
+
+constexpr int kBlockQ = 16;   // queries per program (CUDA block)
+constexpr int kWarps = 8;     // warps per CUDA block; warp w takes queries w, w + kWarps
+constexpr int64_t kMaxLen = int64_t(1) << 20;  // Lq, Lk accepted at all (the wall comes first for Lk)
+bool supported_head_dim(int d);  // 16, 32, 64, 128
+const char* head_dims_text();    // "16, 32, 64, 128"
+
+struct Shape {
+  int64_t batch = 1, heads = 1;
+  int64_t lq = 0, lk = 0;
+  int d = 0;
+  int64_t bh() const { return batch * heads; }
+  std::string text() const;  // "B=1 H=1 Lq=5 Lk=15 d=32"
+};
+
+struct Options {
+  bool causal = false;
+  double scale = 0;  // 0: 1/sqrt(d)
+  float resolved_scale(int d) const;
+};
+
+// Bottom-right causal alignment: the number of keys row i sees (0..lk), i.e. min(lk, i + lk - lq + 1).
+KL_ATTN_HD inline int64_t visible_keys(int64_t i, int64_t lq, int64_t lk, bool causal) {
+  if (!causal) return lk;
+  const int64_t n = i + (lk - lq) + 1;
+  return n < 0 ? 0 : (n > lk ? lk : n);
+}
+
+// The wall. Bytes of shared memory one program needs, and the largest Lk whose K and V fit in `limit`.
+int64_t smem_bytes(int64_t lk, int d);
+int64_t max_lk(int d, int64_t limit);
+// The limit used on backend b (device opt-in maximum per block; the assumed H200 figure on the CPU).
+int64_t smem_limit(Backend b);
+// Throws InputError with the wall message when smem_bytes(lk, d) > limit.
+void check_wall(int64_t lk, int d, int64_t limit, bool limit_assumed);
+// Checks d, lengths, batch*heads and the wall for backend b; throws InputError with one line.
+void check_shape(Backend b, const Shape& s);
+
+// Parses q, k, v arrays ([L, d] or [B, H, L, d]) into a shape; mismatches throw InputError.
+Shape shape_from_arrays(const Array& q, const Array& k, const Array& v);
+
+// float64 reference. out [bh, lq, d]; weights [bh, lq, lk] (optional). Rows that see nothing: 0.
+void reference(const float* q, const float* k, const float* v, const Shape& s, const Options& o,
+               double* out, double* weights = nullptr);
+
+// Optional outputs for the views. Pointers live where the backend runs; nullptr: not written.
+// Each is [bh, lq, lk] cells; cell c is written at ptr[c * channels] (the value) and, when
+// channels >= 2, ptr[c * channels + 1] = the cell state (0 normal, 1 masked by causal), so a
+// 2-channel DataTexture can be written straight from the kernel.
+struct Extras {
+  float* scores = nullptr;   // S = Q K^T * scale; masked cells -inf (value channel)
+  float* weights = nullptr;  // P = softmax(S); masked cells and empty rows 0
+  int channels = 1;
+};
+
+// The kernel on backend b (pointers live there). out [bh, lq, d]. Throws InputError (shape, wall).
+void run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+         const Options& o, const Extras& extras = {});
+
+KernelEntry entry();
+
+namespace detail {
+void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
+             bool causal, const Extras& x);
+#ifdef KL_HAS_CUDA
+void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
+              bool causal, const Extras& x);
+#endif
+}  // namespace detail
+
+}  // namespace kl::attention

@@ -1,0 +1,151 @@
+// Rung 5: FlashAttention's tiled online softmax (the `teaching` variant), out = softmax(Q K^T * scale) V
+// without ever holding all of K and V on chip. Same inputs, masks and conventions as rung 4
+// (kernels/rungs/attention.h: Shape, Options, bottom-right causal alignment, rows that see nothing give 0).
+//
+// One program (CUDA block) owns BLOCK_M query rows of one (batch, head) and streams K/V in tiles of
+// BLOCK_N keys. Per query row it keeps a running max m, a running sum l and a partial output O
+// (FlashAttention-2, Algorithm 1, in the paper's notation):
+//     S      = Q_i K_j^T * scale                        (masked: -inf; tails past Lk and causal)
+//     m_new  = max(m_old, rowmax(S))
+//     alpha  = exp(m_old - m_new)                        <- rescale(): the one place this happens
+//     P      = exp(S - m_new)
+//     l_new  = alpha * l_old + rowsum(P)
+//     O_new  = alpha * O_old + P V_j
+// and at the end out = O / l (0 where l = 0). Shared memory is fixed by the tile shape, not by Lk:
+//     smem_bytes(BM, BN, d) = 4 * (BM*d [Q] + 2*BN*d [K, V] + BM*BN [S/P] + BM*d [O] + 3*BM [m, l, alpha])
+// so there is no wall in Lk (tested to Lk = 65536 at d = 128). With causal masking, K/V tiles that no
+// row of the block can see are skipped (never loaded); the trace marks them.
+//
+// Versions:
+//   teaching  (CPU and CUDA) the loop above with plain loops over shared memory, 128 threads per block,
+//             instrumented: an optional FlashTrace records from inside the kernel, for every query row
+//             and every K/V tile step, m before/after, alpha, l before/after and the tile's row sum,
+//             and for one chosen query block the S and P tiles and the partial O after every step.
+//             The CPU backend runs the same grid (q blocks x batch*heads) program by program.
+//   fast      (CUDA, separate files kernels/flash_attention_fast*) tensor cores; not in this file.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/rungs/attention.h"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/registry.h"
+
+namespace kl::flash_attention {
+
+using attention::Options;
+using attention::Shape;
+
+constexpr int kMinBlock = 16, kMaxBlock = 128;  // BLOCK_M, BLOCK_N: powers of two in [16, 128]
+constexpr int kThreads = 128;                   // threads per CUDA block (4 warps)
+constexpr int kDefaultBlockM = 64, kDefaultBlockN = 64;
+
+// [SECTION] The online-softmax step -----------------------------------------------------------------
+// The rescale of one query row's running state when a K/V tile arrives (both backends call this):
+//     m_new = max(m_old, rowmax(S)),  alpha = exp(m_old - m_new),  l <- alpha * l
+// Returns alpha; the caller then adds rowsum(P) to l and applies O <- alpha * O + P V.
+// A row that has still seen nothing keeps m = -inf and alpha = 1: exp(-inf - -inf) would be NaN.
+KL_ATTN_HD inline float rescale(float& m, float& l, float tile_max) {
+  const float m_old = m;
+  const float m_new = m_old > tile_max ? m_old : tile_max;  // m_new = max(m_old, rowmax(S))
+  const float alpha = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);  // m_old = -inf: alpha = 0
+  m = m_new;
+  l = alpha * l;
+  return alpha;
+}
+
+// P = exp(S - m_new) for one score; masked scores (-inf) and rows with nothing seen give 0.
+KL_ATTN_HD inline float tile_prob(float s, float m_new) {
+  return (s == -INFINITY || m_new == -INFINITY) ? 0.0f : expf(s - m_new);
+}
+
+// [SECTION] Tile shapes -------------------------------------------------------------------------------
+int64_t smem_bytes(int block_m, int block_n, int d);
+// The (BLOCK_M, BLOCK_N) pairs of powers of two in [16, 128] whose smem fits `limit` at head dim d.
+std::vector<std::pair<int, int>> offered_tiles(int d, int64_t limit);
+// Throws InputError (block_m / block_n not a power of two in [16, 128], or the tile's smem past the
+// limit of backend b: names the bytes, the limit and a pair that fits).
+void check_tiles(Backend b, int block_m, int block_n, int d);
+
+// [SECTION] The trace ---------------------------------------------------------------------------------
+enum : uint8_t { kTileComputed = 1, kTileSkipped = 2, kTileNotRun = 0xFF };
+
+// Raw pointers where the trace lives (host or device), as the kernel writes it.
+//   rows = batch*heads*Lq (row r = bh*Lq + i), steps = ceil(Lk / BLOCK_N); arrays are [rows, steps].
+//   A step the kernel skipped (causal) carries the state forward (m_after = m_before, alpha = 1,
+//   rowsum = 0) and is marked kTileSkipped in tile_state [bh * q_blocks, steps].
+struct FlashTraceView {
+  float* m_before = nullptr;
+  float* m_after = nullptr;
+  float* alpha = nullptr;
+  float* l_before = nullptr;
+  float* l_after = nullptr;
+  float* rowsum = nullptr;      // rowsum(P) of the tile
+  uint8_t* tile_state = nullptr;
+  int64_t rows = 0, steps = 0, q_blocks = 0;
+  int block_m = 0, block_n = 0, d = 0;
+  // The chosen query block (o_qblock < 0: none). Per step, for its BLOCK_M rows:
+  int64_t o_bh = 0, o_qblock = -1;
+  float* o_partial = nullptr;  // [steps, BLOCK_M, d]: O (not yet divided by l) after the step
+  float* s_tile = nullptr;     // [steps, BLOCK_M, BLOCK_N]: S of the step (-inf masked)
+  float* p_tile = nullptr;     // [steps, BLOCK_M, BLOCK_N]: P = exp(S - m_new) of the step (0 masked)
+};
+
+// A trace owned where the backend runs. reset() poisons every float with NaN and tile states with
+// kTileNotRun, so whatever the kernel does not write shows.
+struct FlashTrace {
+  Buffer<float> m_before, m_after, alpha, l_before, l_after, rowsum, o_partial, s_tile, p_tile;
+  Buffer<uint8_t> tile_state;
+  int64_t rows = 0, steps = 0, q_blocks = 0;
+  int block_m = 0, block_n = 0, d = 0;
+  int64_t o_bh = 0, o_qblock = -1;
+
+  void reset(Backend b, const Shape& s, int block_m, int block_n, int64_t chosen_bh = 0,
+             int64_t chosen_qblock = -1);
+  FlashTraceView view();
+};
+
+// For the views: the chosen query block's attention weights as they stand after `step` K/V tiles
+// (1 <= step <= steps), composed from the recorded trace alone:
+//     W_t[r, j] = P_k[r, j] * alpha_{k+1} * ... * alpha_{t-1} / l_{t-1}[r]      (k = j / BLOCK_N < t)
+// each tile's P rescaled by every later alpha (the online softmax's rescaling, made visible) and
+// divided by the running sum. At step = steps this is the final softmax. Keys of tiles not yet reached
+// and masked keys: value 0, state 1 (masked); rows past Lq: state 1. dst holds BLOCK_M x lk cells of
+// `channels` floats (value, then state when channels >= 2) and lives where the trace lives.
+void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
+                     int channels);
+
+// [SECTION] Running it ------------------------------------------------------------------------------
+// The teaching kernel on backend b; pointers live there. out [bh, lq, d]. `trace` (optional) must have
+// been reset() for this shape and tile on the same backend. Throws InputError for bad shapes/tiles.
+void run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+                  const Options& o, int block_m, int block_n, FlashTraceView* trace = nullptr);
+
+// `flash-attention` for the command line. The variants list is open: where kernels/rungs/flash_attention_fast.h
+// exists, `--variant fast` is listed and routed to its run_fast_host() (CUDA backend only; param dtype),
+// and `bench` adds its bench_fast() rows.
+KernelEntry entry();
+
+namespace detail {
+void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
+             bool causal, int block_m, int block_n, FlashTraceView* t);
+#ifdef KL_HAS_CUDA
+void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
+              bool causal, int block_m, int block_n, FlashTraceView* t);
+void compose_weights_cuda(const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
+                          int channels);
+#endif
+// Number of K/V tiles program (q block qb) computes; the rest (causal) it skips.
+KL_ATTN_HD inline int64_t tiles_to_run(int64_t qb, int block_m, int block_n, int64_t lq, int64_t lk,
+                                       bool causal) {
+  const int64_t n_tiles = (lk + block_n - 1) / block_n;
+  if (!causal) return n_tiles;
+  const int64_t q_last = (qb + 1) * block_m < lq ? (qb + 1) * block_m - 1 : lq - 1;
+  const int64_t n_keys = attention::visible_keys(q_last, lq, lk, true);  // the last row sees most
+  const int64_t n = (n_keys + block_n - 1) / block_n;
+  return n < n_tiles ? n : n_tiles;
+}
+}  // namespace detail
+
+}  // namespace kl::flash_attention

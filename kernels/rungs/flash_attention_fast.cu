@@ -1,0 +1,529 @@
+// Rung 5, fast variant, CUDA side: FlashAttention-2 forward with mma.sync m16n8k16 (see the header for
+// the design and the tile shapes). Paper notation (FlashAttention-2, Algorithm 1), per query row:
+//   S_j = Q K_j^T                               (raw scores of key tile j; the scale is applied in exp2)
+//   m_new = max(m_old, rowmax(S_j))
+//   alpha = exp(m_old - m_new)                  (`rescale`: l <- alpha * l, O <- alpha * O)
+//   P_j = exp(S_j - m_new),  l <- l + rowsum(P_j),  O <- O + P_j V_j
+//   O <- O / l                                  (0 for a row that saw no key)
+// with exp(x) computed as exp2(x * scale * log2(e)), m kept in raw-score units.
+//
+// Fragment layouts used below (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type";
+// g = lane / 4, t = lane % 4; two 16-bit elements per 32-bit register, the lower column in the low half):
+//   A (16 x 16, row-major):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..2t+1)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
+//   B (16 x 8, "col"):       b0 (k = 2t..2t+1, n = g)  b1 (k = 2t+8.., n = g)
+//   C/D (16 x 8, fp32):      c0 c1 (g, 2t..2t+1)  c2 c3 (g+8, 2t..2t+1)
+//   ldmatrix.x4: lane 8*i + r gives the address of row r of 8x8 matrix i; register i of lane l holds
+//   matrix i's (row l/4, columns 2(l%4)..+1), or with .trans its (rows 2(l%4)..+1, column l/4).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/cuda_launch.cuh"
+#include "kernels/rungs/flash_attention_fast.h"
+#include "kernels/rungs/flash_attention_fast_device.cuh"
+
+namespace kl::flash_attention {
+namespace fast_detail {
+
+// ---- [SECTION] PTX wrappers --------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, bypassing L1. src_bytes = 0 writes 16 zero bytes and reads nothing (the
+// masked tail: rows past Lq / Lk arrive as zeros, so 0 * garbage never makes a NaN).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// D = A B + D, m16n8k16, fp32 accumulate.
+template <class T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- [SECTION] shared-memory tiles ------------------------------------------------------------------
+// A tile of `rows` x kHeadDim elements, row-major, each row kHeadDim/8 chunks of 16 bytes; chunk c of
+// row r is stored at chunk position c ^ (r & 7). Eight consecutive rows' chunk c then sit in eight
+// different 16-byte bank groups: ldmatrix (8 row addresses per phase) and the cp.async stores are
+// conflict free.
+template <int kHeadDim>
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
+}
+
+// Rows [row0, row0 + kRows) of a [L, d] matrix (row stride in elements) into a swizzled shared tile;
+// rows >= rows_valid are zero-filled.
+template <class T, int kRows, int kHeadDim, int kThreads>
+__device__ __forceinline__ void load_tile_async(T* s, const T* g, int64_t row_stride, int row0, int rows_valid,
+                                                int tid) {
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kTotal = kRows * kChunks;
+  static_assert(kTotal % kThreads == 0, "tile chunks must divide evenly among the threads");
+#pragma unroll
+  for (int i = 0; i < kTotal / kThreads; ++i) {
+    const int c = tid + i * kThreads;
+    const int r = c / kChunks, chunk = c % kChunks;
+    const int gr = row0 + r;
+    const bool valid = gr < rows_valid;
+    const T* src = valid ? g + int64_t(gr) * row_stride + chunk * 8 : g;
+    cp_async_16(smem_u32(s + swizzled<kHeadDim>(r, chunk)), src, valid);
+  }
+}
+
+// ---- [SECTION] the online-softmax steps -------------------------------------------------------------
+constexpr float kLog2e = 1.4426950408889634f;
+
+// The rescale step: alpha = exp(m_old - m_new) for each of the thread's two rows, then
+// l <- alpha * l and O <- alpha * O. A row that has seen only masked keys (m_new = -inf) keeps
+// alpha = 1 (avoiding -inf - -inf); a row whose first visible keys arrive now has m_old = -inf and
+// alpha = 0, which clears nothing (its O and l are still 0).
+template <int kDTiles>
+__device__ __forceinline__ void rescale(float (&acc_o)[kDTiles][4], float (&l)[2], const float (&m_old)[2],
+                                        const float (&m_new)[2], float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float alpha = m_new[r] == -INFINITY ? 1.f : fast_exp2((m_old[r] - m_new[r]) * scale_log2);
+    l[r] *= alpha;
+#pragma unroll
+    for (int j = 0; j < kDTiles; ++j) {
+      acc_o[j][2 * r + 0] *= alpha;
+      acc_o[j][2 * r + 1] *= alpha;
+    }
+  }
+}
+
+template <class T, int kHeadDim, int kBlockN, bool kQInRegs>
+struct WarpState {
+  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of O
+  float acc_o[kDTiles][4];                      // O, 16 rows x kHeadDim per warp, fp32
+  float m[2];                                   // running max of the raw scores, rows g and g+8
+  float l[2];                                   // running sum, this thread's columns only (quad-summed at the end)
+  uint32_t q_frag[kQInRegs ? kHeadDim / 16 : 1][4];  // Q, 16 rows x kHeadDim, as A fragments (kQInRegs)
+};
+
+// The A fragment of Q for k-step kk: held in registers, or read from the swizzled sQ tile with
+// ldmatrix.x4, matrices (rows +0, d +0) (rows +8, d +0) (rows +0, d +8) (rows +8, d +8).
+template <int kHeadDim>
+__device__ __forceinline__ void load_q_frag(uint32_t (&a)[4], const void* sQ_warp_base, int lane, int kk) {
+  const auto* sQw = static_cast<const unsigned char*>(sQ_warp_base);
+  const int row = lane & 15;  // rows of this warp's 16-row slice
+  ldmatrix_x4(a, smem_u32(sQw + 2 * swizzled<kHeadDim>(row, kk * 2 + (lane >> 4))));
+}
+
+// One K/V tile for one warp: S = Q K^T, (mask), online softmax, O += P V.
+// sQw: this warp's 16 rows of sQ (read only when Q is not held in registers).
+template <bool kMask, class T, int kHeadDim, int kBlockN, bool kQInRegs>
+__device__ __forceinline__ void process_tile(WarpState<T, kHeadDim, kBlockN, kQInRegs>& w, const T* sQw,
+                                             const T* sK, const T* sV, int lane, int key_base, int row_g,
+                                             const FastParams& p, float scale_log2) {
+  constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S
+  float acc_s[kNTiles][4];
+#pragma unroll
+  for (int j = 0; j < kNTiles; ++j) acc_s[j][0] = acc_s[j][1] = acc_s[j][2] = acc_s[j][3] = 0.f;
+
+  // S = Q K^T. ldmatrix.x4 of K gives two n8 tiles (keys 16nn..+7 and +8..+15) for one k16 step:
+  // matrices (keys +0, d +0) (keys +0, d +8) (keys +8, d +0) (keys +8, d +8) = b0 b1 of tile 2nn and 2nn+1.
+  const int k_row = (lane & 7) + ((lane >> 4) << 3);
+  const int k_chunk = (lane >> 3) & 1;
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    uint32_t a_smem[4];
+    if (!kQInRegs) load_q_frag<kHeadDim>(a_smem, sQw, lane, kk);
+    const uint32_t(&a)[4] = kQInRegs ? w.q_frag[kQInRegs ? kk : 0] : a_smem;
+#pragma unroll
+    for (int nn = 0; nn < kBlockN / 16; ++nn) {
+      uint32_t b[4];
+      ldmatrix_x4(b, smem_u32(sK + swizzled<kHeadDim>(nn * 16 + k_row, kk * 2 + k_chunk)));
+      mma_16816<T>(acc_s[2 * nn], a, b[0], b[1]);
+      mma_16816<T>(acc_s[2 * nn + 1], a, b[2], b[3]);
+    }
+  }
+
+  const int t = lane & 3;
+  if (kMask) {  // key_visible(row, key) as key <= last_visible_key(row), rows g (e < 2) and g + 8 (e >= 2)
+    // Computed here, not kept across the loop: two registers fewer under d = 64's 128-register cap.
+    const int last_key[2] = {last_visible_key(row_g, p.Lq, p.Lk, p.causal),
+                             last_visible_key(row_g + 8, p.Lq, p.Lk, p.causal)};
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = key_base + j * 8 + 2 * t + (e & 1);
+        if (key > last_key[e >> 1]) acc_s[j][e] = -INFINITY;
+      }
+  }
+
+  // m_new = max(m_old, rowmax(S)).
+  float m_new[2] = {w.m[0], w.m[1]};
+#pragma unroll
+  for (int j = 0; j < kNTiles; ++j) {
+    m_new[0] = fmaxf(m_new[0], fmaxf(acc_s[j][0], acc_s[j][1]));
+    m_new[1] = fmaxf(m_new[1], fmaxf(acc_s[j][2], acc_s[j][3]));
+  }
+  m_new[0] = quad_max(m_new[0]);
+  m_new[1] = quad_max(m_new[1]);
+
+  rescale(w.acc_o, w.l, w.m, m_new, scale_log2);
+
+  // P = exp(S - m_new) = exp2(S * scale*log2e - m_new * scale*log2e); l += rowsum(P).
+  float m_scaled[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    m_scaled[r] = m_new[r] == -INFINITY ? 0.f : m_new[r] * scale_log2;
+    w.m[r] = m_new[r];
+  }
+#pragma unroll
+  for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p = fast_exp2(fmaf(acc_s[j][e], scale_log2, -m_scaled[e >> 1]));
+      acc_s[j][e] = p;
+      w.l[e >> 1] += p;
+    }
+
+  // O += P V. P's accumulator tiles 2kk and 2kk+1 are the A fragment of key step kk (rounded to T);
+  // ldmatrix.x4.trans of V gives b0 b1 for two n8 tiles of d: matrices (keys +0, d +0) (keys +8, d +0)
+  // (keys +0, d +8) (keys +8, d +8).
+  const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3);
+  const int v_chunk = lane >> 4;
+#pragma unroll
+  for (int kk = 0; kk < kBlockN / 16; ++kk) {
+    const uint32_t a[4] = {pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]), pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]),
+                           pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]),
+                           pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3])};
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, smem_u32(sV + swizzled<kHeadDim>(kk * 16 + v_row, dn * 2 + v_chunk)));
+      mma_16816<T>(w.acc_o[2 * dn], a, b[0], b[1]);
+      mma_16816<T>(w.acc_o[2 * dn + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// ---- [SECTION] the kernel ---------------------------------------------------------------------------
+// Grid (ceil(Lq / kBlockM), H, B); block kNWarps warps; warp w owns query rows m0 + 16w .. m0 + 16w + 15.
+// Shared memory: sQ [kBlockM][d], sK [kStages][kBlockN][d], sV [kStages][kBlockN][d], all swizzled.
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(FastTraits<kHeadDim>::kNWarps * 32, FastTraits<kHeadDim>::kMinBlocksPerSm)
+    flash_fwd_kernel(const FastParams p) {
+  using Tr = FastTraits<kHeadDim>;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kThreads = Tr::kNWarps * 32;
+  static_assert(kBlockM == Tr::kNWarps * 16, "one warp per 16 query rows");
+  static_assert(Tr::kStages == 2, "the pipeline below is written for two stages");
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + kBlockM * kHeadDim;
+  T* sV = sK + Tr::kStages * kBlockN * kHeadDim;
+
+  // Causal: the heaviest query blocks (the last ones) start first, so the short ones fill the tail.
+  const int m_block = p.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int m0 = m_block * kBlockM;
+
+  const T* q = static_cast<const T*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
+  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
+  T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+
+  const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
+  const float scale_log2 = p.scale * kLog2e;
+
+  WarpState<T, kHeadDim, kBlockN, Tr::kQInRegs> w;
+#pragma unroll
+  for (int j = 0; j < kHeadDim / 8; ++j) w.acc_o[j][0] = w.acc_o[j][1] = w.acc_o[j][2] = w.acc_o[j][3] = 0.f;
+  w.m[0] = w.m[1] = -INFINITY;
+  w.l[0] = w.l[1] = 0.f;
+
+  if (n_tiles > 0) {  // uniform across the block
+    // Prologue: group 0 = Q and tile 0, group 1 = tile 1 (possibly empty).
+    load_tile_async<T, kBlockM, kHeadDim, kThreads>(sQ, q, p.q_row_stride, m0, p.Lq, tid);
+    load_tile_async<T, kBlockN, kHeadDim, kThreads>(sK, k, p.k_row_stride, 0, p.Lk, tid);
+    load_tile_async<T, kBlockN, kHeadDim, kThreads>(sV, v, p.v_row_stride, 0, p.Lk, tid);
+    cp_async_commit();
+    if (n_tiles > 1) {
+      load_tile_async<T, kBlockN, kHeadDim, kThreads>(sK + kBlockN * kHeadDim, k, p.k_row_stride, kBlockN, p.Lk, tid);
+      load_tile_async<T, kBlockN, kHeadDim, kThreads>(sV + kBlockN * kHeadDim, v, p.v_row_stride, kBlockN, p.Lk, tid);
+    }
+    cp_async_commit();
+
+    // Tile j's loads are commit group j; before iteration j, groups 0..j+1 are committed, so waiting
+    // until at most one group is pending means tile j (and Q) have landed.
+    cp_async_wait<1>();
+    __syncthreads();
+
+    // This warp's 16 rows of sQ start at row 16*warp, a multiple of 8: the swizzle pattern (row & 7)
+    // is the same relative to that base, so the slice is addressed like a 16-row tile of its own.
+    const T* sQw = sQ + warp * 16 * kHeadDim;
+    if (Tr::kQInRegs) {  // Q into registers once
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) load_q_frag<kHeadDim>(w.q_frag[Tr::kQInRegs ? kk : 0], sQw, lane, kk);
+    }
+
+    const int row_g = m0 + warp * 16 + (lane >> 2);  // this thread's rows: row_g and row_g + 8
+    for (int n = 0; n < n_tiles; ++n) {
+      if (n > 0) {
+        cp_async_wait<1>();
+        __syncthreads();
+      }
+      const int stage = n & 1;
+      const T* sKs = sK + stage * kBlockN * kHeadDim;
+      const T* sVs = sV + stage * kBlockN * kHeadDim;
+      if (tile_needs_mask(m_block, n, p.Lq, p.Lk, kBlockM, kBlockN, p.causal))
+        process_tile<true>(w, sQw, sKs, sVs, lane, n * kBlockN, row_g, p, scale_log2);
+      else
+        process_tile<false>(w, sQw, sKs, sVs, lane, n * kBlockN, row_g, p, scale_log2);
+      __syncthreads();  // every warp is done with this stage before it is refilled
+      if (n + 2 < n_tiles) {
+        load_tile_async<T, kBlockN, kHeadDim, kThreads>(const_cast<T*>(sKs), k, p.k_row_stride, (n + 2) * kBlockN,
+                                                        p.Lk, tid);
+        load_tile_async<T, kBlockN, kHeadDim, kThreads>(const_cast<T*>(sVs), v, p.v_row_stride, (n + 2) * kBlockN,
+                                                        p.Lk, tid);
+      }
+      cp_async_commit();  // always commit (maybe empty) so the group count stays one per tile
+    }
+    cp_async_wait<0>();
+  }
+
+  // Epilogue: O / l (0 where the row saw nothing), rounded to T, rows < Lq stored.
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float l = quad_sum(w.l[r]);
+    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    const int row = m0 + warp * 16 + g + 8 * r;
+    if (row < p.Lq) {
+      T* orow = o + int64_t(row) * p.o_row_stride;
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j) {
+        const uint32_t packed = pack2<T>(w.acc_o[j][2 * r] * inv_l, w.acc_o[j][2 * r + 1] * inv_l);
+        *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t) = packed;
+      }
+    }
+  }
+}
+
+// ---- [SECTION] conversions and bench inputs ---------------------------------------------------------
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <class T>
+__global__ void convert_from_float(const float* __restrict__ in, T* __restrict__ out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = from_float<T>(in[i]);
+}
+template <class T>
+__global__ void convert_to_float(const T* __restrict__ in, float* __restrict__ out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = float(in[i]);
+}
+// Uniform values in [-1, 1) from a hash of (seed, index): bench inputs, never zeros.
+template <class T>
+__global__ void fill_uniform(T* __restrict__ out, int64_t n, uint32_t seed) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 0x9E3779B1u ^ uint32_t(i >> 32) * 0x85EBCA77u ^ seed;
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    out[i] = from_float<T>(float(x) * (2.0f / 4294967296.0f) - 1.0f);
+  }
+}
+
+dim3 elementwise_grid(int64_t n) {
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 4096) blocks = 4096;
+  if (blocks < 1) blocks = 1;
+  return dim3(unsigned(blocks));
+}
+
+template <class T, int kHeadDim>
+void launch_fwd(const FastParams& p) {
+  using Tr = FastTraits<kHeadDim>;
+  const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
+  const char* name = std::is_same<T, __half>::value ? (kHeadDim == 64 ? "flash_fwd_fast_d64_fp16" : "flash_fwd_fast_d128_fp16")
+                                                    : (kHeadDim == 64 ? "flash_fwd_fast_d64_bf16" : "flash_fwd_fast_d128_bf16");
+  cuda::launch(name, flash_fwd_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32), size_t(fast_smem_bytes<Tr>()), 0, p);
+}
+
+template <class T>
+void run_typed(const FastParams& p) {
+  if (p.d == 64)
+    launch_fwd<T, 64>(p);
+  else
+    launch_fwd<T, 128>(p);
+}
+
+void require_device() {
+  std::string why;
+  if (cuda_device_count(&why) == 0)
+    throw InputError("flash-attention --variant fast needs a CUDA device: " + why);
+}
+
+}  // namespace fast_detail
+
+// ---- [SECTION] entry points -------------------------------------------------------------------------
+void run_fast_mma_sync(const FastParams& p) {
+  validate(p);
+  if (p.dtype == FastDtype::Bf16)
+    fast_detail::run_typed<__nv_bfloat16>(p);
+  else
+    fast_detail::run_typed<__half>(p);
+}
+
+FastPath fast_path() {
+  const char* env = std::getenv("KL_FLASH_FAST_PATH");
+  const std::string want = env ? env : "";
+  if (want == "mma") return FastPath::MmaSync;
+  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && want != "auto")
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, wgmma-cpasync, wgmma or auto (unset)"));
+  const bool wgmma = fast_wgmma_kernels_loaded();
+  if ((want == "wgmma" || want == "wgmma-cpasync") && !wgmma)
+    throw InputError("KL_FLASH_FAST_PATH=" + want + ": this device or build has no sm_90a code (needs an H100/H200)");
+  if (!wgmma) return FastPath::MmaSync;
+  return want == "wgmma-cpasync" ? FastPath::WgmmaCpAsync : FastPath::Wgmma;
+}
+
+void run_fast(const FastParams& p) {
+  validate(p);
+  const FastPath path = fast_path();
+  if (path == FastPath::MmaSync)
+    run_fast_mma_sync(p);
+  else
+    run_fast_wgmma(p, path == FastPath::Wgmma);
+}
+
+namespace {
+template <class T>
+Array run_fast_host_typed(const Array& q, const Array& k, const Array& v, FastParams p) {
+  using namespace fast_detail;
+  const int64_t nq = q.size(), nk = k.size(), nv = v.size();
+  Buffer<float> staging(Backend::Cuda, size_t(std::max(nq, nk)));
+  Buffer<T> dq(Backend::Cuda, size_t(nq)), dk(Backend::Cuda, size_t(nk)), dv(Backend::Cuda, size_t(nv)),
+      dout(Backend::Cuda, size_t(nq));
+  auto convert_in = [&](const Array& a, Buffer<T>& dst) {
+    staging.upload(a.data);  // resizes only when the size differs
+    cuda::launch("flash_fast_convert_in", convert_from_float<T>, elementwise_grid(a.size()), dim3(256), 0, 0,
+                 staging.data(), dst.data(), int64_t(a.size()));
+  };
+  convert_in(q, dq);
+  convert_in(k, dk);
+  convert_in(v, dv);
+  dout.fill_bytes(0xFF);  // 0xFFFF is NaN in bf16 and fp16: an unwritten element shows
+  p.q = dq.data(), p.k = dk.data(), p.v = dv.data(), p.o = dout.data();
+  set_contiguous_strides(p);
+  run_fast(p);
+  Buffer<float> out_f(Backend::Cuda, size_t(nq));
+  cuda::launch("flash_fast_convert_out", convert_to_float<T>, elementwise_grid(nq), dim3(256), 0, 0, dout.data(),
+               out_f.data(), nq);
+  mem::synchronize(Backend::Cuda);
+  return Array{q.shape, out_f.to_host()};
+}
+}  // namespace
+
+Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal, float scale,
+                    const std::string& dtype) {
+  FastParams p;
+  check_host_shapes(q, k, v, p);
+  p.dtype = parse_fast_dtype(dtype);
+  p.causal = causal;
+  p.scale = scale;
+  if (!(std::isfinite(scale) && scale > 0))
+    throw InputError(out_of_range_message("scale", std::to_string(scale), "finite and > 0"));
+  fast_detail::require_device();
+  if (p.dtype == FastDtype::Bf16) return run_fast_host_typed<__nv_bfloat16>(q, k, v, p);
+  return run_fast_host_typed<__half>(q, k, v, p);
+}
+
+std::vector<bench::Row> bench_fast(Backend b, bool quick) {
+  using namespace fast_detail;
+  std::vector<bench::Row> rows;
+  if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
+  require_device();
+  const std::vector<int> lengths = quick ? std::vector<int>{512} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
+  const int64_t tokens = quick ? 1024 : 16384;  // B * L
+  const int64_t width = 2048;                   // H * d
+  Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(tokens * width)), k(Backend::Cuda, size_t(tokens * width)),
+      v(Backend::Cuda, size_t(tokens * width)), o(Backend::Cuda, size_t(tokens * width));
+  const int64_t n = tokens * width;
+  cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
+  cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
+  cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
+  const FastPath path = fast_path();
+  for (int d : {64, 128})
+    for (int L : lengths)
+      for (bool causal : {false, true}) {
+        FastParams p;
+        p.B = int(tokens / L), p.H = int(width / d), p.Lq = p.Lk = L, p.d = d;
+        p.scale = 1.0f / std::sqrt(float(d));
+        p.causal = causal;
+        p.dtype = FastDtype::Bf16;
+        p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
+        set_contiguous_strides(p);
+        const bench::Timing t =
+            quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
+        const double flops = 4.0 * p.B * p.H * double(p.Lq) * p.Lk * d * (causal ? 0.5 : 1.0);
+        bench::Row r;
+        r.kernel = "flash-attention";
+        r.variant = "fast";
+        r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) + " L=" + std::to_string(L) +
+                  " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 " + fast_path_name(path);
+        r.ms = t.median_ms;
+        r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+        // Q, K, V read once and O written once: the fewest bytes (K/V are re-read per query block from L2).
+        r.gbs = t.median_ms > 0 ? 4.0 * double(n) * 2 / (t.median_ms * 1e-3) / 1e9 : 0;
+        r.ratio = 0;  // the peer (PyTorch SDPA) is timed by bench/torch_flash.py, which prints the ratios
+        r.baseline = "torch: bench/torch_flash.py";
+        rows.push_back(r);
+      }
+  mem::synchronize(Backend::Cuda);
+  return rows;
+}
+
+}  // namespace kl::flash_attention

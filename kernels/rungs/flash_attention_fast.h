@@ -1,0 +1,297 @@
+// Rung 5, fast variant: the FlashAttention-2 forward pass on the tensor cores (bf16 / fp16 in, float32
+// accumulation and softmax statistics, bf16 / fp16 out). Same algorithm and names as the teaching
+// variant (kernels/rungs/flash_attention.h): per query row a running max m, a running sum l and a partial
+// output O, rescaled by alpha = exp(m_old - m_new) in one named function (`rescale`, .cu), O / l at the
+// end. What makes it fast:
+//   - S = Q K^T and O += P V on mma.sync.aligned.m16n8k16 (bf16 or fp16 operands, fp32 accumulate);
+//     operands read from shared memory with ldmatrix.x4 (.trans for V, so V stays row-major).
+//   - K/V tiles streamed with cp.async, two stages: tile j+1 is in flight while tile j is computed.
+//     Shared memory rows are XOR-swizzled by 16-byte chunk (chunk ^ (row & 7)): ldmatrix and the
+//     cp.async stores are bank-conflict free without padding.
+//   - One warp owns 16 query rows: S, P, m and l never leave its registers; P is reused in registers
+//     as the A operand of P V (the m16n8 accumulator layout is the m16k16 A layout, two tiles wide).
+//   - exp2 with the softmax scale pre-multiplied by log2(e): p = exp2(S * scale * log2e - m * scale * log2e),
+//     one FFMA and one MUFU.EX2 per score.
+//   - Causal: bottom-right aligned (query i sees keys j <= i + Lk - Lq, as in FlashAttention >= 2.1);
+//     key tiles entirely above the diagonal are never loaded; only tiles the diagonal or the Lk tail
+//     crosses pay for the mask. Rows that see no key return 0 (never NaN).
+// Two kernels, chosen at run time (run_fast; FastPath):
+//   - wgmma (kernels/rungs/flash_attention_fast.sm90a.cu) on a compute-capability-9.0 GPU (H100/H200): one
+//     warpgroup per 64 query rows, S = Q K^T and O += P V on wgmma.m64nNk16 (operands from 128-byte
+//     swizzled shared memory through matrix descriptors, P from registers), the softmax of tile t
+//     overlapped with P_{t-1} V_{t-1} on the tensor cores; Q/K/V tiles brought in by the bulk tensor
+//     copy engine (TMA) from a producer warpgroup, three stages deep on mbarriers; the two consumer
+//     warpgroups take turns on the tensor cores. (A first wgmma kernel, cp.async loads by all threads
+//     and a block barrier per tile, remains as FastPath::WgmmaCpAsync.)
+//   - mma.sync (this header's FastTraits, flash_attention_fast.cu) everywhere else, and on sm_90 when
+//     KL_FLASH_FAST_PATH=mma is set in the environment (=wgmma-cpasync or =wgmma pick a wgmma kernel).
+// Tile shapes (compile-time traits, FastTraits<kHeadDim> for mma.sync, FastTraitsSm90<kHeadDim> for wgmma):
+//   mma.sync d  64: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 48 KiB shared memory, 2 blocks/SM
+//   mma.sync d 128: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 96 KiB shared memory, 1 block/SM
+//   wgmma (TMA)  d 64, 128: kBlockM 128 (2 warpgroups x 64 rows + a producer warpgroup), kBlockN 128, 3 K/V stages,
+//                112 / 224 KiB (+1 KiB alignment, mbarriers), 1 block/SM
+//   wgmma-cpasync d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB), 1 block/SM
+//   wgmma-cpasync d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB), 1 block/SM
+// Layout: [B, H, L, d] with the last dimension contiguous (strides in FastParams, in elements).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/runtime/array.h"
+#include "kernels/runtime/backend.h"
+#include "kernels/measure/bench.h"
+#include "kernels/runtime/errors.h"
+
+#if defined(__CUDACC__)
+#define KL_FA_HD __host__ __device__ __forceinline__
+#else
+#define KL_FA_HD inline
+#endif
+
+namespace kl::flash_attention {
+
+enum class FastDtype { Bf16, Fp16 };
+
+// A plain params struct (FlashAttention's Flash_fwd_params, cut down). Pointers are device pointers to
+// elements of `dtype`; strides are in elements; row strides, head strides and batch strides must be
+// multiples of 8 elements (16 bytes) and every pointer 16-byte aligned (cp.async moves 16 bytes).
+struct FastParams {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
+  int64_t q_batch_stride = 0, q_head_stride = 0, q_row_stride = 0;
+  int64_t k_batch_stride = 0, k_head_stride = 0, k_row_stride = 0;
+  int64_t v_batch_stride = 0, v_head_stride = 0, v_row_stride = 0;
+  int64_t o_batch_stride = 0, o_head_stride = 0, o_row_stride = 0;
+  float scale = 0;  // softmax scale, usually 1/sqrt(d); finite and > 0
+  bool causal = false;
+  FastDtype dtype = FastDtype::Bf16;
+};
+using FlashParams = FastParams;
+
+// Fills the strides for contiguous [B, H, L, d] tensors.
+inline void set_contiguous_strides(FastParams& p) {
+  const int64_t d = p.d;
+  p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = d;
+  p.q_head_stride = p.o_head_stride = int64_t(p.Lq) * d;
+  p.k_head_stride = p.v_head_stride = int64_t(p.Lk) * d;
+  p.q_batch_stride = p.o_batch_stride = int64_t(p.H) * p.Lq * d;
+  p.k_batch_stride = p.v_batch_stride = int64_t(p.H) * p.Lk * d;
+}
+
+// ---- [SECTION] tile shapes as compile-time traits ---------------------------------------------------
+template <int kHeadDim_>
+struct FastTraits;
+template <>
+struct FastTraits<64> {
+  static constexpr int kHeadDim = 64, kBlockM = 128, kBlockN = 64, kNWarps = 8, kStages = 2;
+  // Two blocks per SM (16 warps): 48 KiB smem each, registers capped at 128 per thread: O (32) + S (32)
+  // and Q's A fragments re-read from shared memory each k-step (kQInRegs false); kBlockN = 128 or Q
+  // held in registers spilled more under that cap. ptxas still reports an 8-byte spill here (one
+  // 64-bit value); kMinBlocksPerSm = 1 removes it (163 registers, one block per SM): measure both.
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr bool kQInRegs = false;
+};
+template <>
+struct FastTraits<128> {
+  static constexpr int kHeadDim = 128, kBlockM = 128, kBlockN = 64, kNWarps = 8, kStages = 2;
+  // One block per SM (8 warps): O (64 regs) + S (32) + Q's A fragments held in registers (32).
+  static constexpr int kMinBlocksPerSm = 1;
+  static constexpr bool kQInRegs = true;
+};
+// The wgmma kernel (sm_90a): kBlockM = 64 rows per warpgroup, kNWarps = kBlockM / 16.
+template <int kHeadDim_>
+struct FastTraitsSm90;
+template <>
+struct FastTraitsSm90<64> {
+  static constexpr int kHeadDim = 64, kBlockM = 192, kBlockN = 128, kNWarps = 12, kStages = 3;
+};
+template <>
+struct FastTraitsSm90<128> {
+  static constexpr int kHeadDim = 128, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
+};
+// The wgmma kernel with bulk tensor copies (TMA): two consumer warpgroups (kNWarps = 8 compute warps)
+// and a producer warpgroup (its registers handed to the consumers with setmaxnreg; one lane issues the
+// copies): kThreads = 384. kBlockM 128 for both head dims.
+template <int kHeadDim_>
+struct FastTraitsSm90Tma {
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
+  static constexpr int kThreads = kNWarps * 32 + 128;
+};
+template <class Tr>
+constexpr int64_t fast_smem_bytes() {
+  // Q tile + kStages x (K tile + V tile), 2-byte elements.
+  return int64_t(Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) * Tr::kHeadDim * 2;
+}
+
+// The tile shapes at run time, for the panel and `list`. Throws InputError for an unsupported d.
+struct FastTileShape {
+  int head_dim = 0, block_m = 0, block_n = 0, warps = 0, stages = 0;
+  int64_t smem_bytes = 0;
+};
+// Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
+// Wgmma: the bulk-tensor-copy (TMA) kernel with a producer warpgroup; WgmmaCpAsync: the first wgmma kernel,
+// cp.async loads by all threads (taken too when a tensor map cannot be made for the strides given).
+enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma };
+inline const char* fast_path_name(FastPath path) {
+  return path == FastPath::Wgmma ? "wgmma" : path == FastPath::WgmmaCpAsync ? "wgmma-cpasync" : "mma.sync";
+}
+inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
+  auto make = [](auto tr) {
+    using Tr = decltype(tr);
+    return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_smem_bytes<Tr>()};
+  };
+  if (d == 64)
+    return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<64>{})
+           : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<64>{})
+                                            : make(FastTraits<64>{});
+  if (d == 128)
+    return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<128>{})
+           : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<128>{})
+                                            : make(FastTraits<128>{});
+  throw InputError(out_of_range_message("d", std::to_string(d), "{64, 128} for --variant fast"));
+}
+
+// ---- [SECTION] pure index logic, shared by the kernel and the CPU tests ------------------------------
+// Bottom-right causal alignment: query i (0-based, of Lq) sees key j (of Lk) iff j <= i + (Lk - Lq).
+KL_FA_HD bool key_visible(int i, int j, int Lq, int Lk, bool causal) {
+  return j < Lk && (!causal || j <= i + (Lk - Lq));
+}
+KL_FA_HD int ceil_div(int a, int b) { return (a + b - 1) / b; }
+// The same rule as one bound per row: key j is visible to query i iff j <= last_visible_key(i)
+// (-1 or less when the row sees nothing). The kernel keeps this bound for its two rows in registers.
+KL_FA_HD int last_visible_key(int i, int Lq, int Lk, bool causal) {
+  const int diag = i + (Lk - Lq);
+  return causal && diag < Lk - 1 ? diag : Lk - 1;
+}
+
+// Number of K/V tiles query block `m_block` visits: all ceil(Lk / block_n) without a mask; with the
+// causal mask only up to the tile holding the last key its last row sees (0 when no row of the block
+// sees any key: the block writes zeros). Tiles n >= this count hold no visible key for any row.
+KL_FA_HD int key_tiles_for_block(int m_block, int Lq, int Lk, int block_m, int block_n, bool causal) {
+  const int all = ceil_div(Lk, block_n);
+  if (!causal) return all;
+  const int last_key = m_block * block_m + block_m - 1 + (Lk - Lq);  // last row's last visible key
+  if (last_key < 0) return 0;
+  const int upto = last_key / block_n + 1;
+  return upto < all ? upto : all;
+}
+
+// True when some (row, key) pair of tile (m_block, n_block) is masked: the Lk tail crosses the tile or
+// (causal) the diagonal does. False means every key of the tile is visible to every row of the block.
+KL_FA_HD bool tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int block_m, int block_n, bool causal) {
+  const int key_end = n_block * block_n + block_n;  // one past the tile's last key
+  if (key_end > Lk) return true;
+  // The first row of the block sees the fewest keys: up to m_block*block_m + Lk - Lq.
+  return causal && key_end - 1 > m_block * block_m + (Lk - Lq);
+}
+
+// Checks a FastParams: InputError naming the parameter, its value and the allowed range.
+inline void validate(const FastParams& p) {
+  auto bad = [](const char* name, const std::string& value, const std::string& allowed) {
+    throw InputError(out_of_range_message(name, value, allowed));
+  };
+  if (p.d != 64 && p.d != 128) bad("d", std::to_string(p.d), "{64, 128} for --variant fast");
+  if (p.B < 1 || p.B > 65535) bad("B", std::to_string(p.B), "[1, 65535]");
+  if (p.H < 1 || p.H > 65535) bad("H", std::to_string(p.H), "[1, 65535]");
+  constexpr int kMaxL = 1 << 30;
+  if (p.Lq < 1 || p.Lq > kMaxL) bad("Lq", std::to_string(p.Lq), "[1, 2^30]");
+  if (p.Lk < 1 || p.Lk > kMaxL) bad("Lk", std::to_string(p.Lk), "[1, 2^30]");
+  if (!(std::isfinite(p.scale) && p.scale > 0)) bad("scale", std::to_string(p.scale), "finite and > 0");
+  if (p.dtype != FastDtype::Bf16 && p.dtype != FastDtype::Fp16) bad("dtype", "?", "bf16, fp16");
+  const void* ptrs[4] = {p.q, p.k, p.v, p.o};
+  const char* names[4] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; ++i)
+    if (!ptrs[i] || reinterpret_cast<uintptr_t>(ptrs[i]) % 16 != 0)
+      bad(names[i], ptrs[i] ? "misaligned pointer" : "null", "a 16-byte aligned device pointer");
+  const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_row_stride, p.k_batch_stride,
+                               p.k_head_stride,  p.k_row_stride,  p.v_batch_stride, p.v_head_stride,
+                               p.v_row_stride,   p.o_batch_stride, p.o_head_stride, p.o_row_stride};
+  for (int i = 0; i < 12; ++i)
+    if (strides[i] < 0 || strides[i] % 8 != 0)
+      bad("stride", std::to_string(strides[i]), "a non-negative multiple of 8 elements (16 bytes)");
+  for (int i = 2; i < 12; i += 3)
+    if (strides[i] < p.d) bad("row stride", std::to_string(strides[i]), ">= d = " + std::to_string(p.d));
+}
+
+// Parses "bf16" / "fp16" (InputError otherwise).
+inline FastDtype parse_fast_dtype(const std::string& s) {
+  if (s == "bf16" || s == "bfloat16") return FastDtype::Bf16;
+  if (s == "fp16" || s == "float16" || s == "half") return FastDtype::Fp16;
+  throw InputError(out_of_range_message("dtype", s, "bf16, fp16"));
+}
+
+// Checks the shapes run_fast_host takes: q [.., Lq, d], k and v [.., Lk, d] with rank 2, 3 or 4
+// ([L, d], [H, L, d], [B, H, L, d]) and equal leading dimensions. Fills B, H, Lq, Lk, d.
+inline void check_host_shapes(const Array& q, const Array& k, const Array& v, FastParams& p) {
+  const size_t r = q.shape.size();
+  if (r < 2 || r > 4)
+    throw InputError("q has shape " + q.shape_text() + ": allowed [L, d], [H, L, d] or [B, H, L, d]");
+  if (k.shape.size() != r || v.shape.size() != r)
+    throw InputError("q " + q.shape_text() + ", k " + k.shape_text() + ", v " + v.shape_text() +
+                     ": q, k and v must have the same rank");
+  if (k.shape != v.shape)
+    throw InputError("k " + k.shape_text() + " and v " + v.shape_text() + " must have the same shape");
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (q.shape[i] != k.shape[i])
+      throw InputError("q " + q.shape_text() + " and k " + k.shape_text() + " differ in a batch/head dimension");
+  if (q.shape[r - 1] != k.shape[r - 1])
+    throw InputError("q " + q.shape_text() + " and k " + k.shape_text() + " differ in d");
+  const int64_t d = q.shape[r - 1];
+  if (d != 64 && d != 128) throw InputError(out_of_range_message("d", std::to_string(d), "{64, 128} for --variant fast"));
+  const int64_t B = r == 4 ? q.shape[0] : 1, H = r >= 3 ? q.shape[r - 3] : 1;
+  const int64_t Lq = q.shape[r - 2], Lk = k.shape[r - 2];
+  if (B < 1 || B > 65535) throw InputError(out_of_range_message("B", std::to_string(B), "[1, 65535]"));
+  if (H < 1 || H > 65535) throw InputError(out_of_range_message("H", std::to_string(H), "[1, 65535]"));
+  if (Lq < 1 || Lq > (1 << 30)) throw InputError(out_of_range_message("Lq", std::to_string(Lq), "[1, 2^30]"));
+  if (Lk < 1 || Lk > (1 << 30)) throw InputError(out_of_range_message("Lk", std::to_string(Lk), "[1, 2^30]"));
+  p.B = int(B), p.H = int(H), p.Lq = int(Lq), p.Lk = int(Lk), p.d = int(d);
+}
+
+// ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
+#ifdef KL_HAS_CUDA
+// Runs the forward pass on the current device, default stream, asynchronously. Validates first.
+// Takes the kernel fast_path() names.
+void run_fast(const FastParams& p);
+
+// The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
+// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma in the environment overrides
+// (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
+FastPath fast_path();
+// The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With
+// tma, it runs the TMA kernel where tensor maps can be made for p's strides and returns true, else the
+// cp.async wgmma kernel (false).
+void run_fast_mma_sync(const FastParams& p);
+bool run_fast_wgmma(const FastParams& p, bool tma);
+// True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
+bool fast_wgmma_kernels_loaded();
+
+// float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]), converted to `dtype` ("bf16" | "fp16") on
+// the device, the fast kernel, float32 out (shape of q). InputError for unsupported d, shapes, dtype,
+// scale, or no CUDA device.
+Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal, float scale,
+                    const std::string& dtype);
+
+// `bench flash-attention` rows for the fast variant: bf16, d in {64, 128}, L in {512, ..., 16384} with
+// B*L = 16384 and H*d = 2048, causal and not; TFLOP/s counting 4*B*H*Lq*Lk*d (halved for causal).
+// `quick`: L = 512 only, few iterations. The CPU backend has no fast variant: no rows.
+std::vector<bench::Row> bench_fast(Backend b, bool quick);
+#else
+inline FastPath fast_path() { return FastPath::MmaSync; }
+inline void run_fast(const FastParams&) {
+  throw InputError("flash-attention --variant fast needs the CUDA backend: this build has no CUDA");
+}
+inline Array run_fast_host(const Array& q, const Array& k, const Array& v, bool, float, const std::string& dtype) {
+  FastParams p;
+  check_host_shapes(q, k, v, p);
+  parse_fast_dtype(dtype);
+  throw InputError("flash-attention --variant fast needs the CUDA backend: this build has no CUDA");
+}
+inline std::vector<bench::Row> bench_fast(Backend, bool) { return {}; }
+#endif
+
+}  // namespace kl::flash_attention

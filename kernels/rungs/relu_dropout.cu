@@ -1,0 +1,161 @@
+// Rung 2, CUDA side. Program `pid` (one CUDA block) covers elements pid*BLOCK_SIZE + arange(BLOCK_SIZE),
+// seen as BLOCK_SIZE/4 groups of 4 consecutive elements. Each thread takes K groups (K = 1, 2 or 4,
+// so up to 4 16-byte loads are in flight per thread), one Philox call per group: its 4 words are the
+// 4 elements' uniforms. The key schedule depends only on the seed, the same for every thread.
+#include "kernels/runtime/cuda_launch.cuh"
+#include "kernels/rungs/philox.h"
+#include "kernels/rungs/relu_dropout.h"
+
+namespace kl::relu_dropout::detail {
+
+__device__ __forceinline__ float relu_d(float v) { return v > 0.0f ? v : 0.0f; }
+
+// MODE 0: fused relu + dropout; 1: relu only; 2: dropout only (input already relu'd).
+template <int MODE, int K>
+__global__ void __launch_bounds__(1024) relu_dropout_kernel(const float* __restrict__ x,
+                                                            float* __restrict__ out, int64_t n,
+                                                            uint32_t threshold, float scale, uint64_t seed,
+                                                            bool vec) {
+  const int64_t groups_per_program = int64_t(blockDim.x) * K;
+  const int64_t g_base = int64_t(blockIdx.x) * groups_per_program + threadIdx.x;
+  float v[K][4];
+  // Loads first, all K of them, so they are in flight together; the Philox rounds below do not depend
+  // on them and overlap their latency.
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int64_t g = g_base + int64_t(j) * blockDim.x;
+    const int64_t i0 = 4 * g;
+    if (vec && i0 + 3 < n) {
+      const float4 a = __ldcs(reinterpret_cast<const float4*>(x) + g);
+      v[j][0] = a.x, v[j][1] = a.y, v[j][2] = a.z, v[j][3] = a.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[j][k] = (i0 + k < n) ? x[i0 + k] : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int64_t g = g_base + int64_t(j) * blockDim.x;
+    const int64_t i0 = 4 * g;
+    if (i0 >= n) continue;
+    float r[4];
+    if (MODE == 1) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) r[k] = relu_d(v[j][k]);
+    } else {
+      const philox::U32x4 w = philox::group_words(seed, uint64_t(g));
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float a = MODE == 2 ? v[j][k] : relu_d(v[j][k]);
+        r[k] = philox::dropped(w.v[k], threshold) ? 0.0f : a * scale;
+      }
+    }
+    if (vec && i0 + 3 < n) {
+      __stcs(reinterpret_cast<float4*>(out) + g, make_float4(r[0], r[1], r[2], r[3]));
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (i0 + k < n) out[i0 + k] = r[k];
+    }
+  }
+}
+
+template <int MODE>
+static void launch_mode(const float* x, float* out, int64_t n, uint32_t thr, float scale, uint64_t seed,
+                        int block_size, bool vec) {
+  const int64_t grid = (n + block_size - 1) / block_size;
+  const int groups = block_size / 4;  // 8 .. 1024
+  const int threads = groups < 256 ? groups : 256;
+  const int k = groups / threads;     // 1, 2 or 4
+  const dim3 g{unsigned(grid)}, t{unsigned(threads)};
+  if (k == 1)
+    cuda::launch("relu_dropout<K=1>", relu_dropout_kernel<MODE, 1>, g, t, 0, 0, x, out, n, thr, scale, seed, vec);
+  else if (k == 2)
+    cuda::launch("relu_dropout<K=2>", relu_dropout_kernel<MODE, 2>, g, t, 0, 0, x, out, n, thr, scale, seed, vec);
+  else
+    cuda::launch("relu_dropout<K=4>", relu_dropout_kernel<MODE, 4>, g, t, 0, 0, x, out, n, thr, scale, seed, vec);
+}
+
+void run_cuda_elementwise(int mode, const float* x, float* out, int64_t n, uint32_t threshold, float scale,
+                          uint64_t seed, int block_size) {
+  const bool vec = (reinterpret_cast<uintptr_t>(x) % 16 == 0) && (reinterpret_cast<uintptr_t>(out) % 16 == 0);
+  if (mode == 0) launch_mode<0>(x, out, n, threshold, scale, seed, block_size, vec);
+  else if (mode == 1) launch_mode<1>(x, out, n, threshold, scale, seed, block_size, vec);
+  else launch_mode<2>(x, out, n, threshold, scale, seed, block_size, vec);
+}
+
+// The traced kernel: one lane per element (a block of up to 1024 threads loops over BLOCK_SIZE lanes).
+__global__ void relu_dropout_traced(const float* __restrict__ x, float* __restrict__ out, int64_t n,
+                                    uint32_t threshold, float scale, uint64_t seed, int block_size,
+                                    DropoutTraceView t, bool record) {
+  const int64_t pid = blockIdx.x;
+  for (int lane = threadIdx.x; lane < block_size; lane += blockDim.x) {
+    const int64_t i = pid * block_size + lane;
+    const bool mask = i < n;
+    if (record) t.elements.lane_state[i] = mask ? kLaneActive : kLaneMasked;
+    if (!mask) continue;
+    const bool drop = philox::dropped(philox::element_word(seed, uint64_t(i)), threshold);
+    out[i] = drop ? 0.0f : relu_d(x[i]) * scale;
+    if (record) {
+      t.keep[i] = drop ? kDropped : kKept;
+      t.elements.writer[i] = int32_t(pid);
+      atomicAdd(&t.elements.write_count[i], 1u);
+    }
+  }
+}
+
+void run_cuda_traced(const float* x, float* out, int64_t n, uint32_t threshold, float scale, uint64_t seed,
+                     int block_size, DropoutTraceView* trace) {
+  const int64_t grid = (n + block_size - 1) / block_size;
+  const int threads = block_size < 1024 ? block_size : 1024;
+  DropoutTraceView t = trace ? *trace : DropoutTraceView{};
+  cuda::launch("relu_dropout_traced", relu_dropout_traced, dim3(unsigned(grid)), dim3(threads), 0, 0, x, out,
+               n, threshold, scale, seed, block_size, t, trace != nullptr);
+}
+
+// ---- for the views -----------------------------------------------------------------------------------------
+__global__ void summarize_kernel(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo,
+                                 float hi, int bins, unsigned long long* c) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if (keep[i] == kKept) {
+      atomicAdd(&c[bins + 2], 1ull);
+      if (x[i] > 0.0f) {
+        atomicAdd(&c[bins + 4], 1ull);
+        const float r = out[i] / x[i];
+        int k;
+        if (r < lo) k = bins;
+        else if (r >= hi) k = bins + 1;
+        else k = min(bins - 1, int(double(r - lo) / double(hi - lo) * bins));
+        atomicAdd(&c[k], 1ull);
+      }
+    } else if (keep[i] == kDropped) {
+      atomicAdd(&c[bins + 3], 1ull);
+    }
+  }
+}
+
+void summarize_cuda(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo, float hi, int bins,
+                    unsigned long long* counts) {
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 1024) blocks = 1024;
+  cuda::launch("relu_dropout_summarize", summarize_kernel, dim3(unsigned(blocks)), dim3(256), 0, 0, x, out, keep, n,
+               lo, hi, bins, counts);
+}
+
+__global__ void mask_cells_kernel(const uint8_t* keep, int64_t n, int64_t count, float* cells) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float v = 0.0f, s = 0.0f;
+  if (i >= n) s = 1.0f;
+  else if (keep[i] == kKept) v = 1.0f;
+  else if (keep[i] != kDropped) s = 2.0f;
+  cells[2 * i] = v;
+  cells[2 * i + 1] = s;
+}
+
+void mask_cells_cuda(const uint8_t* keep, int64_t n, int64_t cells_count, float* cells) {
+  cuda::launch("relu_dropout_mask_cells", mask_cells_kernel, dim3(unsigned((cells_count + 255) / 256)), dim3(256), 0,
+               0, keep, n, cells_count, cells);
+}
+
+}  // namespace kl::relu_dropout::detail

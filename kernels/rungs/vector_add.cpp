@@ -1,0 +1,135 @@
+// Rung 1, host side: the reference, the CPU backend's program-by-program launch, and `run` wiring.
+#include "kernels/rungs/vector_add.h"
+
+#include <cstdio>
+
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/fault.h"
+
+namespace kl::vector_add {
+
+void reference(const float* x, const float* y, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+
+namespace detail {
+
+void check_shape(int64_t n, int block_size) {
+  require_range("n", n, 1, kMaxRunN);
+  if (!is_power_of_2(block_size) || block_size < kMinBlock || block_size > kMaxBlock)
+    throw InputError(out_of_range_message("block_size", std::to_string(block_size),
+                                          "powers of two in [32, 4096]"));
+}
+
+// One program of the launch grid, exactly as the CUDA kernel's block runs it.
+static void program(int64_t pid, const float* x, const float* y, float* out, int64_t n, int block,
+                    ElementTraceView* t) {
+  for (int lane = 0; lane < block; ++lane) {
+    const int64_t offset = pid * block + lane;
+    const bool mask = offset < n;
+    if (t) t->lane_state[pid * block + lane] = mask ? kLaneActive : kLaneMasked;
+    if (!mask) continue;
+    out[offset] = x[offset] + y[offset];
+    if (t) {
+      t->writer[offset] = int32_t(pid);
+      t->write_count[offset] += 1;
+    }
+  }
+}
+
+void run_cpu(const float* x, const float* y, float* out, int64_t n, int block, ElementTraceView* t) {
+  const int64_t grid = (n + block - 1) / block;
+  for (int64_t pid = 0; pid < grid; ++pid) program(pid, x, y, out, n, block, t);
+}
+
+}  // namespace detail
+
+void run_traced(Backend b, const float* x, const float* y, float* out, int64_t n, int block_size,
+                ElementTraceView* trace) {
+  detail::check_shape(n, block_size);
+  if (trace && (trace->n != n || trace->block_size != block_size))
+    throw RuntimeError("vector_add: trace was reset for another shape");
+  if (b == Backend::Cpu) {
+    fault::at_launch("vector_add_traced (CPU backend)");
+    return detail::run_cpu(x, y, out, n, block_size, trace);
+  }
+#ifdef KL_HAS_CUDA
+  detail::run_cuda_traced(x, y, out, n, block_size, trace);
+#else
+  throw RuntimeError("built without CUDA");
+#endif
+}
+
+void run_fast(Backend b, const float* x, const float* y, float* out, int64_t n) {
+  require_range("n", n, 1, kMaxRunN);
+  if (b == Backend::Cpu) return reference(x, y, out, n);
+#ifdef KL_HAS_CUDA
+  detail::run_cuda_fast(x, y, out, n);
+#else
+  throw RuntimeError("built without CUDA");
+#endif
+}
+
+KernelEntry entry() {
+  KernelEntry e;
+  e.name = "vector-add";
+  e.summary = "out = x + y, one program per BLOCK_SIZE elements, the tail masked";
+  e.variants = {"traced", "fast"};
+  e.default_variant = "traced";
+  e.inputs = {"x", "y"};
+  e.params = {pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program")};
+  e.run = [](const KernelRunRequest& r) {
+    const Array& x = r.inputs.at("x");
+    const Array& y = r.inputs.at("y");
+    if (x.shape != y.shape)
+      throw InputError("--in y: shape " + y.shape_text() + " does not match x's " + x.shape_text());
+    const int64_t n = x.size();
+    require_range("n (elements of x)", n, 1, kMaxRunN);
+    const int block = int(r.params.get_int("block_size"));
+    if (r.variant == "fast" && r.backend == Backend::Cpu)
+      throw InputError("--variant fast: runs on the CUDA backend only; use --variant traced on the CPU");
+    Buffer<float> dx(r.backend, size_t(n)), dy(r.backend, size_t(n)), dout(r.backend, size_t(n));
+    dx.upload(x.data);
+    dy.upload(y.data);
+    dout.fill_bytes(0xFF);  // poison: elements nobody writes come back as NaN
+    if (r.variant == "fast") run_fast(r.backend, dx.data(), dy.data(), dout.data(), n);
+    else run_traced(r.backend, dx.data(), dy.data(), dout.data(), n, block, nullptr);
+    KernelRunResult res;
+    res.outputs["out"] = Array{x.shape, dout.to_host()};
+    return res;
+  };
+  e.bench = [](Backend b, bool quick) {
+    const int64_t n = quick ? (int64_t(1) << 20) : (int64_t(1) << 26);
+    Buffer<float> x(b, size_t(n)), y(b, size_t(n)), out(b, size_t(n));
+    x.fill_bytes(0);
+    y.fill_bytes(0);
+    const double copy_gbs = bench::copy_bandwidth_gbs(b, size_t(n) * 4);
+    const double bytes = 12.0 * double(n);  // read x and y, write out
+    std::vector<bench::Row> rows;
+    auto row = [&](const char* variant, const std::function<void()>& fn) {
+      const bench::Timing t = bench::time(b, fn);
+      bench::Row r;
+      r.kernel = "vector-add";
+      r.variant = variant;
+      r.shape = "n=2^" + std::to_string(quick ? 20 : 26) + " fp32";
+      r.ms = t.median_ms;
+      r.gbs = bytes / (t.median_ms * 1e-3) / 1e9;
+      r.ratio = r.gbs / copy_gbs;
+      char base[96];
+      snprintf(base, sizeof base, "%s copy %.0f GB/s", b == Backend::Cuda ? "device-to-device" : "CPU memcpy",
+               copy_gbs);
+      r.baseline = base;
+      rows.push_back(r);
+    };
+    if (b == Backend::Cuda) {
+      row("fast", [&] { run_fast(b, x.data(), y.data(), out.data(), n); });
+      row("traced", [&] { run_traced(b, x.data(), y.data(), out.data(), n, 1024, nullptr); });
+    } else {
+      row("traced (CPU)", [&] { run_traced(b, x.data(), y.data(), out.data(), n, 1024, nullptr); });
+    }
+    return rows;
+  };
+  return e;
+}
+
+}  // namespace kl::vector_add

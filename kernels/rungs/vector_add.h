@@ -1,0 +1,45 @@
+// Rung 1: vector add, the execution model.
+// A grid of programs; program `pid` covers offsets pid*BLOCK_SIZE + arange(BLOCK_SIZE), and the mask
+// offsets < n switches off the tail's lanes. Versions:
+//   reference  plain loop on the host, the ground truth.
+//   traced     (CPU and CUDA) one program per launch-grid entry, lane by lane; records which program
+//              stored each element and every lane's mask bit. This is what the panel draws.
+//   fast       (CUDA only) float4 loads and stores in a grid-stride loop, no trace; what `bench` times.
+#pragma once
+#include <cstdint>
+
+#include "kernels/runtime/backend.h"
+#include "kernels/runtime/registry.h"
+#include "kernels/runtime/trace.h"
+
+namespace kl::vector_add {
+
+constexpr int kMinBlock = 32;
+constexpr int kMaxBlock = 4096;
+constexpr int64_t kMaxN = int64_t(1) << 26;  // the panel's range; `run` takes up to kMaxRunN
+constexpr int64_t kMaxRunN = (int64_t(1) << 31) - 1;
+
+void reference(const float* x, const float* y, float* out, int64_t n);
+
+// The traced version on either backend; pointers live where `b` runs. `trace` may be null; when given
+// it must have been reset() for (n, block_size) on the same backend. Throws InputError for a block
+// size outside [32, 4096] or not a power of two, or n outside [1, kMaxRunN].
+void run_traced(Backend b, const float* x, const float* y, float* out, int64_t n, int block_size,
+                ElementTraceView* trace);
+
+// The fast version (CUDA backend only; on the CPU backend the traced loop is the only one).
+void run_fast(Backend b, const float* x, const float* y, float* out, int64_t n);
+
+KernelEntry entry();
+
+namespace detail {
+void check_shape(int64_t n, int block_size);
+void run_cpu(const float* x, const float* y, float* out, int64_t n, int block_size, ElementTraceView* trace);
+#ifdef KL_HAS_CUDA
+void run_cuda_traced(const float* x, const float* y, float* out, int64_t n, int block_size,
+                     ElementTraceView* trace);
+void run_cuda_fast(const float* x, const float* y, float* out, int64_t n);
+#endif
+}  // namespace detail
+
+}  // namespace kl::vector_add

@@ -1,0 +1,28 @@
+#include "kernels/runtime/registry.h"
+
+#include "kernels/rungs/attention.h"
+#include "kernels/rungs/flash_attention.h"
+#include "kernels/rungs/relu_dropout.h"
+#include "kernels/rungs/softmax.h"
+#include "kernels/rungs/vector_add.h"
+
+namespace kl {
+
+const std::vector<KernelEntry>& kernel_registry() {
+  static const std::vector<KernelEntry> entries = {
+      vector_add::entry(),
+      relu_dropout::entry(),
+      softmax::entry(),
+      attention::entry(),
+      flash_attention::entry(),
+  };
+  return entries;
+}
+
+const KernelEntry* find_kernel(const std::string& name) {
+  for (const KernelEntry& e : kernel_registry())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+}  // namespace kl

@@ -1,0 +1,439 @@
+// Rung 5 (kernels/flash_attention.*): the teaching variant on both backends against the float64
+// reference of rung 4 (kernels/rungs/attention.h). Shapes: rung 4's, plus Lk = 65536 at d = 128, every tile
+// size offered, causal with Lq < Lk, = and >. The trace: the recurrence l_after = alpha * l_before +
+// rowsum(P), m never decreasing, alpha = exp(m_before - m_after), steps chained, skipped tiles exactly
+// those past the causal diagonal; CPU and CUDA traces agree to float32 rounding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/rungs/attention.h"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/rungs/flash_attention.h"
+#include "kernels/rungs/attention_inputs.h"
+#include "test_util.h"
+
+namespace kl::flash_attention {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+using Inputs = test::AttentionInputs;
+
+Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
+  Shape s;
+  s.batch = batch;
+  s.heads = heads;
+  s.lq = lq;
+  s.lk = lk;
+  s.d = d;
+  return s;
+}
+
+// A trace copied to the host.
+struct HostTrace {
+  std::vector<float> m0, m1, alpha, l0, l1, rowsum, o_partial, s_tile, p_tile;
+  std::vector<uint8_t> state;
+  int64_t rows = 0, steps = 0, q_blocks = 0;
+};
+
+// Runs the teaching kernel on b, output poisoned; optionally traced (query block `chosen` of bh 0).
+std::vector<float> run_on(Backend b, const Inputs& in, const Shape& s, const Options& o, int bm, int bn,
+                          HostTrace* ht = nullptr, int64_t chosen = -1) {
+  Buffer<float> q(b, in.q.size()), k(b, in.k.size()), v(b, in.v.size()), out(b, in.q.size());
+  q.upload(in.q);
+  k.upload(in.k);
+  v.upload(in.v);
+  out.fill_bytes(0xFF);
+  FlashTrace t;
+  FlashTraceView tv;
+  if (ht) {
+    t.reset(b, s, bm, bn, 0, chosen);
+    tv = t.view();
+  }
+  run_teaching(b, q.data(), k.data(), v.data(), out.data(), s, o, bm, bn, ht ? &tv : nullptr);
+  mem::synchronize(b);
+  if (ht) {
+    ht->m0 = t.m_before.to_host();
+    ht->m1 = t.m_after.to_host();
+    ht->alpha = t.alpha.to_host();
+    ht->l0 = t.l_before.to_host();
+    ht->l1 = t.l_after.to_host();
+    ht->rowsum = t.rowsum.to_host();
+    ht->o_partial = t.o_partial.to_host();
+    ht->s_tile = t.s_tile.to_host();
+    ht->p_tile = t.p_tile.to_host();
+    ht->state = t.tile_state.to_host();
+    ht->rows = t.rows;
+    ht->steps = t.steps;
+    ht->q_blocks = t.q_blocks;
+  }
+  return out.to_host();
+}
+
+using test::nan_count;
+using test::rel_err;
+
+// float32 accumulation over up to 65536 keys, scores of order 1; large-magnitude cases scale it.
+double tolerance(const Shape& s, float magnitude) {
+  const double base = s.lk > 4096 ? 2e-5 : 2e-6;
+  return base * std::max(1.0, double(magnitude) * magnitude * std::sqrt(double(s.d)));
+}
+
+void check(const Shape& s, const Options& o, int bm = kDefaultBlockM, int bn = kDefaultBlockN,
+           float magnitude = 1.0f, const std::vector<Backend>& bs = test::backends()) {
+  const Inputs in = test::random_attention_inputs(s, magnitude);
+  std::vector<double> ref(in.q.size());
+  attention::reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data());
+  for (Backend b : bs) {
+    SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text() + " block_m=" + std::to_string(bm) +
+                 " block_n=" + std::to_string(bn) + (o.causal ? " causal" : ""));
+    const std::vector<float> got = run_on(b, in, s, o, bm, bn);
+    EXPECT_EQ(nan_count(got), 0u);
+    EXPECT_LT(rel_err(got, ref), tolerance(s, magnitude));
+  }
+}
+
+// [SECTION] Rung 4's shapes -------------------------------------------------------------------------------
+
+TEST(FlashAttention, WriteUpShapes) {
+  check(shape(5, 15, 32), {});
+  check(shape(1, 10, 64), {});
+}
+
+TEST(FlashAttention, SingleQuerySingleKeyEveryD) {
+  for (int d : {16, 32, 64, 128}) check(shape(1, 1, d), {});
+}
+
+TEST(FlashAttention, LengthsAroundTheTiles) {
+  // block_m = block_n = 16: lengths 15, 16, 17, 33 on both sides.
+  for (int64_t lq : {15, 16, 17, 33})
+    for (int64_t lk : {1, 15, 16, 17, 33}) check(shape(lq, lk, 32), {}, 16, 16);
+}
+
+TEST(FlashAttention, EveryHeadDim) {
+  for (int d : {16, 32, 64, 128}) check(shape(37, 53, d), {});
+}
+
+TEST(FlashAttention, BatchAndHeads) {
+  check(shape(19, 23, 64, 2, 3), {}, 16, 16);
+  Options c;
+  c.causal = true;
+  check(shape(19, 23, 16, 3, 2), c, 16, 32);
+}
+
+TEST(FlashAttention, CausalShorterEqualLongerQueries) {
+  Options o;
+  o.causal = true;
+  for (auto [bm, bn] : {std::pair<int, int>{16, 16}, {32, 16}, {16, 64}}) {
+    check(shape(5, 15, 32), o, bm, bn);
+    check(shape(40, 40, 64), o, bm, bn);
+    check(shape(45, 20, 16), o, bm, bn);  // rows 0..24 see nothing
+  }
+}
+
+TEST(FlashAttention, RowsThatSeeNothingAreExactlyZero) {
+  Options o;
+  o.causal = true;
+  const Shape s = shape(45, 20, 16);  // row i sees i - 24 keys
+  for (Backend b : test::backends()) {
+    SCOPED_TRACE(backend_name(b));
+    const Inputs in = test::random_attention_inputs(s);
+    const std::vector<float> got = run_on(b, in, s, o, 16, 16);
+    for (int64_t i = 0; i < s.lq; ++i) {
+      const bool empty = attention::visible_keys(i, s.lq, s.lk, true) == 0;
+      EXPECT_EQ(empty, i < 25);
+      for (int c = 0; c < s.d; ++c) {
+        ASSERT_FALSE(std::isnan(got[size_t(i * s.d + c)])) << "row " << i;
+        if (empty) ASSERT_EQ(got[size_t(i * s.d + c)], 0.0f) << "row " << i;
+      }
+    }
+  }
+}
+
+TEST(FlashAttention, LargeMagnitudeScores) {
+  check(shape(13, 29, 32), {}, 16, 16, 30.0f);
+  Options o;
+  o.causal = true;
+  check(shape(13, 29, 32), o, 16, 16, 30.0f);
+}
+
+// [SECTION] Tiles --------------------------------------------------------------------------------------------
+
+TEST(FlashAttention, EveryTileSizeOffered) {
+  for (int d : {32, 128}) {
+    const auto tiles = offered_tiles(d, device_info(Backend::Cpu).smem_per_block_optin);
+    EXPECT_EQ(tiles.size(), d == 32 ? 16u : 15u);  // at d=128, 128 x 128 does not fit
+    for (auto [bm, bn] : tiles) {
+      check(shape(37, 45, d), {}, bm, bn);
+      Options o;
+      o.causal = true;
+      check(shape(37, 45, d), o, bm, bn);
+    }
+  }
+}
+
+TEST(FlashAttention, TilesOutsideTheRangeOrTheSmemAreRefused) {
+  const Shape s = shape(4, 4, 128);
+  std::vector<float> q(size_t(4 * 128), 0.5f), k = q, v = q, out(q.size());
+  for (auto [bm, bn] : {std::pair<int, int>{8, 16}, {16, 256}, {24, 16}, {16, 48}})
+    EXPECT_THROW(run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), out.data(), s, {}, bm, bn), InputError);
+  try {
+    run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), out.data(), s, {}, 128, 128);
+    ADD_FAILURE() << "128 x 128 at d=128 was not refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(smem_bytes(128, 128, 128))), std::string::npos) << e.what();
+  }
+}
+
+// [SECTION] No wall ------------------------------------------------------------------------------------------
+
+TEST(FlashAttention, RunsPastRung4sWall) {
+  const int64_t wall = attention::max_lk(128, attention::smem_limit(Backend::Cpu));
+  check(shape(20, wall + 1, 128), {});
+}
+
+TEST(FlashAttention, Lk65536AtD128) {
+  // The CPU backend takes a few queries (it runs every program in turn); the GPU takes more.
+  for (bool causal : {false, true}) {
+    Options o;
+    o.causal = causal;
+    check(shape(4, 65536, 128), o, 16, 64, 1.0f, {Backend::Cpu});
+  }
+}
+
+TEST(FlashAttention, Lk65536AtD128OnGpu) {
+  KL_REQUIRE_CUDA();
+  for (bool causal : {false, true}) {
+    Options o;
+    o.causal = causal;
+    check(shape(300, 65536, 128), o, 64, 64, 1.0f, {Backend::Cuda});
+  }
+}
+
+// [SECTION] The trace ------------------------------------------------------------------------------------------
+
+// The recorded trace obeys the online-softmax recurrence, step by step, row by row.
+void check_trace(const HostTrace& t, const Shape& s, const Options& o, int bm, int bn) {
+  ASSERT_EQ(t.rows, s.bh() * s.lq);
+  ASSERT_EQ(t.steps, (s.lk + bn - 1) / bn);
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const int64_t i = r % s.lq, bh = r / s.lq, qb = i / bm;
+    const int64_t n_vis = attention::visible_keys(i, s.lq, s.lk, o.causal);
+    for (int64_t st = 0; st < t.steps; ++st) {
+      const size_t c = size_t(r * t.steps + st);
+      SCOPED_TRACE("row " + std::to_string(r) + " step " + std::to_string(st));
+      for (const std::vector<float>* a : {&t.m0, &t.m1, &t.alpha, &t.l0, &t.l1, &t.rowsum})
+        ASSERT_FALSE(std::isnan((*a)[c])) << "trace entry never written";
+      // chained: what a step starts from is what the previous one ended with
+      if (st == 0) {
+        ASSERT_EQ(t.m0[c], -kInf);
+        ASSERT_EQ(t.l0[c], 0.0f);
+      } else {
+        ASSERT_EQ(t.m0[c], t.m1[c - 1]);
+        ASSERT_EQ(t.l0[c], t.l1[c - 1]);
+      }
+      // m never decreases; alpha = exp(m_before - m_after) (1 while nothing has been seen)
+      ASSERT_GE(t.m1[c], t.m0[c]);
+      if (t.m1[c] == -kInf) ASSERT_EQ(t.alpha[c], 1.0f);
+      else ASSERT_NEAR(t.alpha[c], std::exp(double(t.m0[c]) - double(t.m1[c])), 1e-6);
+      ASSERT_GE(t.alpha[c], 0.0f);
+      ASSERT_LE(t.alpha[c], 1.0f);
+      // l_after = alpha * l_before + rowsum(P)
+      const double want = double(t.alpha[c]) * t.l0[c] + t.rowsum[c];
+      ASSERT_NEAR(t.l1[c], want, 1e-6 * std::max(1.0, want));
+      // rowsum is 0 exactly for tiles the row cannot see, at least exp(0)=1 where the tile has its max
+      const bool row_sees_tile = st * bn < n_vis;
+      if (!row_sees_tile) ASSERT_EQ(t.rowsum[c], 0.0f);
+      if (row_sees_tile && t.m1[c] > t.m0[c]) ASSERT_GE(t.rowsum[c], 1.0f - 1e-6f);
+      // skipped tiles: exactly those past the block's last visible key
+      const uint8_t state = t.state[size_t((bh * t.q_blocks + qb) * t.steps + st)];
+      const bool run = st < detail::tiles_to_run(qb, bm, bn, s.lq, s.lk, o.causal);
+      ASSERT_EQ(state, run ? kTileComputed : kTileSkipped);
+    }
+    // at the end l is the softmax denominator: 0 exactly when the row saw nothing
+    const float l_end = t.l1[size_t(r * t.steps + t.steps - 1)];
+    if (n_vis == 0) ASSERT_EQ(l_end, 0.0f);
+    else ASSERT_GE(l_end, 1.0f - 1e-6f);
+  }
+}
+
+TEST(FlashAttention, TraceSatisfiesTheRecurrence) {
+  struct Case {
+    Shape s;
+    bool causal;
+    int bm, bn;
+  };
+  const Case cases[] = {{shape(37, 70, 32), false, 16, 16}, {shape(37, 70, 32), true, 16, 16},
+                        {shape(50, 20, 16, 2, 1), true, 16, 16}, {shape(9, 130, 64), false, 32, 64},
+                        {shape(33, 33, 128, 1, 2), true, 32, 16}};
+  size_t rescaled = 0;
+  for (const Case& k : cases)
+    for (Backend b : test::backends()) {
+      SCOPED_TRACE(std::string(backend_name(b)) + " " + k.s.text() + (k.causal ? " causal" : ""));
+      Options o;
+      o.causal = k.causal;
+      const Inputs in = test::random_attention_inputs(k.s, 2.0f);  // scores of a few units: the max moves often
+      HostTrace t;
+      const int64_t chosen = k.s.lq > k.bm ? 1 : 0;
+      const std::vector<float> out = run_on(b, in, k.s, o, k.bm, k.bn, &t, chosen);
+      check_trace(t, k.s, o, k.bm, k.bn);
+      // Count rescales (the max moved after something was seen): the cases must exercise them.
+      for (size_t c = 0; c < t.alpha.size(); ++c) rescaled += (t.l0[c] > 0 && t.alpha[c] < 1.0f) ? 1 : 0;
+      // The chosen block (q block `chosen` of bh 0): P's row sums are the recorded rowsums, and the last
+      // partial O divided by the final l is the output.
+      const int64_t steps = t.steps;
+      for (int r = 0; r < k.bm; ++r) {
+        const int64_t i = chosen * k.bm + r;
+        if (i >= k.s.lq) break;
+        for (int64_t st = 0; st < steps; ++st) {
+          double ps = 0;
+          for (int j = 0; j < k.bn; ++j) ps += t.p_tile[size_t((st * k.bm + r) * k.bn + j)];
+          ASSERT_NEAR(ps, t.rowsum[size_t(i * steps + st)], 1e-5 * std::max(1.0, ps));
+        }
+        const float l = t.l1[size_t(i * steps + steps - 1)];
+        for (int c = 0; c < k.s.d; ++c) {
+          const float o_last = t.o_partial[size_t(((steps - 1) * k.bm + r) * k.s.d + c)];
+          ASSERT_NEAR(l > 0 ? o_last / l : 0.0f, out[size_t(i * k.s.d + c)], 1e-6);
+        }
+      }
+    }
+  EXPECT_GT(rescaled, 20u);  // about 90 per backend with these shapes
+}
+
+TEST(FlashAttention, CpuAndCudaTracesAgree) {
+  KL_REQUIRE_CUDA();
+  for (bool causal : {false, true}) {
+    const Shape s = shape(45, 77, 64, 1, 2);
+    Options o;
+    o.causal = causal;
+    const Inputs in = test::random_attention_inputs(s, 2.0f);
+    HostTrace tc, tg;
+    const std::vector<float> oc = run_on(Backend::Cpu, in, s, o, 16, 32, &tc, 2);
+    const std::vector<float> og = run_on(Backend::Cuda, in, s, o, 16, 32, &tg, 2);
+    EXPECT_EQ(tc.state, tg.state);
+    auto agree = [](const std::vector<float>& a, const std::vector<float>& b, const char* what) {
+      ASSERT_EQ(a.size(), b.size()) << what;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (std::isinf(a[i]) || std::isinf(b[i])) {
+          ASSERT_EQ(a[i], b[i]) << what << " at " << i;
+          continue;
+        }
+        ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::fabs(a[i]))) << what << " at " << i;
+      }
+    };
+    agree(tc.m0, tg.m0, "m_before");
+    agree(tc.m1, tg.m1, "m_after");
+    agree(tc.alpha, tg.alpha, "alpha");
+    agree(tc.l0, tg.l0, "l_before");
+    agree(tc.l1, tg.l1, "l_after");
+    agree(tc.rowsum, tg.rowsum, "rowsum");
+    agree(tc.s_tile, tg.s_tile, "S tiles");
+    agree(tc.p_tile, tg.p_tile, "P tiles");
+    agree(tc.o_partial, tg.o_partial, "partial O");
+    agree(oc, og, "out");
+  }
+}
+
+// The view's weights, composed from the trace, are the softmax over the keys seen so far: at a middle
+// step over the first step*BLOCK_N keys, at the last step the full softmax (float64 reference).
+TEST(FlashAttention, ComposedWeightsAreThePartialSoftmax) {
+  const Shape s = shape(40, 75, 32);
+  const int bm = 16, bn = 16;
+  for (bool causal : {false, true})
+    for (Backend b : test::backends()) {
+      SCOPED_TRACE(std::string(backend_name(b)) + (causal ? " causal" : ""));
+      Options o;
+      o.causal = causal;
+      const Inputs in = test::random_attention_inputs(s, 2.0f);
+      Buffer<float> q(b, in.q.size()), k(b, in.k.size()), v(b, in.v.size()), out(b, in.q.size());
+      q.upload(in.q);
+      k.upload(in.k);
+      v.upload(in.v);
+      FlashTrace t;
+      const int64_t chosen = 1;
+      t.reset(b, s, bm, bn, 0, chosen);
+      FlashTraceView tv = t.view();
+      run_teaching(b, q.data(), k.data(), v.data(), out.data(), s, o, bm, bn, &tv);
+      for (int64_t step : {int64_t(1), int64_t(3), t.steps}) {
+        Buffer<float> w(b, size_t(bm * s.lk * 2));
+        w.fill_bytes(0xFF);
+        compose_weights(b, tv, s.lq, s.lk, step, w.data(), 2);
+        mem::synchronize(b);
+        const std::vector<float> got = w.to_host();
+        EXPECT_EQ(nan_count(got), 0u);
+        for (int r = 0; r < bm; ++r) {
+          const int64_t i = chosen * bm + r;
+          const int64_t seen = std::min<int64_t>(step * bn, attention::visible_keys(i, s.lq, s.lk, causal));
+          std::vector<double> sc(size_t(std::max<int64_t>(seen, 0)));
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < seen; ++j) {
+            double a = 0;
+            for (int c = 0; c < s.d; ++c) a += double(in.q[size_t(i * s.d + c)]) * in.k[size_t(j * s.d + c)];
+            sc[size_t(j)] = a / std::sqrt(double(s.d));
+            mx = std::max(mx, sc[size_t(j)]);
+          }
+          for (double& x : sc) sum += (x = std::exp(x - mx));
+          for (int64_t j = 0; j < s.lk; ++j) {
+            const float* c = &got[size_t((r * s.lk + j) * 2)];
+            if (j < seen) {
+              ASSERT_NEAR(c[0], sc[size_t(j)] / sum, 1e-6) << "step " << step << " row " << r << " key " << j;
+              ASSERT_EQ(c[1], 0.0f);
+            } else {
+              ASSERT_EQ(c[0], 0.0f);
+              ASSERT_EQ(c[1], 1.0f);
+            }
+          }
+        }
+      }
+    }
+}
+
+// [SECTION] The command-line entry -----------------------------------------------------------------------
+
+Array arr(std::vector<int64_t> shape) {
+  Array a;
+  a.shape = shape;
+  a.data = test::random_floats(size_t(Array{shape, {}}.size()));
+  return a;
+}
+
+TEST(FlashAttention, EntryRunsWithTrace) {
+  const KernelEntry e = entry();
+  ASSERT_FALSE(e.variants.empty());
+  EXPECT_EQ(e.variants.front(), "teaching");
+  KernelRunRequest r;
+  r.backend = Backend::Cpu;
+  r.variant = "teaching";
+  r.params = ParamValues(e.params);
+  r.params.set("block_m=16");
+  r.params.set("block_n=32");
+  r.params.set("causal=1");
+  r.inputs["q"] = arr({2, 1, 21, 16});
+  r.inputs["k"] = arr({2, 1, 70, 16});
+  r.inputs["v"] = arr({2, 1, 70, 16});
+  const KernelRunResult res = e.run(r);
+  EXPECT_EQ(res.outputs.at("out").shape, (std::vector<int64_t>{2, 1, 21, 16}));
+  for (const char* n : {"trace_m", "trace_l", "trace_alpha"}) {
+    ASSERT_TRUE(res.outputs.count(n)) << n;
+    EXPECT_EQ(res.outputs.at(n).shape, (std::vector<int64_t>{42, 3})) << n;
+  }
+  Options o;
+  o.causal = true;
+  std::vector<double> ref(size_t(2 * 21 * 16));
+  attention::reference(r.inputs["q"].data.data(), r.inputs["k"].data.data(), r.inputs["v"].data.data(),
+                       shape(21, 70, 16, 2, 1), o, ref.data());
+  EXPECT_LT(rel_err(res.outputs.at("out").data, ref), 2e-6);
+  r.params.set("block_m=128");
+  r.params.set("block_n=128");
+  r.inputs["q"] = arr({3, 128});
+  r.inputs["k"] = arr({5, 128});
+  r.inputs["v"] = arr({5, 128});
+  EXPECT_THROW(e.run(r), InputError);  // the tile does not fit at d = 128
+}
+
+}  // namespace
+}  // namespace kl::flash_attention

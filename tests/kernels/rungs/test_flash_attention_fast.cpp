@@ -1,0 +1,565 @@
+// Tests for kernels/flash_attention_fast.{h,cu}: the fast (tensor-core) FlashAttention forward.
+//   Host reference: float64 attention on the same low-precision-rounded inputs; and "plain" attention in
+//   the low precision (fp32 dot products of rounded inputs, fp32 softmax, P rounded to bf16/fp16 before
+//   P V with fp32 accumulation, output rounded): FlashAttention's rule is that the fast kernel's error
+//   against float64 is at most twice the plain low-precision error (plus a small floor).
+//   Device function: run_fast_host (float32 -> bf16/fp16 on the device, kernel, float32 back; the output
+//   is poisoned with NaN before the launch).
+//   Shapes: Lq, Lk in {1, 17, 64, 127, 128, 129, 1000} (every pair), d in {64, 128}, causal and not,
+//   bf16 and fp16, (B, H) cycling through {1,2,3}^2; a peaked-softmax sweep (scale 1); rows that see no
+//   key; determinism (a race shows as a moving result).
+//   CPU-only: the tile-count, causal-skip and mask bounds against brute force; parameter validation.
+#include "kernels/rungs/flash_attention_fast.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/runtime/buffer.h"
+#include "test_util.h"
+
+namespace kl::flash_attention {
+namespace {
+
+#ifndef KL_HAS_CUDA
+// CPU-only builds (cpu and asan presets, machines without nvcc) declare none of the CUDA-only entry
+// points; the tests that call them skip themselves (KL_REQUIRE_CUDA) before it matters.
+bool fast_wgmma_kernels_loaded() { return false; }
+bool run_fast_wgmma(const FastParams&, bool) { return false; }
+void run_fast_mma_sync(const FastParams&) {}
+#endif
+
+// ---- [SECTION] low-precision rounding on the host (round to nearest even, held in a float) ----------
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u) return x;  // inf / NaN
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  u &= 0xFFFF0000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+float round_fp16(float x) {
+  const float a = std::fabs(x);
+  if (a >= 65520.f) return std::copysign(INFINITY, x);
+  if (a < 6.103515625e-05f) {  // fp16 subnormal range: multiples of 2^-24
+    return std::nearbyint(x * 16777216.f) / 16777216.f;
+  }
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0xFFFu + ((u >> 13) & 1u);  // 23 - 10 = 13 mantissa bits dropped
+  u &= 0xFFFFE000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+float round_to(const std::string& dtype, float x) { return dtype == "bf16" ? round_bf16(x) : round_fp16(x); }
+
+struct Shape {
+  int B = 1, H = 1, Lq = 1, Lk = 1, d = 64;
+  bool causal = false;
+  std::string dtype = "bf16";
+  float scale = 0;  // 0: 1/sqrt(d)
+  std::string text() const {
+    std::ostringstream s;
+    s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << (causal ? " causal" : " non-causal")
+      << " " << dtype << " scale=" << scale;
+    return s.str();
+  }
+};
+
+struct References {
+  std::vector<double> exact;  // float64 attention of the rounded inputs
+  std::vector<float> plain;   // the same computed plainly in the low precision
+  std::vector<char> empty_row;  // per (b, h, i): the row sees no key
+};
+
+// Both references in one pass over the scores.
+References references(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
+                      const std::vector<float>& v) {
+  References r;
+  const int64_t rows = int64_t(s.B) * s.H * s.Lq;
+  r.exact.assign(size_t(rows) * s.d, 0.0);
+  r.plain.assign(size_t(rows) * s.d, 0.f);
+  r.empty_row.assign(size_t(rows), 0);
+  std::vector<double> sc(size_t(s.Lk));
+  std::vector<float> sf(size_t(s.Lk));
+  std::vector<double> od(size_t(s.d));
+  std::vector<float> of(size_t(s.d));
+  for (int bh = 0; bh < s.B * s.H; ++bh)
+    for (int i = 0; i < s.Lq; ++i) {
+      const int64_t row = int64_t(bh) * s.Lq + i;
+      const float* qi = &q[size_t(row) * s.d];
+      const float* kb = &k[size_t(bh) * s.Lk * s.d];
+      const float* vb = &v[size_t(bh) * s.Lk * s.d];
+      int visible = 0;
+      double md = -INFINITY;
+      float mf = -INFINITY;
+      for (int j = 0; j < s.Lk; ++j) {
+        if (!key_visible(i, j, s.Lq, s.Lk, s.causal)) continue;
+        ++visible;
+        double dd = 0;
+        float df = 0;
+        for (int c = 0; c < s.d; ++c) {
+          dd += double(qi[c]) * kb[size_t(j) * s.d + c];
+          df += qi[c] * kb[size_t(j) * s.d + c];
+        }
+        sc[size_t(j)] = dd * s.scale;
+        sf[size_t(j)] = df * s.scale;
+        md = std::max(md, sc[size_t(j)]);
+        mf = std::max(mf, sf[size_t(j)]);
+      }
+      if (visible == 0) {
+        r.empty_row[size_t(row)] = 1;
+        continue;
+      }
+      std::fill(od.begin(), od.end(), 0.0);
+      std::fill(of.begin(), of.end(), 0.f);
+      double ld = 0;
+      float lf = 0;
+      for (int j = 0; j < s.Lk; ++j) {
+        if (!key_visible(i, j, s.Lq, s.Lk, s.causal)) continue;
+        const double pd = std::exp(sc[size_t(j)] - md);
+        const float pf = std::exp(sf[size_t(j)] - mf);
+        const float pr = round_to(s.dtype, pf);
+        ld += pd;
+        lf += pf;
+        for (int c = 0; c < s.d; ++c) {
+          od[size_t(c)] += pd * vb[size_t(j) * s.d + c];
+          of[size_t(c)] += pr * vb[size_t(j) * s.d + c];
+        }
+      }
+      for (int c = 0; c < s.d; ++c) {
+        r.exact[size_t(row) * s.d + c] = od[size_t(c)] / ld;
+        r.plain[size_t(row) * s.d + c] = round_to(s.dtype, of[size_t(c)] / lf);
+      }
+    }
+  return r;
+}
+
+struct Errors {
+  double rel = 0, max_abs = 0;
+};
+template <class V>
+Errors errors_against(const V& out, const std::vector<double>& ref) {
+  double num = 0, den = 0, mx = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double e = double(out[i]) - ref[i];
+    num += e * e;
+    den += ref[i] * ref[i];
+    mx = std::max(mx, std::fabs(e));
+  }
+  return {den > 0 ? std::sqrt(num / den) : std::sqrt(num), mx};
+}
+
+Array make_array(std::vector<int64_t> shape, std::vector<float> data) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = std::move(data);
+  return a;
+}
+
+// Runs one case: fresh inputs (rounded to the dtype, so the kernel and the references see the same
+// numbers), the kernel, both references; checks NaN, empty rows, and the 2x rule.
+void check_case(Shape s, float input_range = 1.5f) {
+  if (s.scale == 0) s.scale = 1.0f / std::sqrt(float(s.d));
+  SCOPED_TRACE(s.text());
+  const size_t nq = size_t(s.B) * s.H * s.Lq * s.d, nk = size_t(s.B) * s.H * s.Lk * s.d;
+  std::vector<float> q = test::random_floats(nq, -input_range, input_range);
+  std::vector<float> k = test::random_floats(nk, -input_range, input_range);
+  std::vector<float> v = test::random_floats(nk, -1.f, 1.f);
+  for (float& x : q) x = round_to(s.dtype, x);
+  for (float& x : k) x = round_to(s.dtype, x);
+  for (float& x : v) x = round_to(s.dtype, x);
+
+  const Array out = run_fast_host(make_array({s.B, s.H, s.Lq, s.d}, q), make_array({s.B, s.H, s.Lk, s.d}, k),
+                                  make_array({s.B, s.H, s.Lk, s.d}, v), s.causal, s.scale, s.dtype);
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{s.B, s.H, s.Lq, s.d}));
+  ASSERT_EQ(out.data.size(), nq);
+
+  const References ref = references(s, q, k, v);
+  size_t non_finite = 0, nonzero_empty = 0;
+  for (size_t i = 0; i < nq; ++i) {
+    if (!std::isfinite(out.data[i])) ++non_finite;
+    if (ref.empty_row[i / size_t(s.d)] && out.data[i] != 0.f) ++nonzero_empty;
+  }
+  ASSERT_EQ(non_finite, 0u) << "NaN/inf in the output (unwritten elements stay NaN)";
+  ASSERT_EQ(nonzero_empty, 0u) << "rows that see no key must be exactly 0";
+
+  const Errors fast = errors_against(out.data, ref.exact);
+  const Errors plain = errors_against(ref.plain, ref.exact);
+  double ref_max = 0;
+  for (double x : ref.exact) ref_max = std::max(ref_max, std::fabs(x));
+  const double ulp = (s.dtype == "bf16" ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11)) * std::max(ref_max, 1e-3);
+  EXPECT_LE(fast.rel, 2 * plain.rel + 1e-5) << "relative-norm error: fast " << fast.rel << ", plain " << plain.rel;
+  EXPECT_LE(fast.max_abs, 2 * plain.max_abs + ulp)
+      << "max abs error: fast " << fast.max_abs << ", plain " << plain.max_abs;
+  // A sanity bound independent of the plain reference: bf16 lands near 3e-3, fp16 near 4e-4.
+  EXPECT_LT(fast.rel, s.dtype == "bf16" ? 2e-2 : 4e-3) << "relative-norm error " << fast.rel;
+}
+
+const int kBatchHeads[9][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 2}, {3, 3}, {1, 3}, {3, 1}, {2, 2}};
+
+// Every (dtype, d, causal, Lq, Lk) with Lq and Lk from `lengths`, batch and heads cycling through
+// kBatchHeads (1 on the long pairs, to keep the float64 reference cheap).
+void sweep(std::initializer_list<int> lengths) {
+  int index = 0;
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int Lq : lengths)
+          for (int Lk : lengths) {
+            Shape s;
+            const int* bh = kBatchHeads[index++ % 9];
+            s.B = (Lq >= 1000 || Lk >= 1000) ? 1 : bh[0];
+            s.H = (Lq >= 1000 && Lk >= 1000) ? 1 : bh[1];
+            s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = causal, s.dtype = dtype;
+            check_case(s);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+}
+
+// ---- [SECTION] GPU tests ------------------------------------------------------------------------------
+TEST(FlashAttentionFast, MatchesReferenceOnEveryLengthPair) {
+  KL_REQUIRE_CUDA();
+  sweep({1, 17, 64, 127, 128, 129, 1000});
+}
+
+TEST(FlashAttentionFast, EveryBatchHeadCombination) {
+  KL_REQUIRE_CUDA();
+  for (const auto& bh : kBatchHeads)
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Shape s;
+        s.B = bh[0], s.H = bh[1], s.Lq = 129, s.Lk = 200, s.d = d, s.causal = causal;
+        s.dtype = (bh[0] + bh[1]) % 2 ? "fp16" : "bf16";
+        check_case(s);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// Large scores (scale 1, inputs up to 2): the max moves often and alpha is far from 1, so a wrong
+// rescale shows; also long rows that cross many tiles.
+TEST(FlashAttentionFast, PeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_CUDA();
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Shape s;
+        s.B = 1, s.H = 2, s.Lq = 300, s.Lk = 2049, s.d = d, s.causal = causal, s.dtype = dtype, s.scale = 1.0f;
+        check_case(s, 2.0f);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// Causal with Lq > Lk: the first Lq - Lk rows see nothing and must be exactly 0, including whole query
+// blocks that visit no K/V tile at all (Lq = 1000, Lk = 17: rows 0..982).
+TEST(FlashAttentionFast, RowsThatSeeNothingAreZero) {
+  KL_REQUIRE_CUDA();
+  for (int d : {64, 128})
+    for (auto [Lq, Lk] : {std::pair<int, int>{1000, 17}, {129, 1}, {300, 128}, {256, 129}}) {
+      Shape s;
+      s.B = 2, s.H = 1, s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = true;
+      check_case(s);
+      if (HasFatalFailure()) return;
+    }
+}
+
+// The same inputs twice give bit-identical outputs: a missing barrier or a read of unwritten shared
+// memory shows as a moving result.
+TEST(FlashAttentionFast, Deterministic) {
+  KL_REQUIRE_CUDA();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const int B = 2, H = 2, Lq = 777, Lk = 1000;
+      SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : " non-causal"));
+      const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
+      const Array k = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const Array v = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const float scale = 1.0f / std::sqrt(float(d));
+      const Array a = run_fast_host(q, k, v, causal, scale, "bf16");
+      const Array b = run_fast_host(q, k, v, causal, scale, "bf16");
+      ASSERT_EQ(a.data.size(), b.data.size());
+      EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)));
+    }
+}
+
+// Rank 2 and 3 inputs ([L, d], [H, L, d]) are the B = 1 (and H = 1) cases of the same kernel.
+TEST(FlashAttentionFast, LowerRankInputs) {
+  KL_REQUIRE_CUDA();
+  const int L = 65, d = 64;
+  const std::vector<float> q = test::random_floats(size_t(2) * L * d), k = test::random_floats(size_t(2) * L * d),
+                           v = test::random_floats(size_t(2) * L * d);
+  const Array o3 = run_fast_host(make_array({2, L, d}, q), make_array({2, L, d}, k), make_array({2, L, d}, v), true,
+                                 0.125f, "fp16");
+  const Array o4 = run_fast_host(make_array({1, 2, L, d}, q), make_array({1, 2, L, d}, k),
+                                 make_array({1, 2, L, d}, v), true, 0.125f, "fp16");
+  EXPECT_EQ(o3.shape, (std::vector<int64_t>{2, L, d}));
+  EXPECT_EQ(o3.data, o4.data);
+  const std::vector<float> q2(q.begin(), q.begin() + L * d), k2(k.begin(), k.begin() + L * d),
+      v2(v.begin(), v.begin() + L * d);
+  const Array o2 = run_fast_host(make_array({L, d}, q2), make_array({L, d}, k2), make_array({L, d}, v2), true, 0.125f,
+                                 "fp16");
+  EXPECT_EQ(o2.shape, (std::vector<int64_t>{L, d}));
+  EXPECT_EQ(o2.data, std::vector<float>(o4.data.begin(), o4.data.begin() + L * d));
+}
+
+// Sets an environment variable for one scope (the kernel choice reads KL_FLASH_FAST_PATH per call).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// A reduced length-pair sweep through the kernel KL_FLASH_FAST_PATH names.
+void reduced_sweep(const char* path, FastPath expected) {
+  ScopedEnv env("KL_FLASH_FAST_PATH", path);
+  ASSERT_EQ(fast_path(), expected);
+  sweep({1, 64, 127, 129, 1000});
+}
+
+// On an H100/H200 the sweeps above run the wgmma (TMA) kernel; the mma.sync kernel (the fallback
+// everywhere else) and the cp.async wgmma kernel (the fallback where no tensor map can be made) get a
+// reduced sweep of their own here.
+TEST(FlashAttentionFast, MmaSyncKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  reduced_sweep("mma", FastPath::MmaSync);
+}
+TEST(FlashAttentionFast, CpAsyncWgmmaKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  reduced_sweep("wgmma-cpasync", FastPath::WgmmaCpAsync);
+}
+
+// The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
+TEST(FlashAttentionFast, PathChoice) {
+  KL_REQUIRE_CUDA();
+  const FastPath path = fast_path();
+  std::printf("fast path on this device: %s\n", fast_path_name(path));
+  EXPECT_EQ(path == FastPath::Wgmma, fast_wgmma_kernels_loaded());
+  {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "mma");
+    EXPECT_EQ(fast_path(), FastPath::MmaSync);
+  }
+  {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "tensor-magic");
+    EXPECT_THROW(fast_path(), InputError);
+  }
+  if (!fast_wgmma_kernels_loaded()) {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
+    EXPECT_THROW(fast_path(), InputError);
+  } else {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-cpasync");
+    EXPECT_EQ(fast_path(), FastPath::WgmmaCpAsync);
+  }
+  if (fast_wgmma_kernels_loaded()) {
+    // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to cp.async).
+    for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {1000, 17}, {129, 2049}})
+      for (int d : {64, 128}) {
+        SCOPED_TRACE("Lq=" + std::to_string(Lq) + " Lk=" + std::to_string(Lk) + " d=" + std::to_string(d));
+        FastParams p;
+        p.B = 2, p.H = 3, p.Lq = Lq, p.Lk = Lk, p.d = d, p.scale = 0.1f;
+        Buffer<uint16_t> q(Backend::Cuda, size_t(6) * Lq * d), k(Backend::Cuda, size_t(6) * Lk * d),
+            v(Backend::Cuda, size_t(6) * Lk * d), o(Backend::Cuda, size_t(6) * Lq * d);
+        q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
+        p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
+        set_contiguous_strides(p);
+        EXPECT_TRUE(run_fast_wgmma(p, true));
+        mem::synchronize(Backend::Cuda);
+      }
+  }
+}
+
+TEST(FlashAttentionFast, BenchQuickGivesRows) {
+  KL_REQUIRE_CUDA();
+  const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
+  ASSERT_EQ(rows.size(), 4u);  // d in {64, 128} x causal in {no, yes}, L = 512
+  for (const bench::Row& r : rows) {
+    SCOPED_TRACE(r.shape);
+    EXPECT_GT(r.ms, 0);
+    EXPECT_GT(r.tflops, 0);
+  }
+}
+
+// ---- [SECTION] CPU tests: input checks ------------------------------------------------------------------
+TEST(FlashAttentionFastHost, RunFastHostRejectsBadInput) {
+  auto arr = [](std::vector<int64_t> shape) {
+    Array a;
+    a.shape = shape;
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    a.data.assign(size_t(n), 0.5f);
+    return a;
+  };
+  EXPECT_THROW(run_fast_host(arr({1, 1, 8, 32}), arr({1, 1, 8, 32}), arr({1, 1, 8, 32}), false, 0.1f, "bf16"),
+               InputError);  // d = 32
+  EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 1, 9, 64}), arr({1, 1, 8, 64}), false, 0.1f, "bf16"),
+               InputError);  // k, v differ
+  EXPECT_THROW(run_fast_host(arr({1, 2, 8, 64}), arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), false, 0.1f, "bf16"),
+               InputError);  // heads differ
+  EXPECT_THROW(run_fast_host(arr({8, 64}), arr({1, 8, 64}), arr({1, 8, 64}), false, 0.1f, "bf16"), InputError);
+  EXPECT_THROW(run_fast_host(arr({64}), arr({64}), arr({64}), false, 0.1f, "bf16"), InputError);  // rank 1
+  EXPECT_THROW(run_fast_host(arr({8, 64}), arr({8, 128}), arr({8, 128}), false, 0.1f, "bf16"), InputError);
+  EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), false, 0.1f, "fp8"),
+               InputError);
+  EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), false, 0.f, "bf16"),
+               InputError);
+  EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), false, NAN, "bf16"),
+               InputError);
+  try {
+    run_fast_host(arr({1, 1, 8, 96}), arr({1, 1, 8, 96}), arr({1, 1, 8, 96}), false, 0.1f, "bf16");
+    FAIL() << "d=96 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d=96"), std::string::npos) << e.what();
+  }
+}
+
+FastParams valid_params() {
+  FastParams p;
+  p.q = p.k = p.v = reinterpret_cast<void*>(uintptr_t(0x10000));
+  p.o = reinterpret_cast<void*>(uintptr_t(0x20000));
+  p.B = 2, p.H = 3, p.Lq = 100, p.Lk = 50, p.d = 128, p.scale = 0.1f;
+  set_contiguous_strides(p);
+  return p;
+}
+
+TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
+  EXPECT_NO_THROW(validate(valid_params()));
+  auto expect_bad = [](FastParams p, const char* name) {
+    try {
+      validate(p);
+      ADD_FAILURE() << "accepted a bad " << name;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(name, 0), 0u) << e.what();
+    }
+  };
+  FastParams p = valid_params();
+  p.d = 96;
+  expect_bad(p, "d=");
+  p = valid_params(), p.Lq = 0;
+  expect_bad(p, "Lq=");
+  p = valid_params(), p.Lk = -1;
+  expect_bad(p, "Lk=");
+  p = valid_params(), p.B = 0;
+  expect_bad(p, "B=");
+  p = valid_params(), p.H = 70000;
+  expect_bad(p, "H=");
+  p = valid_params(), p.scale = 0;
+  expect_bad(p, "scale=");
+  p = valid_params(), p.scale = INFINITY;
+  expect_bad(p, "scale=");
+  p = valid_params(), p.q = reinterpret_cast<void*>(uintptr_t(0x10008));
+  expect_bad(p, "q=");
+  p = valid_params(), p.o = nullptr;
+  expect_bad(p, "o=");
+  p = valid_params(), p.k_row_stride = 132;
+  expect_bad(p, "stride=");
+  p = valid_params(), p.v_row_stride = 64;  // < d
+  expect_bad(p, "row stride=");
+}
+
+TEST(FlashAttentionFastHost, TileShapes) {
+  for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma})
+  for (int d : {64, 128}) {
+    SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
+    const FastTileShape t = fast_tile_shape(d, path);
+    if (path != FastPath::MmaSync) EXPECT_EQ(t.block_m % 64, 0);  // whole warpgroups of 64 rows
+    EXPECT_EQ(t.head_dim, d);
+    EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
+    EXPECT_EQ(t.block_n % 16, 0);
+    EXPECT_EQ(t.smem_bytes, int64_t(t.block_m + 2 * t.stages * t.block_n) * d * 2);
+    // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
+    // room for their mbarriers).
+    EXPECT_LE(t.smem_bytes + (path != FastPath::MmaSync ? 1024 + 128 : 0), 227 * 1024);
+  }
+  EXPECT_THROW(fast_tile_shape(32), InputError);
+}
+
+// ---- [SECTION] CPU tests: the tile logic the kernel runs, against brute force ------------------------
+TEST(FlashAttentionFastHost, LastVisibleKeyIsKeyVisible) {
+  for (int Lq : {1, 5, 64, 129})
+    for (int Lk : {1, 3, 64, 200})
+      for (bool causal : {false, true})
+        for (int i = 0; i < Lq + 130; ++i)  // rows past Lq too (the kernel's partial last block)
+          for (int j = 0; j < Lk + 3; ++j)
+            ASSERT_EQ(key_visible(i, j, Lq, Lk, causal), j <= last_visible_key(i, Lq, Lk, causal))
+                << "Lq=" << Lq << " Lk=" << Lk << " causal=" << causal << " i=" << i << " j=" << j;
+}
+
+TEST(FlashAttentionFastHost, TileCountsAndMasksMatchBruteForce) {
+  const int lengths[] = {1, 2, 17, 63, 64, 65, 127, 128, 129, 200, 257, 1000};
+  for (auto bm_bn : {std::pair<int, int>{128, 64}, {128, 128}, {64, 64}, {64, 128}})
+    for (int Lq : lengths)
+      for (int Lk : lengths)
+        for (bool causal : {false, true}) {
+          const int bm = bm_bn.first, bn = bm_bn.second;
+          SCOPED_TRACE("block_m=" + std::to_string(bm) + " block_n=" + std::to_string(bn) + " Lq=" +
+                       std::to_string(Lq) + " Lk=" + std::to_string(Lk) + (causal ? " causal" : ""));
+          const int all_tiles = ceil_div(Lk, bn);
+          for (int mb = 0; mb < ceil_div(Lq, bm); ++mb) {
+            // Brute force: the last tile holding a key some real row (i < Lq) of the block sees.
+            int needed = 0;
+            for (int i = mb * bm; i < std::min(Lq, mb * bm + bm); ++i)
+              for (int j = 0; j < Lk; ++j)
+                if (key_visible(i, j, Lq, Lk, causal)) needed = std::max(needed, j / bn + 1);
+            const int n_tiles = key_tiles_for_block(mb, Lq, Lk, bm, bn, causal);
+            ASSERT_GE(n_tiles, needed) << "m_block " << mb << " skips a tile with visible keys";
+            ASSERT_LE(n_tiles, all_tiles);
+            if (!causal) ASSERT_EQ(n_tiles, all_tiles);
+            if (mb * bm + bm <= Lq) ASSERT_EQ(n_tiles, needed) << "m_block " << mb << " visits a fully masked tile";
+            for (int nb = 0; nb < all_tiles; ++nb) {
+              // The kernel's rows include those past Lq in a partial block (zero Q rows, never stored).
+              bool all_visible = true;
+              for (int i = mb * bm; i < mb * bm + bm; ++i)
+                for (int j = nb * bn; j < nb * bn + bn; ++j)
+                  if (!key_visible(i, j, Lq, Lk, causal)) all_visible = false;
+              ASSERT_EQ(tile_needs_mask(mb, nb, Lq, Lk, bm, bn, causal), !all_visible)
+                  << "m_block " << mb << " n_block " << nb;
+            }
+          }
+        }
+}
+
+TEST(FlashAttentionFastHost, CheckHostShapesFillsDimensions) {
+  auto arr = [](std::vector<int64_t> shape) {
+    Array a;
+    a.shape = shape;
+    return a;
+  };
+  FastParams p;
+  check_host_shapes(arr({3, 5, 7, 64}), arr({3, 5, 9, 64}), arr({3, 5, 9, 64}), p);
+  EXPECT_EQ(p.B, 3);
+  EXPECT_EQ(p.H, 5);
+  EXPECT_EQ(p.Lq, 7);
+  EXPECT_EQ(p.Lk, 9);
+  EXPECT_EQ(p.d, 64);
+  check_host_shapes(arr({5, 7, 128}), arr({5, 9, 128}), arr({5, 9, 128}), p);
+  EXPECT_EQ(p.B, 1);
+  EXPECT_EQ(p.H, 5);
+  check_host_shapes(arr({7, 128}), arr({9, 128}), arr({9, 128}), p);
+  EXPECT_EQ(p.B, 1);
+  EXPECT_EQ(p.H, 1);
+  EXPECT_EQ(p.Lq, 7);
+  EXPECT_THROW(check_host_shapes(arr({0, 64}), arr({9, 64}), arr({9, 64}), p), InputError);  // Lq = 0
+}
+
+TEST(FlashAttentionFastHost, HostRoundingMatchesKnownValues) {
+  EXPECT_EQ(round_bf16(1.0f), 1.0f);
+  EXPECT_EQ(round_bf16(1.0f + std::ldexp(1.f, -8)), 1.0f);                            // tie -> even
+  EXPECT_EQ(round_bf16(1.0f + 3 * std::ldexp(1.f, -8)), 1.0f + std::ldexp(1.f, -6));  // tie -> even (up)
+  EXPECT_EQ(round_fp16(1.0f + std::ldexp(1.f, -11)), 1.0f);
+  EXPECT_EQ(round_fp16(1.0f + 3 * std::ldexp(1.f, -11)), 1.0f + std::ldexp(1.f, -9));
+  EXPECT_EQ(round_fp16(std::ldexp(1.f, -25)), 0.0f);                       // half the smallest subnormal: even
+  EXPECT_EQ(round_fp16(std::ldexp(3.f, -26)), std::ldexp(1.f, -24));       // 0.75 ulp -> 1 ulp
+  EXPECT_EQ(round_fp16(65504.f), 65504.f);
+}
+
+}  // namespace
+}  // namespace kl::flash_attention
