@@ -1,0 +1,18 @@
+// The studies in ladder order. Each rung's study file provides its entry; add one line here per study.
+#include "kernels/studies/study.h"
+
+namespace kl::study {
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries = {
+  };
+  return entries;
+}
+
+const Entry* find(const std::string& panel) {
+  for (const Entry& e : registry())
+    if (e.panel == panel) return &e;
+  return nullptr;
+}
+
+}  // namespace kl::study
