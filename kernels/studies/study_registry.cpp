@@ -1,10 +1,14 @@
 // The studies in ladder order. Each rung's study file provides its entry; add one line here per study.
 #include "kernels/studies/study.h"
+#include "kernels/studies/relu_dropout_study.h"
+#include "kernels/studies/vector_add_study.h"
 
 namespace kl::study {
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
+      vector_add_entry(),
+      relu_dropout_entry(),
   };
   return entries;
 }

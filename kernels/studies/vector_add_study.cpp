@@ -1,0 +1,159 @@
+// Rung 1's study: the traced launch, its check against the host reference, and what the trace says.
+#include "kernels/studies/vector_add_study.h"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "kernels/runtime/errors.h"
+#include "kernels/rungs/vector_add.h"
+
+namespace kl::study {
+namespace {
+
+std::string printf_text(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_text(const char* f, ...) {
+  char buf[320];
+  va_list a;
+  va_start(a, f);
+  std::vsnprintf(buf, sizeof buf, f, a);
+  va_end(a);
+  return buf;
+}
+
+std::string settings_text(const ParamValues& v) {
+  std::string s;
+  for (const ParamSpec& p : v.specs()) s += (s.empty() ? "" : ", ") + p.name + "=" + v.get_text(p.name);
+  return s;
+}
+
+// Small integers in [-100, 100] from the seed: sums are exact in float32, so the check asks for 0 diff.
+void make_inputs(VectorAddResult& r, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-100, 100);
+  r.x.resize(size_t(r.n));
+  r.y.resize(size_t(r.n));
+  for (int64_t i = 0; i < r.n; ++i) r.x[size_t(i)] = float(d(rng)), r.y[size_t(i)] = float(d(rng));
+}
+
+void check_output(VectorAddResult& r) {
+  std::vector<float> ref(static_cast<size_t>(r.n));
+  vector_add::reference(r.x.data(), r.y.data(), ref.data(), r.n);
+  const std::vector<float> got = r.out.to_host();
+  for (int64_t i = 0; i < r.n; ++i) {
+    if (std::isnan(got[size_t(i)])) ++r.never_written;
+    else r.max_abs_diff = std::max(r.max_abs_diff, double(std::fabs(got[size_t(i)] - ref[size_t(i)])));
+  }
+  Check& c = r.matches_reference;
+  c.name = "matches_reference";
+  c.pass = r.never_written == 0 && r.max_abs_diff == 0;
+  c.sentence = r.never_written ? printf_text("no, %" PRId64 " elements never written", r.never_written)
+                               : printf_text("%s, max abs diff %g", c.pass ? "yes" : "no", r.max_abs_diff);
+}
+
+void check_trace(VectorAddResult& r) {
+  const std::vector<uint32_t> counts = r.trace.write_count.to_host();
+  const std::vector<uint8_t> states = r.trace.lane_state.to_host();
+  for (uint32_t c : counts) r.stored_once += c == 1;
+  for (uint8_t s : states) r.masked_recorded += s == kLaneMasked;
+  Check& c = r.trace_check;
+  c.name = "trace";
+  c.pass = r.stored_once == r.n && r.masked_recorded == r.masked;
+  c.sentence = printf_text("%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64
+                           " masked offsets recorded (expected %" PRId64 ")",
+                           r.stored_once, r.n, r.masked_recorded, r.masked);
+}
+
+void describe(VectorAddResult& r) {
+  r.grid_line = printf_text("grid = ceil(n / BLOCK_SIZE) = ceil(%" PRId64 " / %d) = %" PRId64 " programs,  %" PRId64
+                            " offsets,  %" PRId64 " masked%s",
+                            r.n, r.block_size, r.grid, r.offsets, r.masked,
+                            r.masked > 0 ? " (all in the last program)" : "");
+  const int threads = r.block_size < 1024 ? r.block_size : 1024;
+  r.block_line = printf_text("BLOCK_SIZE = %d counts elements, not threads: each program covers offsets pid * %d + "
+                             "arange(%d); on the GPU one CUDA block of %d threads runs it%s",
+                             r.block_size, r.block_size, r.block_size, threads,
+                             threads < r.block_size ? ", each thread taking several offsets" : "");
+  const int64_t last = r.grid - 1, first = last * r.block_size, in_last = r.n - first;
+  if (r.masked > 0)
+    r.tail_line = printf_text("pid %" PRId64 ": offsets %" PRId64 "..%" PRId64 " (arange 0..%" PRId64
+                              ") store; offsets %" PRId64 "..%" PRId64 " (arange %" PRId64 "..%d) fail offsets < n "
+                              "and are masked",
+                              last, first, r.n - 1, in_last - 1, r.n, first + r.block_size - 1, in_last,
+                              r.block_size - 1);
+  else
+    r.tail_line = printf_text("pid %" PRId64 ": every offset stores (n is a multiple of BLOCK_SIZE, nothing masked)",
+                              last);
+}
+
+}  // namespace
+
+std::vector<ParamSpec> vector_add_params() {
+  return {int_param("n", 1, vector_add::kMaxN, 1000, "number of elements"),
+          pow2_param("block_size", vector_add::kMinBlock, vector_add::kMaxBlock, 256,
+                     "BLOCK_SIZE: elements per program"),
+          int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs (small integers)")};
+}
+
+VectorAddResult run_vector_add(Backend b, const ParamValues& settings) {
+  VectorAddResult r;
+  r.backend = b;
+  r.n = settings.get_int("n");
+  r.block_size = int(settings.get_int("block_size"));
+  require_range("n", r.n, 1, vector_add::kMaxN);
+  vector_add::detail::check_shape(r.n, r.block_size);
+  r.grid = (r.n + r.block_size - 1) / r.block_size;
+  r.offsets = r.grid * r.block_size;
+  r.masked = r.offsets - r.n;
+  // Host bytes per element this computation holds at once: inputs, reference and read-backs (21),
+  // plus the CPU backend's buffers and trace (21). Refused up front rather than failing half-way.
+  mem::require_host(uint64_t(r.n) * (b == Backend::Cpu ? 42 : 21), "vector-add panel, n=" + std::to_string(r.n));
+  make_inputs(r, uint32_t(settings.get_int("seed")));
+  Buffer<float> x(b, size_t(r.n)), y(b, size_t(r.n));
+  x.upload(r.x);
+  y.upload(r.y);
+  r.out.resize(b, size_t(r.n));
+  r.out.fill_bytes(0xFF);  // poison: NaN wherever no program stores
+  r.trace.reset(b, r.n, r.block_size);
+  ElementTraceView tv = r.trace.view();
+  vector_add::run_traced(b, x.data(), y.data(), r.out.data(), r.n, r.block_size, &tv);
+  check_output(r);
+  check_trace(r);
+  describe(r);
+  return r;
+}
+
+Report vector_add_report(const VectorAddResult& r) {
+  Report rep;
+  rep.panel = "vector-add";
+  rep.checks = {{r.matches_reference.name, r.matches_reference.pass, "matches reference: " + r.matches_reference.sentence},
+                {r.trace_check.name, r.trace_check.pass, "trace: " + r.trace_check.sentence}};
+  rep.lines = {r.grid_line, r.block_line, r.tail_line};
+  rep.numbers = {{"n", r.n},
+                 {"block_size", r.block_size},
+                 {"programs", r.grid},
+                 {"offsets", r.offsets},
+                 {"masked", r.masked},
+                 {"max_abs_diff", r.max_abs_diff},
+                 {"never_written", r.never_written},
+                 {"stored_once", r.stored_once},
+                 {"masked_recorded", r.masked_recorded}};
+  return rep;
+}
+
+Entry vector_add_entry() {
+  Entry e;
+  e.panel = "vector-add";
+  e.summary = "the launch grid: programs, offsets, the masked tail, checked against the reference and the trace";
+  e.params = vector_add_params;
+  e.run = [](Backend b, const ParamValues& v) {
+    Report rep = vector_add_report(run_vector_add(b, v));
+    rep.settings = settings_text(v);
+    return rep;
+  };
+  return e;
+}
+
+}  // namespace kl::study
