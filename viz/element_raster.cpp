@@ -31,7 +31,7 @@ ElementRaster plan_element_raster(int64_t grid, int block_size, int max_cols, in
     r.grid_cols = 0;
     r.grid_rows = 0;
     r.layout = "a cell holds " + std::to_string(r.lanes_per_cell / block_size) +
-               " programs, coloured by the first one's pid / " + std::to_string(r.lanes_per_cell / block_size);
+               " programs, coloured by the first one's pid";
   } else if (r.lanes_per_row > block_size) {
     r.grid_cols = int(block_size / r.lanes_per_cell);  // several programs side by side in a row
     r.grid_rows = 1;

@@ -3,7 +3,9 @@
 // lane, the pid whose lane it was), channel 1 = the cell's state (viz/heatmap.h CellState).
 // One cell covers `lanes_per_cell` consecutive lanes of the launch grid (a power of two, so cells
 // never straddle programs); the level of detail grows with n so the raster stays readable.
-// Nothing here recomputes what the kernel did: it reads the trace.
+// Nothing here recomputes what the kernel did: it reads the trace. A "lane" here is one (pid, offset)
+// slot of the launch grid, as the trace's lane_state counts them (an element, or a masked offset past
+// n), not a CUDA lane (one of a warp's 32 threads).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -46,8 +48,8 @@ void raster_program_lanes_cuda(const ElementTraceView& t, int64_t pid, float* ou
 #define KL_HD
 #endif
 
-// When a cell covers several programs, its colour index is first_pid / programs_per_cell, so that
-// neighbouring cells still get neighbouring palette colours.
+// Channel 0 is the pid that stored the cell's first written element (the cell's own pid where nothing
+// was written); when a cell covers several programs, that is the first of them.
 KL_HD inline void element_cell(const ElementTraceView& t, int64_t first_lane, int64_t lanes, float* cell) {
   const int64_t pid = first_lane / t.block_size;
   int64_t masked = 0, active = 0;
@@ -66,8 +68,7 @@ KL_HD inline void element_cell(const ElementTraceView& t, int64_t first_lane, in
       unwritten = true;  // the program never ran
     }
   }
-  const int64_t programs_per_cell = lanes > t.block_size ? lanes / t.block_size : 1;
-  cell[0] = float((writer >= 0 ? writer : pid) / programs_per_cell);
+  cell[0] = float(writer >= 0 ? writer : pid);
   cell[1] = unwritten ? 2.0f : (masked > active ? 1.0f : 0.0f);
 }
 

@@ -1,15 +1,18 @@
-// Rung 1 panel: the launch grid of a vector add, drawn from the kernel's own trace.
+// Rung 1 panel: the launch grid of a vector add, drawn from the kernel's own trace. What it concludes
+// (the checks, the grid and tail lines) comes from kernels/studies/vector_add_study.h; this file fills
+// the textures and draws.
 #include <imgui.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "app/panels/panels.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/vector_add.h"
+#include "kernels/studies/vector_add_study.h"
 #include "viz/data_texture.h"
 #include "viz/element_raster.h"
 #include "viz/heatmap.h"
@@ -24,7 +27,7 @@ class VectorAddPanel : public Panel {
                  pow2_param("block_size", vector_add::kMinBlock, vector_add::kMaxBlock, 256,
                             "BLOCK_SIZE: elements per program"),
                  int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs (small integers)")}) {
-    grid_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});
+    grid_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});  // compute() picks the scale
     tail_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});
   }
 
@@ -60,103 +63,120 @@ class VectorAddPanel : public Panel {
     ui::error_box(run_error_);
     if (!valid_) return;
 
-    const int64_t n = trace_.n, grid = trace_.grid, block = trace_.block_size;
-    const int64_t lanes = grid * block;
-    ImGui::Text("grid = ceil(n / BLOCK_SIZE) = ceil(%" PRId64 " / %" PRId64 ") = %" PRId64
-                " programs,  %" PRId64 " lanes,  %" PRId64 " masked%s",
-                n, block, grid, lanes, lanes - n, lanes > n ? " (all in the last program)" : "");
-    ui::status_line("matches reference:", check_text_, check_ok_);
-    ui::status_line("trace:", trace_text_, trace_ok_);
+    const study::VectorAddResult& r = result_;
+    ImGui::TextUnformatted(r.grid_line.c_str());
+    ImGui::TextDisabled("%s", r.block_line.c_str());
+    ui::status_line("matches reference:", r.matches_reference.sentence, r.matches_reference.pass);
+    ui::status_line("trace:", r.trace_check.sentence, r.trace_check.pass);
 
     ui::section("Programs of the launch grid");
-    ImGui::TextDisabled("each cell: %" PRId64 " lane%s;  %s;  colour = pid that stored it (recorded);  "
-                        "hatched = masked lane;  red checker = never stored",
+    ImGui::TextDisabled("each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
+                        "hatched = masked offset;  red checker = never stored",
                         raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
-    const float avail = ImGui::GetContentRegionAvail().x - 110.0f;
+    if (categorical_) pid_key(r.grid);
+    const float axis_w = ImGui::CalcTextSize("00000000").x + 8.0f;
+    const float avail = ImGui::GetContentRegionAvail().x - 110.0f - axis_w;
+    const float img_w = avail - grid_map_.colorbar_width();
     // Square cells where they fit; rows at least 24 px tall while there are few of them.
-    const float cell = avail / float(raster_.cols);
-    const float max_h = std::max(120.0f, ImGui::GetContentRegionAvail().y - 110.0f);
+    const float cell = img_w / float(raster_.cols);
+    const float max_h = std::max(120.0f, ImGui::GetContentRegionAvail().y - 130.0f);
     const float height = std::min(max_h, float(raster_.rows) * std::max(cell, 24.0f));
+    const float top_ticks = ImGui::GetTextLineHeight() + 4.0f;
+    element_axis(axis_w, img_w, height, top_ticks);
     grid_map_.set_grid(raster_.grid_cols, raster_.grid_rows);
-    viz::HeatmapHover h = grid_map_.draw("programs", grid_tex_, ImVec2(avail, height), fresh_);
+    viz::HeatmapHover h = grid_map_.draw("programs", grid_tex_, ImVec2(img_w, height), fresh_);
     if (h.active) {
-      const int64_t lane = (int64_t(h.row) * raster_.cols + h.col) * raster_.lanes_per_cell;
-      tooltip(ctx.backend.backend, lane);
+      const int64_t element = (int64_t(h.row) * raster_.cols + h.col) * raster_.lanes_per_cell;
+      tooltip(ctx.backend.backend, element);
     }
 
-    ui::section("The tail program, lane by lane");
-    if (lanes > n)
-      ImGui::TextDisabled("pid %" PRId64 ": lanes 0..%" PRId64 " store, lanes %" PRId64 "..%" PRId64 " are masked",
-                          grid - 1, n - (grid - 1) * block - 1, n - (grid - 1) * block, block - 1);
-    else
-      ImGui::TextDisabled("pid %" PRId64 ": every lane stores (n is a multiple of BLOCK_SIZE, nothing masked)", grid - 1);
-    viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(avail, 28.0f), fresh_);
-    if (th.active) tooltip(ctx.backend.backend, (grid - 1) * block + th.col);
+    ui::section("The tail program, offset by offset");
+    ImGui::TextDisabled("%s", r.tail_line.c_str());
+    ImGui::SetCursorPosX(ImGui::GetCursorPosX() + axis_w);
+    // The strip shares the grid's scale; its colour bar (on a sequential scale) is the grid's, so it is
+    // clipped away here rather than drawn 28 px tall.
+    const ImVec2 s0 = ImGui::GetCursorScreenPos();
+    ImGui::PushClipRect(s0, ImVec2(s0.x + img_w, s0.y + 28.0f), true);
+    viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(img_w, 28.0f), fresh_);
+    ImGui::PopClipRect();
+    if (th.active) tooltip(ctx.backend.backend, (r.grid - 1) * r.block_size + th.col);
     fresh_ = false;
   }
 
  private:
+  // A swatch per program when the palette has a colour for each (at most 12 programs).
+  static void pid_key(int64_t programs) {
+    ImGui::TextDisabled("pid:");
+    for (int64_t pid = 0; pid < programs; ++pid) {
+      float c[3];
+      viz::categorical_rgb(int(pid), c);
+      ImGui::SameLine();
+      ImGui::ColorButton(("##pid" + std::to_string(pid)).c_str(), ImVec4(c[0], c[1], c[2], 1.0f),
+                         ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop, ImVec2(14, 14));
+      ImGui::SameLine(0, 4);
+      ImGui::Text("%" PRId64, pid);
+    }
+  }
+
+  // The element axis: each row's first element down the left, "+offset" within the row along the top,
+  // so "element" in the corner reads with both.
+  void element_axis(float axis_w, float img_w, float height, float top_ticks) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImU32 col = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const ImVec2 img0(p0.x + axis_w, p0.y + top_ticks);
+    dl->AddText(ImVec2(img0.x - 6 - ImGui::CalcTextSize("element").x, p0.y), col, "element");
+    const int64_t per_row = raster_.lanes_per_row, block = raster_.block_size;
+    // Top: offsets within a row, at program boundaries when a row holds 2 to 8 programs, else quarters.
+    const int64_t programs_per_row = per_row / block;
+    const int64_t step = programs_per_row >= 2 && programs_per_row <= 8 ? block : std::max<int64_t>(1, per_row / 4);
+    for (int64_t off = 0; off <= per_row; off += step) {
+      const std::string t = "+" + std::to_string(off);
+      const float x = img0.x + img_w * float(double(off) / double(per_row));
+      const float tw = ImGui::CalcTextSize(t.c_str()).x;
+      const float tx = off == 0 ? x : (off == per_row ? x - tw : x - tw * 0.5f);
+      dl->AddText(ImVec2(tx, p0.y), col, t.c_str());
+      dl->AddLine(ImVec2(x, img0.y - 3), ImVec2(x, img0.y), col);
+    }
+    // Left: each row's first element; every row while their labels fit, else evenly spaced rows.
+    const float lh = ImGui::GetTextLineHeight();
+    const int fit = std::max(1, int(height / (lh * 3.0f)));
+    const int ticks = float(raster_.rows) * (lh + 2.0f) <= height ? raster_.rows : std::min(raster_.rows, fit);
+    for (int k = 0; k < ticks; ++k) {
+      const int row = ticks == raster_.rows ? k : (ticks == 1 ? 0 : int(int64_t(raster_.rows - 1) * k / (ticks - 1)));
+      const float y = img0.y + height * (float(row) + 0.5f) / float(raster_.rows);
+      const std::string t = std::to_string(int64_t(row) * per_row);
+      const ImVec2 ts = ImGui::CalcTextSize(t.c_str());
+      dl->AddText(ImVec2(img0.x - 6 - ts.x, std::min(y - ts.y * 0.5f, img0.y + height - ts.y)), col, t.c_str());
+    }
+    ImGui::Dummy(ImVec2(axis_w, top_ticks));
+    ImGui::SetCursorScreenPos(img0);
+  }
+
   void compute(Backend b) {
     valid_ = false;
-    const int64_t n = params_.get_int("n");
-    const int block = int(params_.get_int("block_size"));
-    // Host bytes per element this computation holds at once: inputs, reference and read-backs (21),
-    // plus the CPU backend's buffers and trace (21). Refused up front rather than failing half-way.
-    mem::require_host(uint64_t(n) * (b == Backend::Cpu ? 42 : 21), "vector-add panel, n=" + std::to_string(n));
-    std::mt19937 rng(uint32_t(params_.get_int("seed")));
-    std::uniform_int_distribution<int> d(-100, 100);
-    hx_.resize(size_t(n));
-    hy_.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) hx_[size_t(i)] = float(d(rng)), hy_[size_t(i)] = float(d(rng));
-    x_.resize(b, size_t(n));
-    y_.resize(b, size_t(n));
-    out_.resize(b, size_t(n));
-    x_.upload(hx_);
-    y_.upload(hy_);
-    out_.fill_bytes(0xFF);  // poison: NaN wherever no program stores
-    trace_.reset(b, n, block);
-    ElementTraceView tv = trace_.view();
-    vector_add::run_traced(b, x_.data(), y_.data(), out_.data(), n, block, &tv);
-
-    // The check: against the CPU reference, on the host.
-    std::vector<float> ref(static_cast<size_t>(n));
-    vector_add::reference(hx_.data(), hy_.data(), ref.data(), n);
-    const std::vector<float> got = out_.to_host();
-    double max_diff = 0;
-    int64_t nan_count = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (std::isnan(got[size_t(i)])) ++nan_count;
-      else max_diff = std::max(max_diff, double(std::fabs(got[size_t(i)] - ref[size_t(i)])));
-    }
-    check_ok_ = nan_count == 0 && max_diff == 0;
-    char buf[160];
-    if (nan_count)
-      std::snprintf(buf, sizeof buf, "no, %" PRId64 " elements never written", nan_count);
-    else
-      std::snprintf(buf, sizeof buf, "%s, max abs diff %g", check_ok_ ? "yes" : "no", max_diff);
-    check_text_ = buf;
-
-    // What the trace says (read back for the summary line only; the raster below stays on the device).
-    const std::vector<uint32_t> counts = trace_.write_count.to_host();
-    const std::vector<uint8_t> lanes = trace_.lane_state.to_host();
-    int64_t once = 0, masked = 0;
-    for (uint32_t c : counts) once += c == 1;
-    for (uint8_t s : lanes) masked += s == kLaneMasked;
-    const int64_t expect_masked = trace_.grid * block - n;
-    trace_ok_ = once == n && masked == expect_masked;
-    std::snprintf(buf, sizeof buf, "%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64
-                  " masked lanes recorded (expected %" PRId64 ")", once, n, masked, expect_masked);
-    trace_text_ = buf;
-
-    raster_ = viz::plan_element_raster(trace_.grid, block);
+    result_ = study::run_vector_add(b, params_);
+    study::VectorAddResult& r = result_;
+    ElementTraceView tv = r.trace.view();
+    raster_ = viz::plan_element_raster(r.grid, r.block_size);
+    // Up to 12 programs: one palette colour each, keyed by swatches. More: pid on a sequential scale with
+    // its colour bar, so neighbouring programs get neighbouring colours and no colour repeats.
+    categorical_ = r.grid <= 12;
+    const viz::ColorScale scale = categorical_ ? viz::ColorScale{viz::ColorScale::Kind::Categorical, 0, 1, "pid"}
+                                               : viz::ColorScale{viz::ColorScale::Kind::Sequential, 0.0f,
+                                                                 float(r.grid - 1), "pid (program id)"};
+    grid_map_.set_scale(scale);
+    viz::ColorScale tail_scale = scale;
+    tail_scale.label.clear();  // the strip's colour bar is clipped away (see draw); its label would not be
+    tail_map_.set_scale(tail_scale);
     grid_tex_.resize(raster_.cols, raster_.rows, 2);
-    tail_tex_.resize(block, 1, 2);
+    tail_tex_.resize(r.block_size, 1, 2);
     if (b == Backend::Cuda) {
       // Kernels write the GL buffers directly (CUDA-GL interop): no trip through the host.
       viz::DataTexture::begin_device_write_all({&grid_tex_, &tail_tex_});
       try {  // a failure must leave the buffers unmapped, or the next parameter change cannot map them
         viz::raster_element_trace(b, tv, raster_, grid_tex_.device_pointer());
-        viz::raster_program_lanes(b, tv, trace_.grid - 1, tail_tex_.device_pointer());
+        viz::raster_program_lanes(b, tv, r.grid - 1, tail_tex_.device_pointer());
       } catch (...) {
         viz::DataTexture::end_device_write_all({&grid_tex_, &tail_tex_});
         throw;
@@ -166,46 +186,44 @@ class VectorAddPanel : public Panel {
       std::vector<float> cells(size_t(raster_.cols) * raster_.rows * 2);
       viz::raster_element_trace(b, tv, raster_, cells.data());
       grid_tex_.upload(cells.data());
-      std::vector<float> tail(size_t(block) * 2);
-      viz::raster_program_lanes(b, tv, trace_.grid - 1, tail.data());
+      std::vector<float> tail(size_t(r.block_size) * 2);
+      viz::raster_program_lanes(b, tv, r.grid - 1, tail.data());
       tail_tex_.upload(tail.data());
     }
     fresh_ = true;
     valid_ = true;
   }
 
-  void tooltip(Backend b, int64_t lane) {
-    if (lane < 0 || lane >= trace_.grid * trace_.block_size) return;
-    const int64_t block = trace_.block_size;
-    const int64_t pid = lane / block, l = lane % block;
-    const bool mask = lane < trace_.n;
+  void tooltip(Backend b, int64_t element) {
+    const study::VectorAddResult& r = result_;
+    if (element < 0 || element >= r.offsets) return;
+    const int64_t block = r.block_size;
+    const int64_t pid = element / block, l = element % block;
+    const bool mask = element < r.n;
     ImGui::BeginTooltip();
-    ImGui::Text("element %" PRId64 "   pid %" PRId64 "   lane %" PRId64, lane, pid, l);
+    ImGui::Text("offset %" PRId64 "   pid %" PRId64 "   arange index %" PRId64, element, pid, l);
     ImGui::Text("offset = %" PRId64 " * %" PRId64 " + %" PRId64 "   mask (offset < n) = %d", pid, block, l, mask);
     if (mask) {
       float out = 0;
       int32_t writer = -1;
-      mem::to_host(b, &out, out_.data() + lane, sizeof out);
-      mem::to_host(b, &writer, trace_.writer.data() + lane, sizeof writer);
-      ImGui::Text("x = %g   y = %g   out = %g", hx_[size_t(lane)], hy_[size_t(lane)], out);
+      mem::to_host(b, &out, r.out.data() + element, sizeof out);
+      mem::to_host(b, &writer, r.trace.writer.data() + element, sizeof writer);
+      ImGui::Text("x = %g   y = %g   out = %g", r.x[size_t(element)], r.y[size_t(element)], out);
       ImGui::Text("stored by pid %d (recorded)", writer);
     } else {
-      ImGui::TextUnformatted("masked lane: no load, no store");
+      ImGui::TextUnformatted("masked offset: no load, no store");
     }
-    if (raster_.lanes_per_cell > 1) ImGui::TextDisabled("(first of the cell's %" PRId64 " lanes)", raster_.lanes_per_cell);
+    if (raster_.lanes_per_cell > 1) ImGui::TextDisabled("(first of the cell's %" PRId64 " elements)", raster_.lanes_per_cell);
     ImGui::EndTooltip();
   }
 
   ParamValues params_;
   std::string control_error_, run_error_, computed_key_;
-  std::vector<float> hx_, hy_;
-  Buffer<float> x_, y_, out_;
-  ElementTrace trace_;
+  study::VectorAddResult result_;
   viz::ElementRaster raster_;
   viz::DataTexture grid_tex_, tail_tex_;
   viz::Heatmap grid_map_, tail_map_;
-  std::string check_text_, trace_text_;
-  bool check_ok_ = false, trace_ok_ = false, valid_ = false, fresh_ = false;
+  bool categorical_ = true, valid_ = false, fresh_ = false;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
-// app/panels/relu_dropout_panel.cpp rendered headlessly by `shot`: the mask raster's kept (viridis top)
-// and dropped (viridis bottom) cells come in the proportion 1-p : p, and the ratio histogram has its one
-// highlighted spike.
+// app/panels/relu_dropout_panel.cpp rendered headlessly by `shot`: the mask raster's kept (palette
+// colour 1) and dropped (palette colour 0) cells come in the proportion 1-p : p, keyed by two swatches
+// rather than a continuous colour bar, and the ratio histogram has its one highlighted spike.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -23,9 +23,10 @@ int count_colour(const std::vector<uint8_t>& rgba, const float c[3], int tol) {
 }
 
 void check_kept_share(const std::string& backend) {
-  float kept[3], dropped[3];
-  viz::colormap_rgb(1.0f, kept);
-  viz::colormap_rgb(0.0f, dropped);
+  float kept[3], dropped[3], mid[3];
+  viz::categorical_rgb(1, kept);
+  viz::categorical_rgb(0, dropped);
+  viz::colormap_rgb(0.5f, mid);  // the middle of a 0-1 colour bar: a binary mask has no such value
   const float spike[3] = {120 / 255.0f, 220 / 255.0f, 120 / 255.0f};
   for (double p : {0.2, 0.5, 0.9}) {
     std::string out;
@@ -43,6 +44,7 @@ void check_kept_share(const std::string& backend) {
     ASSERT_GT(k + d, 50000) << "mask raster missing";
     EXPECT_NEAR(double(k) / (k + d), 1.0 - p, 0.05) << "p " << p;
     EXPECT_GT(count_colour(rgba, spike, 3), 200) << "no highlighted spike bar";
+    EXPECT_LT(count_colour(rgba, mid, 6), 10) << "a continuous colour bar beside the binary mask";
   }
 }
 

@@ -50,7 +50,40 @@ TEST(VectorAddPanel, AskedSizeAndNotBlank) {
   for (size_t i = 0; i + 3 < rgba.size(); i += 4)
     colours.insert(uint32_t(rgba[i]) << 16 | uint32_t(rgba[i + 1]) << 8 | rgba[i + 2]);
   EXPECT_GT(colours.size(), 20u);
-  EXPECT_GE(palette_colours_present(rgba, 20), 12);  // 1024 programs cycle through the whole palette
+}
+
+TEST(VectorAddPanel, ManyProgramsOnTheSequentialScale) {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  shot("--size 1400x900 --set n=1048576 --set block_size=1024", test::tmp_dir() + "/va-1024.png", rgba, w, h);
+  // 1024 programs: pid on the sequential scale (first pid dark, last bright, a colour bar beside it), not
+  // the 12-colour palette cycled into stripes.
+  float first[3], last[3];
+  viz::colormap_rgb(0.0f, first);
+  viz::colormap_rgb(1.0f, last);
+  auto count = [&](const float c[3]) {
+    int k = 0;
+    for (size_t i = 0; i + 3 < rgba.size(); i += 4) {
+      bool m = true;
+      for (int ch = 0; ch < 3; ++ch) m = m && std::abs(int(rgba[i + ch]) - int(c[ch] * 255.0f + 0.5f)) <= 6;
+      k += m;
+    }
+    return k;
+  };
+  EXPECT_GT(count(first), 500) << "no pid-0 rows";
+  EXPECT_GT(count(last), 500) << "no last-pid rows";
+  EXPECT_EQ(palette_colours_present(rgba, 2000), 0) << "palette colours cycled over 1024 programs";
+}
+
+TEST(VectorAddPanel, FewProgramsGetOneKeyedColourEach) {
+  // Up to 12 programs: one palette colour each, and a swatch per pid in the key (so 12 programs show
+  // all 12 colours, 13 switch to the scale).
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  shot("--size 1200x800 --set n=384 --set block_size=32", test::tmp_dir() + "/va-12.png", rgba, w, h);
+  EXPECT_EQ(palette_colours_present(rgba, 40), 12);
+  shot("--size 1200x800 --set n=416 --set block_size=32", test::tmp_dir() + "/va-13.png", rgba, w, h);
+  EXPECT_EQ(palette_colours_present(rgba, 2000), 0);
 }
 
 TEST(VectorAddPanel, CudaBackendThroughInteropSameColours) {
