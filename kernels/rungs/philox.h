@@ -1,5 +1,6 @@
 // Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), the
-// counter-based generator behind cuRAND's Philox and Triton's `tl.rand`. A pure function of
+// counter-based generator behind cuRAND's Philox and Triton's `tl.rand` (same function, keyed another
+// way: tl.rand(seed, i) takes word 0 at counter i, so its dropout masks differ from ours). A pure function of
 // (counter, key): no state, so element i of a launch can draw its number without knowing who else ran,
 // and the CPU and CUDA backends get the same bits whatever the launch shape.
 //

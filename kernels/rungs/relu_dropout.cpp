@@ -65,7 +65,7 @@ static void run_cpu(int mode, const float* x, float* out, int64_t n, uint32_t th
   for (int64_t pid = 0; pid < grid; ++pid) program(mode, pid, x, out, n, thr, scale, seed, block);
 }
 
-// The traced program: lane by lane, element i draws word i % 4 of group i / 4 (the same bits as fused).
+// The traced program: offset by offset, element i draws word i % 4 of group i / 4 (the same bits as fused).
 static void run_cpu_traced(const float* x, float* out, int64_t n, uint32_t thr, float scale, uint64_t seed,
                            int block, DropoutTraceView* t) {
   const int64_t grid = (n + block - 1) / block;

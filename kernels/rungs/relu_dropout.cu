@@ -84,7 +84,8 @@ void run_cuda_elementwise(int mode, const float* x, float* out, int64_t n, uint3
   else launch_mode<2>(x, out, n, threshold, scale, seed, block_size, vec);
 }
 
-// The traced kernel: one lane per element (a block of up to 1024 threads loops over BLOCK_SIZE lanes).
+// The traced kernel: one thread per element at a time (a block of up to 1024 threads loops over the
+// program's BLOCK_SIZE offsets).
 __global__ void relu_dropout_traced(const float* __restrict__ x, float* __restrict__ out, int64_t n,
                                     uint32_t threshold, float scale, uint64_t seed, int block_size,
                                     DropoutTraceView t, bool record) {

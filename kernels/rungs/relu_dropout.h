@@ -9,8 +9,9 @@
 //   fused      one load, relu, drop, scale, one store. CUDA: 16-byte loads and stores, one Philox call
 //              per 4 consecutive elements (its 4 words are their 4 uniforms), up to 4 groups in flight
 //              per thread. CPU: the same grid, program by program. What `bench` times.
-//   traced     same math lane by lane, one Philox call per element (word i % 4 of group i / 4, so the
-//              same bits); records the keep mask and the ElementTrace (writer, lanes) for the views.
+//   traced     same math element by element, one Philox call per element (word i % 4 of group i / 4, so
+//              the same bits); records the keep mask and the ElementTrace (writer, offsets) for the views.
+// The mask is not Triton's tl.rand mask: tl.rand(seed, i) takes word 0 of Philox at counter i.
 //   unfused    a ReLU kernel writing relu(x) to memory, then a dropout kernel reading it back: 16 bytes
 //              per element instead of 8. Same bits as fused; the Measure view shows what fusion saves.
 #pragma once

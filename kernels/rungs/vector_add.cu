@@ -1,5 +1,5 @@
-// Rung 1, CUDA side. One CUDA block runs one program of BLOCK_SIZE lanes; when BLOCK_SIZE exceeds the
-// 1024 threads a block may have, each thread takes lanes lane, lane + blockDim.x, ...
+// Rung 1, CUDA side. One CUDA block runs one program of BLOCK_SIZE offsets; when BLOCK_SIZE exceeds the
+// 1024 threads a block may have, each thread takes offsets lane, lane + blockDim.x, ... of its program.
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/vector_add.h"
 

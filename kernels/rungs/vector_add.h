@@ -1,9 +1,10 @@
 // Rung 1: vector add, the execution model.
 // A grid of programs; program `pid` covers offsets pid*BLOCK_SIZE + arange(BLOCK_SIZE), and the mask
-// offsets < n switches off the tail's lanes. Versions:
+// offsets < n switches off the tail's offsets past n. BLOCK_SIZE counts elements, not threads (the
+// traced CUDA kernel runs a program as one block of min(BLOCK_SIZE, 1024) threads). Versions:
 //   reference  plain loop on the host, the ground truth.
-//   traced     (CPU and CUDA) one program per launch-grid entry, lane by lane; records which program
-//              stored each element and every lane's mask bit. This is what the panel draws.
+//   traced     (CPU and CUDA) one program per launch-grid entry, offset by offset; records which program
+//              stored each element and every offset's mask bit. This is what the panel draws.
 //   fast       (CUDA only) float4 loads and stores in a grid-stride loop, no trace; what `bench` times.
 #pragma once
 #include <cstdint>
