@@ -29,6 +29,7 @@ constexpr int64_t kPanelMaxRows = 64;
 constexpr unsigned kBuggyColour = IM_COL32(235, 95, 80, 255);
 constexpr unsigned kFixedColour = IM_COL32(90, 180, 240, 255);
 constexpr unsigned kRefColour = IM_COL32(200, 200, 200, 255);
+constexpr unsigned kClippedColour = IM_COL32(190, 190, 190, 255);
 
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class SoftmaxPanel : public Panel {
@@ -142,7 +143,19 @@ class SoftmaxPanel : public Panel {
     ui::explain("softmax.md");
     ImGui::EndChild();
     ImGui::SameLine(0, gap);
-    draw_sweep(ImVec2(half, plot_h));
+    ImGui::BeginChild("sweep_col", ImVec2(half, plot_h), false, ImGuiWindowFlags_NoScrollbar);
+    const ImGuiStyle& st = ImGui::GetStyle();
+    float below = ImGui::CalcTextSize(sweep_.sentence.c_str(), nullptr, false, half).y + st.ItemSpacing.y;
+    if (!sweep_.clipped_sentence.empty())
+      below += ImGui::CalcTextSize(sweep_.clipped_sentence.c_str(), nullptr, false, half).y + st.ItemSpacing.y;
+    draw_sweep(ImVec2(half, std::max(140.0f, plot_h - below - st.ItemSpacing.y)));
+    ImGui::TextWrapped("%s", sweep_.sentence.c_str());
+    if (!sweep_.clipped_sentence.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("%s", sweep_.clipped_sentence.c_str());
+      ImGui::PopStyleColor();
+    }
+    ImGui::EndChild();
   }
 
   void draw_row_sums() {
@@ -176,14 +189,19 @@ class SoftmaxPanel : public Panel {
     ImGui::TextWrapped("%s", r.row_sums_sentence.c_str());
   }
 
-  // The sweep's diffs on a log axis: values below the floor (exact zeros) are drawn on it.
+  // The sweep's diffs on a log axis: values below the floor (exact zeros) are drawn on it, and marked
+  // again in grey so no clipped point passes for a measured one.
   void draw_sweep(const ImVec2& size) {
     const study::SoftmaxSweep& s = sweep_;
+    const double floor = s.plot_floor;
     viz::Series buggy{"buggy (BLOCK_SIZE 1024)", {}, {}, kBuggyColour, false};
     viz::Series fixed{"fixed", {}, {}, kFixedColour, true};
+    viz::Series clipped{"exact 0, drawn on the floor", {}, {}, kClippedColour, true};
     for (size_t i = 0; i < s.n_cols.size(); ++i) {
-      buggy.x.push_back(double(s.n_cols[i])), buggy.y.push_back(std::max(s.buggy[i], kDiffFloor));
-      fixed.x.push_back(double(s.n_cols[i])), fixed.y.push_back(std::max(s.fixed[i], kDiffFloor));
+      const double n = double(s.n_cols[i]);
+      buggy.x.push_back(n), buggy.y.push_back(std::max(s.buggy[i], floor));
+      fixed.x.push_back(n), fixed.y.push_back(std::max(s.fixed[i], floor));
+      if (s.buggy[i] < floor || s.fixed[i] < floor) clipped.x.push_back(n), clipped.y.push_back(floor);
     }
     viz::PlotOptions opt;
     opt.title = s.title;
@@ -191,11 +209,12 @@ class SoftmaxPanel : public Panel {
     opt.y_label = "max abs diff";
     opt.log_x = true;
     opt.log_y = true;
-    opt.y_min = kDiffFloor;
+    opt.y_min = floor;
     opt.y_max = 1e-1;
     opt.v_lines = {1024.0};
     opt.v_line_labels = {"BLOCK_SIZE = 1024"};
-    viz::line_plot("sweep", {buggy, fixed}, opt, size);
+    if (clipped.x.empty()) viz::line_plot("sweep", {buggy, fixed}, opt, size);
+    else viz::line_plot("sweep", {buggy, fixed, clipped}, opt, size);
   }
 
   void tooltip(int row, int col, bool buggy) {
@@ -205,7 +224,7 @@ class SoftmaxPanel : public Panel {
     ImGui::BeginTooltip();
     ImGui::Text("row %d (pid %d), column %d   x = %.4f", row, row, col, r.x[i]);
     const float o = buggy ? r.out_buggy[i] : r.out_fixed[i];
-    if (std::isnan(o)) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "out = NaN: never written (lane %d >= BLOCK_SIZE)", col);
+    if (std::isnan(o)) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "out = NaN: never written (offset %d >= BLOCK_SIZE = 1024)", col);
     else ImGui::Text("out = %.6g   reference = %.6g", o, r.ref[i]);
     ImGui::EndTooltip();
   }
@@ -235,7 +254,7 @@ class SoftmaxPanel : public Panel {
 
     ui::section("The row, chunk by chunk (synthetic input: a rising wave plus noise)");
     const float avail = ImGui::GetContentRegionAvail().x;
-    row_map_.set_scale({viz::ColorScale::Kind::Diverging, -r.row_absmax, r.row_absmax, "x"});
+    row_map_.set_scale({viz::ColorScale::Kind::Diverging, -r.row_absmax, r.row_absmax, "x value"});
     row_map_.set_grid(r.chunk < n ? r.chunk : 0, 0);
     viz::HeatmapHover h = row_map_.draw("row", row_tex_, ImVec2(avail - row_map_.colorbar_width(), 64.0f), on_fresh_);
     on_fresh_ = false;
@@ -259,23 +278,27 @@ class SoftmaxPanel : public Panel {
     viz::Series rmax{"running max m", {}, {}, kFixedColour, false};
     viz::Series rsum{"running sum l", {}, {}, kFixedColour, false};
     viz::Series full{"sum exp(x - m) so far, float64", {}, {}, kRefColour, true};
-    for (const study::SoftmaxOnlineStep& s : r.steps) {
-      const double xk = double(s.last_col + 1);
-      cmax.x.push_back(xk), cmax.y.push_back(s.chunk_max);
-      rmax.x.push_back(xk), rmax.y.push_back(s.m);
-      rsum.x.push_back(xk), rsum.y.push_back(s.l);
-      full.x.push_back(xk), full.y.push_back(s.ref_sum);
+    for (size_t k = 0; k < r.steps.size(); ++k) {
+      const study::SoftmaxOnlineStep& s = r.steps[k];
+      const double x1 = double(s.last_col + 1);  // columns seen after chunk k
+      cmax.x.push_back(x1), cmax.y.push_back(s.chunk_max);
+      // m is a staircase: it keeps its value while the next chunk is read and jumps once that chunk ends.
+      // (A riser only where m moved: a repeated point would leave a zero-length segment in the polyline.)
+      if (k && s.m != r.steps[k - 1].m) rmax.x.push_back(x1), rmax.y.push_back(r.steps[k - 1].m);
+      rmax.x.push_back(x1), rmax.y.push_back(s.m);
+      rsum.x.push_back(x1), rsum.y.push_back(s.l);
+      full.x.push_back(x1), full.y.push_back(s.ref_sum);
     }
     viz::PlotOptions o1;
     o1.title = "max: the chunk's own and the running m";
     o1.x_label = "columns seen";
-    o1.y_label = "x";
+    o1.y_label = "x and m";
     viz::line_plot("maxes", {cmax, rmax}, o1, ImVec2(half, plot_h));
     ImGui::SameLine(0, gap);
     viz::PlotOptions o2;
     o2.title = "running sum l, rescaled whenever m moves";
     o2.x_label = "columns seen";
-    o2.y_label = "l";
+    o2.y_label = "running sum l";
     viz::line_plot("sums", {rsum, full}, o2, ImVec2(half, plot_h));
   }
 
@@ -314,8 +337,6 @@ class SoftmaxPanel : public Panel {
   }
 
   // [SECTION] computing: the study runs, the panel fills its textures -----------------------------------------
-  static constexpr double kDiffFloor = 1e-9;
-
   void compute_bug(Backend b) {
     bug_valid_ = false;
     bug_ = study::softmax_bug(b, params_);

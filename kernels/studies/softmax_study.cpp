@@ -169,7 +169,8 @@ SoftmaxLimits softmax_limits(Backend b) {
       "limit is its register file: %s 32-bit registers per SM and per block, at most %d per thread (%" PRId64
       " each when a block has %d threads), so no block holds more than %s floats, and fewer once indices, the max "
       "and the sum take their registers. Past %s columns this build refuses fixed and points to online; Triton "
-      "compiles a larger BLOCK_SIZE and spills the row to local memory instead of refusing.",
+      "compiles a larger BLOCK_SIZE and spills the row to local memory (it refuses only past 2^20 elements per "
+      "tensor).",
       l.threads_per_block, l.values_per_thread, grouped(l.build_max_cols).c_str(),
       grouped(l.hw_regs_per_block).c_str(), l.hw_regs_per_thread, l.hw_regs_per_thread_at_full_block,
       l.threads_per_block, grouped(l.hw_regs_per_block).c_str(), grouped(l.build_max_cols).c_str());
