@@ -1,11 +1,13 @@
 // Rung 3 panel: "The truncation bug". The buggy (BLOCK_SIZE = 1024) and fixed softmax outputs side by
 // side over the same rows, the columns the buggy kernel never wrote drawn from its recorded trace, row
 // sums, max abs diff against the float64 reference, and max abs diff over n_cols = 1..8192. A second
-// view, "online", shows the running max and running sum chunk by chunk for one row.
+// view, "online", shows the running max and running sum chunk by chunk for one row. What it concludes is
+// computed by kernels/studies/softmax_study (no GL); this file fills textures from the study's buffers and
+// draws, showing the study's sentences verbatim.
 // [SECTION] panel state and parameters
 // [SECTION] the truncation bug view
 // [SECTION] the online view
-// [SECTION] computing (kernels run here; textures filled on the backend)
+// [SECTION] computing (the study runs; textures filled on the backend)
 #include <imgui.h>
 
 #include <algorithm>
