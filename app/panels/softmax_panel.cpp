@@ -1,24 +1,23 @@
 // Rung 3 panel: "The truncation bug". The buggy (BLOCK_SIZE = 1024) and fixed softmax outputs side by
 // side over the same rows, the columns the buggy kernel never wrote drawn from its recorded trace, row
 // sums, max abs diff against the float64 reference, and max abs diff over n_cols = 1..8192. A second
-// view, "online", shows the running max and running sum chunk by chunk for one row.
+// view, "online", shows the running max and running sum chunk by chunk for one row. What it concludes is
+// computed by kernels/studies/softmax_study (no GL); this file fills textures from the study's buffers and
+// draws, showing the study's sentences verbatim.
 // [SECTION] panel state and parameters
 // [SECTION] the truncation bug view
 // [SECTION] the online view
-// [SECTION] computing (kernels run here; textures filled on the backend)
+// [SECTION] computing (the study runs; textures filled on the backend)
 #include <imgui.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
-#include <cstdio>
-#include <limits>
-#include <random>
 
 #include "app/panels/panels.h"
 #include "app/ui.h"
-#include "kernels/runtime/errors.h"
 #include "kernels/rungs/softmax.h"
+#include "kernels/studies/softmax_study.h"
 #include "viz/data_texture.h"
 #include "viz/heatmap.h"
 #include "viz/plot.h"
@@ -32,12 +31,7 @@ constexpr int64_t kPanelMaxRows = 64;
 constexpr unsigned kBuggyColour = IM_COL32(235, 95, 80, 255);
 constexpr unsigned kFixedColour = IM_COL32(90, 180, 240, 255);
 constexpr unsigned kRefColour = IM_COL32(200, 200, 200, 255);
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+constexpr unsigned kClippedColour = IM_COL32(190, 190, 190, 255);
 
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class SoftmaxPanel : public Panel {
@@ -105,59 +99,69 @@ class SoftmaxPanel : public Panel {
     }
     ui::error_box(bug_error_);
     if (!bug_valid_) return;
-    const int64_t n = n_cols_, rows = rows_;
+    const study::SoftmaxBug& r = bug_;
 
     // The headline: what the picture shows, in numbers.
-    if (n > 1024) {
-      ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 150, 130, 255));
-      ImGui::Text("BLOCK_SIZE = 1024 but n_cols = %" PRId64 ": columns 1024..%" PRId64
-                  " are never written (%" PRId64 " of %" PRId64 " per row), and the written ones are normalised "
-                  "over the first 1024 only.",
-                  n, n - 1, n - 1024, n);
-      ImGui::PopStyleColor();
-    } else {
-      ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(140, 220, 140, 255));
-      ImGui::Text("n_cols = %" PRId64 " <= 1024: one BLOCK_SIZE = 1024 program covers the whole row; buggy and "
-                  "fixed agree. Push n_cols past 1024 to see the bug.", n);
-      ImGui::PopStyleColor();
-    }
+    ImGui::PushStyleColor(ImGuiCol_Text, r.truncated ? IM_COL32(255, 150, 130, 255) : IM_COL32(140, 220, 140, 255));
+    ImGui::TextUnformatted(r.headline.c_str());
+    ImGui::PopStyleColor();
 
     const float avail = ImGui::GetContentRegionAvail().x;
     const float gap = 16.0f;
     const float half = (avail - gap) * 0.5f;
     const float img_w = half - buggy_map_.colorbar_width();
-    const float map_h = std::clamp(float(rows) * 14.0f, 90.0f, 230.0f);
-    scale_ = {viz::ColorScale::Kind::Sequential, 0.0f, vmax_, "softmax(x)"};
+    const float map_h = std::clamp(float(r.rows) * 14.0f, 90.0f, 230.0f);
+    scale_ = {viz::ColorScale::Kind::Sequential, 0.0f, r.vmax, "softmax(x)"};
     buggy_map_.set_scale(scale_);
     fixed_map_.set_scale(scale_);
 
     ImGui::BeginGroup();
-    ImGui::TextColored(ImVec4(0.92f, 0.37f, 0.31f, 1), "buggy: BLOCK_SIZE = 1024 (fixed constant)");
+    ImGui::TextColored(ImVec4(0.92f, 0.37f, 0.31f, 1), "%s", r.buggy_caption.c_str());
     viz::HeatmapHover hb = buggy_map_.draw("buggy", buggy_tex_, ImVec2(img_w, map_h), fresh_);
-    ImGui::TextDisabled("written (from the trace): columns 0..%" PRId64, std::min<int64_t>(n, 1024) - 1);
-    if (n > 1024) {
+    ImGui::TextDisabled("%s", r.buggy_written.c_str());
+    if (!r.buggy_unwritten.empty()) {
       ImGui::SameLine();
-      ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.3f, 1), "  never written: %" PRId64 "..%" PRId64 " (red/black)",
-                         int64_t(1024), n - 1);
+      ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.3f, 1), "%s", r.buggy_unwritten.c_str());
     }
     ImGui::EndGroup();
     ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
-    ImGui::TextColored(ImVec4(0.35f, 0.7f, 0.94f, 1), "fixed: BLOCK_SIZE = next_power_of_2(%" PRId64 ") = %" PRId64,
-                       n, softmax::block_size(Variant::Fixed, n));
+    ImGui::TextColored(ImVec4(0.35f, 0.7f, 0.94f, 1), "%s", r.fixed_caption.c_str());
     viz::HeatmapHover hf = fixed_map_.draw("fixed", fixed_tex_, ImVec2(img_w, map_h), fresh_);
-    ImGui::TextDisabled("written (from the trace): all %" PRId64 " columns of every row", n);
+    ImGui::TextDisabled("%s", r.fixed_written.c_str());
     ImGui::EndGroup();
     if (hb.active) tooltip(hb.row, hb.col, true);
     if (hf.active) tooltip(hf.row, hf.col, false);
     fresh_ = false;
 
-    ui::status_line("buggy matches reference:", buggy_check_, buggy_ok_);
-    ui::status_line("fixed matches reference:", fixed_check_, fixed_ok_);
+    ui::status_line("buggy matches reference:", r.buggy.sentence, r.buggy.pass);
+    ui::status_line("fixed matches reference:", r.fixed.sentence, r.fixed.pass);
 
     // Row sums (left) and the max abs diff over n_cols (right).
     const float plot_h = std::max(170.0f, ImGui::GetContentRegionAvail().y - 8.0f);
     ImGui::BeginChild("rowsums_col", ImVec2(half, plot_h), false, ImGuiWindowFlags_NoScrollbar);
+    draw_row_sums();
+    ImGui::Spacing();
+    ui::explain("softmax.md");
+    ImGui::EndChild();
+    ImGui::SameLine(0, gap);
+    ImGui::BeginChild("sweep_col", ImVec2(half, plot_h), false, ImGuiWindowFlags_NoScrollbar);
+    const ImGuiStyle& st = ImGui::GetStyle();
+    float below = ImGui::CalcTextSize(sweep_.sentence.c_str(), nullptr, false, half).y + st.ItemSpacing.y;
+    if (!sweep_.clipped_sentence.empty())
+      below += ImGui::CalcTextSize(sweep_.clipped_sentence.c_str(), nullptr, false, half).y + st.ItemSpacing.y;
+    draw_sweep(ImVec2(half, std::max(140.0f, plot_h - below - st.ItemSpacing.y)));
+    ImGui::TextWrapped("%s", sweep_.sentence.c_str());
+    if (!sweep_.clipped_sentence.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("%s", sweep_.clipped_sentence.c_str());
+      ImGui::PopStyleColor();
+    }
+    ImGui::EndChild();
+  }
+
+  void draw_row_sums() {
+    const study::SoftmaxBug& r = bug_;
     ui::section("Row sums");
     if (ImGui::BeginTable("rowsums", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
       ImGui::TableSetupColumn("row");
@@ -166,54 +170,64 @@ class SoftmaxPanel : public Panel {
       ImGui::TableSetupColumn("fixed");
       ImGui::TableSetupColumn("ref. mass in 0..1023");
       ImGui::TableHeadersRow();
-      const int64_t show = std::min<int64_t>(rows, 6);
-      for (int64_t r = 0; r < show; ++r) {
+      const int64_t show = std::min<int64_t>(r.rows, 6);
+      for (int64_t row = 0; row < show; ++row) {
+        const size_t i = size_t(row);
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::Text("%" PRId64, r);
+        ImGui::Text("%" PRId64, row);
         ImGui::TableNextColumn();
-        if (std::isnan(sum_buggy_all_[size_t(r)])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN (unwritten)");
-        else ImGui::Text("%.6f", sum_buggy_all_[size_t(r)]);
+        if (std::isnan(r.sum_buggy_all[i])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN (unwritten)");
+        else ImGui::Text("%.6f", r.sum_buggy_all[i]);
         ImGui::TableNextColumn();
-        ImGui::Text("%.6f", sum_buggy_written_[size_t(r)]);
+        ImGui::Text("%.6f", r.sum_buggy_written[i]);
         ImGui::TableNextColumn();
-        ImGui::Text("%.6f", sum_fixed_[size_t(r)]);
+        ImGui::Text("%.6f", r.sum_fixed[i]);
         ImGui::TableNextColumn();
-        ImGui::Text("%.6f", ref_head_mass_[size_t(r)]);
+        ImGui::Text("%.6f", r.ref_head_mass[i]);
       }
       ImGui::EndTable();
     }
-    if (n > 1024)
-      ImGui::TextWrapped("The buggy row's written entries sum to 1, yet the reference puts only %.1f%% of the "
-                         "mass in those columns: every written value is %.2fx too large, and the rest is garbage.",
-                         100.0 * ref_head_mass_[0], 1.0 / ref_head_mass_[0]);
-    else
-      ImGui::TextWrapped("Every row sums to 1 in both kernels.");
-    ImGui::Spacing();
-    ui::explain("softmax.md");
-    ImGui::EndChild();
-    ImGui::SameLine(0, gap);
+    ImGui::TextWrapped("%s", r.row_sums_sentence.c_str());
+  }
+
+  // The sweep's diffs on a log axis: values below the floor (exact zeros) are drawn on it, and marked
+  // again in grey so no clipped point passes for a measured one.
+  void draw_sweep(const ImVec2& size) {
+    const study::SoftmaxSweep& s = sweep_;
+    const double floor = s.plot_floor;
+    viz::Series buggy{"buggy (BLOCK_SIZE 1024)", {}, {}, kBuggyColour, false};
+    viz::Series fixed{"fixed", {}, {}, kFixedColour, true};
+    viz::Series clipped{"exact 0, drawn on the floor", {}, {}, kClippedColour, true};
+    for (size_t i = 0; i < s.n_cols.size(); ++i) {
+      const double n = double(s.n_cols[i]);
+      buggy.x.push_back(n), buggy.y.push_back(std::max(s.buggy[i], floor));
+      fixed.x.push_back(n), fixed.y.push_back(std::max(s.fixed[i], floor));
+      if (s.buggy[i] < floor || s.fixed[i] < floor) clipped.x.push_back(n), clipped.y.push_back(floor);
+    }
     viz::PlotOptions opt;
-    opt.title = "max |out - reference| over written columns, n_cols = 1..8192 (4 rows)";
+    opt.title = s.title;
     opt.x_label = "n_cols";
     opt.y_label = "max abs diff";
     opt.log_x = true;
     opt.log_y = true;
-    opt.y_min = kDiffFloor;
+    opt.y_min = floor;
     opt.y_max = 1e-1;
     opt.v_lines = {1024.0};
     opt.v_line_labels = {"BLOCK_SIZE = 1024"};
-    viz::line_plot("sweep", {sweep_buggy_, sweep_fixed_}, opt, ImVec2(half, plot_h));
+    if (clipped.x.empty()) viz::line_plot("sweep", {buggy, fixed}, opt, size);
+    else viz::line_plot("sweep", {buggy, fixed, clipped}, opt, size);
   }
 
   void tooltip(int row, int col, bool buggy) {
-    if (row < 0 || col < 0 || row >= rows_ || col >= n_cols_) return;
-    const size_t i = size_t(row) * size_t(n_cols_) + size_t(col);
+    const study::SoftmaxBug& r = bug_;
+    if (row < 0 || col < 0 || row >= r.rows || col >= r.n_cols) return;
+    const size_t i = size_t(row) * size_t(r.n_cols) + size_t(col);
     ImGui::BeginTooltip();
-    ImGui::Text("row %d (pid %d), column %d   x = %.4f", row, row, col, hx_[i]);
-    const float o = buggy ? hb_[i] : hf_[i];
-    if (std::isnan(o)) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "out = NaN: never written (lane %d >= BLOCK_SIZE)", col);
-    else ImGui::Text("out = %.6g   reference = %.6g", o, ref_[i]);
+    ImGui::Text("row %d (pid %d), column %d   x = %.4f", row, row, col, r.x[i]);
+    const float o = buggy ? r.out_buggy[i] : r.out_fixed[i];
+    if (std::isnan(o)) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "out = NaN: never written (offset %d >= BLOCK_SIZE = 1024)", col);
+    else ImGui::Text("out = %.6g   reference = %.6g", o, r.ref[i]);
     ImGui::EndTooltip();
   }
 
@@ -235,52 +249,63 @@ class SoftmaxPanel : public Panel {
     }
     ui::error_box(online_error_);
     if (!online_valid_) return;
-    const int64_t n = on_n_cols_, chunks = int64_t(on_chunk_max_.size());
-    ImGui::TextWrapped("One program walks row %" PRId64 " in %" PRId64 " chunks of %d columns, keeping only a running "
-                       "max m and a running sum l:  m_new = max(m_old, rowmax(chunk)),  l_new = l_old * exp(m_old - m_new) "
-                       "+ rowsum(exp(chunk - m_new)).  A second pass writes exp(x - m) / l.  Any width works: nothing "
-                       "holds the whole row.",
-                       on_row_, chunks, on_chunk_);
-    ui::status_line("online matches reference (this row):", online_check_, online_ok_);
+    const study::SoftmaxOnline& r = online_;
+    const int64_t n = r.n_cols;
+    ImGui::TextWrapped("%s", r.intro.c_str());
+    ui::status_line("online matches reference (this row):", r.check.sentence, r.check.pass);
 
     ui::section("The row, chunk by chunk (synthetic input: a rising wave plus noise)");
     const float avail = ImGui::GetContentRegionAvail().x;
-    row_map_.set_scale({viz::ColorScale::Kind::Diverging, -row_absmax_, row_absmax_, "x"});
-    row_map_.set_grid(on_chunk_ < n ? on_chunk_ : 0, 0);
+    row_map_.set_scale({viz::ColorScale::Kind::Diverging, -r.row_absmax, r.row_absmax, "x value"});
+    row_map_.set_grid(r.chunk < n ? r.chunk : 0, 0);
     viz::HeatmapHover h = row_map_.draw("row", row_tex_, ImVec2(avail - row_map_.colorbar_width(), 64.0f), on_fresh_);
     on_fresh_ = false;
     if (h.active && h.col >= 0 && h.col < n) {
-      const int64_t k = h.col / on_chunk_;
+      const int64_t k = h.col / r.chunk;
+      const study::SoftmaxOnlineStep& s = r.steps[size_t(k)];
       ImGui::SetTooltip("column %d (chunk %" PRId64 ")  x = %.4f\nafter chunk %" PRId64 ": m = %.4f, l = %.4f", h.col, k,
-                        on_row_x_[size_t(h.col)], k, on_running_max_[size_t(k)], on_running_sum_[size_t(k)]);
+                        r.row_x[size_t(h.col)], k, s.m, s.l);
     }
 
     const float gap = 16.0f, half = (avail - gap) * 0.5f;
     const float plot_h = std::clamp(ImGui::GetContentRegionAvail().y * 0.5f, 170.0f, 300.0f);
+    draw_online_plots(half, gap, plot_h);
+    ui::section("Recorded per chunk (from the kernel's trace)");
+    draw_online_table();
+  }
+
+  void draw_online_plots(float half, float gap, float plot_h) {
+    const study::SoftmaxOnline& r = online_;
     viz::Series cmax{"rowmax(chunk)", {}, {}, kBuggyColour, true};
     viz::Series rmax{"running max m", {}, {}, kFixedColour, false};
     viz::Series rsum{"running sum l", {}, {}, kFixedColour, false};
     viz::Series full{"sum exp(x - m) so far, float64", {}, {}, kRefColour, true};
-    for (int64_t k = 0; k < chunks; ++k) {
-      const double xk = double(std::min(n, (k + 1) * int64_t(on_chunk_)));
-      cmax.x.push_back(xk), cmax.y.push_back(on_chunk_max_[size_t(k)]);
-      rmax.x.push_back(xk), rmax.y.push_back(on_running_max_[size_t(k)]);
-      rsum.x.push_back(xk), rsum.y.push_back(on_running_sum_[size_t(k)]);
-      full.x.push_back(xk), full.y.push_back(on_ref_sum_[size_t(k)]);
+    for (size_t k = 0; k < r.steps.size(); ++k) {
+      const study::SoftmaxOnlineStep& s = r.steps[k];
+      const double x1 = double(s.last_col + 1);  // columns seen after chunk k
+      cmax.x.push_back(x1), cmax.y.push_back(s.chunk_max);
+      // m is a staircase: it keeps its value while the next chunk is read and jumps once that chunk ends.
+      // (A riser only where m moved: a repeated point would leave a zero-length segment in the polyline.)
+      if (k && s.m != r.steps[k - 1].m) rmax.x.push_back(x1), rmax.y.push_back(r.steps[k - 1].m);
+      rmax.x.push_back(x1), rmax.y.push_back(s.m);
+      rsum.x.push_back(x1), rsum.y.push_back(s.l);
+      full.x.push_back(x1), full.y.push_back(s.ref_sum);
     }
     viz::PlotOptions o1;
     o1.title = "max: the chunk's own and the running m";
     o1.x_label = "columns seen";
-    o1.y_label = "x";
+    o1.y_label = "x and m";
     viz::line_plot("maxes", {cmax, rmax}, o1, ImVec2(half, plot_h));
     ImGui::SameLine(0, gap);
     viz::PlotOptions o2;
     o2.title = "running sum l, rescaled whenever m moves";
     o2.x_label = "columns seen";
-    o2.y_label = "l";
+    o2.y_label = "running sum l";
     viz::line_plot("sums", {rsum, full}, o2, ImVec2(half, plot_h));
+  }
 
-    ui::section("Recorded per chunk (from the kernel's trace)");
+  void draw_online_table() {
+    const study::SoftmaxOnline& r = online_;
     if (ImGui::BeginTable("chunks", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
                           ImVec2(0, std::max(80.0f, ImGui::GetContentRegionAvail().y - 6.0f)))) {
       ImGui::TableSetupScrollFreeze(0, 1);
@@ -291,207 +316,77 @@ class SoftmaxPanel : public Panel {
       ImGui::TableSetupColumn("exp(m_old - m_new)");
       ImGui::TableSetupColumn("l after");
       ImGui::TableHeadersRow();
-      for (int64_t k = 0; k < chunks; ++k) {
+      for (size_t k = 0; k < r.steps.size(); ++k) {
+        const study::SoftmaxOnlineStep& s = r.steps[k];
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::Text("%" PRId64, k);
+        ImGui::Text("%zu", k);
         ImGui::TableNextColumn();
-        ImGui::Text("%" PRId64 "..%" PRId64, k * on_chunk_, std::min(n, (k + 1) * int64_t(on_chunk_)) - 1);
+        ImGui::Text("%" PRId64 "..%" PRId64, s.first_col, s.last_col);
         ImGui::TableNextColumn();
-        ImGui::Text("%.4f", on_chunk_max_[size_t(k)]);
+        ImGui::Text("%.4f", s.chunk_max);
         ImGui::TableNextColumn();
-        ImGui::Text("%.4f", on_running_max_[size_t(k)]);
+        ImGui::Text("%.4f", s.m);
         ImGui::TableNextColumn();
-        const float m_old = k ? on_running_max_[size_t(k - 1)] : -std::numeric_limits<float>::infinity();
-        const double alpha = k ? std::exp(double(m_old) - on_running_max_[size_t(k)]) : 0.0;
         if (k == 0) ImGui::TextDisabled("(first chunk)");
-        else if (alpha < 1.0) ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.35f, 1), "%.4f  (m moved)", alpha);
+        else if (s.m_moved) ImGui::TextColored(ImVec4(1.0f, 0.75f, 0.35f, 1), "%.4f  (m moved)", s.alpha);
         else ImGui::Text("1");
         ImGui::TableNextColumn();
-        ImGui::Text("%.4f", on_running_sum_[size_t(k)]);
+        ImGui::Text("%.4f", s.l);
       }
       ImGui::EndTable();
     }
   }
 
-  // [SECTION] computing ----------------------------------------------------------------------------------------
-  static constexpr double kDiffFloor = 1e-9;
-
+  // [SECTION] computing: the study runs, the panel fills its textures -----------------------------------------
   void compute_bug(Backend b) {
     bug_valid_ = false;
-    n_cols_ = params_.get_int("n_cols");
-    rows_ = params_.get_int("rows");
-    const int64_t n = n_cols_, rows = rows_, N = n * rows;
-    std::mt19937 rng(uint32_t(params_.get_int("seed")));
-    std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-    hx_.resize(size_t(N));
-    for (float& v : hx_) v = d(rng);
-    x_.resize(b, size_t(N));
-    x_.upload(hx_);
-    out_b_.resize(b, size_t(N));
-    out_f_.resize(b, size_t(N));
-    out_b_.fill_bytes(0xFF);  // poison: NaN wherever no program stores
-    out_f_.fill_bytes(0xFF);
-    trace_b_.reset(b, rows, n);
-    trace_f_.reset(b, rows, n);
-    softmax::SoftmaxTraceView tb = trace_b_.view(), tf = trace_f_.view();
-    softmax::run(b, Variant::Buggy, x_.data(), out_b_.data(), rows, n, &tb);
-    softmax::run(b, Variant::Fixed, x_.data(), out_f_.data(), rows, n, &tf);
-
-    // The checks and sums, on the host against the float64 reference.
-    hb_ = out_b_.to_host();
-    hf_ = out_f_.to_host();
-    const std::vector<int32_t> wb = trace_b_.writer.to_host(), wf = trace_f_.writer.to_host();
-    ref_.resize(size_t(N));
-    softmax::reference(hx_.data(), ref_.data(), rows, n);
-    double diff_b = 0, diff_f = 0;
-    int64_t unwritten_b = 0, unwritten_f = 0;
-    vmax_ = 0;
-    sum_buggy_all_.assign(size_t(rows), 0.0);
-    sum_buggy_written_.assign(size_t(rows), 0.0);
-    sum_fixed_.assign(size_t(rows), 0.0);
-    ref_head_mass_.assign(size_t(rows), 0.0);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < n; ++c) {
-        const size_t i = size_t(r * n + c);
-        if (wb[i] < 0) ++unwritten_b;
-        else diff_b = std::max(diff_b, std::fabs(double(hb_[i]) - ref_[i])), sum_buggy_written_[size_t(r)] += hb_[i];
-        if (wf[i] < 0) ++unwritten_f;
-        else diff_f = std::max(diff_f, std::fabs(double(hf_[i]) - ref_[i]));
-        sum_buggy_all_[size_t(r)] += hb_[i];  // NaN once any column is unwritten
-        sum_fixed_[size_t(r)] += hf_[i];
-        if (c < 1024) ref_head_mass_[size_t(r)] += ref_[i];
-        if (std::isfinite(hb_[i])) vmax_ = std::max(vmax_, hb_[i]);
-        if (std::isfinite(hf_[i])) vmax_ = std::max(vmax_, hf_[i]);
-      }
-    if (!(vmax_ > 0)) vmax_ = 1;
-    char buf[256];
-    buggy_ok_ = unwritten_b == 0 && diff_b < 1e-6;
-    if (unwritten_b)
-      std::snprintf(buf, sizeof buf, "no: %" PRId64 " of %" PRId64 " elements never written (NaN); written ones off by "
-                    "up to %.3g (max abs diff)", unwritten_b, N, diff_b);
-    else
-      std::snprintf(buf, sizeof buf, "%s, max abs diff %.3g", buggy_ok_ ? "yes" : "no", diff_b);
-    buggy_check_ = buf;
-    fixed_ok_ = unwritten_f == 0 && diff_f < 1e-6;
-    std::snprintf(buf, sizeof buf, "%s, max abs diff %.3g, every element written once", fixed_ok_ ? "yes" : "no", diff_f);
-    fixed_check_ = buf;
-
+    bug_ = study::softmax_bug(b, params_);
+    const study::SoftmaxBug& r = bug_;
+    const int64_t n = r.n_cols, rows = r.rows;
     // The heatmaps: (value, state) cells from the outputs and their recorded writers, on the backend.
     buggy_tex_.resize(int(n), int(rows), 2);
     fixed_tex_.resize(int(n), int(rows), 2);
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&buggy_tex_, &fixed_tex_});
       try {  // a failure must leave the buffers unmapped, or the next parameter change cannot map them
-        softmax::output_cells(b, out_b_.data(), trace_b_.writer.data(), n, 0, rows, buggy_tex_.begin_device_write());
-        softmax::output_cells(b, out_f_.data(), trace_f_.writer.data(), n, 0, rows, fixed_tex_.begin_device_write());
+        softmax::output_cells(b, r.dev_out_buggy.data(), r.trace_buggy.writer.data(), n, 0, rows,
+                              buggy_tex_.begin_device_write());
+        softmax::output_cells(b, r.dev_out_fixed.data(), r.trace_fixed.writer.data(), n, 0, rows,
+                              fixed_tex_.begin_device_write());
       } catch (...) {
         viz::DataTexture::end_device_write_all({&buggy_tex_, &fixed_tex_});
         throw;
       }
       viz::DataTexture::end_device_write_all({&buggy_tex_, &fixed_tex_});
     } else {
-      std::vector<float> cells(size_t(N) * 2);
-      softmax::output_cells(b, out_b_.data(), trace_b_.writer.data(), n, 0, rows, cells.data());
+      std::vector<float> cells(size_t(n * rows) * 2);
+      softmax::output_cells(b, r.dev_out_buggy.data(), r.trace_buggy.writer.data(), n, 0, rows, cells.data());
       buggy_tex_.upload(cells.data());
-      softmax::output_cells(b, out_f_.data(), trace_f_.writer.data(), n, 0, rows, cells.data());
+      softmax::output_cells(b, r.dev_out_fixed.data(), r.trace_fixed.writer.data(), n, 0, rows, cells.data());
       fixed_tex_.upload(cells.data());
     }
-    if (sweep_key_ != ui::settings_key(params_, {"seed"}, b)) compute_sweep(b);
+    const std::string sweep_key = ui::settings_key(params_, {"seed"}, b);
+    if (sweep_key_ != sweep_key) {
+      sweep_key_.clear();
+      sweep_ = study::softmax_sweep(b, params_);
+      sweep_key_ = sweep_key;
+    }
     fresh_ = true;
     bug_valid_ = true;
   }
 
-  // max abs diff over the written columns for n_cols from 1 to 8192, 4 rows each, both kernels.
-  void compute_sweep(Backend b) {
-    sweep_key_ = ui::settings_key(params_, {"seed"}, b);
-    sweep_buggy_ = viz::Series{"buggy (BLOCK_SIZE 1024)", {}, {}, kBuggyColour, false};
-    sweep_fixed_ = viz::Series{"fixed", {}, {}, kFixedColour, true};
-    const int64_t widths[] = {1,   2,    4,    8,    16,   32,   64,   128,  256,  512,  768,  1000, 1023, 1024, 1025,
-                              1100, 1280, 1536, 1823, 2000, 2048, 3000, 4096, 5000, 6144, 8192};
-    std::mt19937 rng(uint32_t(params_.get_int("seed")) + 7u);
-    std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-    const int64_t rows = 4;
-    for (int64_t n : widths) {
-      std::vector<float> x(size_t(rows * n));
-      for (float& v : x) v = d(rng);
-      std::vector<double> ref(x.size());
-      softmax::reference(x.data(), ref.data(), rows, n);
-      Buffer<float> dx(b, x.size()), dout(b, x.size());
-      dx.upload(x);
-      for (Variant v : {Variant::Buggy, Variant::Fixed}) {
-        dout.fill_bytes(0xFF);
-        softmax::run(b, v, dx.data(), dout.data(), rows, n);
-        const std::vector<float> o = dout.to_host();
-        double diff = 0;
-        for (size_t i = 0; i < o.size(); ++i)
-          if (!std::isnan(o[i])) diff = std::max(diff, std::fabs(double(o[i]) - ref[i]));
-        viz::Series& s = v == Variant::Buggy ? sweep_buggy_ : sweep_fixed_;
-        s.x.push_back(double(n));
-        s.y.push_back(std::max(diff, kDiffFloor));
-      }
-    }
-  }
-
   void compute_online(Backend b) {
     online_valid_ = false;
-    const int64_t n = params_.get_int("n_cols");
-    const int64_t rows = params_.get_int("rows");
-    const int chunk = int(params_.get_int("chunk"));
-    const int64_t row = params_.get_int("trace_row");
-    if (row >= rows)
-      throw InputError(out_of_range_message("trace_row", std::to_string(row), "[0, rows-1] = [0, " +
-                                                                                  std::to_string(rows - 1) + "]"));
-    // A rising wave plus noise: the running max moves in several chunks, so the rescale is visible.
-    std::mt19937 rng(uint32_t(params_.get_int("seed")) + 13u);
-    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-    std::vector<float> x(size_t(rows * n));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < n; ++c) {
-        const double t = n > 1 ? double(c) / double(n - 1) : 0.0;
-        x[size_t(r * n + c)] = float(4.0 * t + 1.2 * std::sin(6.0 * 3.14159265 * t + r)) + d(rng);
-      }
-    on_x_.resize(b, x.size());
-    on_x_.upload(x);
-    on_out_.resize(b, x.size());
-    on_out_.fill_bytes(0xFF);
-    on_trace_.reset(b, rows, n, row, chunk);
-    softmax::SoftmaxTraceView tv = on_trace_.view();
-    softmax::run(b, Variant::Online, on_x_.data(), on_out_.data(), rows, n, &tv, chunk);
-    on_chunk_max_ = on_trace_.chunk_max.to_host();
-    on_running_max_ = on_trace_.running_max.to_host();
-    on_running_sum_ = on_trace_.running_sum.to_host();
-    on_n_cols_ = n;
-    on_chunk_ = chunk;
-    on_row_ = row;
-    on_row_x_.assign(x.begin() + row * n, x.begin() + (row + 1) * n);
-    row_absmax_ = 0;
-    for (float v : on_row_x_) row_absmax_ = std::max(row_absmax_, std::fabs(v));
-    // float64: the sum so far relative to the running max after each chunk, and the row's reference.
-    on_ref_sum_.assign(on_running_max_.size(), 0.0);
-    for (size_t k = 0; k < on_ref_sum_.size(); ++k) {
-      double s = 0;
-      for (int64_t c = 0; c < std::min(n, int64_t(k + 1) * chunk); ++c) s += std::exp(double(on_row_x_[size_t(c)]) - on_running_max_[k]);
-      on_ref_sum_[k] = s;
-    }
-    std::vector<double> ref(static_cast<size_t>(n));
-    softmax::reference(on_row_x_.data(), ref.data(), 1, n);
-    std::vector<float> out(static_cast<size_t>(n));
-    mem::to_host(b, out.data(), on_out_.data() + row * n, size_t(n) * sizeof(float));
-    double diff = 0;
-    bool nan = false;
-    for (int64_t c = 0; c < n; ++c) {
-      nan = nan || std::isnan(out[size_t(c)]);
-      diff = std::max(diff, std::fabs(double(out[size_t(c)]) - ref[size_t(c)]));
-    }
-    online_ok_ = !nan && diff < 1e-6;
-    online_check_ = nan ? std::string("no: unwritten elements") : (online_ok_ ? "yes" : "no") + fmt(", max abs diff %.3g", diff);
-
+    online_ = study::softmax_online(b, params_);
+    const study::SoftmaxOnline& r = online_;
+    const int64_t n = r.n_cols;
+    const float* row_x = r.dev_x.data() + r.row * n;
     row_tex_.resize(int(n), 1, 2);
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&row_tex_});
       try {  // a failure must leave the buffer unmapped, or the next parameter change cannot map it
-        softmax::value_cells(b, on_x_.data() + row * n, n, row_tex_.begin_device_write());
+        softmax::value_cells(b, row_x, n, row_tex_.begin_device_write());
       } catch (...) {
         viz::DataTexture::end_device_write_all({&row_tex_});
         throw;
@@ -499,7 +394,7 @@ class SoftmaxPanel : public Panel {
       viz::DataTexture::end_device_write_all({&row_tex_});
     } else {
       std::vector<float> cells(size_t(n) * 2);
-      softmax::value_cells(b, on_x_.data() + row * n, n, cells.data());
+      softmax::value_cells(b, row_x, n, cells.data());
       row_tex_.upload(cells.data());
     }
     on_fresh_ = true;
@@ -510,28 +405,16 @@ class SoftmaxPanel : public Panel {
   std::string control_error_, view_forced_;
   // the bug view
   std::string bug_key_, bug_error_, sweep_key_;
-  bool bug_valid_ = false, fresh_ = false, buggy_ok_ = false, fixed_ok_ = false;
-  int64_t n_cols_ = 0, rows_ = 0;
-  std::vector<float> hx_, hb_, hf_;
-  std::vector<double> ref_, sum_buggy_all_, sum_buggy_written_, sum_fixed_, ref_head_mass_;
-  float vmax_ = 1;
-  Buffer<float> x_, out_b_, out_f_;
-  softmax::SoftmaxTrace trace_b_, trace_f_;
+  bool bug_valid_ = false, fresh_ = false;
+  study::SoftmaxBug bug_;
+  study::SoftmaxSweep sweep_;
   viz::DataTexture buggy_tex_, fixed_tex_;
   viz::Heatmap buggy_map_, fixed_map_;
   viz::ColorScale scale_;
-  std::string buggy_check_, fixed_check_;
-  viz::Series sweep_buggy_, sweep_fixed_;
   // the online view
-  std::string online_key_, online_error_, online_check_;
-  bool online_valid_ = false, on_fresh_ = false, online_ok_ = false;
-  int64_t on_n_cols_ = 0, on_row_ = 0;
-  int on_chunk_ = 256;
-  Buffer<float> on_x_, on_out_;
-  softmax::SoftmaxTrace on_trace_;
-  std::vector<float> on_chunk_max_, on_running_max_, on_running_sum_, on_row_x_;
-  std::vector<double> on_ref_sum_;
-  float row_absmax_ = 1;
+  std::string online_key_, online_error_;
+  bool online_valid_ = false, on_fresh_ = false;
+  study::SoftmaxOnline online_;
   viz::DataTexture row_tex_;
   viz::Heatmap row_map_;
 };

@@ -1,5 +1,5 @@
-// Rung 3, host side: the float64 reference, the CPU backend's program-by-program versions (lanes reduced
-// as a tree, as a block reduces them), `run`, `bench` and the registry entry.
+// Rung 3, host side: the float64 reference, the CPU backend's program-by-program versions (a program's
+// BLOCK_SIZE elements reduced as a tree, as a block reduces them), `run`, `bench` and the registry entry.
 #include "kernels/rungs/softmax.h"
 
 #include <algorithm>
@@ -110,17 +110,17 @@ void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk) 
     const int64_t limit = fixed_max_cols(d);
     if (n_cols > limit)
       throw InputError("softmax fixed: n_cols=" + std::to_string(n_cols) + " needs BLOCK_SIZE=" +
-                       std::to_string(next_power_of_2(n_cols)) + ", past the widest row one program can hold on " +
-                       d.name + ": " + std::to_string(limit) + " columns (" +
+                       std::to_string(next_power_of_2(n_cols)) + ", past the widest row this build's fixed kernel "
+                       "holds on " + d.name + ": " + std::to_string(limit) + " columns (" +
                        std::to_string(d.max_threads_per_block) + " threads x " +
                        std::to_string(kMaxRowRegsPerThread) +
-                       " fp32 registers each); use --variant online, which takes any width");
+                       " row values each in registers); use --variant online, which takes any width");
   }
 }
 
-// ---- the CPU backend: one program per row, lanes as a CUDA block has them -----------------------------
+// ---- the CPU backend: one program per row, its BLOCK_SIZE elements in the order a CUDA block reduces them -----------------------------
 
-// Tree reduction over lanes (pairwise, as a block reduces): max or sum.
+// Tree reduction over a program's elements (pairwise, as a block reduces): max or sum.
 template <class Op>
 static float tree(std::vector<float>& v, size_t n, Op op) {
   for (size_t width = n; width > 1; width = (width + 1) / 2) {
@@ -138,7 +138,7 @@ static void record(SoftmaxTraceView* t, int64_t row, int64_t idx) {
   t->write_count[idx] += 1;
 }
 
-// buggy and fixed: BLOCK lanes hold columns 0..BLOCK-1 of the row, masked by col < n_cols.
+// buggy and fixed: BLOCK elements at offsets 0..BLOCK-1 of the row, masked by col < n_cols.
 static void program_one_block(int64_t row, const float* x, float* out, int64_t n_cols, int64_t block,
                               SoftmaxTraceView* t) {
   thread_local std::vector<float> lanes, scratch;

@@ -1,5 +1,7 @@
 // Rung 3: fused row softmax, the BLOCK_SIZE = 1024 truncation bug beside its fix, and the online form.
-// x is [rows, n_cols] float32, C order; one program per row (pid = row), lanes = columns:
+// x is [rows, n_cols] float32, C order; one program per row (pid = row), its offsets = the row's columns
+// (BLOCK_SIZE counts elements, not threads: a Triton program of BLOCK_SIZE elements runs on num_warps x 32
+// threads, each holding several elements; BLOCK_SIZE is a power of two because tl.arange needs one):
 //   m = max_j x[j];   e_j = exp(x[j] - m);   out[j] = e_j / sum_j e_j        (numerically stable)
 // Versions:
 //   reference   float64 on the host, the ground truth.
@@ -7,9 +9,11 @@
 //               cols = arange(1024) masked by cols < n_cols, so for n_cols > 1024 it normalises over
 //               the first 1024 columns only and never stores columns >= 1024 (they stay NaN-poisoned).
 //   fixed       BLOCK_SIZE = next_power_of_2(n_cols): the whole row in registers, one read, one write.
-//               The widest row one program can hold is a property of the chip: fixed_max_cols() =
-//               max_threads_per_block x kMaxRowRegsPerThread (1024 x 32 fp32 = 32768 columns on an
-//               H100/H200); past it `fixed` is refused with an InputError naming the limit and `online`.
+//               The widest row it takes is this build's choice, not the chip's: fixed_max_cols() =
+//               max_threads_per_block x kMaxRowRegsPerThread (1024 threads x 32 row values = 32768
+//               columns); the chip has 65,536 registers per SM and per block and up to 255 per thread
+//               (kernels/studies/softmax_study.h). Past it `fixed` is refused with an InputError naming the
+//               limit and `online`; Triton would compile the larger BLOCK_SIZE and spill to local memory.
 //               CUDA: a warp (or sub-warp) per row up to 1024 columns, a block per row beyond,
 //               16-byte loads and stores where n_cols % 4 == 0.
 //   online      any width: the row in chunks with a running max and running sum (Milakov & Gimelshein
@@ -42,13 +46,13 @@ const char* variant_name(Variant v);              // "buggy", "fixed", "online",
 Variant parse_variant(const std::string& name);   // InputError for anything else
 
 constexpr int kBuggyBlock = 1024;
-constexpr int kMaxRowRegsPerThread = 32;           // fp32 row values one thread of `fixed` holds
+constexpr int kMaxRowRegsPerThread = 32;           // fp32 row values one thread of `fixed` holds (this build's choice)
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;
 constexpr int kMinChunk = 32, kMaxChunk = 4096, kDefaultChunk = 1024;
 
-// The widest row `fixed` takes in one pass on device `d`: max_threads_per_block * 32.
+// The widest row this build's `fixed` takes in one pass on device `d`: max_threads_per_block * 32.
 int64_t fixed_max_cols(const DeviceInfo& d);
-// BLOCK_SIZE (lanes per program) the variant launches with for n_cols: 1024 for buggy,
+// BLOCK_SIZE (elements per program, not threads) the variant launches with for n_cols: 1024 for buggy,
 // next_power_of_2(n_cols) for fixed, the chunk for online and three_pass.
 int64_t block_size(Variant v, int64_t n_cols, int chunk = kDefaultChunk);
 

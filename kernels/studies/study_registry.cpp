@@ -1,6 +1,7 @@
 // The studies in ladder order. Each rung's study file provides its entry; add one line here per study.
 #include "kernels/studies/study.h"
 #include "kernels/studies/relu_dropout_study.h"
+#include "kernels/studies/softmax_study.h"
 #include "kernels/studies/vector_add_study.h"
 
 namespace kl::study {
@@ -9,6 +10,7 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       vector_add_entry(),
       relu_dropout_entry(),
+      softmax_entry(),
   };
   return entries;
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "assets/embedded.h"
+#include "kernels/studies/softmax_study.h"
 #include "test_util.h"
 #include "viz/png.h"
 
@@ -92,6 +94,33 @@ TEST(SoftmaxPanel, OnlineViewRenders) {
   EXPECT_GT(blue, 300);
   EXPECT_GT(red, 30);
   EXPECT_LT(find_checker(s).red, 20);  // online writes every column
+}
+
+// The panel's text (the embedded assets/text/softmax.md, shown under the row sums) states the widest row
+// as the study computes it: this build's threads x row values, against the chip's register file.
+TEST(SoftmaxPanel, TextStatesTheStudysLimits) {
+  std::string md(assets::find("text/softmax.md"));
+  ASSERT_FALSE(md.empty());
+  for (char& c : md) c = c == '\n' ? ' ' : c;  // the view joins a paragraph's lines
+  const study::SoftmaxLimits l = study::softmax_limits(Backend::Cpu);  // the CPU backend assumes an H200
+  auto has = [&](const std::string& s) { return md.find(s) != std::string::npos; };
+  auto grouped = [](int64_t v) {  // 32768 -> "32,768"
+    std::string s = std::to_string(v);
+    for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+    return s;
+  };
+  EXPECT_FALSE(has("hardware limit (1024 threads x 32"));
+  EXPECT_TRUE(has("this build's choice, " + std::to_string(l.threads_per_block) + " threads x " +
+                  std::to_string(l.values_per_thread) + " row values = " + grouped(l.build_max_cols) + " columns"))
+      << md;
+  EXPECT_TRUE(has(grouped(l.hw_regs_per_block) + " 32-bit registers per SM and per block")) << md;
+  EXPECT_TRUE(has("at most " + std::to_string(l.hw_regs_per_thread) + " per thread")) << md;
+  EXPECT_TRUE(has("Past it this build refuses")) << md;
+  EXPECT_TRUE(has("spills")) << md;
+  // Item 9 of the teaching review: offsets and elements, not lanes.
+  EXPECT_FALSE(has("lane")) << md;
+  EXPECT_TRUE(has("BLOCK_SIZE counts elements, not threads")) << md;
+  EXPECT_TRUE(has("power of two because tl.arange")) << md;
 }
 
 TEST(SoftmaxPanel, BadSettingsExitTwo) {

@@ -202,11 +202,11 @@ TEST(Softmax, OnlineTakesRowsOf65539AndAMillionColumns) {
       }
 }
 
-// fixed takes the widest row one program holds and refuses one column more, naming the limit and online.
-TEST(Softmax, FixedRefusedPastTheHardwareLimitWithAMessage) {
+// fixed takes the widest row this build holds and refuses one column more, naming the limit and online.
+TEST(Softmax, FixedRefusedPastThisBuildsLimitWithAMessage) {
   for (Backend b : test::backends()) {
     const int64_t limit = softmax::fixed_max_cols(device_info(b));
-    EXPECT_EQ(limit, 32768);  // 1024 threads x 32 registers on the H100/H200 (and the CPU backend's H200)
+    EXPECT_EQ(limit, 32768);  // this build: 1024 threads x 32 row values (the CPU backend assumes an H200)
     const std::vector<float> x = test::random_floats(size_t(limit) * 3);
     std::vector<double> ref(x.size());
     softmax::reference(x.data(), ref.data(), 3, limit);

@@ -1,0 +1,376 @@
+// Rung 3's study (see softmax_study.h): the experiment the softmax panel draws, computed here.
+#include "kernels/studies/softmax_study.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/params.h"
+
+namespace kl::study {
+namespace {
+
+using softmax::Variant;
+constexpr int64_t kBuggyBlock = softmax::kBuggyBlock;
+
+std::string format(const char* f, ...) {
+  va_list a, b;
+  va_start(a, f);
+  va_copy(b, a);
+  const int n = std::vsnprintf(nullptr, 0, f, a);
+  va_end(a);
+  std::string s(size_t(std::max(n, 0)) + 1, '\0');
+  std::vsnprintf(s.data(), s.size(), f, b);
+  va_end(b);
+  s.resize(size_t(std::max(n, 0)));
+  return s;
+}
+
+// "65,536": thousands separated, as the texts write them.
+std::string grouped(int64_t v) {
+  std::string s = std::to_string(v), o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) o += ',';
+    o += s[i];
+  }
+  return o;
+}
+
+// Max abs diff against the reference over the elements a kernel wrote.
+double written_diff(const std::vector<float>& out, const std::vector<double>& ref) {
+  double diff = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!std::isnan(out[i])) diff = std::max(diff, std::fabs(double(out[i]) - ref[i]));
+  return diff;
+}
+
+// Runs `v` traced on x (already where b runs) into a NaN-poisoned output.
+void run_traced(Backend b, Variant v, const Buffer<float>& x, Buffer<float>& out, softmax::SoftmaxTrace& trace,
+                int64_t rows, int64_t n) {
+  out.resize(b, size_t(rows * n));
+  out.fill_bytes(0xFF);  // poison: NaN wherever no program stores
+  trace.reset(b, rows, n);
+  softmax::SoftmaxTraceView tv = trace.view();
+  softmax::run(b, v, x.data(), out.data(), rows, n, &tv);
+}
+
+void fill_checks(SoftmaxBug& r, const std::vector<uint32_t>& count_fixed) {
+  const int64_t N = r.rows * r.n_cols;
+  const bool once = std::all_of(count_fixed.begin(), count_fixed.end(), [](uint32_t c) { return c == 1; });
+  r.buggy.name = "buggy_matches_reference";
+  r.buggy.pass = r.unwritten_buggy == 0 && r.diff_buggy < 1e-6;
+  if (r.unwritten_buggy)
+    r.buggy.sentence = format("no: %" PRId64 " of %" PRId64 " elements never written (NaN); written ones off by "
+                              "up to %.3g (max abs diff)", r.unwritten_buggy, N, r.diff_buggy);
+  else
+    r.buggy.sentence = format("%s, max abs diff %.3g", r.buggy.pass ? "yes" : "no", r.diff_buggy);
+  r.fixed.name = "fixed_matches_reference";
+  r.fixed.pass = r.unwritten_fixed == 0 && once && r.diff_fixed < 1e-6;
+  if (r.unwritten_fixed)
+    r.fixed.sentence = format("no: %" PRId64 " of %" PRId64 " elements never written (NaN); max abs diff %.3g",
+                              r.unwritten_fixed, N, r.diff_fixed);
+  else
+    r.fixed.sentence = format("%s, max abs diff %.3g, %s", r.fixed.pass ? "yes" : "no", r.diff_fixed,
+                              once ? "every element written once" : "some elements written more than once");
+}
+
+void fill_sentences(SoftmaxBug& r) {
+  const int64_t n = r.n_cols;
+  r.truncated = n > kBuggyBlock;
+  if (r.truncated)
+    r.headline = format("BLOCK_SIZE = 1024 but n_cols = %" PRId64 ": columns 1024..%" PRId64 " are never written (%" PRId64
+                        " of %" PRId64 " per row), and the written ones are normalised over the first 1024 only.",
+                        n, n - 1, n - kBuggyBlock, n);
+  else
+    r.headline = format("n_cols = %" PRId64 " <= 1024: one BLOCK_SIZE = 1024 program covers the whole row; buggy and "
+                        "fixed agree. Push n_cols past 1024 to see the bug.", n);
+  r.buggy_caption = "buggy: BLOCK_SIZE = 1024 (fixed constant)";
+  r.fixed_caption = format("fixed: BLOCK_SIZE = next_power_of_2(%" PRId64 ") = %" PRId64, n, r.block_fixed);
+  r.buggy_written = format("written (from the trace): columns 0..%" PRId64, std::min<int64_t>(n, kBuggyBlock) - 1);
+  r.buggy_unwritten = r.truncated ? format("  never written: %" PRId64 "..%" PRId64 " (red/black)", kBuggyBlock, n - 1)
+                                  : std::string();
+  r.fixed_written = format("written (from the trace): all %" PRId64 " columns of every row", n);
+  if (r.truncated)
+    r.row_sums_sentence = format("The buggy row's written entries sum to 1, yet the reference puts only %.1f%% of the "
+                                 "mass in those columns: every written value is %.2fx too large, and the rest is garbage.",
+                                 100.0 * r.ref_head_mass[0], 1.0 / r.ref_head_mass[0]);
+  else
+    r.row_sums_sentence = "Every row sums to 1 in both kernels.";
+}
+
+void fill_sums(SoftmaxBug& r) {
+  const int64_t n = r.n_cols, rows = r.rows;
+  r.vmax = 0;
+  r.sum_buggy_all.assign(size_t(rows), 0.0);
+  r.sum_buggy_written.assign(size_t(rows), 0.0);
+  r.sum_fixed.assign(size_t(rows), 0.0);
+  r.ref_head_mass.assign(size_t(rows), 0.0);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t c = 0; c < n; ++c) {
+      const size_t i = size_t(row * n + c);
+      const float hb = r.out_buggy[i], hf = r.out_fixed[i];
+      if (r.writer_buggy[i] < 0) ++r.unwritten_buggy;
+      else r.sum_buggy_written[size_t(row)] += hb;
+      if (r.writer_fixed[i] < 0) ++r.unwritten_fixed;
+      r.sum_buggy_all[size_t(row)] += hb;  // NaN once any column is unwritten
+      r.sum_fixed[size_t(row)] += hf;
+      if (c < kBuggyBlock) r.ref_head_mass[size_t(row)] += r.ref[i];
+      if (std::isfinite(hb)) r.vmax = std::max(r.vmax, hb);
+      if (std::isfinite(hf)) r.vmax = std::max(r.vmax, hf);
+    }
+  if (!(r.vmax > 0)) r.vmax = 1;
+}
+
+// A rising wave plus noise: the running max moves in several chunks, so the rescale is visible.
+std::vector<float> online_input(int64_t rows, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed + 13u);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> x(size_t(rows * n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const double t = n > 1 ? double(c) / double(n - 1) : 0.0;
+      x[size_t(r * n + c)] = float(4.0 * t + 1.2 * std::sin(6.0 * 3.14159265 * t + r)) + d(rng);
+    }
+  return x;
+}
+
+std::string settings_text(const ParamValues& p, std::initializer_list<const char*> keys) {
+  std::string s;
+  for (const char* k : keys) s += (s.empty() ? "" : ", ") + std::string(k) + "=" + p.get_text(k);
+  return s;
+}
+
+}  // namespace
+
+std::vector<ParamSpec> softmax_params() {
+  return {int_param("n_cols", 1, 8192, 2000, "columns per row (the buggy kernel covers 1024)"),
+          int_param("rows", 1, 64, 12, "rows of x shown"),
+          int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs"),
+          choice_param("view", {"bug", "online"}, "bug", "bug: buggy vs fixed; online: running max/sum"),
+          pow2_param("chunk", softmax::kMinChunk, softmax::kMaxChunk, 256, "online: columns per chunk"),
+          int_param("trace_row", 0, 63, 0, "online: the row whose chunks are recorded")};
+}
+
+SoftmaxLimits softmax_limits(Backend b) {
+  const DeviceInfo d = device_info(b);
+  SoftmaxLimits l;
+  l.build_max_cols = softmax::fixed_max_cols(d);
+  l.threads_per_block = d.max_threads_per_block;
+  l.values_per_thread = softmax::kMaxRowRegsPerThread;
+  l.hw_regs_per_thread_at_full_block = l.hw_regs_per_block / std::max(1, l.threads_per_block);
+  l.device = d.name;
+  l.sentence = format(
+      "The widest row fixed takes is this build's choice: %d threads x %d row values each = %s columns. The chip's "
+      "limit is its register file: %s 32-bit registers per SM and per block, at most %d per thread (%" PRId64
+      " each when a block has %d threads), so no block holds more than %s floats, and fewer once indices, the max "
+      "and the sum take their registers. Past %s columns this build refuses fixed and points to online; Triton "
+      "compiles a larger BLOCK_SIZE and spills the row to local memory (it refuses only past 2^20 elements per "
+      "tensor).",
+      l.threads_per_block, l.values_per_thread, grouped(l.build_max_cols).c_str(),
+      grouped(l.hw_regs_per_block).c_str(), l.hw_regs_per_thread, l.hw_regs_per_thread_at_full_block,
+      l.threads_per_block, grouped(l.hw_regs_per_block).c_str(), grouped(l.build_max_cols).c_str());
+  return l;
+}
+
+SoftmaxBug softmax_bug(Backend b, const ParamValues& p) {
+  SoftmaxBug r;
+  r.n_cols = p.get_int("n_cols");
+  r.rows = p.get_int("rows");
+  const int64_t n = r.n_cols, rows = r.rows, N = n * rows;
+  r.block_fixed = softmax::block_size(Variant::Fixed, n);
+  std::mt19937 rng(uint32_t(p.get_int("seed")));
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  r.x.resize(size_t(N));
+  for (float& v : r.x) v = d(rng);
+  Buffer<float> x(b, size_t(N));
+  x.upload(r.x);
+  run_traced(b, Variant::Buggy, x, r.dev_out_buggy, r.trace_buggy, rows, n);
+  run_traced(b, Variant::Fixed, x, r.dev_out_fixed, r.trace_fixed, rows, n);
+
+  // The checks and sums, on the host against the float64 reference.
+  r.out_buggy = r.dev_out_buggy.to_host();
+  r.out_fixed = r.dev_out_fixed.to_host();
+  r.writer_buggy = r.trace_buggy.writer.to_host();
+  r.writer_fixed = r.trace_fixed.writer.to_host();
+  r.ref.resize(size_t(N));
+  softmax::reference(r.x.data(), r.ref.data(), rows, n);
+  r.diff_buggy = written_diff(r.out_buggy, r.ref);
+  r.diff_fixed = written_diff(r.out_fixed, r.ref);
+  fill_sums(r);
+  fill_checks(r, r.trace_fixed.write_count.to_host());
+  fill_sentences(r);
+  return r;
+}
+
+SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p) {
+  SoftmaxSweep s;
+  s.n_cols = {1,   2,    4,    8,    16,   32,   64,   128,  256,  512,  768,  1000, 1023, 1024, 1025,
+              1100, 1280, 1536, 1823, 2000, 2048, 3000, 4096, 5000, 6144, 8192};
+  std::mt19937 rng(uint32_t(p.get_int("seed")) + 7u);
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  const int64_t rows = SoftmaxSweep::kRows;
+  for (int64_t n : s.n_cols) {
+    std::vector<float> x(size_t(rows * n));
+    for (float& v : x) v = d(rng);
+    std::vector<double> ref(x.size());
+    softmax::reference(x.data(), ref.data(), rows, n);
+    Buffer<float> dx(b, x.size()), dout(b, x.size());
+    dx.upload(x);
+    for (Variant v : {Variant::Buggy, Variant::Fixed}) {
+      dout.fill_bytes(0xFF);
+      softmax::run(b, v, dx.data(), dout.data(), rows, n);
+      (v == Variant::Buggy ? s.buggy : s.fixed).push_back(written_diff(dout.to_host(), ref));
+    }
+  }
+  // What the numbers say: rounding up to 1024 (both kernels), the bug past it.
+  double lo = std::numeric_limits<double>::infinity(), hi = 0, smallest = lo, past = lo, fixed_past = 0;
+  for (size_t i = 0; i < s.n_cols.size(); ++i) {
+    for (double v : {s.buggy[i], s.fixed[i]}) {
+      if (v > 0) smallest = std::min(smallest, v);
+      if (s.n_cols[i] <= kBuggyBlock && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    if (s.n_cols[i] > kBuggyBlock) past = std::min(past, s.buggy[i]), fixed_past = std::max(fixed_past, s.fixed[i]);
+  }
+  s.rounding_min = std::isfinite(lo) ? lo : 0;
+  s.rounding_max = hi;
+  s.buggy_past_min = std::isfinite(past) ? past : 0;
+  s.fixed_past_max = fixed_past;
+  s.plot_floor = std::isfinite(smallest) ? std::pow(10.0, std::floor(std::log10(smallest))) : 1e-9;
+  std::string where;  // the n_cols whose points are clipped
+  for (size_t i = 0; i < s.n_cols.size(); ++i) {
+    const int c = (s.buggy[i] < s.plot_floor) + (s.fixed[i] < s.plot_floor);
+    s.clipped += c;
+    if (c) where += (where.empty() ? "" : ", ") + std::to_string(s.n_cols[i]);
+  }
+  s.title = format("max |out - reference| over written columns, n_cols = 1..8192 (%" PRId64 " rows)", rows);
+  s.sentence = format("Up to n_cols = 1024 both kernels are at float32 rounding level (%.2g to %.2g), not zero; "
+                      "past it the buggy kernel is off by %.2g or more, while the fixed one stays at rounding level "
+                      "(at most %.2g).",
+                      s.rounding_min, s.rounding_max, s.buggy_past_min, s.fixed_past_max);
+  if (s.clipped)
+    s.clipped_sentence = format("Grey: %d exact zero%s (n_cols = %s), drawn on the %.0e floor of the log axis.",
+                                s.clipped, s.clipped == 1 ? "" : "s", where.c_str(), s.plot_floor);
+  return s;
+}
+
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
+  SoftmaxOnline r;
+  r.n_cols = p.get_int("n_cols");
+  r.rows = p.get_int("rows");
+  r.chunk = int(p.get_int("chunk"));
+  r.row = p.get_int("trace_row");
+  const int64_t n = r.n_cols, rows = r.rows, row = r.row;
+  if (row >= rows)
+    throw InputError(out_of_range_message("trace_row", std::to_string(row), "[0, rows-1] = [0, " +
+                                                                                std::to_string(rows - 1) + "]"));
+  const std::vector<float> x = online_input(rows, n, uint32_t(p.get_int("seed")));
+  r.dev_x.resize(b, x.size());
+  r.dev_x.upload(x);
+  Buffer<float> out(b, x.size());
+  out.fill_bytes(0xFF);
+  softmax::SoftmaxTrace trace;
+  trace.reset(b, rows, n, row, r.chunk);
+  softmax::SoftmaxTraceView tv = trace.view();
+  softmax::run(b, Variant::Online, r.dev_x.data(), out.data(), rows, n, &tv, r.chunk);
+  const std::vector<float> cmax = trace.chunk_max.to_host(), m = trace.running_max.to_host(),
+                           l = trace.running_sum.to_host();
+  r.row_x.assign(x.begin() + row * n, x.begin() + (row + 1) * n);
+  r.row_absmax = 0;
+  for (float v : r.row_x) r.row_absmax = std::max(r.row_absmax, std::fabs(v));
+  for (size_t k = 0; k < m.size(); ++k) {
+    SoftmaxOnlineStep s;
+    s.first_col = int64_t(k) * r.chunk;
+    s.last_col = std::min(n, int64_t(k + 1) * r.chunk) - 1;
+    s.chunk_max = cmax[k], s.m = m[k], s.l = l[k];
+    s.alpha = k ? std::exp(double(m[k - 1]) - m[k]) : 0.0;  // m_old = -inf before the first chunk
+    s.m_moved = s.alpha < 1.0;
+    for (int64_t c = 0; c <= s.last_col; ++c) s.ref_sum += std::exp(double(r.row_x[size_t(c)]) - m[k]);
+    r.steps.push_back(s);
+  }
+
+  std::vector<double> ref(static_cast<size_t>(n));
+  softmax::reference(r.row_x.data(), ref.data(), 1, n);
+  std::vector<float> o(static_cast<size_t>(n));
+  mem::to_host(b, o.data(), out.data() + row * n, size_t(n) * sizeof(float));
+  double diff = 0;
+  bool nan = false;
+  for (int64_t c = 0; c < n; ++c) {
+    nan = nan || std::isnan(o[size_t(c)]);
+    diff = std::max(diff, std::fabs(double(o[size_t(c)]) - ref[size_t(c)]));
+  }
+  r.check.name = "online_matches_reference";
+  r.check.pass = !nan && diff < 1e-6;
+  r.check.sentence = nan ? std::string("no: unwritten elements")
+                         : format("%s, max abs diff %.3g", r.check.pass ? "yes" : "no", diff);
+  r.intro = format("One program walks row %" PRId64 " in %" PRId64 " chunks of %d columns, keeping only a running "
+                   "max m and a running sum l:  m_new = max(m_old, rowmax(chunk)),  l_new = l_old * exp(m_old - m_new) "
+                   "+ rowsum(exp(chunk - m_new)).  A second pass writes exp(x - m) / l.  Any width works: nothing "
+                   "holds the whole row.",
+                   row, int64_t(r.steps.size()), r.chunk);
+  return r;
+}
+
+Report softmax_report(Backend b, const ParamValues& p) {
+  Report rep;
+  rep.panel = "softmax";
+  nlohmann::json& num = rep.numbers;
+  if (p.get_text("view") == "online") {
+    const SoftmaxOnline o = softmax_online(b, p);
+    rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed", "chunk", "trace_row"});
+    rep.checks.push_back({o.check.name, o.check.pass, "online matches reference (this row): " + o.check.sentence});
+    rep.lines.push_back(o.intro);
+    for (size_t k = 0; k < o.steps.size(); ++k) {
+      const SoftmaxOnlineStep& s = o.steps[k];
+      rep.lines.push_back(format("chunk %zu, columns %" PRId64 "..%" PRId64 ": rowmax(chunk) %.4f, m %.4f, "
+                                 "alpha = exp(m_old - m_new) %.4f%s, l %.4f (float64: %.4f)",
+                                 k, s.first_col, s.last_col, s.chunk_max, s.m, s.alpha,
+                                 k == 0 ? " (m_old = -inf)" : (s.m_moved ? " (m moved)" : ""), s.l, s.ref_sum));
+      num["steps"].push_back({{"first_col", s.first_col}, {"last_col", s.last_col}, {"chunk_max", s.chunk_max},
+                              {"m", s.m}, {"alpha", s.alpha}, {"l", s.l}, {"ref_sum", s.ref_sum}});
+    }
+    return rep;
+  }
+  const SoftmaxBug g = softmax_bug(b, p);
+  const SoftmaxSweep s = softmax_sweep(b, p);
+  const SoftmaxLimits l = softmax_limits(b);
+  rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed"});
+  rep.checks.push_back({g.buggy.name, g.buggy.pass, "buggy matches reference: " + g.buggy.sentence});
+  rep.checks.push_back({g.fixed.name, g.fixed.pass, "fixed matches reference: " + g.fixed.sentence});
+  rep.lines.push_back(g.headline);
+  for (int64_t row = 0; row < g.rows; ++row)
+    rep.lines.push_back(format("row %" PRId64 " sums: buggy, all cols %s; buggy, written %.6f; fixed %.6f; "
+                               "reference mass in 0..1023 %.6f", row,
+                               std::isnan(g.sum_buggy_all[size_t(row)]) ? "NaN (unwritten)"
+                                   : format("%.6f", g.sum_buggy_all[size_t(row)]).c_str(),
+                               g.sum_buggy_written[size_t(row)],
+                               g.sum_fixed[size_t(row)], g.ref_head_mass[size_t(row)]));
+  rep.lines.push_back(g.row_sums_sentence);
+  rep.lines.push_back(s.title + ":");
+  for (size_t i = 0; i < s.n_cols.size(); ++i)
+    rep.lines.push_back(format("  n_cols %5" PRId64 ": buggy %.3g, fixed %.3g", s.n_cols[i], s.buggy[i], s.fixed[i]));
+  rep.lines.push_back(s.sentence);
+  rep.lines.push_back(l.sentence);
+  num["n_cols"] = g.n_cols, num["rows"] = g.rows, num["block_fixed"] = g.block_fixed;
+  num["unwritten_buggy"] = g.unwritten_buggy, num["unwritten_fixed"] = g.unwritten_fixed;
+  num["diff_buggy"] = g.diff_buggy, num["diff_fixed"] = g.diff_fixed;
+  num["sum_buggy_written"] = g.sum_buggy_written, num["sum_fixed"] = g.sum_fixed;
+  num["ref_head_mass"] = g.ref_head_mass;
+  num["sweep"] = {{"n_cols", s.n_cols}, {"buggy", s.buggy}, {"fixed", s.fixed}, {"rounding_min", s.rounding_min},
+                  {"rounding_max", s.rounding_max}, {"buggy_past_min", s.buggy_past_min}};
+  num["limits"] = {{"build_max_cols", l.build_max_cols}, {"threads_per_block", l.threads_per_block},
+                   {"values_per_thread", l.values_per_thread}, {"hw_regs_per_block", l.hw_regs_per_block},
+                   {"hw_regs_per_thread", l.hw_regs_per_thread}};
+  return rep;
+}
+
+Entry softmax_entry() {
+  return {"softmax", "rung 3: buggy vs fixed softmax, max abs diff over n_cols, the online form's m and l per chunk",
+          softmax_params, softmax_report};
+}
+
+}  // namespace kl::study

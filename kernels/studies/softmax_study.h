@@ -1,0 +1,103 @@
+// Rung 3's study: what the softmax panel concludes, with no GL. Settings in (the panel's ParamValues and a
+// Backend), plain results out; the panel fills its textures from the buffers kept here and shows every
+// sentence verbatim, `kernel-ladder study softmax` prints report(), and the tests assert on the numbers.
+//   softmax_bug      buggy (BLOCK_SIZE 1024) and fixed over the same rows: outputs, recorded writers, the
+//                    float64 reference, the two checks, row sums, the reference's mass in columns 0..1023.
+//   softmax_sweep    max abs diff over the written columns for n_cols = 1..8192 (4 rows each), both kernels,
+//                    unclipped (an exact 0 stays 0: the plot marks what it clips).
+//   softmax_limits   the widest row `fixed` takes: this build's limit against the chip's register file.
+//   softmax_online   the online form on one row: per chunk, rowmax(chunk), m, alpha = exp(m_old - m_new), l.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/rungs/softmax.h"
+#include "kernels/studies/study.h"
+
+namespace kl::study {
+
+// The panel's parameters: n_cols, rows, seed, view, chunk, trace_row (the panel declares the same specs).
+std::vector<ParamSpec> softmax_params();
+
+// Registers of a compute capability 9.0 chip (CUDA Programming Guide, "Technical Specifications"):
+// 64K 32-bit registers per SM and per block, at most 255 per thread.
+constexpr int64_t kHwRegsPerBlock = 65536;
+constexpr int kHwMaxRegsPerThread = 255;
+
+struct SoftmaxLimits {
+  int64_t build_max_cols = 0;    // softmax::fixed_max_cols(): threads x row values per thread
+  int threads_per_block = 0;     // the device's max_threads_per_block
+  int values_per_thread = 0;     // softmax::kMaxRowRegsPerThread, this build's choice
+  int64_t hw_regs_per_block = kHwRegsPerBlock;
+  int hw_regs_per_thread = kHwMaxRegsPerThread;
+  int64_t hw_regs_per_thread_at_full_block = 0;  // hw_regs_per_block / threads_per_block
+  std::string device;            // the device's name
+  std::string sentence;          // what the panel shows under the row sums
+};
+SoftmaxLimits softmax_limits(Backend b);
+
+struct SoftmaxBug {
+  int64_t n_cols = 0, rows = 0, block_fixed = 0;  // block_fixed = next_power_of_2(n_cols)
+  std::vector<float> x, out_buggy, out_fixed;     // host copies; outputs NaN where never written
+  std::vector<double> ref;                        // float64 reference
+  std::vector<int32_t> writer_buggy, writer_fixed;  // recorded writer per element, -1 = never
+  // Where the backend runs, for the panel's texture fills (softmax::output_cells).
+  Buffer<float> dev_out_buggy, dev_out_fixed;
+  softmax::SoftmaxTrace trace_buggy, trace_fixed;
+
+  int64_t unwritten_buggy = 0, unwritten_fixed = 0;
+  double diff_buggy = 0, diff_fixed = 0;          // max abs diff over the written elements
+  float vmax = 1;                                 // largest finite output (the colour scale's top)
+  std::vector<double> sum_buggy_all, sum_buggy_written, sum_fixed, ref_head_mass;  // per row
+
+  Check buggy, fixed;                 // "buggy matches reference: ..." and "fixed matches reference: ..."
+  bool truncated = false;             // n_cols > 1024
+  std::string headline;               // the line over the heatmaps
+  std::string buggy_caption, fixed_caption;          // the heatmaps' titles
+  std::string buggy_written, buggy_unwritten, fixed_written;  // under the heatmaps ("" when none)
+  std::string row_sums_sentence;      // under the row-sum table
+};
+// Throws InputError for settings out of range (as the panel's controls would refuse them).
+SoftmaxBug softmax_bug(Backend b, const ParamValues& p);
+
+struct SoftmaxSweep {
+  static constexpr int64_t kRows = 4;
+  std::vector<int64_t> n_cols;            // 1 .. 8192
+  std::vector<double> buggy, fixed;       // max abs diff over written columns, unclipped
+  double rounding_min = 0, rounding_max = 0;  // smallest and largest non-zero diff at n_cols <= 1024, both
+  double buggy_past_min = 0;              // smallest buggy diff past 1024 (the bug, not rounding)
+  double fixed_past_max = 0;              // largest fixed diff past 1024 (still rounding)
+  double plot_floor = 0;                  // the y axis floor: the power of ten at or below the smallest non-zero
+  int clipped = 0;                        // points below plot_floor (exact zeros), drawn on it and marked
+  std::string title, sentence, clipped_sentence;
+};
+// Inputs from seed + 7, as the panel has always drawn them.
+SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p);
+
+struct SoftmaxOnlineStep {
+  int64_t first_col = 0, last_col = 0;  // columns of the chunk, inclusive
+  float chunk_max = 0, m = 0, l = 0;    // recorded by the kernel after the chunk
+  double alpha = 0;                     // exp(m_old - m_new); 0 on the first chunk (m_old = -inf)
+  bool m_moved = false;                 // alpha < 1 (always on the first chunk)
+  double ref_sum = 0;                   // float64: sum of exp(x - m) over the columns seen so far
+};
+struct SoftmaxOnline {
+  int64_t n_cols = 0, rows = 0, row = 0;
+  int chunk = 0;
+  std::vector<float> row_x;             // the traced row
+  float row_absmax = 1;
+  Buffer<float> dev_x;                  // the whole input where the backend runs (texture fill)
+  std::vector<SoftmaxOnlineStep> steps;
+  Check check;                          // "online matches reference (this row): ..."
+  std::string intro;                    // the paragraph over the check
+};
+// Throws InputError for trace_row >= rows (naming the range) and other out-of-range settings.
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p);
+
+// The common form: view=bug gives the two checks, row sums, the sweep and the limits; view=online the
+// online check and its steps.
+Report softmax_report(Backend b, const ParamValues& p);
+Entry softmax_entry();
+
+}  // namespace kl::study
