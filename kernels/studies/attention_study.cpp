@@ -85,7 +85,7 @@ Budget budget(Backend b, int64_t lk, int d) {
   std::snprintf(t, sizeof t, "%s needed of %s", kib(g.need).c_str(), kib(g.limit).c_str());
   g.bar_text = t;
   std::snprintf(t, sizeof t,
-                "(2 x Lk x d + %d x d) x 4 B: K and V of all Lk keys, and the block's %d query rows = "
+                "(2 x Lk x d + %d x d) x 4 B (all of K and V, the block's %d query rows) = "
                 "(2 x %" PRId64 " x %d + %d x %d) x 4 = %" PRId64 " bytes",
                 q, q, lk, d, q, d, g.need);
   g.formula_line = t;
@@ -100,8 +100,8 @@ Budget budget(Backend b, int64_t lk, int d) {
                   " at d=%d, up to the wall)", g.one_block_lk, d);
   else
     std::snprintf(t, sizeof t,
-                  "occupancy: %d block%s of 256 threads per SM (%s of shared memory per SM, 1 KiB reserved per "
-                  "block); from Lk = %" PRId64 " at d=%d only one block fits per SM",
+                  "occupancy: %d block%s of 256 threads per SM (%s per SM, 1 KiB reserved per block); one "
+                  "block per SM from Lk = %" PRId64 " at d=%d",
                   g.blocks, g.blocks == 1 ? "" : "s", kib(info.smem_per_sm).c_str(), g.one_block_lk, d);
   g.occupancy_line = t;
   g.legend = "K+V+Q rows, d=" + std::to_string(d);
