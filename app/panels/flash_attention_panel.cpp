@@ -378,9 +378,9 @@ class FlashAttentionPanel : public Panel {
     const int64_t wall = res_.wall;
     const ImU32 c_std = IM_COL32(200, 120, 220, 255), c4 = IM_COL32(235, 110, 90, 255), c5 = IM_COL32(90, 200, 140, 255);
     viz::Series r4, r5, sl;
-    r4.label = "rung 4: K, V of all Lk + 16 Q rows";
-    r5.label = "rung 5: one tile";
-    sl.label = "limit per block";
+    r4.label = "rung 4: K+V+Q rows";
+    r5.label = "rung 5: a tile";
+    sl.label = "limit";
     r4.color = c4;
     r5.color = c5;
     sl.color = IM_COL32(200, 200, 200, 160);
@@ -393,23 +393,17 @@ class FlashAttentionPanel : public Panel {
     sl.x = {16, 65536};
     sl.y = {double(lim) / 1024.0, double(lim) / 1024.0};
     viz::PlotOptions o;
-    o.title = "shared memory per block (KiB) against Lk";
+    o.title = "shared memory per block (KiB)";
     o.x_label = "Lk";
     o.log_x = o.log_y = true;
     o.v_lines = {double(wall), double(res_.shape.lk)};
     o.v_line_labels = {"wall", "Lk"};
-    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(width, 125));
-
-    // Bytes through device memory (counted by the study), at this shape and over Lk, all in KiB.
-    const fs::Traffic& t = res_.mem;
-    const float gap = 10.0f, bars_w = std::floor((width - gap) * 0.45f), plot_w = width - gap - bars_w;
-    std::vector<viz::Bar> bars = {{"standard", t.unfused / 1024.0, c_std},
-                                  {t.smem_refused ? "rung 4 (refused)" : "rung 4", t.smem / 1024.0, c4},
-                                  {"rung 5", t.flash / 1024.0, c5}};
-    viz::PlotOptions ob;
-    ob.title = "device memory traffic here (KiB)";
-    viz::bar_chart("mem-traffic", bars, ob, ImVec2(bars_w, 115));
+    const float gap = 10.0f, half = std::floor((width - gap) * 0.5f);
+    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(half, 150));
     ImGui::SameLine(0, gap);
+
+    // Bytes through device memory (counted by the study), over Lk and at this shape, all in KiB.
+    const fs::Traffic& t = res_.mem;
     viz::Series ts, t4, t5;
     // No legend (it would cover this small plot): the colours are the bars'.
     ts.color = c_std;
@@ -421,14 +415,27 @@ class FlashAttentionPanel : public Panel {
       if (std::isfinite(t.smem_kib[i])) t4.x.push_back(t.lk[i]), t4.y.push_back(t.smem_kib[i]);  // up to the wall
     }
     viz::PlotOptions ot;
-    ot.title = "traffic (KiB) against Lk, colours as the bars";
+    ot.title = "traffic (KiB), colours as the bars";
     ot.x_label = "Lk";
     ot.log_x = ot.log_y = true;
-    ot.v_lines = {double(res_.shape.lk)};
-    ot.v_line_labels = {"Lk"};
-    viz::line_plot("mem-traffic-lk", {ts, t4, t5}, ot, ImVec2(plot_w, 115));
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
+    ot.v_lines = {double(wall), double(res_.shape.lk)};
+    ot.v_line_labels = {"wall", "Lk"};
+    viz::line_plot("mem-traffic-lk", {ts, t4, t5}, ot, ImVec2(width - half - gap, 150));
+
+    const float bars_w = std::floor(width * 0.47f);
+    std::vector<viz::Bar> bars = {{"standard", t.unfused / 1024.0, c_std},
+                                  {"rung 4", t.smem / 1024.0, c4},
+                                  {"rung 5", t.flash / 1024.0, c5}};
+    viz::PlotOptions ob;
+    ob.title = t.smem_refused ? "traffic here (KiB; rung 4 refused)" : "traffic here (KiB)";
+    viz::bar_chart("mem-traffic", bars, ob, ImVec2(bars_w, 125));
+    ImGui::SameLine(0, gap);
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width - bars_w - gap);
     ImGui::TextDisabled("%s", t.caption.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
     ImGui::TextDisabled("%s", t.paper_line.c_str());
     ImGui::PopTextWrapPos();
 

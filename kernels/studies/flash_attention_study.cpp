@@ -16,17 +16,13 @@ std::string kib_text(double bytes) {
   return b;
 }
 
-std::string grouped(double v) {  // 13824 -> "13,824"
+std::string whole(double v) {  // no thousands separators: the panel's text wraps after a comma
   char b[48];
   std::snprintf(b, sizeof b, "%.0f", v);
-  std::string s = b, o;
-  const int n = int(s.size());
-  for (int i = 0; i < n; ++i) {
-    o += s[size_t(i)];
-    if ((n - i - 1) % 3 == 0 && i + 1 < n) o += ',';
-  }
-  return o;
+  return b;
 }
+
+const char* plural(int64_t n) { return n == 1 ? "" : "s"; }
 
 }  // namespace
 
@@ -78,19 +74,19 @@ Traffic traffic(Backend b, const attention::Shape& s, bool causal, int bm, int b
   char buf[640];
   std::snprintf(buf, sizeof buf,
                 "Standard attention writes S and P and reads them back: 4 x Lq x Lk x 4 B = %s of its %s. Rungs 4 "
-                "and 5 read K and V once per program (%" PRId64 " of %d queries%s; %" PRId64 " query blocks of "
-                "BLOCK_M = %d). As Lk grows, standard / rung 5 tends to 2 x BLOCK_M / d = %.2g: a larger BLOCK_M "
-                "saves more.",
-                kib_text(16.0 * lq * lk * double(s.bh())).c_str(), kib_text(t.unfused).c_str(), q4, attention::kBlockQ,
-                t.smem_refused ? ", refused here" : "", q5, bm, t.long_lk_ratio);
+                "and 5 read K and V once per program (%" PRId64 " program%s of %d queries%s; %" PRId64 " query "
+                "block%s of BLOCK_M = %d). As Lk grows, standard / rung 5 tends to 2 x BLOCK_M / d = %.2g: a "
+                "larger BLOCK_M saves more.",
+                kib_text(16.0 * lq * lk * double(s.bh())).c_str(), kib_text(t.unfused).c_str(), q4, plural(q4),
+                attention::kBlockQ, t.smem_refused ? ", refused here" : "", q5, plural(q5), bm, t.long_lk_ratio);
   t.caption = buf;
   std::snprintf(buf, sizeof buf,
                 "Dao et al. 2022, Theorem 2: standard attention makes Theta(N d + N^2) HBM accesses, FlashAttention "
                 "Theta(N^2 d^2 / M) for M elements of SRAM. Here (Lq = %" PRId64 ", Lk = %" PRId64 ", d = %d, "
                 "M = %s floats): Lq d + Lk d + Lq Lk = %s against Lq Lk d^2 / M = %s, constants aside; these tiles "
                 "use %s of M.",
-                s.lq, s.lk, s.d, grouped(t.sram_elements).c_str(), grouped(t.paper_standard).c_str(),
-                grouped(t.paper_flash).c_str(), kib_text(double(fa::smem_bytes(bm, bn, s.d))).c_str());
+                s.lq, s.lk, s.d, whole(t.sram_elements).c_str(), whole(t.paper_standard).c_str(),
+                whole(t.paper_flash).c_str(), kib_text(double(fa::smem_bytes(bm, bn, s.d))).c_str());
   t.paper_line = buf;
   return t;
 }
@@ -275,16 +271,16 @@ StepView step_view(const Result& r, int64_t step) {
   v.title = buf;
   const int later = v.moved_count - v.first_count;
   std::string c;
-  std::snprintf(buf, sizeof buf, "bars: rows %" PRId64 "..%" PRId64 " left to right; amber: the %d rows whose running max "
-                "moved at this step", v.row0, v.row0 + v.rows - 1, v.moved_count);
+  std::snprintf(buf, sizeof buf, "bars: rows %" PRId64 "..%" PRId64 " left to right; amber: the %d row%s whose running max "
+                "moved at this step", v.row0, v.row0 + v.rows - 1, v.moved_count, plural(v.moved_count));
   c = buf;
   if (v.first_count == v.rows && v.rows > 0) {
     c += ". This is each row's first tile: m_old = -inf, so every max moves and alpha = exp(-inf) = 0; l and O "
          "held nothing yet, and after this step they hold this tile alone";
   } else {
     if (later > 0) {
-      std::snprintf(buf, sizeof buf, "; %d of them had seen keys before, so their l and O were rescaled by "
-                    "alpha = exp(m_old - m_new) < 1", later);
+      std::snprintf(buf, sizeof buf, "; %d of them had seen keys before, so %s l and O were rescaled by "
+                    "alpha = exp(m_old - m_new) < 1", later, later == 1 ? "its" : "their");
       c += buf;
     }
     if (v.first_count > 0) {
@@ -292,7 +288,7 @@ StepView step_view(const Result& r, int64_t step) {
                     "to rescale)", v.first_count);
       c += buf;
     }
-    c += "; blue rows kept their max (alpha = 1)";
+    if (v.moved_count < v.rows) c += "; blue rows kept their max (alpha = 1)";
   }
   v.caption = c;
   return v;
