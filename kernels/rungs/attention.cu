@@ -1,6 +1,7 @@
 // Rung 4, CUDA side. One block = one program = kBlockQ queries of one (batch, head).
 //   1. The whole block copies ALL of K and V of its (batch, head), and its kBlockQ query rows, into
-//      shared memory (float4 loads). This is the wall: 2 * Lk * d * 4 bytes must fit in one block.
+//      shared memory (float4 loads). This is the wall: (2 * Lk * d + kBlockQ * d) * 4 bytes must fit in
+//      one block (smem_bytes() in attention.h).
 //   2. Warp w takes queries w, w + kWarps. Lane L scores keys j0 + L (a full dot product over d read
 //      from shared memory, columns rotated by the lane so the 32 lanes hit 32 banks), pass 1 takes the
 //      row max, pass 2 forms p = exp(s - max), the row sum l and o = sum p v (lane L owns output
