@@ -221,10 +221,10 @@ void traffic(Result& r) {
   r.traffic_unfused = attention::traffic_bytes_unfused(r.shape);
   char buf[300];
   std::snprintf(buf, sizeof buf,
-                "device memory traffic: standard attention %s (S and P: 4 x Lq x Lk x 4 B = %s of it), rung 4 %s",
-                mem::bytes_text(uint64_t(r.traffic_unfused)).c_str(),
-                mem::bytes_text(uint64_t(16 * r.shape.lq * r.shape.lk)).c_str(),
-                mem::bytes_text(uint64_t(r.traffic_smem)).c_str());
+                "device memory traffic (one unit, KiB): standard attention %s (S and P: 4 x Lq x Lk x 4 B = %s of "
+                "it), rung 4 %s",
+                kib(int64_t(r.traffic_unfused)).c_str(), kib(16 * r.shape.lq * r.shape.lk).c_str(),
+                kib(int64_t(r.traffic_smem)).c_str());
   r.traffic_line = buf;
 }
 
