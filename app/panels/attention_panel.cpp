@@ -1,6 +1,8 @@
 // Rung 4 panel: scaled dot-product attention, its matrices as heatmaps, and the shared-memory wall.
+// What it concludes (checks, the budget, the wall, occupancy, traffic) is kernels/studies/attention_study;
+// this file fills textures and draws, showing the study's sentences as they are.
 //   [SECTION] Panel state and controls
-//   [SECTION] Compute: the kernel writes S, P and O straight into the textures (CUDA) or host memory
+//   [SECTION] Compute: the study's kernel writes S, P and O straight into the textures (CUDA) or host memory
 //   [SECTION] Shared-memory budget: the bar, the curves, the refusal
 //   [SECTION] Matrices: Q, K, V; S, P, O with hover highlighting
 #include <imgui.h>
@@ -11,12 +13,12 @@
 #include <cstdio>
 #include <random>
 
-#include "app/panels/attention_inputs.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
+#include "kernels/studies/attention_study.h"
 #include "viz/data_texture.h"
 #include "viz/heatmap.h"
 #include "viz/plot.h"
@@ -24,11 +26,7 @@
 namespace kl::app {
 namespace {
 
-std::string kib(int64_t bytes) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.1f KiB", double(bytes) / 1024.0);
-  return b;
-}
+namespace as = attention_study;
 
 // [SECTION] Panel state and controls ------------------------------------------------------------------
 
@@ -78,8 +76,8 @@ class AttentionPanel : public Panel {
       return;
     }
     if (!valid_) return;
-    ui::status_line("matches reference (float64):", check_text_, check_ok_);
-    ui::status_line("row sums of the weights:", rowsum_text_, rowsum_ok_);
+    for (const as::Line* l : {&res_.check, &res_.rowsum, &res_.unfused}) ui::status_line(l->label.c_str(), l->text, l->ok);
+    ImGui::TextDisabled("%s", res_.traffic_line.c_str());
     draw_matrices();
     fresh_ = false;
   }
@@ -89,20 +87,15 @@ class AttentionPanel : public Panel {
   void compute(Backend b) {
     valid_ = false;
     run_error_.clear();
-    shape_ = {};
-    shape_.lq = params_.get_int("lq");
-    shape_.lk = params_.get_int("lk");
-    shape_.d = int(params_.get_int("d"));
-    opt_.causal = params_.get_bool("causal");
-    opt_.scale = params_.get_float("scale");
     try {
-      attention::check_shape(b, shape_);  // the wall, before anything is allocated
-    } catch (const InputError& e) {
-      run_error_ = e.what();
-      return;
-    }
-    try {
+      res_ = {};
+      res_.budget = as::budget(b, params_.get_int("lk"), int(params_.get_int("d")));
       run(b);
+      if (!res_.ran) {
+        run_error_ = res_.run_error;
+        return;
+      }
+      set_scales();
       valid_ = true;
       fresh_ = true;
     } catch (const std::exception& e) {
@@ -110,152 +103,71 @@ class AttentionPanel : public Panel {
     }
   }
 
+  // The study runs the kernel; on CUDA it writes O, S and P (value + mask state) straight into the
+  // mapped GL buffers, on the CPU into host memory that is then uploaded.
   void run(Backend b) {
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const int d = shape_.d;
-    in_.make(b, lq, lk, d, float(params_.get_float("magnitude")), uint32_t(params_.get_int("seed")));
-
-    q_tex_.resize(d, int(lq), 1);
-    k_tex_.resize(d, int(lk), 1);
-    v_tex_.resize(d, int(lk), 1);
-    q_tex_.upload(in_.hq.data());
-    k_tex_.upload(in_.hk.data());
-    v_tex_.upload(in_.hv.data());
+    const int64_t lq = params_.get_int("lq"), lk = params_.get_int("lk");
+    const int d = int(params_.get_int("d"));
+    if (as::budget(b, lk, d).past) {  // refused before anything is allocated
+      res_ = as::run(b, params_);
+      return;
+    }
     s_tex_.resize(int(lk), int(lq), 2);
     p_tex_.resize(int(lk), int(lq), 2);
     o_tex_.resize(d, int(lq), 1);
-
-    // The kernel writes O, S and P (value + mask state) where the screen reads them: on CUDA straight
-    // into the mapped GL buffers, on the CPU into host memory that is then uploaded.
-    const size_t cells = size_t(lq * lk);
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&s_tex_, &p_tex_, &o_tex_});
       try {
-        float* o = o_tex_.device_pointer();
-        attention::Extras x{s_tex_.device_pointer(), p_tex_.device_pointer(), 2};
-        mem::set(b, o, 0xFF, size_t(lq * d) * sizeof(float));  // poison
-        attention::run(b, in_.q.data(), in_.k.data(), in_.v.data(), o, shape_, opt_, x);
-        // Read back for the check only (the pictures stay on the device).
-        hout_.resize(size_t(lq * d));
-        hw_.resize(cells * 2);
-        mem::to_host(b, hout_.data(), o, hout_.size() * sizeof(float));
-        mem::to_host(b, hw_.data(), x.weights, hw_.size() * sizeof(float));
+        res_ = as::run(b, params_, {s_tex_.device_pointer(), p_tex_.device_pointer(), o_tex_.device_pointer()});
       } catch (...) {
         viz::DataTexture::end_device_write_all({&s_tex_, &p_tex_, &o_tex_});
         throw;
       }
       viz::DataTexture::end_device_write_all({&s_tex_, &p_tex_, &o_tex_});
     } else {
-      hout_.assign(size_t(lq * d), std::nanf(""));
-      hw_.assign(cells * 2, std::nanf(""));
-      std::vector<float> hs(cells * 2, std::nanf(""));
-      attention::Extras x{hs.data(), hw_.data(), 2};
-      attention::run(b, in_.q.data(), in_.k.data(), in_.v.data(), hout_.data(), shape_, opt_, x);
-      s_tex_.upload(hs.data());
-      p_tex_.upload(hw_.data());
-      o_tex_.upload(hout_.data());
+      res_ = as::run(b, params_);
+      s_tex_.upload(res_.hs.data());
+      p_tex_.upload(res_.hw.data());
+      o_tex_.upload(res_.hout.data());
     }
-    check();
+    q_tex_.resize(d, int(lq), 1);
+    k_tex_.resize(d, int(lk), 1);
+    v_tex_.resize(d, int(lk), 1);
+    q_tex_.upload(res_.in.hq.data());
+    k_tex_.upload(res_.in.hk.data());
+    v_tex_.upload(res_.in.hv.data());
   }
 
-  // Against the float64 reference; row sums of the kernel's own weights.
-  void check() {
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const int d = shape_.d;
-    std::vector<double> ref(size_t(lq * d)), refw(size_t(lq * lk));
-    attention::reference(in_.hq.data(), in_.hk.data(), in_.hv.data(), shape_, opt_, ref.data(), refw.data());
-    double num = 0, den = 0, wnum = 0, wden = 0, omax = 0, pmax = 0;
-    int64_t nans = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      if (std::isnan(hout_[i])) ++nans;
-      num += (hout_[i] - ref[i]) * (hout_[i] - ref[i]);
-      den += ref[i] * ref[i];
-      omax = std::max(omax, std::fabs(ref[i]));
-    }
-    for (size_t c = 0; c < refw.size(); ++c) {
-      const double w = hw_[c * 2];
-      if (std::isnan(w)) ++nans;
-      wnum += (w - refw[c]) * (w - refw[c]);
-      wden += refw[c] * refw[c];
-      pmax = std::max(pmax, refw[c]);
-    }
-    const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    const double werr = wden > 0 ? std::sqrt(wnum / wden) : std::sqrt(wnum);
-    check_ok_ = nans == 0 && err < 1e-5 && werr < 1e-5;
-    char buf[200];
-    if (nans)
-      std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", nans);
-    else
-      std::snprintf(buf, sizeof buf, "%s, relative error %.1e (output), %.1e (weights)", check_ok_ ? "yes" : "no",
-                    err, werr);
-    check_text_ = buf;
-
-    // Row sums of the kernel's P; rows that see no key sum to 0.
-    double worst = 0;
-    int64_t empty = 0;
-    for (int64_t i = 0; i < lq; ++i) {
-      double s = 0;
-      for (int64_t j = 0; j < lk; ++j) s += hw_[size_t(i * lk + j) * 2];
-      if (attention::visible_keys(i, lq, lk, opt_.causal) == 0) {
-        ++empty;
-        worst = std::max(worst, std::fabs(s));
-      } else {
-        worst = std::max(worst, std::fabs(s - 1.0));
-      }
-    }
-    rowsum_ok_ = worst < 1e-5;
-    std::snprintf(buf, sizeof buf, "%s (max |sum - 1| = %.1e over %" PRId64 " rows)%s", rowsum_ok_ ? "1" : "not 1",
-                  worst, lq - empty, empty ? "; rows that see no key are all 0 and sum to 0" : "");
-    rowsum_text_ = buf;
-    if (empty) {
-      std::snprintf(buf, sizeof buf, "; %" PRId64 " such rows", empty);
-      rowsum_text_ += buf;
-    }
-
-    // Colour scales from the data.
-    double smax = 0;
-    const float scale = opt_.resolved_scale(d);
-    for (int64_t i = 0; i < lq; ++i)
-      for (int64_t j = 0; j < attention::visible_keys(i, lq, lk, opt_.causal); ++j) {
-        double a = 0;
-        for (int c = 0; c < d; ++c) a += double(in_.hq[size_t(i * d + c)]) * in_.hk[size_t(j * d + c)];
-        smax = std::max(smax, std::fabs(a * scale));
-      }
-    const float mag = float(params_.get_float("magnitude"));
+  // Colour scales from the study's data.
+  void set_scales() {
+    const float mag = res_.magnitude;
+    const float smax = float(std::max(res_.smax, 1e-6)), omax = float(std::max(res_.omax, 1e-6));
     using K = viz::ColorScale::Kind;
     q_map_.set_scale({K::Diverging, -mag, mag, "q"});
     k_map_.set_scale({K::Diverging, -mag, mag, "k"});
     v_map_.set_scale({K::Diverging, -1, 1, "v"});
-    s_map_.set_scale({K::Diverging, -float(std::max(smax, 1e-6)), float(std::max(smax, 1e-6)), "score"});
-    p_map_.set_scale({K::Sequential, 0, float(std::max(pmax, 1e-6)), "weight"});
-    o_map_.set_scale({K::Diverging, -float(std::max(omax, 1e-6)), float(std::max(omax, 1e-6)), "out"});
+    s_map_.set_scale({K::Diverging, -smax, smax, "score"});
+    p_map_.set_scale({K::Sequential, 0, float(std::max(res_.pmax, 1e-6)), "weight"});
+    o_map_.set_scale({K::Diverging, -omax, omax, "out"});
   }
 
   // [SECTION] Shared-memory budget ------------------------------------------------------------------
-  void draw_budget(const AppContext& ctx) {
-    ui::section("Shared memory per block: all of K and V");
-    const DeviceInfo info = device_info(ctx.backend.backend);
-    const int64_t limit = info.smem_per_block_optin;
-    const int d = int(params_.get_int("d"));
-    const int64_t lk = params_.get_int("lk");
-    const int64_t need = attention::smem_bytes(lk, d), wall = attention::max_lk(d, limit);
+  void draw_budget(const AppContext&) {
+    ui::section("Shared memory per block: all of K and V, and the block's query rows");
+    const as::Budget& g = res_.budget;
+    const int d = g.d;
+    const int64_t lk = g.lk, limit = g.limit, need = g.need, wall = g.wall;
     const float avail = ImGui::GetContentRegionAvail().x;
     const float plot_w = std::min(520.0f, avail * 0.42f);
 
     ImGui::BeginGroup();
     const float left_w = avail - plot_w - 16.0f;
-    char text[160];
-    std::snprintf(text, sizeof text, "%s needed of %s", kib(need).c_str(), kib(limit).c_str());
-    viz::budget_bar("smem", double(need), double(limit), text, ImVec2(left_w, 28));
+    viz::budget_bar("smem", double(need), double(limit), g.bar_text.c_str(), ImVec2(left_w, 28));
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + left_w);
-    ImGui::Text("2 x Lk x d x 4 B (K and V) + %d x d x 4 B (the block's queries) = 2 x %" PRId64 " x %d x 4 + %d x %d x 4"
-                " = %" PRId64 " bytes",
-                attention::kBlockQ, lk, d, attention::kBlockQ, d, need);
-    ImGui::Text("limit per block: %" PRId64 " bytes (%s)", limit,
-                info.assumed ? "assumed: an H200's opt-in maximum, CPU backend" : info.name.c_str());
-    ImGui::TextColored(need > limit ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.75f, 0.75f, 0.8f, 1),
-                       "the wall at d=%d: Lk = %" PRId64 " is the largest that fits%s", d, wall,
-                       need > limit ? " -- this Lk is past it" : "");
+    ImGui::TextUnformatted(g.formula_line.c_str());
+    ImGui::TextUnformatted(g.limit_line.c_str());
+    ImGui::TextColored(g.past ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.75f, 0.75f, 0.8f, 1), "%s", g.wall_line.c_str());
+    ImGui::TextUnformatted(g.occupancy_line.c_str());
     ImGui::TextDisabled("rung 5 (flash-attention) streams K and V in tiles: its shared memory does not grow with Lk");
     ImGui::PopTextWrapPos();
     ImGui::EndGroup();
@@ -264,7 +176,7 @@ class AttentionPanel : public Panel {
     std::vector<viz::Series> series;
     {
       viz::Series s;
-      s.label = "K+V, d=" + std::to_string(d);
+      s.label = g.legend;
       for (int64_t x = 16; x <= 4096; x *= 2) {
         s.x.push_back(double(x));
         s.y.push_back(double(attention::smem_bytes(x, d)) / 1024.0);
@@ -286,7 +198,7 @@ class AttentionPanel : public Panel {
     here.color = IM_COL32(255, 255, 255, 255);
     series.push_back(here);
     viz::PlotOptions o;
-    o.title = "K+V in shared memory against Lk";
+    o.title = "shared memory per block against Lk";
     o.x_label = "Lk";
     o.y_label = "KiB";
     o.log_x = o.log_y = true;
@@ -297,8 +209,9 @@ class AttentionPanel : public Panel {
 
   // [SECTION] Matrices ---------------------------------------------------------------------------------
   void draw_matrices() {
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const int d = shape_.d;
+    const int64_t lq = res_.shape.lq, lk = res_.shape.lk;
+    const int d = res_.shape.d;
+    const attention::Options& opt_ = res_.opt;
     // Highlights follow the cell hovered last frame in S or P: its query row and key row.
     q_map_.set_highlight(hl_row_, -1);
     o_map_.set_highlight(hl_row_, -1);
@@ -358,8 +271,11 @@ class AttentionPanel : public Panel {
   }
 
   void tooltip(int i, int j) {
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const int d = shape_.d;
+    const int64_t lq = res_.shape.lq, lk = res_.shape.lk;
+    const int d = res_.shape.d;
+    const attention::Options& opt_ = res_.opt;
+    const as::Inputs& in_ = res_.in;
+    const std::vector<float>& hw_ = res_.hw;
     if (i >= lq || j >= lk) return;
     const bool vis = j < attention::visible_keys(i, lq, lk, opt_.causal);
     double s = 0;
@@ -379,14 +295,10 @@ class AttentionPanel : public Panel {
 
   ParamValues params_;
   std::string control_error_, run_error_, computed_key_;
-  attention::Shape shape_;
-  attention::Options opt_;
-  AttentionInputs in_;
-  std::vector<float> hout_, hw_;
+  as::Result res_;
   viz::DataTexture q_tex_, k_tex_, v_tex_, s_tex_, p_tex_, o_tex_;
   viz::Heatmap q_map_, k_map_, v_map_, s_map_, p_map_, o_map_;
-  std::string check_text_, rowsum_text_;
-  bool check_ok_ = false, rowsum_ok_ = false, valid_ = false, fresh_ = false;
+  bool valid_ = false, fresh_ = false;
   int hl_row_ = -1, hl_col_ = -1;
 };
 

@@ -1,4 +1,6 @@
 // Rung 5 panel: FlashAttention's tiled online softmax, step by step, drawn from the kernel's own trace.
+// What it concludes (the per-step state, checks, memory and traffic) is kernels/studies/
+// flash_attention_study; this file fills textures and draws, showing the study's sentences as they are.
 //   [SECTION] Panel state and controls
 //   [SECTION] Compute: one traced run per shape; the step only recomposes the weights from the trace
 //   [SECTION] Stepper
@@ -14,15 +16,14 @@
 #include <limits>
 #include <random>
 
-#include "app/panels/attention_inputs.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
-#include "kernels/runtime/buffer.h"
 #include "kernels/rungs/attention.h"
-#include "kernels/runtime/buffer.h"
-#include "kernels/runtime/errors.h"
 #include "kernels/rungs/flash_attention.h"
 #include "kernels/rungs/flash_attention_fast.h"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/studies/flash_attention_study.h"
 #include "viz/data_texture.h"
 #include "viz/heatmap.h"
 #include "viz/plot.h"
@@ -31,6 +32,7 @@ namespace kl::app {
 namespace {
 
 namespace fa = flash_attention;
+namespace fs = flash_attention_study;
 
 const ImU32 kDone = IM_COL32(74, 130, 199, 255);
 const ImU32 kCurrent = IM_COL32(236, 172, 62, 255);
@@ -93,8 +95,7 @@ class FlashAttentionPanel : public Panel {
     draw_stepper();
     const int64_t step = params_.get_int("step");
     if (step != composed_step_) compose(b, step);
-    ui::status_line("final output against the float64 reference:", check_text_, check_ok_);
-    ui::status_line("against rung 4's output:", rung4_text_, rung4_ok_);
+    for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
     if (!adjust_note_.empty()) ImGui::TextDisabled("%s", adjust_note_.c_str());
 
     const float avail = ImGui::GetContentRegionAvail().x;
@@ -127,88 +128,29 @@ class FlashAttentionPanel : public Panel {
   }
 
   void run(Backend b) {
-    shape_ = {};
-    shape_.lq = params_.get_int("lq");
-    shape_.lk = params_.get_int("lk");
-    shape_.d = int(params_.get_int("d"));
-    opt_ = {};
-    opt_.causal = params_.get_bool("causal");
-    bm_ = int(params_.get_int("block_m"));
-    bn_ = int(params_.get_int("block_n"));
-    fa::check_tiles(b, bm_, bn_, shape_.d);
-    limit_ = device_info(b).smem_per_block_optin;
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const int d = shape_.d;
-    q_blocks_ = (lq + bm_ - 1) / bm_;
-    steps_ = (lk + bn_ - 1) / bn_;
-    // A chosen block or step outside the new shape is moved inside it, and the panel says so.
-    if (params_.get_int("qblock") >= q_blocks_) {
-      params_.set("qblock", std::to_string(q_blocks_ - 1));
-      adjust_note_ = "qblock moved to " + std::to_string(q_blocks_ - 1) + ", the last query block of this shape. ";
-    }
-    if (params_.get_int("step") > steps_) {
-      params_.set("step", std::to_string(steps_));
-      adjust_note_ += "step moved to " + std::to_string(steps_) + ", the last step of this shape.";
-    }
-    qblock_ = params_.get_int("qblock");
+    res_ = fs::run(b, params_);
+    // A chosen block or step the study moved inside the shape: the controls follow, the note says so.
+    adjust_note_ = res_.adjust_note;
+    if (res_.qblock != params_.get_int("qblock")) params_.set("qblock", std::to_string(res_.qblock));
+    if (res_.step != params_.get_int("step")) params_.set("step", std::to_string(res_.step));
     computed_key_ = computed_key_.substr(0, computed_key_.rfind('/')) + "/" + params_.get_text("qblock");
-
-    in_.make(b, lq, lk, d, float(params_.get_float("magnitude")), uint32_t(params_.get_int("seed")));
-    out_.resize(b, in_.hq.size());
-    out_.fill_bytes(0xFF);  // poison
-    trace_.reset(b, shape_, bm_, bn_, 0, qblock_);
-    tv_ = trace_.view();
-    fa::run_teaching(b, in_.q.data(), in_.k.data(), in_.v.data(), out_.data(), shape_, opt_, bm_, bn_, &tv_);
-    mem::synchronize(b);
-
-    // The small parts of the trace the bars and the grid read, on the host.
-    hm_ = trace_.m_after.to_host();
-    hl_ = trace_.l_after.to_host();
-    halpha_ = trace_.alpha.to_host();
-    hstate_ = trace_.tile_state.to_host();
-    hout_ = out_.to_host();
-    const std::vector<float> op = trace_.o_partial.to_host();
-
-    // The output converging: the chosen block's O_t / l_t against the final output, per step.
-    converge_.assign(size_t(steps_), 0.0);
-    double den = 0;
-    for (int r = 0; r < bm_; ++r) {
-      const int64_t i = qblock_ * bm_ + r;
-      if (i >= lq) break;
-      for (int c = 0; c < d; ++c) den += double(hout_[size_t(i * d + c)]) * hout_[size_t(i * d + c)];
-    }
-    for (int64_t t = 0; t < steps_; ++t) {
-      double num = 0;
-      for (int r = 0; r < bm_; ++r) {
-        const int64_t i = qblock_ * bm_ + r;
-        if (i >= lq) break;
-        const float l = hl_[size_t(i * steps_ + t)];
-        for (int c = 0; c < d; ++c) {
-          const double o = l > 0 ? double(op[size_t((t * bm_ + r) * d + c)]) / l : 0.0;
-          num += (o - hout_[size_t(i * d + c)]) * (o - hout_[size_t(i * d + c)]);
-        }
-      }
-      converge_[size_t(t)] = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    }
-    partial_o_.resize(op.size());
-    std::copy(op.begin(), op.end(), partial_o_.begin());
-
-    check(b);
+    bm_ = res_.bm;
+    bn_ = res_.bn;
+    q_blocks_ = res_.q_blocks;
+    steps_ = res_.steps;
+    qblock_ = res_.qblock;
 
     // The final weights of the chosen block, composed from the trace at the last step.
-    final_tex_.resize(int(lk), bm_, 2);
-    partial_tex_.resize(int(lk), bm_, 2);
-    o_tex_.resize(d, bm_, 1);
+    const int lk = int(res_.shape.lk);
+    final_tex_.resize(lk, bm_, 2);
+    partial_tex_.resize(lk, bm_, 2);
+    o_tex_.resize(res_.shape.d, bm_, 1);
     fill_weights(b, final_tex_, steps_);
-    double wmax = 0;
-    for (float x : wfinal_host_) wmax = std::max(wmax, double(x));
     using K = viz::ColorScale::Kind;
-    const float top = float(std::max(wmax, 1e-6));
+    const float top = float(std::max(res_.wmax, 1e-6));
     final_map_.set_scale({K::Sequential, 0, top, "weight"});
     partial_map_.set_scale({K::Sequential, 0, top, "weight"});
-    double omax = 1e-6;
-    for (float x : hout_) omax = std::max(omax, double(std::fabs(x)));
-    o_map_.set_scale({K::Diverging, -float(omax), float(omax), "O / l"});
+    o_map_.set_scale({K::Diverging, -float(res_.omax), float(res_.omax), "O / l"});
   }
 
   // Composes the chosen block's weights at `step` into a texture: on CUDA into the mapped buffer.
@@ -216,26 +158,16 @@ class FlashAttentionPanel : public Panel {
     if (b == Backend::Cuda) {
       viz::DataTexture::begin_device_write_all({&tex});
       try {
-        fa::compose_weights(b, tv_, shape_.lq, shape_.lk, step, tex.device_pointer(), 2);
-        if (step == steps_) {  // the maximum, for the colour scale only
-          std::vector<float> w(size_t(bm_ * shape_.lk * 2));
-          mem::to_host(b, w.data(), tex.device_pointer(), w.size() * sizeof(float));
-          wfinal_host_.resize(w.size() / 2);
-          for (size_t c = 0; c < wfinal_host_.size(); ++c) wfinal_host_[c] = w[c * 2];
-        }
+        fs::compose(b, res_, step, tex.device_pointer());
       } catch (...) {
         viz::DataTexture::end_device_write_all({&tex});
         throw;
       }
       viz::DataTexture::end_device_write_all({&tex});
     } else {
-      std::vector<float> w(size_t(bm_ * shape_.lk * 2));
-      fa::compose_weights(b, tv_, shape_.lq, shape_.lk, step, w.data(), 2);
+      std::vector<float> w(size_t(bm_ * res_.shape.lk * 2));
+      fs::compose(b, res_, step, w.data());
       tex.upload(w.data());
-      if (step == steps_) {
-        wfinal_host_.resize(w.size() / 2);
-        for (size_t c = 0; c < wfinal_host_.size(); ++c) wfinal_host_[c] = w[c * 2];
-      }
     }
   }
 
@@ -243,62 +175,11 @@ class FlashAttentionPanel : public Panel {
     composed_step_ = step;
     try {
       fill_weights(b, partial_tex_, step);
-      // O_t / l_t of the chosen block (small: uploaded from the host copy of the trace).
-      const int d = shape_.d;
-      std::vector<float> o(size_t(bm_ * d), 0.0f);
-      for (int r = 0; r < bm_; ++r) {
-        const int64_t i = qblock_ * bm_ + r;
-        if (i >= shape_.lq) break;
-        const float l = hl_[size_t(i * steps_ + step - 1)];
-        for (int c = 0; c < d; ++c)
-          o[size_t(r * d + c)] = l > 0 ? partial_o_[size_t(((step - 1) * bm_ + r) * d + c)] / l : 0.0f;
-      }
-      o_tex_.upload(o.data());
+      o_tex_.upload(fs::partial_output(res_, step).data());  // O_t / l_t of the chosen block
       step_fresh_ = true;
     } catch (const std::exception& e) {
       run_error_ = ui::error_text(e);
       valid_ = false;
-    }
-  }
-
-  void check(Backend b) {
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const int d = shape_.d;
-    std::vector<double> ref(size_t(lq * d));
-    attention::reference(in_.hq.data(), in_.hk.data(), in_.hv.data(), shape_, opt_, ref.data());
-    double num = 0, den = 0;
-    int64_t nans = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      nans += std::isnan(hout_[i]) ? 1 : 0;
-      num += (hout_[i] - ref[i]) * (hout_[i] - ref[i]);
-      den += ref[i] * ref[i];
-    }
-    const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    check_ok_ = nans == 0 && err < 2e-5;
-    char buf[240];
-    if (nans) std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", nans);
-    else std::snprintf(buf, sizeof buf, "%s, relative error %.1e (float32 rounding)", check_ok_ ? "yes" : "no", err);
-    check_text_ = buf;
-
-    // Rung 4 on the same inputs, where its wall lets it run.
-    try {
-      attention::check_shape(b, shape_);
-      Buffer<float> o4(b, in_.hq.size());
-      o4.fill_bytes(0xFF);
-      attention::run(b, in_.q.data(), in_.k.data(), in_.v.data(), o4.data(), shape_, opt_);
-      const std::vector<float> h4 = o4.to_host();
-      double mx = 0;
-      for (size_t i = 0; i < h4.size(); ++i) mx = std::max(mx, double(std::fabs(h4[i] - hout_[i])));
-      rung4_ok_ = std::isfinite(mx) && mx < 1e-5;
-      std::snprintf(buf, sizeof buf, "max abs difference %.1e (float32 rounding: the same softmax, summed in another order)",
-                    mx);
-      rung4_text_ = buf;
-    } catch (const InputError&) {
-      const int64_t wall = attention::max_lk(d, device_info(b).smem_per_block_optin);
-      rung4_ok_ = true;
-      std::snprintf(buf, sizeof buf, "rung 4 is refused here (Lk=%" PRId64 " is past its wall of %" PRId64
-                    " at d=%d); this rung runs", lk, wall, d);
-      rung4_text_ = buf;
     }
   }
 
@@ -325,18 +206,16 @@ class FlashAttentionPanel : public Panel {
     if (ImGui::Button(">|")) set_step(steps_), playing_ = false;
     ImGui::SameLine();
     int s = int(step);
-    char fmt[64];
-    std::snprintf(fmt, sizeof fmt, "step %%d of %" PRId64, steps_);
-    ImGui::SetNextItemWidth(std::min(520.0f, ImGui::GetContentRegionAvail().x * 0.5f));
-    if (ImGui::SliderInt("##scrub", &s, 1, int(steps_), fmt, ImGuiSliderFlags_AlwaysClamp)) set_step(s), playing_ = false;
+    // No text inside the slider (its knob would cover it): the step is said beside it.
+    ImGui::SetNextItemWidth(std::min(420.0f, ImGui::GetContentRegionAvail().x * 0.4f));
+    if (ImGui::SliderInt("##scrub", &s, 1, int(steps_), "", ImGuiSliderFlags_AlwaysClamp)) set_step(s), playing_ = false;
     if (playing_ && ImGui::GetTime() - last_tick_ > 0.6) {
       last_tick_ = ImGui::GetTime();
       if (step >= steps_) playing_ = false;
       else set_step(step + 1);
     }
-    ImGui::SameLine(0, 20);
-    ImGui::TextDisabled("tile %" PRId64 " = keys %" PRId64 "..%" PRId64, step - 1, (step - 1) * bn_,
-                        std::min(step * bn_, shape_.lk) - 1);
+    ImGui::SameLine(0, 14);
+    ImGui::TextUnformatted(fs::step_view(res_, step).stepper_text.c_str());
   }
 
   // [SECTION] Tile grid ------------------------------------------------------------------------------------
@@ -359,7 +238,7 @@ class FlashAttentionPanel : public Panel {
       const float y0 = g0.y + ch * float(qb), y1 = y0 + ch;
       // A row's states are runs: done [0, step-1), current, pending [step, run), skipped [run, steps).
       int64_t run_end = 0;
-      while (run_end < steps_ && hstate_[size_t(qb * steps_ + run_end)] == fa::kTileComputed) ++run_end;
+      while (run_end < steps_ && res_.hstate[size_t(qb * steps_ + run_end)] == fa::kTileComputed) ++run_end;
       auto span = [&](int64_t a, int64_t b, ImU32 c) {
         if (b > a) dl->AddRectFilled(ImVec2(g0.x + cw * float(a), y0), ImVec2(g0.x + cw * float(b), y1), c);
       };
@@ -394,11 +273,11 @@ class FlashAttentionPanel : public Panel {
       const ImVec2 m = ImGui::GetIO().MousePos;
       const int64_t t = int64_t((m.x - g0.x) / cw), qb = int64_t((m.y - g0.y) / ch);
       if (t >= 0 && t < steps_ && qb >= 0 && qb < q_blocks_) {
-        const uint8_t st = hstate_[size_t(qb * steps_ + t)];
+        const uint8_t st = res_.hstate[size_t(qb * steps_ + t)];
         ImGui::SetTooltip("query block %" PRId64 " (rows %" PRId64 "..%" PRId64 "), K/V tile %" PRId64
-                          " (keys %" PRId64 "..%" PRId64 ")\n%s",
-                          qb, qb * bm_, std::min((qb + 1) * bm_, shape_.lq) - 1, t, t * bn_,
-                          std::min((t + 1) * bn_, shape_.lk) - 1,
+                          " = step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
+                          qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t + 1, t + 1, t * bn_,
+                          std::min((t + 1) * bn_, res_.shape.lk) - 1,
                           st == fa::kTileSkipped ? "skipped: no row of this block sees any of these keys (causal)"
                           : t < step - 1         ? "done"
                           : t == step - 1        ? "current: being folded in at this step"
@@ -423,29 +302,21 @@ class FlashAttentionPanel : public Panel {
 
   // [SECTION] The chosen query block -------------------------------------------------------------------
   void draw_block(float width, int64_t step) {
-    const int64_t lq = shape_.lq;
-    const int64_t row0 = qblock_ * bm_;
-    const int rows = int(std::min<int64_t>(bm_, lq - row0));
-    char title[160];
-    std::snprintf(title, sizeof title, "Query block %" PRId64 " (rows %" PRId64 "..%" PRId64 ") after step %" PRId64,
-                  qblock_, row0, row0 + rows - 1, step);
-    ui::section(title);
+    const fs::StepView v = fs::step_view(res_, step);
+    const int rows = v.rows;
+    const int64_t row0 = v.row0;
+    ui::section(v.title.c_str());
     std::vector<viz::Bar> mb, lb, ab;
-    int moved = 0;
     for (int r = 0; r < rows; ++r) {
-      const size_t c = size_t((row0 + r) * steps_ + step - 1);
-      const bool mv = step > 1 && hl_[c - 1] > 0 && halpha_[c] < 1.0f;  // l was rescaled
-      moved += mv ? 1 : 0;
+      const bool mv = v.moved[size_t(r)];
       const std::string lbl;  // rows run left to right (see the caption); numbers do not fit 128 slots
-      const float m = hm_[c];
+      const float m = v.m[size_t(r)];
       mb.push_back({lbl, std::isfinite(m) ? double(m) : 0.0, mv ? kMoved : kSteady});
-      lb.push_back({lbl, double(hl_[c]), mv ? kMoved : kSteady});
-      ab.push_back({lbl, double(halpha_[c]), mv ? kMoved : kSteady});
+      lb.push_back({lbl, double(v.l[size_t(r)]), mv ? kMoved : kSteady});
+      ab.push_back({lbl, double(v.alpha[size_t(r)]), mv ? kMoved : kSteady});
     }
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
-    ImGui::TextDisabled("bars: rows %" PRId64 "..%" PRId64 " left to right; amber: the %d rows whose running max moved at "
-                        "this step, so their l and O were rescaled by alpha = exp(m_old - m_new) < 1",
-                        row0, row0 + rows - 1, moved);
+    ImGui::TextDisabled("%s", v.caption.c_str());
     ImGui::PopTextWrapPos();
     const float gap = 12.0f, w3 = (width - 2 * gap) / 3.0f, bh = 110.0f;
     viz::PlotOptions om, ol, oa;
@@ -472,7 +343,7 @@ class FlashAttentionPanel : public Panel {
     viz::HeatmapHover hf = final_map_.draw("final", final_tex_, ImVec2(hw, hh), fresh_);
     for (const viz::HeatmapHover* h : {&hp, &hf})
       if (h->active && h->row < rows)
-        ImGui::SetTooltip("query %" PRId64 ", key %d (tile %d)", row0 + h->row, h->col, h->col / bn_);
+        ImGui::SetTooltip("query %" PRId64 ", key %d (K/V tile %d)", row0 + h->row, h->col, h->col / bn_ + 1);
 
     // The output converging, and O_t / l_t itself.
     const float ow = std::min(260.0f, width * 0.3f);
@@ -480,7 +351,7 @@ class FlashAttentionPanel : public Panel {
     s.label = "|O_t/l_t - O| / |O|";
     for (int64_t t = 0; t < steps_; ++t) {
       s.x.push_back(double(t + 1));
-      s.y.push_back(std::max(converge_[size_t(t)], 1e-9));
+      s.y.push_back(std::max(res_.converge[size_t(t)], 1e-9));
     }
     viz::PlotOptions oc;
     oc.title = "the chosen block's output converging";
@@ -501,16 +372,17 @@ class FlashAttentionPanel : public Panel {
 
   // [SECTION] Memory: rung 4 against rung 5 -----------------------------------------------------------
   void draw_memory(float width, Backend backend) {
-    ui::section("Memory: rung 4 against rung 5");
-    const int d = shape_.d;
-    const int64_t lim = std::max<int64_t>(limit_, 1);
-    const int64_t wall = attention::max_lk(d, lim);
+    ui::section("Memory: standard attention, rung 4 and rung 5");
+    const int d = res_.shape.d;
+    const int64_t lim = std::max<int64_t>(res_.limit, 1);
+    const int64_t wall = res_.wall;
+    const ImU32 c_std = IM_COL32(200, 120, 220, 255), c4 = IM_COL32(235, 110, 90, 255), c5 = IM_COL32(90, 200, 140, 255);
     viz::Series r4, r5, sl;
-    r4.label = "rung 4: K+V of all Lk";
-    r5.label = "rung 5: one tile";
-    sl.label = "limit per block";
-    r4.color = IM_COL32(235, 110, 90, 255);
-    r5.color = IM_COL32(90, 200, 140, 255);
+    r4.label = "rung 4: K+V+Q rows";
+    r5.label = "rung 5: a tile";
+    sl.label = "limit";
+    r4.color = c4;
+    r5.color = c5;
     sl.color = IM_COL32(200, 200, 200, 160);
     for (int64_t x = 16; x <= 65536; x *= 2) {
       r4.x.push_back(double(x));
@@ -521,28 +393,51 @@ class FlashAttentionPanel : public Panel {
     sl.x = {16, 65536};
     sl.y = {double(lim) / 1024.0, double(lim) / 1024.0};
     viz::PlotOptions o;
-    o.title = "shared memory per block (KiB) against Lk";
+    o.title = "shared memory per block (KiB)";
     o.x_label = "Lk";
     o.log_x = o.log_y = true;
-    o.v_lines = {double(wall), double(shape_.lk)};
+    o.v_lines = {double(wall), double(res_.shape.lk)};
     o.v_line_labels = {"wall", "Lk"};
-    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(width, 155));
+    const float gap = 10.0f, half = std::floor((width - gap) * 0.5f);
+    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(half, 150));
+    ImGui::SameLine(0, gap);
 
-    // Bytes through device memory at this shape: each program reads K and V once per pass over them.
-    const int64_t lq = shape_.lq, lk = shape_.lk;
-    const double qo = 2.0 * double(lq) * d * 4;
-    const double kv4 = double((lq + attention::kBlockQ - 1) / attention::kBlockQ) * 2.0 * double(lk) * d * 4;
-    double kv5 = 0;
-    for (int64_t qb = 0; qb < q_blocks_; ++qb)
-      kv5 += double(fa::detail::tiles_to_run(qb, bm_, bn_, lq, lk, opt_.causal)) * 2.0 * bn_ * d * 4;
-    const bool refused = lk > wall;
-    std::vector<viz::Bar> bars = {{refused ? "rung 4 (refused)" : "rung 4", (qo + kv4) / (1024.0 * 1024), IM_COL32(235, 110, 90, 255)},
-                                  {"rung 5", (qo + kv5) / (1024.0 * 1024), IM_COL32(90, 200, 140, 255)}};
+    // Bytes through device memory (counted by the study), over Lk and at this shape, all in KiB.
+    const fs::Traffic& t = res_.mem;
+    viz::Series ts, t4, t5;
+    // No legend (it would cover this small plot): the colours are the bars'.
+    ts.color = c_std;
+    t4.color = c4;
+    t5.color = c5;
+    for (size_t i = 0; i < t.lk.size(); ++i) {
+      ts.x.push_back(t.lk[i]), ts.y.push_back(t.unfused_kib[i]);
+      t5.x.push_back(t.lk[i]), t5.y.push_back(t.flash_kib[i]);
+      if (std::isfinite(t.smem_kib[i])) t4.x.push_back(t.lk[i]), t4.y.push_back(t.smem_kib[i]);  // up to the wall
+    }
+    viz::PlotOptions ot;
+    ot.title = "traffic (KiB), colours as the bars";
+    ot.x_label = "Lk";
+    ot.log_x = ot.log_y = true;
+    ot.v_lines = {double(wall), double(res_.shape.lk)};
+    ot.v_line_labels = {"wall", "Lk"};
+    viz::line_plot("mem-traffic-lk", {ts, t4, t5}, ot, ImVec2(width - half - gap, 150));
+
+    const float bars_w = std::floor(width * 0.47f);
+    std::vector<viz::Bar> bars = {{"standard", t.unfused / 1024.0, c_std},
+                                  {"rung 4", t.smem / 1024.0, c4},
+                                  {"rung 5", t.flash / 1024.0, c5}};
     viz::PlotOptions ob;
-    ob.title = "device memory traffic at this shape (MiB)";
-    viz::bar_chart("mem-traffic", bars, ob, ImVec2(width, 130));
-    ImGui::TextDisabled("rung 4 re-reads K,V per %d queries (%s), rung 5 per %d (%s)", attention::kBlockQ,
-                        mem::bytes_text(uint64_t(qo + kv4)).c_str(), bm_, mem::bytes_text(uint64_t(qo + kv5)).c_str());
+    ob.title = t.smem_refused ? "traffic here (KiB; rung 4 refused)" : "traffic here (KiB)";
+    viz::bar_chart("mem-traffic", bars, ob, ImVec2(bars_w, 125));
+    ImGui::SameLine(0, gap);
+    ImGui::BeginGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width - bars_w - gap);
+    ImGui::TextDisabled("%s", t.caption.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
+    ImGui::TextDisabled("%s", t.paper_line.c_str());
+    ImGui::PopTextWrapPos();
 
     // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
     if (d == 64 || d == 128) {
@@ -567,21 +462,12 @@ class FlashAttentionPanel : public Panel {
 
   ParamValues params_;
   std::string control_error_, run_error_, computed_key_, adjust_note_;
-  attention::Shape shape_;
-  attention::Options opt_;
+  fs::Result res_;
   int bm_ = 16, bn_ = 16;
-  int64_t q_blocks_ = 0, steps_ = 0, qblock_ = 0, composed_step_ = -1, limit_ = 0;
-  std::vector<float> hout_, hm_, hl_, halpha_, partial_o_, wfinal_host_;
-  std::vector<uint8_t> hstate_;
-  std::vector<double> converge_;
-  AttentionInputs in_;
-  Buffer<float> out_;
-  fa::FlashTrace trace_;
-  fa::FlashTraceView tv_;
+  int64_t q_blocks_ = 0, steps_ = 0, qblock_ = 0, composed_step_ = -1;
   viz::DataTexture partial_tex_, final_tex_, o_tex_;
   viz::Heatmap partial_map_, final_map_, o_map_;
-  std::string check_text_, rung4_text_;
-  bool check_ok_ = false, rung4_ok_ = false, valid_ = false, fresh_ = false, step_fresh_ = false, playing_ = false;
+  bool valid_ = false, fresh_ = false, step_fresh_ = false, playing_ = false;
   double last_tick_ = 0;
 };
 

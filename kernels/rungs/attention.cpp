@@ -10,6 +10,7 @@
 
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
+#include "kernels/rungs/softmax.h"
 
 namespace kl::attention {
 
@@ -46,8 +47,8 @@ void check_wall(int64_t lk, int d, int64_t limit, bool limit_assumed) {
   if (need <= limit) return;
   std::ostringstream m;
   m << "attention: Lk=" << lk << " at d=" << d << " needs " << need
-    << " bytes of shared memory per block (all of K and V, 2*Lk*d*4, plus " << kBlockQ
-    << " query rows); the limit is " << limit << " bytes"
+    << " bytes of shared memory per block ((2*Lk*d + " << kBlockQ << "*d)*4: all of K and V, and the block's "
+    << kBlockQ << " query rows); the limit is " << limit << " bytes"
     << (limit_assumed ? " (assumed: an H200's opt-in maximum, CPU backend)" : " (this device's opt-in maximum)")
     << "; the largest Lk that fits at d=" << d << " is " << max_lk(d, limit)
     << ". Rung 5 (flash-attention) streams K and V in tiles and has no such wall.";
@@ -220,6 +221,105 @@ void run(Backend b, const float* q, const float* k, const float* v, float* out, 
 #endif
 }
 
+// [SECTION] Unfused (standard) attention: S and P through device memory --------------------------------
+
+void check_unfused_shape(const Shape& s) {
+  if (!supported_head_dim(s.d))
+    throw InputError(out_of_range_message("d (head dimension)", std::to_string(s.d),
+                                          std::string("one of ") + head_dims_text()));
+  require_range("Lq", s.lq, 1, int64_t(65535) * kUnfusedTile);  // grid.y of the 16 x 16 tiles
+  require_range("Lk", s.lk, 1, kMaxLen);
+  require_range("B", s.batch, 1, 65535);
+  require_range("H", s.heads, 1, 65535);
+  require_range("B*H", s.bh(), 1, 65535);
+  const double cells = double(s.bh()) * double(s.lq) * double(s.lk);
+  if (cells > double(softmax::kMaxElements))
+    throw InputError(out_of_range_message("B*H*Lq*Lk (cells of S and P)", s.text(),
+                                          "at most 2147483647 cells (rung 3's softmax reads S whole)"));
+}
+
+namespace detail {
+namespace {
+// One program of the scores kernel: the 16 x 16 tile (query block qb, key block kb) of S for one bh.
+void scores_tile(const float* q, const float* k, float* S, const Shape& s, float scale, bool causal, int64_t bh,
+                 int64_t qb, int64_t kb) {
+  const int64_t d = s.d;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = qb * kUnfusedTile; i < std::min(s.lq, (qb + 1) * kUnfusedTile); ++i) {
+    const int64_t n = visible_keys(i, s.lq, s.lk, causal);
+    const float* qi = q + (bh * s.lq + i) * d;
+    for (int64_t j = kb * kUnfusedTile; j < std::min(s.lk, (kb + 1) * kUnfusedTile); ++j) {
+      float acc = 0;
+      for (int64_t c = 0; c < d; ++c) acc += qi[c] * k[(bh * s.lk + j) * d + c];
+      S[(bh * s.lq + i) * s.lk + j] = j < n ? acc * scale : ninf;
+    }
+  }
+}
+
+// One program of the P V kernel: the 16 x 16 tile (query block qb, output columns cb) of O for one bh.
+void pv_tile(const float* P, const float* v, float* out, const Shape& s, int64_t bh, int64_t qb, int64_t cb) {
+  const int64_t d = s.d;
+  for (int64_t i = qb * kUnfusedTile; i < std::min(s.lq, (qb + 1) * kUnfusedTile); ++i)
+    for (int64_t c = cb * kUnfusedTile; c < (cb + 1) * kUnfusedTile; ++c) {
+      float acc = 0;
+      for (int64_t j = 0; j < s.lk; ++j) acc += P[(bh * s.lq + i) * s.lk + j] * v[(bh * s.lk + j) * d + c];
+      out[(bh * s.lq + i) * d + c] = acc;
+    }
+}
+
+void scores_cpu(const float* q, const float* k, float* S, const Shape& s, float scale, bool causal) {
+  const int64_t qbs = (s.lq + kUnfusedTile - 1) / kUnfusedTile, kbs = (s.lk + kUnfusedTile - 1) / kUnfusedTile;
+  for (int64_t bh = 0; bh < s.bh(); ++bh)
+    for (int64_t qb = 0; qb < qbs; ++qb)
+      for (int64_t kb = 0; kb < kbs; ++kb) scores_tile(q, k, S, s, scale, causal, bh, qb, kb);
+}
+
+void pv_cpu(const float* P, const float* v, float* out, const Shape& s) {
+  const int64_t qbs = (s.lq + kUnfusedTile - 1) / kUnfusedTile, cbs = s.d / kUnfusedTile;
+  for (int64_t bh = 0; bh < s.bh(); ++bh)
+    for (int64_t qb = 0; qb < qbs; ++qb)
+      for (int64_t cb = 0; cb < cbs; ++cb) pv_tile(P, v, out, s, bh, qb, cb);
+}
+}  // namespace
+}  // namespace detail
+
+void run_unfused(Backend b, const float* q, const float* k, const float* v, float* out, float* scores,
+                 float* weights, const Shape& s, const Options& o) {
+  check_unfused_shape(s);
+  if (!scores || !weights) throw RuntimeError("attention unfused: scores and weights scratch are required");
+  const float scale = o.resolved_scale(s.d);
+  // 1. S = Q K^T * scale to device memory
+  if (b == Backend::Cpu) {
+    detail::scores_cpu(q, k, scores, s, scale, o.causal);
+  } else {
+#ifdef KL_HAS_CUDA
+    detail::scores_cuda(q, k, scores, s, scale, o.causal);
+#else
+    throw RuntimeError("built without CUDA");
+#endif
+  }
+  // 2. rung 3's softmax reads S and writes P (rows that see nothing: all -inf, so all 0)
+  const int64_t rows = s.bh() * s.lq;
+  const softmax::Variant sv =
+      s.lk <= softmax::fixed_max_cols(device_info(b)) ? softmax::Variant::Fixed : softmax::Variant::Online;
+  softmax::run(b, sv, scores, weights, rows, s.lk);
+  // 3. O = P V
+  if (b == Backend::Cpu) return detail::pv_cpu(weights, v, out, s);
+#ifdef KL_HAS_CUDA
+  detail::pv_cuda(weights, v, out, s);
+#endif
+}
+
+double traffic_bytes_smem(const Shape& s) {
+  const double d = s.d, programs = double((s.lq + kBlockQ - 1) / kBlockQ);
+  return double(s.bh()) * 4.0 * (2.0 * double(s.lq) * d + programs * 2.0 * double(s.lk) * d);
+}
+
+double traffic_bytes_unfused(const Shape& s) {
+  const double d = s.d, lq = double(s.lq), lk = double(s.lk);
+  return double(s.bh()) * 4.0 * (2.0 * lq * d + 2.0 * lk * d + 4.0 * lq * lk);
+}
+
 // [SECTION] Command line: run and bench ------------------------------------------------------------
 
 namespace {
@@ -230,13 +330,62 @@ std::vector<int64_t> weights_shape(const Array& q, const Shape& s) {
   if (q.shape.size() == 4) return {s.batch, s.heads, s.lq, s.lk};
   return {s.lq, s.lk};
 }
+
+bench::Row bench_row(const char* variant, const Shape& s, const bench::Timing& t, double bytes) {
+  bench::Row row;
+  row.kernel = "attention";
+  row.variant = variant;
+  row.shape = s.text();
+  row.ms = t.median_ms;
+  const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * s.d;
+  row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+  row.gbs = t.median_ms > 0 ? bytes / (t.median_ms * 1e-3) / 1e9 : 0;  // the counted traffic / time
+  return row;
+}
+
+// smem (rung 4) and unfused (standard attention) on the same shape and inputs, in the same run; the
+// unfused row's ratio is rung 4's time over its own (below 1: slower than rung 4).
+std::vector<bench::Row> bench_rows(Backend b, bool quick) {
+  std::vector<bench::Row> rows;
+  const DeviceInfo info = device_info(b);
+  for (int d : {64, 128}) {
+    Shape s;
+    s.batch = quick ? 1 : 4;
+    s.heads = quick ? 1 : 8;
+    s.lq = quick ? 64 : 4096;
+    s.lk = std::min<int64_t>(quick ? 64 : 4096, max_lk(d, info.smem_per_block_optin));
+    s.d = d;
+    const size_t nq = size_t(s.bh() * s.lq * d), nk = size_t(s.bh() * s.lk * d), cells = size_t(s.bh() * s.lq * s.lk);
+    Buffer<float> dq(b, nq), dk(b, nk), dv(b, nk), dout(b, nq), ds(b, cells), dp(b, cells);
+    std::vector<float> h(nk);
+    for (size_t i = 0; i < nk; ++i) h[i] = float((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    dk.upload(h);
+    dv.upload(h);
+    h.resize(nq);
+    dq.upload(h);
+    Options o;
+    const int warm = quick ? 1 : 5, reps = quick ? 3 : 20;
+    const bench::Timing t4 = bench::time(b, [&] { run(b, dq.data(), dk.data(), dv.data(), dout.data(), s, o); }, warm, reps);
+    const bench::Timing tu = bench::time(
+        b, [&] { run_unfused(b, dq.data(), dk.data(), dv.data(), dout.data(), ds.data(), dp.data(), s, o); }, warm,
+        reps);
+    bench::Row r4 = bench_row("smem", s, t4, traffic_bytes_smem(s));
+    r4.baseline = "none (the slow teaching kernel; Lk capped by the wall)";
+    bench::Row ru = bench_row("unfused", s, tu, traffic_bytes_unfused(s));
+    ru.ratio = tu.median_ms > 0 ? t4.median_ms / tu.median_ms : 0;
+    ru.baseline = "smem (rung 4), same run";
+    rows.push_back(r4);
+    rows.push_back(ru);
+  }
+  return rows;
+}
 }  // namespace
 
 KernelEntry entry() {
   KernelEntry e;
   e.name = "attention";
   e.summary = "softmax(Q K^T * scale) V with all of K and V in shared memory: the wall";
-  e.variants = {"smem"};
+  e.variants = {"smem", "unfused"};
   e.default_variant = "smem";
   e.inputs = {"q", "k", "v"};
   e.params = {bool_param("causal", false, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
@@ -246,7 +395,9 @@ KernelEntry entry() {
     const Array& k = r.inputs.at("k");
     const Array& v = r.inputs.at("v");
     const Shape s = shape_from_arrays(q, k, v);
-    check_shape(r.backend, s);
+    const bool unfused = r.variant == "unfused";
+    if (unfused) check_unfused_shape(s);
+    else check_shape(r.backend, s);
     Options o;
     o.causal = r.params.get_bool("causal");
     o.scale = r.params.get_float("scale");
@@ -257,56 +408,26 @@ KernelEntry entry() {
     Buffer<float> dout(r.backend, q.data.size());
     dout.fill_bytes(0xFF);  // poison: anything the kernel does not write comes back NaN
     const int64_t cells = s.bh() * s.lq * s.lk;
-    Buffer<float> dw;
+    Buffer<float> dw, ds;
     Extras x;
-    if (cells <= kMaxWeightCells) {
+    if (cells <= kMaxWeightCells || unfused) {  // unfused needs S and P whatever their size
       dw.resize(r.backend, size_t(cells));
       dw.fill_bytes(0xFF);
       x.weights = dw.data();
     }
-    run(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, x);
+    if (unfused) {
+      ds.resize(r.backend, size_t(cells));
+      ds.fill_bytes(0xFF);
+      run_unfused(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), ds.data(), dw.data(), s, o);
+    } else {
+      run(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, x);
+    }
     KernelRunResult res;
     res.outputs["out"] = Array{q.shape, dout.to_host()};
-    if (x.weights) {
-      res.outputs["weights"] = Array{weights_shape(q, s), dw.to_host()};
-    }
+    if (x.weights && cells <= kMaxWeightCells) res.outputs["weights"] = Array{weights_shape(q, s), dw.to_host()};
     return res;
   };
-  e.bench = [](Backend b, bool quick) {
-    std::vector<bench::Row> rows;
-    const DeviceInfo info = device_info(b);
-    for (int d : {64, 128}) {
-      Shape s;
-      s.batch = quick ? 1 : 4;
-      s.heads = quick ? 1 : 8;
-      s.lq = quick ? 64 : 4096;
-      s.lk = std::min<int64_t>(quick ? 64 : 4096, max_lk(d, info.smem_per_block_optin));
-      s.d = d;
-      const size_t nq = size_t(s.bh() * s.lq * d), nk = size_t(s.bh() * s.lk * d);
-      Buffer<float> dq(b, nq), dk(b, nk), dv(b, nk), dout(b, nq);
-      std::vector<float> h(nk);
-      for (size_t i = 0; i < nk; ++i) h[i] = float((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-      dk.upload(h);
-      dv.upload(h);
-      h.resize(nq);
-      dq.upload(h);
-      Options o;
-      const bench::Timing t =
-          bench::time(b, [&] { run(b, dq.data(), dk.data(), dv.data(), dout.data(), s, o); }, quick ? 1 : 5,
-                      quick ? 3 : 20);
-      bench::Row row;
-      row.kernel = "attention";
-      row.variant = "smem";
-      row.shape = s.text();
-      row.ms = t.median_ms;
-      const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * d;
-      row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
-      row.ratio = 0;
-      row.baseline = "none (the slow teaching kernel; Lk capped by the wall)";
-      rows.push_back(row);
-    }
-    return rows;
-  };
+  e.bench = [](Backend b, bool quick) { return bench_rows(b, quick); };
   return e;
 }
 

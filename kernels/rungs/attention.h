@@ -6,7 +6,8 @@
 // The kernel of this rung does what the write-up's kernel did: each program (one CUDA block of
 // kBlockQ queries, for one (batch, head)) first copies ALL of K and V for its (batch, head) into shared
 // memory, then computes its queries from there. Shared memory therefore grows with Lk:
-//     smem_bytes(Lk, d) = 2 * Lk * d * sizeof(float)          (K and V; Q stays in registers)
+//     smem_bytes(Lk, d) = (2 * Lk * d + kBlockQ * d) * sizeof(float)   (all of K and V, and the block's
+//                                                                       kBlockQ = 16 query rows)
 // and past the device's per-block limit (DeviceInfo::smem_per_block_optin; the CPU backend assumes an
 // H200's figure and says so) the kernel is refused with the bytes needed, the limit, the largest Lk
 // that fits at this d, and a pointer to rung 5 (FlashAttention streams K/V in tiles: no such wall).
@@ -18,6 +19,16 @@
 //               writes the scores S and the weights P = p / l for the views and --weights.
 //               The CPU backend runs the same grid (q blocks x batch*heads) program by program, with
 //               the same "load K and V first" step into a host buffer sized by smem_bytes().
+//   unfused     (CPU and CUDA) standard attention as PyTorch writes it, three kernels through device
+//               memory: S = Q K^T * scale written to global memory ([bh, Lq, Lk], masked -inf), rung 3's
+//               softmax (`fixed`; `online` past its widest row) reading S and writing P, then O = P V.
+//               No shared-memory wall, but Theta(Lq * Lk) bytes of S and P go through device memory:
+//               the traffic FlashAttention (rung 5) removes. Tiles of 16 x 16 on both backends.
+//
+// Device-memory traffic, counted (the panels' bars and `study`): bytes each variant must move, with
+// every load of a tile counted once per program that makes it:
+//   smem      bh * 4 * (2 Lq d [Q in, O out] + ceil(Lq / 16) * 2 Lk d [K, V per program])
+//   unfused   bh * 4 * (2 Lq d + 2 Lk d [Q, K in; V in, O out] + 4 Lq Lk [S out, S in, P out, P in])
 #pragma once
 #include <cstdint>
 #include <string>
@@ -93,6 +104,18 @@ struct Extras {
 void run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
          const Options& o, const Extras& extras = {});
 
+// Standard (unfused) attention on backend b. `scores` and `weights` are [bh, lq, lk] scratch where the
+// backend runs (S and P are the point of this variant: they go through device memory); out [bh, lq, d].
+// Throws InputError for bad shapes and bh * lq * lk past softmax's 2^31 - 1 elements.
+void run_unfused(Backend b, const float* q, const float* k, const float* v, float* out, float* scores,
+                 float* weights, const Shape& s, const Options& o);
+void check_unfused_shape(const Shape& s);
+constexpr int kUnfusedTile = 16;
+
+// The counted device-memory traffic of the smem kernel and of the unfused variant (see the top).
+double traffic_bytes_smem(const Shape& s);
+double traffic_bytes_unfused(const Shape& s);
+
 KernelEntry entry();
 
 namespace detail {
@@ -101,6 +124,8 @@ void run_cpu(const float* q, const float* k, const float* v, float* out, const S
 #ifdef KL_HAS_CUDA
 void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
               bool causal, const Extras& x);
+void scores_cuda(const float* q, const float* k, float* scores, const Shape& s, float scale, bool causal);
+void pv_cuda(const float* p, const float* v, float* out, const Shape& s);
 #endif
 }  // namespace detail
 

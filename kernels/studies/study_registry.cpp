@@ -1,5 +1,7 @@
 // The studies in ladder order. Each rung's study file provides its entry; add one line here per study.
 #include "kernels/studies/study.h"
+#include "kernels/studies/attention_study.h"
+#include "kernels/studies/flash_attention_study.h"
 #include "kernels/studies/relu_dropout_study.h"
 #include "kernels/studies/softmax_study.h"
 #include "kernels/studies/vector_add_study.h"
@@ -11,6 +13,8 @@ const std::vector<Entry>& registry() {
       vector_add_entry(),
       relu_dropout_entry(),
       softmax_entry(),
+      attention_study::entry(),
+      flash_attention_study::entry(),
   };
   return entries;
 }

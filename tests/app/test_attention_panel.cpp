@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "assets/embedded.h"
 #include "kernels/rungs/attention.h"
+#include "kernels/studies/attention_study.h"
 #include "kernels/runtime/backend.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
@@ -147,6 +149,20 @@ TEST(AttentionPanel, PastTheWallShowsTheRefusal) {
   };
   EXPECT_GT(red(over), 3000);
   EXPECT_LT(red(ok), 300);
+}
+
+// The panel's text, the budget line the panel draws (the study's, verbatim) and the code state one formula.
+TEST(AttentionPanel, TextAndBudgetLineStateTheCodesFormula) {
+  const std::string text(assets::find("text/attention.md"));
+  ASSERT_FALSE(text.empty());
+  const std::string formula = "(2 x Lk x d + " + std::to_string(attention::kBlockQ) + " x d) x 4 bytes";
+  EXPECT_NE(text.find(formula), std::string::npos) << "attention.md does not state " << formula;
+  EXPECT_EQ(text.find("2 x Lk x d x 4 bytes"), std::string::npos) << "attention.md still gives K and V alone";
+  const attention_study::Budget g = attention_study::budget(Backend::Cpu, 20, 32);
+  EXPECT_NE(g.formula_line.find("= " + std::to_string(attention::smem_bytes(20, 32)) + " bytes"), std::string::npos)
+      << g.formula_line;
+  const std::string source(assets::find("source/attention.h"));
+  EXPECT_NE(source.find("(2 * Lk * d + kBlockQ * d) * sizeof(float)"), std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "assets/embedded.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
@@ -83,6 +84,43 @@ TEST(FlashAttentionPanel, PartialWeightsFillInTileByTile) {
   EXPECT_LT(w1, w3);
   EXPECT_LT(w3, w6);
   EXPECT_NEAR(double(w3) / w6, (1.0 + 3.0 / 6.0) / 2.0, 0.1);
+}
+
+// Pixels of exactly colour c in the right 60 % (the chosen block's bars).
+int count_right(const Image& im, int r, int g, int b) {
+  int n = 0;
+  for (int y = 0; y < im.h; ++y)
+    for (int x = im.w * 2 / 5; x < im.w; ++x) {
+      const uint8_t* p = &im.rgba[size_t(y * im.w + x) * 4];
+      n += (std::abs(p[0] - r) <= 2 && std::abs(p[1] - g) <= 2 && std::abs(p[2] - b) <= 2) ? 1 : 0;
+    }
+  return n;
+}
+
+// Step 1 is every row's first tile: every max moves (amber bars), alpha = 0; at step 3 some rows keep theirs.
+TEST(FlashAttentionPanel, FirstStepBarsAreAllMovedRows) {
+  const Image s1 = shot("--set step=1", "fa-bars1.png");
+  const Image s3 = shot("--set step=3", "fa-bars3.png");
+  // (The converging plot's line shares the steady blue, so the counts are compared between steps.)
+  const int amber1 = count_right(s1, 236, 172, 62), amber3 = count_right(s3, 236, 172, 62);
+  const int blue1 = count_right(s1, 74, 130, 199), blue3 = count_right(s3, 74, 130, 199);
+  EXPECT_GT(amber1, 1000);  // amber: the m and l bars of all 16 rows
+  EXPECT_GT(amber1, amber3 + 300);  // 9 of 16 rows moved at step 3
+  EXPECT_GT(blue3, blue1 + 500) << "step 3's steady rows are not blue";
+}
+
+// Three traffic bars: standard attention's colour is drawn in the memory column.
+TEST(FlashAttentionPanel, TrafficShowsStandardAttention) {
+  const Image s3 = shot("--set step=3", "fa-traffic.png");
+  EXPECT_GT(count_left(s3, 200, 120, 220), 1000);
+}
+
+TEST(FlashAttentionPanel, TextSaysFirstTileAlphaAndCitesTheIoStatement) {
+  const std::string text(assets::find("text/flash_attention.md"));
+  ASSERT_FALSE(text.empty());
+  EXPECT_NE(text.find("alpha = exp(-inf) = 0"), std::string::npos);
+  EXPECT_NE(text.find("Theta(N d + N^2)"), std::string::npos);
+  EXPECT_NE(text.find("Theta(N^2 d^2 / M)"), std::string::npos);
 }
 
 TEST(FlashAttentionPanel, StepPastTheEndIsMovedAndSaid) {

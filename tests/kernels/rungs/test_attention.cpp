@@ -2,6 +2,8 @@
 // Shapes: Q(5,32)/K(15,32), Q(1,64)/K(10,64), Lq=Lk=1, lengths around the query block (15, 16, 17, 33),
 // every d, batch/heads, causal with Lq < Lk, = and > (rows that see nothing give 0), large-magnitude
 // scores; the wall (largest Lk that fits runs and is correct, one more is refused with its message).
+// The unfused variant (standard attention, S and P through device memory) the same way, plus Lk past
+// rung 4's wall and past rung 3's widest `fixed` row (its softmax switches to `online`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -276,6 +278,160 @@ TEST(Attention, WallOnGpuWithDeviceLimit) {
   for (int d : {16, 32, 64, 128}) check_wall(Backend::Cuda, d);
 }
 
+Array arr(std::vector<int64_t> shape) {
+  Array a;
+  a.shape = shape;
+  a.data = test::random_floats(size_t(Array{shape, {}}.size()));
+  return a;
+}
+
+// [SECTION] Unfused (standard) attention ---------------------------------------------------------------------
+
+// Runs the unfused variant with out, S and P poisoned; returns out and P (S too).
+Outputs run_unfused_on(Backend b, const Inputs& in, const Shape& s, const Options& o) {
+  Buffer<float> q(b, in.q.size()), k(b, in.k.size()), v(b, in.v.size()), out(b, in.q.size());
+  q.upload(in.q);
+  k.upload(in.k);
+  v.upload(in.v);
+  const size_t cells = size_t(s.bh() * s.lq * s.lk);
+  Buffer<float> S(b, cells), P(b, cells);
+  for (Buffer<float>* x : {&out, &S, &P}) x->fill_bytes(0xFF);
+  run_unfused(b, q.data(), k.data(), v.data(), out.data(), S.data(), P.data(), s, o);
+  mem::synchronize(b);
+  return {out.to_host(), P.to_host(), S.to_host()};
+}
+
+void check_unfused(const Shape& s, const Options& o, float magnitude = 1.0f) {
+  for (Backend b : test::backends()) {
+    SCOPED_TRACE(std::string("unfused ") + backend_name(b) + " " + s.text() + (o.causal ? " causal" : ""));
+    const Inputs in = test::random_attention_inputs(s, magnitude);
+    const Outputs got = run_unfused_on(b, in, s, o);
+    std::vector<double> ref(in.q.size()), refw(size_t(s.bh() * s.lq * s.lk));
+    reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data(), refw.data());
+    std::vector<double> plain, plainw;
+    plain_f32(in, s, o, plain, plainw);
+    double max_score = 0;
+    for (float x : got.scores)
+      if (std::isfinite(x)) max_score = std::max(max_score, double(std::fabs(x)));
+    const double order_tol = 4.0 * std::ldexp(1.0, -24) * max_score * std::sqrt(double(s.d));
+    ASSERT_EQ(nan_count(got.out), 0u);
+    ASSERT_EQ(nan_count(got.weights), 0u);
+    ASSERT_EQ(nan_count(got.scores), 0u);
+    EXPECT_LE(rel_err(got.out, ref), 2 * err_of(plain, ref) + kTol + order_tol);
+    EXPECT_LE(rel_err(got.weights, refw), 2 * err_of(plainw, refw) + kTol + order_tol);
+    // S in device memory: masked cells -inf, every other cell finite; rows that see nothing give 0.
+    for (int64_t r = 0; r < s.bh() * s.lq; ++r) {
+      const int64_t n = visible_keys(r % s.lq, s.lq, s.lk, o.causal);
+      double sum = 0;
+      for (int64_t j = 0; j < s.lk; ++j) {
+        const float sc = got.scores[size_t(r * s.lk + j)];
+        if (j < n) ASSERT_TRUE(std::isfinite(sc)) << "row " << r << " key " << j;
+        else ASSERT_EQ(sc, -std::numeric_limits<float>::infinity()) << "row " << r << " key " << j;
+        sum += got.weights[size_t(r * s.lk + j)];
+      }
+      EXPECT_NEAR(sum, n > 0 ? 1.0 : 0.0, 1e-5) << "row " << r;
+      if (n == 0)
+        for (int c = 0; c < s.d; ++c) ASSERT_EQ(got.out[size_t(r * s.d + c)], 0.0f) << "row " << r;
+    }
+  }
+}
+
+TEST(AttentionUnfused, WriteUpShapesAndEveryHeadDim) {
+  check_unfused(shape(5, 15, 32), {});
+  check_unfused(shape(1, 10, 64), {});
+  for (int d : {16, 32, 64, 128}) {
+    check_unfused(shape(1, 1, d), {});
+    check_unfused(shape(37, 53, d), {});
+  }
+}
+
+TEST(AttentionUnfused, LengthsAroundTheTile) {
+  for (int64_t lq : {int64_t(kUnfusedTile - 1), int64_t(kUnfusedTile), int64_t(kUnfusedTile + 1), int64_t(33)})
+    for (int64_t lk : {int64_t(1), int64_t(15), int64_t(16), int64_t(17), int64_t(100)}) check_unfused(shape(lq, lk, 32), {});
+}
+
+TEST(AttentionUnfused, CausalBatchHeadsScale) {
+  Options c;
+  c.causal = true;
+  check_unfused(shape(5, 15, 32), c);   // Lq < Lk
+  check_unfused(shape(17, 17, 64), c);  // Lq = Lk
+  check_unfused(shape(20, 7, 16), c);   // Lq > Lk: the first 13 rows see nothing
+  check_unfused(shape(19, 23, 64, 2, 3), {});
+  check_unfused(shape(19, 23, 16, 3, 2), c);
+  Options sc;
+  sc.scale = 0.37;
+  check_unfused(shape(9, 21, 32), sc);
+}
+
+TEST(AttentionUnfused, LargeMagnitudeScores) {
+  check_unfused(shape(13, 29, 32), {}, 30.0f);
+  Options c;
+  c.causal = true;
+  check_unfused(shape(13, 29, 32), c, 30.0f);
+}
+
+TEST(AttentionUnfused, NoWallPastRungFours) {
+  // Rung 4 refuses Lk = wall + 1; standard attention keeps S and P in device memory and runs.
+  for (Backend b : test::backends()) {
+    const int64_t lk = max_lk(32, smem_limit(b)) + 1;
+    const Shape s = shape(3, lk, 32);
+    EXPECT_THROW(check_shape(b, s), InputError);
+  }
+  check_unfused(shape(3, max_lk(32, smem_limit(Backend::Cpu)) + 1, 32), {});
+}
+
+TEST(AttentionUnfused, RowsWiderThanFixedSoftmaxUseOnline) {
+  // Past rung 3's widest `fixed` row (32768 columns on an H200) the softmax step switches to `online`.
+  check_unfused(shape(2, 32768 + 17, 16), {});
+}
+
+TEST(AttentionUnfused, RefusesTooManyCells) {
+  Shape s = shape(65536, 65536, 16);  // 2^32 cells of S: past softmax's 2^31 - 1
+  EXPECT_THROW(check_unfused_shape(s), InputError);
+  s = shape(4, 4, 24);
+  EXPECT_THROW(check_unfused_shape(s), InputError);
+}
+
+TEST(AttentionUnfused, TrafficCountsSAndPAndRungFoursRereads) {
+  const Shape s = shape(48, 96, 32);
+  // Q, K, V in and O out once (2*48*32 + 2*96*32 floats) plus S and P written and read (4*48*96).
+  EXPECT_EQ(traffic_bytes_unfused(s), 4.0 * (2 * 48 * 32 + 2 * 96 * 32 + 4 * 48 * 96));
+  // Rung 4: Q in, O out, and K and V once per program of 16 queries (3 programs).
+  EXPECT_EQ(traffic_bytes_smem(s), 4.0 * (2 * 48 * 32 + 3 * 2 * 96 * 32));
+  EXPECT_EQ(traffic_bytes_unfused(shape(48, 96, 32, 2, 3)), 6 * traffic_bytes_unfused(s));
+}
+
+TEST(AttentionUnfused, EntryRunsTheVariant) {
+  const KernelEntry e = entry();
+  ASSERT_NE(std::find(e.variants.begin(), e.variants.end(), "unfused"), e.variants.end());
+  for (Backend b : test::backends()) {
+    KernelRunRequest r;
+    r.backend = b;
+    r.variant = "unfused";
+    r.params = ParamValues(e.params);
+    r.params.set("causal=1");
+    r.inputs["q"] = arr({2, 3, 6, 32});
+    r.inputs["k"] = arr({2, 3, 9, 32});
+    r.inputs["v"] = arr({2, 3, 9, 32});
+    const KernelRunResult res = e.run(r);
+    ASSERT_TRUE(res.outputs.count("out"));
+    ASSERT_TRUE(res.outputs.count("weights"));
+    EXPECT_EQ(res.outputs.at("weights").shape, (std::vector<int64_t>{2, 3, 6, 9}));
+    Options o;
+    o.causal = true;
+    std::vector<double> ref(size_t(2 * 3 * 6 * 32));
+    reference(r.inputs["q"].data.data(), r.inputs["k"].data.data(), r.inputs["v"].data.data(), shape(6, 9, 32, 2, 3), o,
+              ref.data());
+    EXPECT_LT(rel_err(res.outputs.at("out").data, ref), kTol);
+    // Past rung 4's wall the unfused variant still runs.
+    r.params.set("causal=0");
+    r.inputs["q"] = arr({3, 32});
+    r.inputs["k"] = arr({1000, 32});
+    r.inputs["v"] = arr({1000, 32});
+    EXPECT_NO_THROW(e.run(r));
+  }
+}
+
 // [SECTION] Refusals and the command-line entry ----------------------------------------------------
 
 TEST(Attention, UnsupportedHeadDimIsRefused) {
@@ -286,12 +442,6 @@ TEST(Attention, UnsupportedHeadDimIsRefused) {
   }
 }
 
-Array arr(std::vector<int64_t> shape) {
-  Array a;
-  a.shape = shape;
-  a.data = test::random_floats(size_t(Array{shape, {}}.size()));
-  return a;
-}
 
 TEST(Attention, EntryRunsAndWritesWeights) {
   const KernelEntry e = entry();

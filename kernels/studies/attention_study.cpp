@@ -1,0 +1,325 @@
+#include "kernels/studies/attention_study.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "kernels/runtime/errors.h"
+
+namespace kl::attention_study {
+namespace {
+
+std::string kib(int64_t bytes) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.1f KiB", double(bytes) / 1024.0);
+  return b;
+}
+
+double rel(double num, double den) { return den > 0 ? std::sqrt(num / den) : std::sqrt(num); }
+
+}  // namespace
+
+// [SECTION] Inputs ---------------------------------------------------------------------------------------
+
+void Inputs::make(Backend b, int64_t lq, int64_t lk, int d, float magnitude, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uq(-magnitude, magnitude), uv(-1.0f, 1.0f);
+  hq.resize(size_t(lq * d));
+  hk.resize(size_t(lk * d));
+  hv.resize(size_t(lk * d));
+  for (float& x : hq) x = uq(rng);
+  for (float& x : hk) x = uq(rng);
+  for (float& x : hv) x = uv(rng);
+  q.resize(b, hq.size());
+  k.resize(b, hk.size());
+  v.resize(b, hv.size());
+  q.upload(hq);
+  k.upload(hk);
+  v.upload(hv);
+}
+
+std::vector<ParamSpec> params() {
+  return {int_param("lq", 1, 4096, 12, "Lq: number of queries"),
+          int_param("lk", 1, 4096, 20, "Lk: number of keys (walk it past the wall)"),
+          pow2_param("d", 16, 128, 32, "d: head dimension"),
+          bool_param("causal", true, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq"),
+          float_param("scale", 0, 1000, 0, "softmax scale; 0 means 1/sqrt(d)"),
+          float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
+          int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")};
+}
+
+// [SECTION] The budget, the wall and the occupancy ---------------------------------------------------------
+
+int blocks_per_sm(int64_t lk, int d, const DeviceInfo& info) {
+  const int64_t need = attention::smem_bytes(lk, d);
+  if (need > info.smem_per_block_optin) return 0;
+  const int64_t by_smem = info.smem_per_sm / (need + kReservedSmemPerBlock);
+  const int64_t by_threads = kThreadsPerSm / (attention::kWarps * 32);
+  return int(std::min(by_smem, by_threads));
+}
+
+int64_t one_block_from_lk(int d, const DeviceInfo& info) {
+  const int64_t wall = attention::max_lk(d, info.smem_per_block_optin);
+  for (int64_t lk = 1; lk <= wall; ++lk)
+    if (blocks_per_sm(lk, d, info) == 1) return lk;
+  return 0;
+}
+
+Budget budget(Backend b, int64_t lk, int d) {
+  const DeviceInfo info = device_info(b);
+  Budget g;
+  g.lk = lk;
+  g.d = d;
+  g.limit = info.smem_per_block_optin;
+  g.need = attention::smem_bytes(lk, d);
+  g.wall = attention::max_lk(d, g.limit);
+  g.past = g.need > g.limit;
+  g.assumed = info.assumed;
+  g.device = info.name;
+  g.blocks = blocks_per_sm(lk, d, info);
+  g.one_block_lk = one_block_from_lk(d, info);
+  const int q = attention::kBlockQ;
+  char t[400];
+  std::snprintf(t, sizeof t, "%s needed of %s", kib(g.need).c_str(), kib(g.limit).c_str());
+  g.bar_text = t;
+  std::snprintf(t, sizeof t,
+                "(2 x Lk x d + %d x d) x 4 B (all of K and V, the block's %d query rows) = "
+                "(2 x %" PRId64 " x %d + %d x %d) x 4 = %" PRId64 " bytes",
+                q, q, lk, d, q, d, g.need);
+  g.formula_line = t;
+  std::snprintf(t, sizeof t, "limit per block: %" PRId64 " bytes (%s)", g.limit,
+                info.assumed ? "assumed: an H200's opt-in maximum, CPU backend" : info.name.c_str());
+  g.limit_line = t;
+  std::snprintf(t, sizeof t, "the wall at d=%d: Lk = %" PRId64 " is the largest that fits%s", d, g.wall,
+                g.past ? " -- this Lk is past it" : "");
+  g.wall_line = t;
+  if (g.past)
+    std::snprintf(t, sizeof t, "occupancy: none, the block does not fit (one block per SM from Lk = %" PRId64
+                  " at d=%d, up to the wall)", g.one_block_lk, d);
+  else
+    std::snprintf(t, sizeof t,
+                  "occupancy: %d block%s of 256 threads per SM (%s per SM, 1 KiB reserved per block); one "
+                  "block per SM from Lk = %" PRId64 " at d=%d",
+                  g.blocks, g.blocks == 1 ? "" : "s", kib(info.smem_per_sm).c_str(), g.one_block_lk, d);
+  g.occupancy_line = t;
+  g.legend = "K+V+Q rows, d=" + std::to_string(d);
+  return g;
+}
+
+// [SECTION] The run and its checks -------------------------------------------------------------------------
+
+namespace {
+
+void check_against_reference(Result& r) {
+  const attention::Shape& s = r.shape;
+  const int64_t lq = s.lq, lk = s.lk;
+  std::vector<double> ref(size_t(lq * s.d)), refw(size_t(lq * lk));
+  attention::reference(r.in.hq.data(), r.in.hk.data(), r.in.hv.data(), s, r.opt, ref.data(), refw.data());
+  double num = 0, den = 0, wnum = 0, wden = 0;
+  r.nans = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(r.hout[i])) ++r.nans;
+    num += (r.hout[i] - ref[i]) * (r.hout[i] - ref[i]);
+    den += ref[i] * ref[i];
+    r.omax = std::max(r.omax, std::fabs(ref[i]));
+  }
+  for (size_t c = 0; c < refw.size(); ++c) {
+    const double w = r.hw[c * 2];
+    if (std::isnan(w)) ++r.nans;
+    wnum += (w - refw[c]) * (w - refw[c]);
+    wden += refw[c] * refw[c];
+    r.pmax = std::max(r.pmax, refw[c]);
+  }
+  r.err = rel(num, den);
+  r.werr = rel(wnum, wden);
+  r.check.label = "matches reference (float64):";
+  r.check.ok = r.nans == 0 && r.err < 1e-5 && r.werr < 1e-5;
+  char buf[200];
+  if (r.nans)
+    std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", r.nans);
+  else
+    std::snprintf(buf, sizeof buf, "%s, relative error %.1e (output), %.1e (weights)", r.check.ok ? "yes" : "no",
+                  r.err, r.werr);
+  r.check.text = buf;
+}
+
+// Row sums of the kernel's P; rows that see no key sum to 0.
+void check_row_sums(Result& r) {
+  const int64_t lq = r.shape.lq, lk = r.shape.lk;
+  r.rowsum_worst = 0;
+  r.empty_rows = 0;
+  for (int64_t i = 0; i < lq; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < lk; ++j) s += r.hw[size_t(i * lk + j) * 2];
+    if (attention::visible_keys(i, lq, lk, r.opt.causal) == 0) {
+      ++r.empty_rows;
+      r.rowsum_worst = std::max(r.rowsum_worst, std::fabs(s));
+    } else {
+      r.rowsum_worst = std::max(r.rowsum_worst, std::fabs(s - 1.0));
+    }
+  }
+  r.rowsum.label = "row sums of the weights:";
+  r.rowsum.ok = r.rowsum_worst < 1e-5;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s (max |sum - 1| = %.1e over %" PRId64 " rows)%s", r.rowsum.ok ? "1" : "not 1",
+                r.rowsum_worst, lq - r.empty_rows, r.empty_rows ? "; rows that see no key are all 0 and sum to 0" : "");
+  r.rowsum.text = buf;
+  if (r.empty_rows) {
+    std::snprintf(buf, sizeof buf, "; %" PRId64 " such rows", r.empty_rows);
+    r.rowsum.text += buf;
+  }
+}
+
+// The largest |score| over visible cells, for the colour scale.
+void score_scale(Result& r) {
+  const int64_t lq = r.shape.lq, lk = r.shape.lk;
+  const int d = r.shape.d;
+  const float scale = r.opt.resolved_scale(d);
+  r.smax = 0;
+  for (int64_t i = 0; i < lq; ++i)
+    for (int64_t j = 0; j < attention::visible_keys(i, lq, lk, r.opt.causal); ++j) {
+      double a = 0;
+      for (int c = 0; c < d; ++c) a += double(r.in.hq[size_t(i * d + c)]) * r.in.hk[size_t(j * d + c)];
+      r.smax = std::max(r.smax, std::fabs(a * scale));
+    }
+}
+
+// Standard attention on the same inputs: S and P through device memory, then checked like rung 4.
+void run_unfused(Backend b, Result& r) {
+  const attention::Shape& s = r.shape;
+  const size_t cells = size_t(s.lq * s.lk);
+  Buffer<float> S(b, cells), P(b, cells), O(b, size_t(s.lq * s.d));
+  for (Buffer<float>* x : {&S, &P, &O}) x->fill_bytes(0xFF);  // poison
+  attention::run_unfused(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), O.data(), S.data(), P.data(), s, r.opt);
+  const std::vector<float> ho = O.to_host();
+  std::vector<double> ref(ho.size());
+  attention::reference(r.in.hq.data(), r.in.hk.data(), r.in.hv.data(), s, r.opt, ref.data());
+  double num = 0, den = 0;
+  r.unfused_nans = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    r.unfused_nans += std::isnan(ho[i]) ? 1 : 0;
+    num += (ho[i] - ref[i]) * (ho[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  r.unfused_err = rel(num, den);
+  r.unfused.label = "standard attention (--variant unfused):";
+  r.unfused.ok = r.unfused_nans == 0 && r.unfused_err < 1e-5;
+  char buf[300];
+  if (r.unfused_nans)
+    std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", r.unfused_nans);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "%s, relative error %.1e; it writes S and P to device memory and reads them back, rung 4 does not",
+                  r.unfused.ok ? "matches" : "does not match", r.unfused_err);
+  r.unfused.text = buf;
+}
+
+void traffic(Result& r) {
+  r.traffic_smem = attention::traffic_bytes_smem(r.shape);
+  r.traffic_unfused = attention::traffic_bytes_unfused(r.shape);
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "device memory traffic (one unit, KiB): standard attention %s (S and P: 4 x Lq x Lk x 4 B = %s of "
+                "it), rung 4 %s",
+                kib(int64_t(r.traffic_unfused)).c_str(), kib(16 * r.shape.lq * r.shape.lk).c_str(),
+                kib(int64_t(r.traffic_smem)).c_str());
+  r.traffic_line = buf;
+}
+
+void run_kernel(Backend b, Result& r, const Sinks& sinks) {
+  const attention::Shape& s = r.shape;
+  const size_t cells = size_t(s.lq * s.lk), nout = size_t(s.lq * s.d);
+  Buffer<float> own_s, own_w, own_o;
+  attention::Extras x{sinks.scores, sinks.weights, 2};
+  float* o = sinks.out;
+  if (!x.scores) own_s.resize(b, cells * 2), x.scores = own_s.data();
+  if (!x.weights) own_w.resize(b, cells * 2), x.weights = own_w.data();
+  if (!o) own_o.resize(b, nout), o = own_o.data();
+  mem::set(b, x.scores, 0xFF, cells * 2 * sizeof(float));  // poison
+  mem::set(b, x.weights, 0xFF, cells * 2 * sizeof(float));
+  mem::set(b, o, 0xFF, nout * sizeof(float));
+  attention::run(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), o, s, r.opt, x);
+  r.hout.resize(nout);
+  r.hw.resize(cells * 2);
+  mem::to_host(b, r.hout.data(), o, nout * sizeof(float));
+  mem::to_host(b, r.hw.data(), x.weights, r.hw.size() * sizeof(float));
+  if (!sinks.scores) {
+    r.hs.resize(cells * 2);
+    mem::to_host(b, r.hs.data(), x.scores, r.hs.size() * sizeof(float));
+  }
+}
+
+}  // namespace
+
+Result run(Backend b, const ParamValues& p, const Sinks& sinks) {
+  Result r;
+  r.shape.lq = p.get_int("lq");
+  r.shape.lk = p.get_int("lk");
+  r.shape.d = int(p.get_int("d"));
+  r.opt.causal = p.get_bool("causal");
+  r.opt.scale = p.get_float("scale");
+  r.magnitude = float(p.get_float("magnitude"));
+  r.budget = budget(b, r.shape.lk, r.shape.d);
+  traffic(r);
+  try {
+    attention::check_shape(b, r.shape);  // the wall, before anything is allocated
+  } catch (const InputError& e) {
+    r.run_error = e.what();
+    return r;
+  }
+  r.in.make(b, r.shape.lq, r.shape.lk, r.shape.d, r.magnitude, uint32_t(p.get_int("seed")));
+  run_kernel(b, r, sinks);
+  r.ran = true;
+  check_against_reference(r);
+  check_row_sums(r);
+  score_scale(r);
+  run_unfused(b, r);
+  return r;
+}
+
+study::Report report(const Result& r) {
+  study::Report rep;
+  rep.panel = "attention";
+  rep.settings = r.shape.text() + (r.opt.causal ? " causal" : "") + ", magnitude=" + std::to_string(r.magnitude);
+  const Budget& g = r.budget;
+  rep.checks.push_back({"fits_shared_memory", !g.past, g.wall_line});
+  rep.lines = {g.bar_text, g.formula_line, g.limit_line, g.occupancy_line};
+  if (!r.ran) {
+    rep.lines.push_back(r.run_error);
+  } else {
+    rep.checks.push_back({"matches_reference", r.check.ok, r.check.sentence()});
+    rep.checks.push_back({"row_sums", r.rowsum.ok, r.rowsum.sentence()});
+    rep.checks.push_back({"unfused_matches_reference", r.unfused.ok, r.unfused.sentence()});
+  }
+  rep.lines.push_back(r.traffic_line);
+  auto& n = rep.numbers;
+  n["smem_bytes"] = g.need;
+  n["smem_limit"] = g.limit;
+  n["wall_lk"] = g.wall;
+  n["blocks_per_sm"] = g.blocks;
+  n["one_block_per_sm_from_lk"] = g.one_block_lk;
+  n["traffic_bytes_smem"] = r.traffic_smem;
+  n["traffic_bytes_unfused"] = r.traffic_unfused;
+  if (r.ran) {
+    n["relative_error_output"] = r.err;
+    n["relative_error_weights"] = r.werr;
+    n["nan_count"] = r.nans;
+    n["row_sum_max_deviation"] = r.rowsum_worst;
+    n["rows_seeing_no_key"] = r.empty_rows;
+    n["unfused_relative_error"] = r.unfused_err;
+  }
+  return rep;
+}
+
+study::Entry entry() {
+  study::Entry e;
+  e.panel = "attention";
+  e.summary = "rung 4: output and weights against float64, the shared-memory wall, occupancy, traffic";
+  e.params = [] { return params(); };
+  e.run = [](Backend b, const ParamValues& p) { return report(run(b, p)); };
+  return e;
+}
+
+}  // namespace kl::attention_study

@@ -1,0 +1,357 @@
+#include "kernels/studies/flash_attention_study.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+#include "kernels/runtime/errors.h"
+
+namespace kl::flash_attention_study {
+namespace {
+
+std::string kib_text(double bytes) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.1f KiB", bytes / 1024.0);
+  return b;
+}
+
+std::string whole(double v) {  // no thousands separators: the panel's text wraps after a comma
+  char b[48];
+  std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
+
+const char* plural(int64_t n) { return n == 1 ? "" : "s"; }
+
+}  // namespace
+
+std::vector<ParamSpec> params() {
+  return {int_param("lq", 1, 512, 48, "Lq: number of queries"),
+          int_param("lk", 1, 16384, 96, "Lk: number of keys (no wall: try past rung 4's)"),
+          pow2_param("d", 16, 128, 32, "d: head dimension"),
+          bool_param("causal", false, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq"),
+          pow2_param("block_m", fa::kMinBlock, fa::kMaxBlock, 16, "BLOCK_M: query rows per program"),
+          pow2_param("block_n", fa::kMinBlock, fa::kMaxBlock, 16, "BLOCK_N: keys per K/V tile"),
+          int_param("qblock", 0, 511, 1, "the query block whose rows are shown in detail"),
+          int_param("step", 1, 16384, 3, "K/V tiles folded in so far (the scrubber)"),
+          float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
+          int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")};
+}
+
+// [SECTION] Memory and traffic -------------------------------------------------------------------------------
+
+double traffic_bytes_flash(const attention::Shape& s, bool causal, int bm, int bn) {
+  const int64_t q_blocks = (s.lq + bm - 1) / bm;
+  double kv = 0;
+  for (int64_t qb = 0; qb < q_blocks; ++qb)
+    kv += double(fa::detail::tiles_to_run(qb, bm, bn, s.lq, s.lk, causal)) * 2.0 * bn * s.d * 4;
+  return double(s.bh()) * (2.0 * double(s.lq) * s.d * 4 + kv);
+}
+
+Traffic traffic(Backend b, const attention::Shape& s, bool causal, int bm, int bn) {
+  const DeviceInfo info = device_info(b);
+  Traffic t;
+  t.unfused = attention::traffic_bytes_unfused(s);
+  t.smem = attention::traffic_bytes_smem(s);
+  t.flash = traffic_bytes_flash(s, causal, bm, bn);
+  const int64_t wall = attention::max_lk(s.d, info.smem_per_block_optin);
+  t.smem_refused = s.lk > wall;
+  for (int64_t x = 16; x <= 65536; x *= 2) {
+    attention::Shape sx = s;
+    sx.lk = x;
+    t.lk.push_back(double(x));
+    t.unfused_kib.push_back(attention::traffic_bytes_unfused(sx) / 1024.0);
+    t.smem_kib.push_back(x <= wall ? attention::traffic_bytes_smem(sx) / 1024.0 : std::nan(""));
+    t.flash_kib.push_back(traffic_bytes_flash(sx, causal, bm, bn) / 1024.0);
+  }
+  const double lq = double(s.lq), lk = double(s.lk), d = s.d;
+  t.sram_elements = double(info.smem_per_block_optin) / 4.0;
+  t.paper_standard = lq * d + lk * d + lq * lk;
+  t.paper_flash = lq * lk * d * d / t.sram_elements;
+  const int64_t q4 = (s.lq + attention::kBlockQ - 1) / attention::kBlockQ, q5 = (s.lq + bm - 1) / bm;
+  t.long_lk_ratio = 2.0 * bm / d;
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "Standard attention writes S and P and reads them back: 4 x Lq x Lk x 4 B = %s of its %s. Rungs 4 "
+                "and 5 read K and V once per program (%" PRId64 " program%s of %d queries%s; %" PRId64 " query "
+                "block%s of BLOCK_M = %d). As Lk grows, standard / rung 5 tends to 2 x BLOCK_M / d = %.2g: a "
+                "larger BLOCK_M saves more.",
+                kib_text(16.0 * lq * lk * double(s.bh())).c_str(), kib_text(t.unfused).c_str(), q4, plural(q4),
+                attention::kBlockQ, t.smem_refused ? ", refused here" : "", q5, plural(q5), bm, t.long_lk_ratio);
+  t.caption = buf;
+  std::snprintf(buf, sizeof buf,
+                "Dao et al. 2022, Theorem 2: standard attention makes Theta(N d + N^2) HBM accesses, FlashAttention "
+                "Theta(N^2 d^2 / M) for M elements of SRAM. Here (Lq = %" PRId64 ", Lk = %" PRId64 ", d = %d, "
+                "M = %s floats): Lq d + Lk d + Lq Lk = %s against Lq Lk d^2 / M = %s, constants aside; these tiles "
+                "use %s of M.",
+                s.lq, s.lk, s.d, whole(t.sram_elements).c_str(), whole(t.paper_standard).c_str(),
+                whole(t.paper_flash).c_str(), kib_text(double(fa::smem_bytes(bm, bn, s.d))).c_str());
+  t.paper_line = buf;
+  return t;
+}
+
+// [SECTION] Settings and the run -----------------------------------------------------------------------------
+
+namespace {
+
+void converge(Result& r) {
+  const int64_t lq = r.shape.lq;
+  const int d = r.shape.d;
+  r.converge.assign(size_t(r.steps), 0.0);
+  double den = 0;
+  for (int rr = 0; rr < r.bm; ++rr) {
+    const int64_t i = r.qblock * r.bm + rr;
+    if (i >= lq) break;
+    for (int c = 0; c < d; ++c) den += double(r.hout[size_t(i * d + c)]) * r.hout[size_t(i * d + c)];
+  }
+  for (int64_t t = 0; t < r.steps; ++t) {
+    double num = 0;
+    for (int rr = 0; rr < r.bm; ++rr) {
+      const int64_t i = r.qblock * r.bm + rr;
+      if (i >= lq) break;
+      const float l = r.hl[size_t(i * r.steps + t)];
+      for (int c = 0; c < d; ++c) {
+        const double o = l > 0 ? double(r.partial_o[size_t((t * r.bm + rr) * d + c)]) / l : 0.0;
+        num += (o - r.hout[size_t(i * d + c)]) * (o - r.hout[size_t(i * d + c)]);
+      }
+    }
+    r.converge[size_t(t)] = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  }
+}
+
+void check(Backend b, Result& r) {
+  const int64_t lq = r.shape.lq, lk = r.shape.lk;
+  const int d = r.shape.d;
+  std::vector<double> ref(size_t(lq * d));
+  attention::reference(r.in.hq.data(), r.in.hk.data(), r.in.hv.data(), r.shape, r.opt, ref.data());
+  double num = 0, den = 0;
+  r.nans = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    r.nans += std::isnan(r.hout[i]) ? 1 : 0;
+    num += (r.hout[i] - ref[i]) * (r.hout[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  r.err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  r.check.label = "final output against the float64 reference:";
+  r.check.ok = r.nans == 0 && r.err < 2e-5;
+  char buf[240];
+  if (r.nans) std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", r.nans);
+  else std::snprintf(buf, sizeof buf, "%s, relative error %.1e (float32 rounding)", r.check.ok ? "yes" : "no", r.err);
+  r.check.text = buf;
+
+  // Rung 4 on the same inputs, where its wall lets it run.
+  r.rung4.label = "against rung 4's output:";
+  try {
+    attention::check_shape(b, r.shape);
+    Buffer<float> o4(b, r.in.hq.size());
+    o4.fill_bytes(0xFF);
+    attention::run(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), o4.data(), r.shape, r.opt);
+    const std::vector<float> h4 = o4.to_host();
+    double mx = 0;
+    for (size_t i = 0; i < h4.size(); ++i) mx = std::max(mx, double(std::fabs(h4[i] - r.hout[i])));
+    r.rung4_ran = true;
+    r.rung4_diff = mx;
+    r.rung4.ok = std::isfinite(mx) && mx < 1e-5;
+    std::snprintf(buf, sizeof buf, "max abs difference %.1e (float32 rounding: the same softmax, summed in another order)",
+                  mx);
+  } catch (const InputError&) {
+    r.rung4.ok = true;
+    std::snprintf(buf, sizeof buf, "rung 4 is refused here (Lk=%" PRId64 " is past its wall of %" PRId64
+                  " at d=%d); this rung runs", lk, r.wall, d);
+  }
+  r.rung4.text = buf;
+}
+
+}  // namespace
+
+Result run(Backend b, const ParamValues& p) {
+  Result r;
+  r.shape.lq = p.get_int("lq");
+  r.shape.lk = p.get_int("lk");
+  r.shape.d = int(p.get_int("d"));
+  r.opt.causal = p.get_bool("causal");
+  r.bm = int(p.get_int("block_m"));
+  r.bn = int(p.get_int("block_n"));
+  fa::check_tiles(b, r.bm, r.bn, r.shape.d);
+  r.limit = device_info(b).smem_per_block_optin;
+  r.wall = attention::max_lk(r.shape.d, r.limit);
+  const int64_t lq = r.shape.lq, lk = r.shape.lk;
+  const int d = r.shape.d;
+  r.q_blocks = (lq + r.bm - 1) / r.bm;
+  r.steps = (lk + r.bn - 1) / r.bn;
+  // A chosen block or step outside the shape is moved inside it, and the note says so.
+  r.qblock = p.get_int("qblock");
+  r.step = p.get_int("step");
+  if (r.qblock >= r.q_blocks) {
+    r.qblock = r.q_blocks - 1;
+    r.adjust_note = "qblock moved to " + std::to_string(r.qblock) + ", the last query block of this shape. ";
+  }
+  if (r.step > r.steps) {
+    r.step = r.steps;
+    r.adjust_note += "step moved to " + std::to_string(r.steps) + ", the last step of this shape.";
+  }
+
+  r.in.make(b, lq, lk, d, float(p.get_float("magnitude")), uint32_t(p.get_int("seed")));
+  r.out.resize(b, r.in.hq.size());
+  r.out.fill_bytes(0xFF);  // poison
+  r.trace.reset(b, r.shape, r.bm, r.bn, 0, r.qblock);
+  fa::FlashTraceView tv = r.trace.view();
+  fa::run_teaching(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), r.out.data(), r.shape, r.opt, r.bm, r.bn, &tv);
+  mem::synchronize(b);
+
+  r.hm = r.trace.m_after.to_host();
+  r.hm_before = r.trace.m_before.to_host();
+  r.hl = r.trace.l_after.to_host();
+  r.halpha = r.trace.alpha.to_host();
+  r.hstate = r.trace.tile_state.to_host();
+  r.hout = r.out.to_host();
+  r.partial_o = r.trace.o_partial.to_host();
+  converge(r);
+  check(b, r);
+
+  // Colour scales: the final weights of the chosen block (composed from the trace) and the output.
+  Buffer<float> w(b, size_t(r.bm * lk * 2));
+  compose(b, r, r.steps, w.data());
+  const std::vector<float> hw = w.to_host();
+  r.wmax = 0;
+  for (size_t c = 0; c < hw.size(); c += 2) r.wmax = std::max(r.wmax, double(hw[c]));
+  r.omax = 1e-6;
+  for (float x : r.hout) r.omax = std::max(r.omax, double(std::fabs(x)));
+  r.mem = traffic(b, r.shape, r.opt.causal, r.bm, r.bn);
+  return r;
+}
+
+void compose(Backend b, Result& r, int64_t step, float* dst) {
+  const fa::FlashTraceView tv = r.trace.view();
+  fa::compose_weights(b, tv, r.shape.lq, r.shape.lk, step, dst, 2);
+}
+
+std::vector<float> partial_output(const Result& r, int64_t step) {
+  require_range("step", step, 1, r.steps);
+  const int d = r.shape.d;
+  std::vector<float> o(size_t(r.bm * d), 0.0f);
+  for (int rr = 0; rr < r.bm; ++rr) {
+    const int64_t i = r.qblock * r.bm + rr;
+    if (i >= r.shape.lq) break;
+    const float l = r.hl[size_t(i * r.steps + step - 1)];
+    for (int c = 0; c < d; ++c)
+      o[size_t(rr * d + c)] = l > 0 ? r.partial_o[size_t(((step - 1) * r.bm + rr) * d + c)] / l : 0.0f;
+  }
+  return o;
+}
+
+// [SECTION] One step of the chosen block ----------------------------------------------------------------------
+
+StepView step_view(const Result& r, int64_t step) {
+  require_range("step", step, 1, r.steps);
+  StepView v;
+  v.step = step;
+  v.row0 = r.qblock * r.bm;
+  v.rows = int(std::min<int64_t>(r.bm, r.shape.lq - v.row0));
+  for (int rr = 0; rr < v.rows; ++rr) {
+    const size_t c = size_t((v.row0 + rr) * r.steps + step - 1);
+    const float m0 = r.hm_before[c], m1 = r.hm[c];
+    const bool mv = m1 > m0;  // -inf -> finite counts: the first key the row sees
+    v.m.push_back(m1);
+    v.l.push_back(r.hl[c]);
+    v.alpha.push_back(r.halpha[c]);
+    v.moved.push_back(mv);
+    v.moved_count += mv ? 1 : 0;
+    v.first_count += (mv && m0 == -INFINITY) ? 1 : 0;
+  }
+  const int64_t k0 = (step - 1) * r.bn, k1 = std::min(step * r.bn, r.shape.lk) - 1;
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "step %" PRId64 " of %" PRId64 ": K/V tile %" PRId64 ", keys %" PRId64 "..%" PRId64,
+                step, r.steps, step, k0, k1);
+  v.stepper_text = buf;
+  std::snprintf(buf, sizeof buf, "Query block %" PRId64 " (rows %" PRId64 "..%" PRId64 ") after step %" PRId64
+                " (K/V tile %" PRId64 " of %" PRId64 ")",
+                r.qblock, v.row0, v.row0 + v.rows - 1, step, step, r.steps);
+  v.title = buf;
+  const int later = v.moved_count - v.first_count;
+  std::string c;
+  std::snprintf(buf, sizeof buf, "bars: rows %" PRId64 "..%" PRId64 " left to right; amber: the %d row%s whose running max "
+                "moved at this step", v.row0, v.row0 + v.rows - 1, v.moved_count, plural(v.moved_count));
+  c = buf;
+  if (v.first_count == v.rows && v.rows > 0) {
+    c += ". This is each row's first tile: m_old = -inf, so every max moves and alpha = exp(-inf) = 0; l and O "
+         "held nothing yet, and after this step they hold this tile alone";
+  } else {
+    if (later > 0) {
+      std::snprintf(buf, sizeof buf, "; %d of them had seen keys before, so %s l and O were rescaled by "
+                    "alpha = exp(m_old - m_new) < 1", later, later == 1 ? "its" : "their");
+      c += buf;
+    }
+    if (v.first_count > 0) {
+      std::snprintf(buf, sizeof buf, "; %d saw their first key here (m_old = -inf, alpha = exp(-inf) = 0: nothing "
+                    "to rescale)", v.first_count);
+      c += buf;
+    }
+    if (v.moved_count < v.rows) c += "; blue rows kept their max (alpha = 1)";
+  }
+  v.caption = c;
+  return v;
+}
+
+study::Report report(const Result& r, int64_t step) {
+  study::Report rep;
+  rep.panel = "flash-attention";
+  rep.settings = r.shape.text() + (r.opt.causal ? " causal" : "") + " block_m=" + std::to_string(r.bm) +
+                 " block_n=" + std::to_string(r.bn) + " qblock=" + std::to_string(r.qblock) +
+                 " step=" + std::to_string(step);
+  rep.checks.push_back({"matches_reference", r.check.ok, r.check.sentence()});
+  rep.checks.push_back({"matches_rung4", r.rung4.ok, r.rung4.sentence()});
+  if (!r.adjust_note.empty()) rep.lines.push_back(r.adjust_note);
+  const StepView v = step_view(r, step);
+  rep.lines.push_back(v.stepper_text);
+  rep.lines.push_back(v.title);
+  rep.lines.push_back(v.caption);
+  char buf[200];
+  for (int i = 0; i < v.rows; ++i) {
+    std::snprintf(buf, sizeof buf, "  row %" PRId64 ": m = %.6g, l = %.6g, alpha = %.6g%s", v.row0 + i, v.m[size_t(i)],
+                  v.l[size_t(i)], v.alpha[size_t(i)], v.moved[size_t(i)] ? " (max moved)" : "");
+    rep.lines.push_back(buf);
+  }
+  std::snprintf(buf, sizeof buf, "output converging: |O_t/l_t - O| / |O| = %.3g after step %" PRId64, r.converge[size_t(step - 1)],
+                step);
+  rep.lines.push_back(buf);
+  rep.lines.push_back(r.mem.caption);
+  rep.lines.push_back(r.mem.paper_line);
+  auto& n = rep.numbers;
+  n["relative_error"] = r.err;
+  n["nan_count"] = r.nans;
+  if (r.rung4_ran) n["rung4_max_abs_diff"] = r.rung4_diff;
+  n["steps"] = r.steps;
+  n["q_blocks"] = r.q_blocks;
+  n["smem_bytes_rung5"] = fa::smem_bytes(r.bm, r.bn, r.shape.d);
+  n["smem_bytes_rung4"] = attention::smem_bytes(r.shape.lk, r.shape.d);
+  n["smem_limit"] = r.limit;
+  n["wall_lk"] = r.wall;
+  n["moved_rows"] = v.moved_count;
+  n["first_tile_rows"] = v.first_count;
+  n["m"] = v.m;
+  n["l"] = v.l;
+  n["alpha"] = v.alpha;
+  n["converge"] = r.converge;
+  n["traffic_bytes_unfused"] = r.mem.unfused;
+  n["traffic_bytes_rung4"] = r.mem.smem;
+  n["traffic_bytes_rung5"] = r.mem.flash;
+  n["paper_standard_elements"] = r.mem.paper_standard;
+  n["paper_flash_elements"] = r.mem.paper_flash;
+  return rep;
+}
+
+study::Entry entry() {
+  study::Entry e;
+  e.panel = "flash-attention";
+  e.summary = "rung 5: online-softmax state per step, checks, shared memory and device-memory traffic";
+  e.params = [] { return params(); };
+  e.run = [](Backend b, const ParamValues& p) {
+    Result r = run(b, p);
+    return report(r, r.step);
+  };
+  return e;
+}
+
+}  // namespace kl::flash_attention_study

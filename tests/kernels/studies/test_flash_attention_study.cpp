@@ -1,0 +1,181 @@
+// kernels/studies/flash_attention_study.*: what the FlashAttention panel concludes, asserted on numbers:
+// the first step's alpha = 0 for every row (m_old = -inf) and the sentence that says so, the rows whose
+// max moved at later steps against the trace, the stepper's step/tile numbering, the output converging,
+// the checks against float64 and rung 4, the counted traffic of standard attention, rung 4 and rung 5
+// with the numbers the captions state, FlashAttention's Theorem 2 numbers, and the registry entry.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "kernels/rungs/attention.h"
+#include "kernels/studies/flash_attention_study.h"
+#include "kernels/studies/study.h"
+#include "test_util.h"
+
+namespace kl::flash_attention_study {
+namespace {
+
+ParamValues settings(std::initializer_list<const char*> sets) {
+  ParamValues p(params());
+  for (const char* s : sets) p.set(s);
+  return p;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(FlashAttentionStudy, DefaultsMatchReferenceAndRungFour) {
+  for (Backend b : test::backends()) {
+    SCOPED_TRACE(backend_name(b));
+    const Result r = run(b, settings({}));
+    EXPECT_EQ(r.steps, 6);
+    EXPECT_EQ(r.q_blocks, 3);
+    EXPECT_EQ(r.qblock, 1);
+    EXPECT_EQ(r.nans, 0);
+    EXPECT_LT(r.err, 2e-5);
+    EXPECT_TRUE(r.check.ok);
+    EXPECT_TRUE(r.rung4_ran);
+    EXPECT_LT(r.rung4_diff, 1e-5);
+    EXPECT_TRUE(r.rung4.ok);
+    EXPECT_LT(r.converge.back(), 1e-5);  // after the last tile O / l is the output
+    EXPECT_GT(r.converge.front(), 1e-3);  // after one tile of six it is not
+    EXPECT_GT(r.wmax, 0.0);
+  }
+}
+
+TEST(FlashAttentionStudy, FirstStepEveryMaxMovesAndAlphaIsZero) {
+  const Result r = run(Backend::Cpu, settings({}));
+  const StepView v = step_view(r, 1);
+  ASSERT_EQ(v.rows, 16);
+  EXPECT_EQ(v.moved_count, 16);
+  EXPECT_EQ(v.first_count, 16);
+  for (int i = 0; i < v.rows; ++i) {
+    EXPECT_EQ(v.alpha[size_t(i)], 0.0f) << "row " << i;  // exp(-inf - m_new)
+    EXPECT_TRUE(v.moved[size_t(i)]);
+  }
+  EXPECT_TRUE(has(v.caption, "amber: the " + std::to_string(v.moved_count) + " rows whose running max moved")) << v.caption;
+  EXPECT_TRUE(has(v.caption, "m_old = -inf")) << v.caption;
+  EXPECT_TRUE(has(v.caption, "alpha = exp(-inf) = 0")) << v.caption;
+  EXPECT_FALSE(has(v.caption, "< 1")) << v.caption;  // nothing was rescaled by alpha < 1 at step 1
+}
+
+TEST(FlashAttentionStudy, LaterStepsMovedRowsAreTheTracesAndTheSentenceCountsThem) {
+  const Result r = run(Backend::Cpu, settings({}));
+  for (int64_t step = 2; step <= r.steps; ++step) {
+    const StepView v = step_view(r, step);
+    int moved = 0;
+    for (int i = 0; i < v.rows; ++i) {
+      const size_t c = size_t((v.row0 + i) * r.steps + step - 1);
+      const bool mv = r.hm[c] > r.hm_before[c];
+      EXPECT_EQ(bool(v.moved[size_t(i)]), mv);
+      if (mv) EXPECT_LT(v.alpha[size_t(i)], 1.0f);
+      else EXPECT_EQ(v.alpha[size_t(i)], 1.0f);
+      moved += mv;
+    }
+    EXPECT_EQ(v.moved_count, moved);
+    EXPECT_EQ(v.first_count, 0);  // no mask: every row saw keys at step 1
+    EXPECT_TRUE(has(v.caption, "amber: the " + std::to_string(moved) + (moved == 1 ? " row " : " rows "))) << v.caption;
+    if (moved) EXPECT_TRUE(has(v.caption, std::to_string(moved) + " of them had seen keys before")) << v.caption;
+  }
+  EXPECT_EQ(step_view(r, 3).moved_count, 9);  // the tour's step3 picture: 9 amber rows
+}
+
+TEST(FlashAttentionStudy, CausalRowsThatFirstSeeKeysLaterAreSaid) {
+  // Lq = 48, Lk = 40, causal: query i sees keys j <= i - 8. In query block 0 (rows 0..15), at step 1
+  // rows 8..15 see their first keys and rows 0..7 none at all.
+  const Result r = run(Backend::Cpu, settings({"causal=1", "lk=40", "qblock=0", "step=1"}));
+  const StepView v = step_view(r, 1);
+  // Row i sees keys j <= i - 8: rows 0..7 see nothing at all (m stays -inf, not moved).
+  int unseen = 0;
+  for (int i = 0; i < v.rows; ++i) unseen += std::isinf(v.m[size_t(i)]) ? 1 : 0;
+  EXPECT_EQ(unseen, 8);
+  EXPECT_EQ(v.moved_count, 8);
+  EXPECT_EQ(v.first_count, 8);
+  EXPECT_TRUE(has(v.caption, "8 saw their first key here")) << v.caption;
+}
+
+TEST(FlashAttentionStudy, StepperCountsStepsAndTilesFromOne) {
+  const Result r = run(Backend::Cpu, settings({}));
+  EXPECT_EQ(step_view(r, 3).stepper_text, "step 3 of 6: K/V tile 3, keys 32..47");
+  EXPECT_EQ(step_view(r, 1).stepper_text, "step 1 of 6: K/V tile 1, keys 0..15");
+  EXPECT_EQ(step_view(r, 3).title, "Query block 1 (rows 16..31) after step 3 (K/V tile 3 of 6)");
+  const Result t = run(Backend::Cpu, settings({"lk=90"}));  // the last tile is short
+  EXPECT_EQ(step_view(t, 6).stepper_text, "step 6 of 6: K/V tile 6, keys 80..89");
+}
+
+TEST(FlashAttentionStudy, SettingsOutsideTheShapeAreMovedAndSaid) {
+  const Result r = run(Backend::Cpu, settings({"step=40", "qblock=9"}));
+  EXPECT_EQ(r.step, 6);
+  EXPECT_EQ(r.qblock, 2);
+  EXPECT_TRUE(has(r.adjust_note, "qblock moved to 2")) << r.adjust_note;
+  EXPECT_TRUE(has(r.adjust_note, "step moved to 6")) << r.adjust_note;
+}
+
+TEST(FlashAttentionStudy, TrafficOfTheThreeAndTheCaptionsNumbers) {
+  const Result r = run(Backend::Cpu, settings({}));
+  const Traffic& t = r.mem;
+  // Lq = 48, Lk = 96, d = 32, BLOCK_M = BLOCK_N = 16.
+  EXPECT_EQ(t.unfused, 4.0 * (2 * 48 * 32 + 2 * 96 * 32 + 4 * 48 * 96));  // 108.0 KiB
+  EXPECT_EQ(t.smem, 4.0 * (2 * 48 * 32 + 3 * 2 * 96 * 32));               // 84.0 KiB
+  EXPECT_EQ(t.flash, 4.0 * (2 * 48 * 32) + 3.0 * 6 * 2 * 16 * 32 * 4);    // 84.0 KiB
+  EXPECT_TRUE(has(t.caption, "= 72.0 KiB of its 108.0 KiB")) << t.caption;
+  EXPECT_TRUE(has(t.caption, "3 programs of 16 queries")) << t.caption;
+  EXPECT_TRUE(has(t.caption, "3 query blocks of BLOCK_M = 16")) << t.caption;
+  EXPECT_EQ(t.long_lk_ratio, 1.0);
+  EXPECT_TRUE(has(t.caption, "2 x BLOCK_M / d = 1:")) << t.caption;
+  // The plot over Lk: rung 4 stops at its wall, the others go on.
+  ASSERT_EQ(t.lk.size(), 13u);
+  for (size_t i = 0; i < t.lk.size(); ++i) {
+    EXPECT_EQ(std::isfinite(t.smem_kib[i]), t.lk[i] <= 900) << t.lk[i];
+    EXPECT_GT(t.unfused_kib[i], 0.0);
+    EXPECT_GT(t.flash_kib[i], 0.0);
+  }
+  // Causal: rung 5 skips tiles, so it moves less than rung 4.
+  const Result c = run(Backend::Cpu, settings({"causal=1"}));
+  EXPECT_LT(c.mem.flash, c.mem.smem);
+  // A larger BLOCK_M reads K and V fewer times: standard / rung 5 grows.
+  const Result big = run(Backend::Cpu, settings({"block_m=64", "lk=4096", "lq=256", "step=1"}));
+  EXPECT_EQ(big.mem.long_lk_ratio, 4.0);
+  EXPECT_GT(big.mem.unfused / big.mem.flash, 3.0);
+}
+
+TEST(FlashAttentionStudy, TheoremTwoNumbersAtThisShape) {
+  const Result r = run(Backend::Cpu, settings({}));
+  const Traffic& t = r.mem;
+  EXPECT_EQ(t.sram_elements, 232448.0 / 4);
+  EXPECT_EQ(t.paper_standard, 48.0 * 32 + 96.0 * 32 + 48.0 * 96);  // 9,216
+  EXPECT_NEAR(t.paper_flash, 48.0 * 96 * 32 * 32 / 58112.0, 1e-9);  // 81.2
+  EXPECT_TRUE(has(t.paper_line, "Theta(N d + N^2)")) << t.paper_line;
+  EXPECT_TRUE(has(t.paper_line, "Theta(N^2 d^2 / M)")) << t.paper_line;
+  EXPECT_TRUE(has(t.paper_line, "M = 58112 floats")) << t.paper_line;
+  EXPECT_TRUE(has(t.paper_line, "= 9216 against")) << t.paper_line;
+  EXPECT_TRUE(has(t.paper_line, "/ M = 81,")) << t.paper_line;
+}
+
+TEST(FlashAttentionStudy, PastRungFoursWallRungFourIsRefusedAndSaid) {
+  const Result r = run(Backend::Cpu, settings({"lk=4096", "lq=32", "block_n=64", "step=40"}));
+  EXPECT_FALSE(r.rung4_ran);
+  EXPECT_TRUE(r.mem.smem_refused);
+  EXPECT_TRUE(has(r.rung4.text, "Lk=4096 is past its wall of 900 at d=32")) << r.rung4.text;
+  EXPECT_TRUE(r.check.ok);
+  EXPECT_TRUE(has(r.mem.caption, "refused here")) << r.mem.caption;
+}
+
+TEST(FlashAttentionStudy, ReportAndRegistry) {
+  const study::Entry* e = study::find("flash-attention");
+  ASSERT_NE(e, nullptr);
+  ParamValues p(e->params());
+  p.set("step=1");
+  const study::Report rep = e->run(Backend::Cpu, p);
+  ASSERT_EQ(rep.checks.size(), 2u);
+  for (const study::Check& c : rep.checks) EXPECT_TRUE(c.pass) << c.sentence;
+  EXPECT_EQ(rep.numbers["moved_rows"].get<int>(), 16);
+  EXPECT_EQ(rep.numbers["first_tile_rows"].get<int>(), 16);
+  ASSERT_EQ(rep.numbers["alpha"].size(), 16u);
+  for (const auto& a : rep.numbers["alpha"]) EXPECT_EQ(a.get<double>(), 0.0);
+  EXPECT_EQ(rep.numbers["traffic_bytes_unfused"].get<double>(), 110592.0);
+  EXPECT_NE(study::to_text(rep).find("row 16: m = "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kl::flash_attention_study
