@@ -80,11 +80,15 @@ void require_frames(const std::string& text, double frames) {
                      std::to_string(kMaxAnimationFrames) + " frames (take a larger STEP or a shorter range)");
 }
 
-std::vector<std::string> integer_values(const std::string& text, const VaryText& v) {
+// Each kind: the syntax first, then FROM and TO against the range, then the frame count.
+std::vector<std::string> integer_values(const std::string& text, const VaryText& v, const ParamValues& params,
+                                        const ParamSpec& spec) {
   int64_t from = 0, to = 0, step = 1;
   if (!whole_number(v.from, &from) || !whole_number(v.to, &to)) malformed(text, "FROM and TO must be integers");
   if (!v.step.empty() && (!whole_number(v.step, &step) || step < 1))
     malformed(text, "STEP must be an integer >= 1");
+  require_value(params, spec, v.from);
+  require_value(params, spec, v.to);
   require_frames(text, std::floor(std::fabs(double(to) - double(from)) / double(step)) + 1);
   std::vector<std::string> out;
   const int64_t dir = to >= from ? 1 : -1;
@@ -92,11 +96,14 @@ std::vector<std::string> integer_values(const std::string& text, const VaryText&
   return out;
 }
 
-std::vector<std::string> pow2_values(const std::string& text, const VaryText& v) {
+std::vector<std::string> pow2_values(const std::string& text, const VaryText& v, const ParamValues& params,
+                                     const ParamSpec& spec) {
   int64_t from = 0, to = 0, factor = 2;
   if (!whole_number(v.from, &from) || !whole_number(v.to, &to)) malformed(text, "FROM and TO must be integers");
   if (!v.step.empty() && (!whole_number(v.step, &factor) || factor < 2 || !is_power_of_2(factor)))
     malformed(text, "STEP of a power-of-two parameter is a factor, a power of two >= 2");
+  require_value(params, spec, v.from);
+  require_value(params, spec, v.to);
   std::vector<std::string> out;
   if (to >= from)
     for (int64_t x = from; x <= to; x *= factor) out.push_back(std::to_string(x));
@@ -111,11 +118,14 @@ std::string number_text(double x) {
   return buf;
 }
 
-std::vector<std::string> float_values(const std::string& text, const VaryText& v) {
+std::vector<std::string> float_values(const std::string& text, const VaryText& v, const ParamValues& params,
+                                      const ParamSpec& spec) {
   double from = 0, to = 0, step = 0;
   if (!real_number(v.from, &from) || !real_number(v.to, &to)) malformed(text, "FROM and TO must be numbers");
   if (v.step.empty()) malformed(text, "a number parameter needs a STEP");
   if (!real_number(v.step, &step) || step <= 0) malformed(text, "STEP must be a number > 0");
+  require_value(params, spec, v.from);
+  require_value(params, spec, v.to);
   const double frames = std::floor(std::fabs(to - from) / step + 1e-9) + 1;
   require_frames(text, frames);
   std::vector<std::string> out;
@@ -166,14 +176,12 @@ VaryValues parse_vary(const std::string& text, const ParamValues& params) {
   if (spec->kind == ParamSpec::Kind::Choice)
     throw InputError("--vary " + text + ": " + v.key + " is a choice (" + spec->range_text() +
                      "); --vary walks an integer, power-of-two, number or 0/1 parameter");
-  require_value(params, *spec, v.from);
-  require_value(params, *spec, v.to);
   VaryValues out;
   out.key = v.key;
   switch (spec->kind) {
-    case ParamSpec::Kind::Pow2: out.values = pow2_values(text, v); break;
-    case ParamSpec::Kind::Float: out.values = float_values(text, v); break;
-    default: out.values = integer_values(text, v); break;
+    case ParamSpec::Kind::Pow2: out.values = pow2_values(text, v, params, *spec); break;
+    case ParamSpec::Kind::Float: out.values = float_values(text, v, params, *spec); break;
+    default: out.values = integer_values(text, v, params, *spec); break;
   }
   for (const std::string& value : out.values) require_value(params, *spec, value);
   return out;
