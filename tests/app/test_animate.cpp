@@ -104,19 +104,20 @@ TEST(Animate, RefusedBeforeAnyFrameWithExit2) {
 }
 
 // Renders `args` into a GIF and decodes it.
-test::GifFrames animate(const std::string& args, const std::string& name, std::string* out) {
+test::GifFrames animate(const std::string& args, const std::string& name, std::string* out,
+                        const std::string& backend = "cpu") {
   const std::string gif = test::tmp_dir() + "/" + name;
   std::remove(gif.c_str());
-  EXPECT_EQ(test::run_cli("animate " + args + " --backend cpu --out " + gif, out), 0) << *out;
+  EXPECT_EQ(test::run_cli("animate " + args + " --backend " + backend + " --out " + gif, out), 0) << *out;
   test::GifFrames g = test::read_gif(gif);
   EXPECT_TRUE(g.error.empty()) << g.error;
   return g;
 }
 
-std::vector<uint8_t> shot(const std::string& args, const std::string& name) {
+std::vector<uint8_t> shot(const std::string& args, const std::string& name, const std::string& backend = "cpu") {
   const std::string png = test::tmp_dir() + "/" + name;
   std::string out;
-  EXPECT_EQ(test::run_cli("shot " + args + " --backend cpu --out " + png, &out), 0) << out;
+  EXPECT_EQ(test::run_cli("shot " + args + " --backend " + backend + " --out " + png, &out), 0) << out;
   std::vector<uint8_t> rgba;
   int w = 0, h = 0;
   EXPECT_TRUE(viz::read_png(png, rgba, w, h)) << png;
@@ -129,10 +130,12 @@ size_t differing_pixels(const std::vector<uint8_t>& a, const std::vector<uint8_t
   return n;
 }
 
-TEST(Animate, OneFramePerValueAtTheSizeEachDifferentWithTheCategoricalColoursOfShot) {
+// The vector-add tail animation on `backend` against `shot` on the same backend.
+void check_vector_add_tail(const std::string& backend) {
   std::string out;
-  const test::GifFrames g =
-      animate("vector-add --vary n=784..1024:80 --set block_size=256 --size 800x600 --fps 5", "va.gif", &out);
+  const test::GifFrames g = animate("vector-add --vary n=784..1024:80 --set block_size=256 --size 800x600 --fps 5",
+                                    "va-" + backend + ".gif", &out, backend);
+  if (backend == "cuda") EXPECT_NE(out.find("CUDA backend"), std::string::npos) << out;
   ASSERT_EQ(g.rgba.size(), 4u) << out;  // n = 784, 864, 944, 1024
   EXPECT_EQ(g.width, 800);
   EXPECT_EQ(g.height, 600);
@@ -143,7 +146,8 @@ TEST(Animate, OneFramePerValueAtTheSizeEachDifferentWithTheCategoricalColoursOfS
     EXPECT_GT(differing_pixels(g.rgba[k - 1], g.rgba[k], 800, 600 - kStatusRows), 1000u) << "frame " << k;
 
   // Frame 2 (n=944) against `shot` at the same settings: every pixel of a program's colour is exact.
-  const std::vector<uint8_t> png = shot("vector-add --set n=944 --set block_size=256 --size 800x600", "va944.png");
+  const std::vector<uint8_t> png =
+      shot("vector-add --set n=944 --set block_size=256 --size 800x600", "va944-" + backend + ".png", backend);
   ASSERT_EQ(png.size(), g.rgba[2].size());
   size_t palette_pixels = 0, equal = 0;
   for (size_t i = 0; i < size_t(800) * (600 - kStatusRows); ++i) {
@@ -163,6 +167,13 @@ TEST(Animate, OneFramePerValueAtTheSizeEachDifferentWithTheCategoricalColoursOfS
   }
   EXPECT_GT(palette_pixels, 20000u) << "the programs' rows are not where the shot has them";
   EXPECT_GT(double(equal) / (800.0 * (600 - kStatusRows)), 0.95);
+}
+
+TEST(Animate, OneFramePerValueAtTheSizeEachDifferentWithTheCategoricalColoursOfShot) { check_vector_add_tail("cpu"); }
+
+TEST(Animate, CudaBackendTheSameAgainstShotOnTheGpu) {
+  KL_REQUIRE_CUDA();
+  check_vector_add_tail("cuda");
 }
 
 TEST(Animate, ContinuousHeatmapColoursOfShotKeptExactWhereTheyCoverMostPixels) {
