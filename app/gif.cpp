@@ -128,7 +128,7 @@ GifWriter::GifWriter(const std::string& path, int width, int height, int delay_c
     : path_(path), width_(width), height_(height), delay_cs_(delay_cs) {
   // Opened here rather than by giflib, which creates files readable by their owner only.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
-  if (fd < 0) throw RuntimeError(path + ": cannot write the GIF (" + std::strerror(errno) + ")");
+  if (fd < 0) throw InputError(path + ": cannot write (" + std::string(std::strerror(errno)) + ")");
   int err = 0;
   gif_ = EGifOpenFileHandle(fd, &err);
   if (!gif_) {

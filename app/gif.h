@@ -41,7 +41,7 @@ class GifWriter {
   };
 
   // Opens `path` for frames of width x height; `delay_cs`: hundredths of a second per frame.
-  // Throws RuntimeError naming the path when it cannot be written.
+  // Throws InputError "PATH: cannot write (...)" when the file cannot be created (as .npy outputs do).
   GifWriter(const std::string& path, int width, int height, int delay_cs);
   ~GifWriter();
   GifWriter(const GifWriter&) = delete;

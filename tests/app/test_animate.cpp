@@ -93,6 +93,11 @@ TEST(Animate, RefusedBeforeAnyFrameWithExit2) {
       {"softmax --vary n_cols=1..5 --fps 0", "--fps=0 is out of range: allowed [1, 50]"},
       {"nopanel --vary n=1..5", "animate nopanel: unknown panel; known: vector-add"},
   };
+  std::string unwritable;
+  EXPECT_EQ(test::run_cli("animate softmax --vary n_cols=1..2 --backend cpu --size 320x240 --out /nonexistent-dir/x.gif",
+                          &unwritable),
+            2);
+  EXPECT_NE(unwritable.find("/nonexistent-dir/x.gif: cannot write ("), std::string::npos) << unwritable;
   for (const Case& c : cases) {
     std::remove(gif.c_str());
     std::string out;

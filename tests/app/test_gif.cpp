@@ -104,12 +104,12 @@ TEST(GifWriter, FramesDecodeExactlyWithDelayLoopAndChangedRectangles) {
   }
 }
 
-TEST(GifWriter, UnwritablePathIsARuntimeErrorNamingIt) {
+TEST(GifWriter, UnwritablePathIsAnInputErrorNamingIt) {
   try {
     app::GifWriter gw("/nonexistent-dir/x.gif", 10, 10, 10);
     FAIL() << "no error";
-  } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.gif"), std::string::npos) << e.what();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.gif: cannot write ("), std::string::npos) << e.what();
   }
 }
 
