@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 packages=(
   build-essential cmake ninja-build pkg-config git
   libimgui-dev libglfw3-dev libepoxy-dev libegl-dev libgl-dev libgles-dev libstb-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev fonts-dejavu-core
+  libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev fonts-dejavu-core libgif-dev
   libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth clang libclang-rt-14-dev
 )
 

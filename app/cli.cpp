@@ -11,11 +11,13 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
+#include "app/animate.h"
 #include "app/bench_frame.h"
 #include "app/measure_export.h"
 #include "app/settings.h"
 #include "app/shell.h"
 #include "app/soak.h"
+#include "app/tour_web.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/npy.h"
@@ -170,7 +172,7 @@ int cmd_shot(const std::string& panel, const std::string& out, const std::string
   return viz::gl_error_count() ? 1 : 0;
 }
 
-int cmd_tour(const std::string& dir, const std::string& size_text, const std::string& backend) {
+int cmd_tour(const std::string& dir, const std::string& size_text, const std::string& backend, bool animate) {
   Shell s = make_shell(backend);
   s.sidebar = false;
   s.show_source = false;
@@ -178,10 +180,12 @@ int cmd_tour(const std::string& dir, const std::string& size_text, const std::st
   struct stat st{};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw InputError("--out " + dir + ": not a directory that can be created");
-  auto host = headless(parse_size(size_text, {1400, 900}));
+  const Size size = parse_size(size_text, {1400, 900});
+  auto host = headless(size);
   PanelsBeforeHost panels_first{s};
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
+  std::vector<TourEntry> entries;
   std::string index = "# Kernel Ladder: the tour\n\nRendered headlessly by `kernel-ladder tour` (" + s.ctx.backend.reason +
                       ", " + s.gl_renderer + ").\n\n";
   int k = 0;
@@ -200,10 +204,17 @@ int cmd_tour(const std::string& dir, const std::string& size_text, const std::st
       render_shot(s, *host, dir + "/" + name, 3);
       index += "- [" + s.panels[i]->title() + "](" + name + "): " + (settings.empty() ? "defaults" : settings) + "\n";
       std::printf("wrote %s/%s\n", dir.c_str(), name);
+      entries.push_back({name, s.panels[i]->title(), stop.name, join_settings(stop.settings),
+                         shot_command_line(s.panels[i]->id(), stop.settings, size.w, size.h, s.ctx.backend.backend, name),
+                         ""});
     }
   }
   std::ofstream(dir + "/index.md") << index;
   std::printf("wrote %s/index.md (%d images)\n", dir.c_str(), k);
+  if (animate) tour_animations(s, *host, dir, &entries, &k);
+  write_tour_html(dir, "Rendered headlessly by kernel-ladder tour (" + s.ctx.backend.reason + ", " + s.gl_renderer + ").",
+                  entries);
+  std::printf("wrote %s/index.html (%zu files)\n", dir.c_str(), entries.size());
   return viz::gl_error_count() ? 1 : 0;
 }
 
@@ -390,6 +401,20 @@ int run_cli(int argc, char** argv) {
   tour->add_option("--out", tour_out, "directory")->required();
   tour->add_option("--size", size_text, "WIDTHxHEIGHT");
   tour->add_option("--backend", backend, "auto|cuda|cpu");
+  bool tour_animate = false;
+  tour->add_flag("--animate", tour_animate, "also write each panel's animations as GIFs");
+
+  auto* animate = app.add_subcommand("animate", "render one frame per value of a parameter headlessly into an "
+                                                 "animated GIF");
+  AnimateOptions ao;
+  std::string animate_size;
+  animate->add_option("panel", ao.panel, "panel id (see list)")->required();
+  animate->add_option("--vary", ao.vary, "KEY=FROM..TO[:STEP]: the parameter walked, one frame per value")->required();
+  animate->add_option("--set", ao.sets, "key=value (repeatable)");
+  animate->add_option("--size", animate_size, "WIDTHxHEIGHT (default 1000x700)");
+  animate->add_option("--fps", ao.fps, "frames per second (default 4)");
+  animate->add_option("--backend", backend, "auto|cuda|cpu");
+  animate->add_option("--out", ao.out, "GIF file")->required();
 
   auto* measure = app.add_subcommand("measure", "the Measure view's measurements, no window: bandwidth, fusion, "
                                                  "FlashAttention against a GEMM ceiling");
@@ -438,13 +463,20 @@ int run_cli(int argc, char** argv) {
     if (*run) return cmd_run(kernel, ins, out, variant, sets, backend, weights, trace);
     if (*list) return cmd_list();
     if (*bench) return cmd_bench(bench_kernel, json, backend, quick);
-    if (*tour) return cmd_tour(tour_out, size_text, backend);
+    if (*tour) return cmd_tour(tour_out, size_text, backend, tour_animate);
     if (*soak) {
       const Size sz = parse_size(soak_size, {1280, 800});
       so.width = sz.w;
       so.height = sz.h;
       so.backend = backend;
       return soak_command(so);
+    }
+    if (*animate) {
+      const Size sz = parse_size(animate_size, {1000, 700});
+      ao.width = sz.w;
+      ao.height = sz.h;
+      ao.backend = backend;
+      return animate_command(ao);
     }
     if (*measure) return measure_command(backend, measure_quick, measure_json, measure_csv);
     if (*bench_frame_cmd) {

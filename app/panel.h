@@ -34,6 +34,16 @@ class Panel {
   };
   virtual std::vector<TourStop> tour_stops() const { return {{"default", {}}}; }
 
+  // Named animations of this panel (`tour --animate` writes them as GIFs): one parameter walked
+  // through "KEY=FROM..TO[:STEP]" (as `animate --vary` takes it) on top of the defaults and `settings`.
+  struct Animation {
+    std::string name;
+    std::string vary;
+    std::vector<std::string> settings;
+    int fps = 4;
+  };
+  virtual std::vector<Animation> animations() const { return {}; }
+
   // The kernel source shown beside the view (embedded at build time): a file of kernels/ and the
   // functions the view is about, whose lines are highlighted ("vector_add.cu", {"vector_add_traced"}).
   struct SourceFocus {

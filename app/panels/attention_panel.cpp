@@ -51,6 +51,13 @@ class AttentionPanel : public Panel {
             {"before-the-wall", {"lq=64", "lk=" + std::to_string(wall), "causal=0"}},
             {"at-the-wall", {"lq=64", "lk=" + std::to_string(wall + 1), "causal=0"}}};
   }
+  std::vector<Animation> animations() const override {
+    const int64_t wall = attention::max_lk(32, device_info(Backend::Cpu).smem_per_block_optin);
+    const int64_t step = std::max<int64_t>(1, wall / 8);  // nine frames: eight below the wall, the last one key past it
+    return {{"lk-to-the-wall",
+             "lk=" + std::to_string(wall + 1 - 8 * step) + ".." + std::to_string(wall + 1) + ":" + std::to_string(step),
+             {"lq=64", "causal=0"}, 2}};
+  }
 
   void draw(AppContext& ctx) override {
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("attention.md");

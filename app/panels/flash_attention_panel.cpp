@@ -67,6 +67,9 @@ class FlashAttentionPanel : public Panel {
     return {{"step1", {"step=1"}}, {"step3", {"step=3"}}, {"last-step", {"step=6"}},
             {"causal-step4", {"causal=1", "step=4"}}, {"past-the-wall", {"lk=4096", "lq=32", "block_n=64", "step=40"}}};
   }
+  std::vector<Animation> animations() const override {
+    return {{"stepper", "step=1..6", {}, 2}, {"stepper-causal", "step=1..6", {"causal=1"}, 2}};
+  }
 
   void draw(AppContext& ctx) override {
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("flash_attention.md");

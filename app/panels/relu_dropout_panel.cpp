@@ -53,6 +53,7 @@ class ReluDropoutPanel : public Panel {
   std::vector<TourStop> tour_stops() const override {
     return {{"p0.5", {"p=0.5"}}, {"p0.1", {"p=0.1"}}, {"p0.9-n2pow20", {"p=0.9", "n=1048576"}}};
   }
+  std::vector<Animation> animations() const override { return {{"p-sweep", "p=0..0.9:0.1", {}, 3}}; }
 
   // [SECTION] drawing ---------------------------------------------------------------------------------------
   void draw(AppContext& ctx) override {

@@ -55,6 +55,7 @@ class SoftmaxPanel : public Panel {
             {"bug-n1024", {"n_cols=1024"}},
             {"online-n2000", {"view=online", "n_cols=2000", "chunk=256"}}};
   }
+  std::vector<Animation> animations() const override { return {{"n-cols-across-1024", "n_cols=961..1089:16", {}, 2}}; }
 
   void draw(AppContext& ctx) override {
     const Backend b = ctx.backend.backend;

@@ -39,6 +39,9 @@ class VectorAddPanel : public Panel {
     return {{"n1000-block256", {"n=1000", "block_size=256"}},
             {"n2pow20-block1024", {"n=1048576", "block_size=1024"}}};
   }
+  std::vector<Animation> animations() const override {
+    return {{"tail-mask", "n=784..1024:16", {"block_size=256"}, 4}};
+  }
 
   void draw(AppContext& ctx) override {
     if (ImGui::CollapsingHeader("What you are looking at", ImGuiTreeNodeFlags_DefaultOpen))
