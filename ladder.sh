@@ -6,6 +6,8 @@
 #                                 AddressSanitizer + UBSan build (asan preset): the CPU tests and a
 #                                 headless tour under it, any sanitizer report failing the run
 #   ./ladder.sh asan              the sanitizer part of `test` alone
+#   ./ladder.sh install [PREFIX]  installs what is missing, builds, and installs for one user into PREFIX
+#                                 (default ~/.local): the binary, the desktop entry and the icons
 # The CUDA backend is built when nvcc is found (PATH, CUDACXX or /usr/local/cuda/bin/nvcc).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -15,6 +17,7 @@ packages=(
   libimgui-dev libglfw3-dev libepoxy-dev libegl-dev libgl-dev libgles-dev libstb-dev
   libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev fonts-dejavu-core libgif-dev
   libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth clang libclang-rt-14-dev
+  librsvg2-bin
 )
 
 install_missing() {
@@ -78,8 +81,23 @@ case "${1:-}" in
     install_missing
     sanitizers
     ;;
+  install)
+    prefix="${2:-$HOME/.local}"
+    case "$prefix" in /*) ;; *) prefix="$OLDPWD/$prefix" ;; esac  # relative to where ladder.sh was run
+    install_missing
+    build
+    cmake --install build --prefix "$prefix"
+    # Refresh the desktop's caches where the tools exist (a bare system has neither; the menu finds the
+    # entry at its next scan).
+    if command -v update-desktop-database > /dev/null; then update-desktop-database -q "$prefix/share/applications" || true; fi
+    if command -v gtk-update-icon-cache > /dev/null && [ -f "$prefix/share/icons/hicolor/index.theme" ]; then
+      gtk-update-icon-cache -q "$prefix/share/icons/hicolor" || true
+    fi
+    echo "ladder.sh: installed $prefix/bin/kernel-ladder and its desktop entry (Kernel Ladder, under Education)"
+    case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "ladder.sh: $prefix/bin is not on PATH; the menu entry runs it by its full path" ;; esac
+    ;;
   *)
-    echo "usage: ./ladder.sh launch [kernel-ladder arguments] | ./ladder.sh test | ./ladder.sh asan" >&2
+    echo "usage: ./ladder.sh launch [kernel-ladder arguments] | ./ladder.sh test | ./ladder.sh asan | ./ladder.sh install [PREFIX]" >&2
     exit 2
     ;;
 esac

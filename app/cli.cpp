@@ -18,6 +18,7 @@
 #include "app/shell.h"
 #include "app/soak.h"
 #include "app/tour_web.h"
+#include "app/version.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/npy.h"
@@ -354,7 +355,7 @@ int cmd_bench(const std::string& kernel, const std::string& json_path, const std
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"Kernel Ladder: launch real kernels and see what they do, rung by rung."};
-  app.set_version_flag("--version", "kernel-ladder 0.1.0");
+  app.set_version_flag("--version", version_text());
   std::string backend = "auto", size_text, panel;
   std::vector<std::string> sets;
   int frames = 0;

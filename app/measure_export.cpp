@@ -10,7 +10,7 @@ namespace kl::app {
 
 const char* const kCsvColumns =
     "section,kernel,variant,shape,size,bytes,flops,ms,gbs,tflops,ratio,device,backend,date,cpu_figures,copy_gbs,"
-    "gemm_tflops";
+    "gemm_tflops,sets,launch_bound,l2_bytes,call_us";
 
 std::vector<FusionPair> fusion_pairs(const measure::Results& r) {
   std::vector<FusionPair> out;
@@ -29,9 +29,28 @@ std::vector<FusionPair> fusion_pairs(const measure::Results& r) {
     fp.kernel = pr.kernel, fp.fused = pr.fused, fp.unfused = pr.unfused;
     fp.size = best, fp.fused_ms = f->ms, fp.unfused_ms = u->ms;
     fp.fused_bytes_per_elem = f->bytes / best, fp.unfused_bytes_per_elem = u->bytes / best;
+    fp.launch_bound = f->launch_bound;
     out.push_back(fp);
   }
   return out;
+}
+
+unsigned verdict_colour(measure::Verdict v) {
+  switch (v) {
+    case measure::Verdict::AtCeiling: return kSuccessColour;
+    case measure::Verdict::Fair: return kFairColour;
+    case measure::Verdict::Low: return kLowColour;
+    case measure::Verdict::AboveCeiling: return kAboveCeilingColour;
+    case measure::Verdict::LaunchBound: return kLaunchBoundColour;
+  }
+  return kLowColour;
+}
+
+std::string fusion_title(const FusionPair& f) {
+  char b[160];
+  std::snprintf(b, sizeof b, "%s, N=%s: %.2fx%s", f.kernel == "softmax" ? "softmax" : "ReLU+dropout",
+                measure::pow2_name(f.size).c_str(), f.speedup(), f.launch_bound ? " (launch-bound)" : "");
+  return b;
 }
 
 std::string measure_json(const measure::Results& r) {
@@ -42,7 +61,8 @@ std::string measure_json(const measure::Results& r) {
                   {"date", m.date},               {"cpu_figures", m.cpu_figures},
                   {"quick", m.quick},             {"copy_gbs", m.copy_gbs},
                   {"copy_elements", m.copy_elements}, {"gemm_tflops", m.gemm_tflops},
-                  {"gemm", m.gemm_what},          {"gemm_max_rel_err", m.gemm_max_rel_err}};
+                  {"gemm", m.gemm_what},          {"gemm_max_rel_err", m.gemm_max_rel_err},
+                  {"l2_bytes", m.l2_bytes},       {"call_us", m.call_us}};
   j["complete"] = r.finished;
   j["cancelled"] = r.cancelled;
   j["error"] = r.error;
@@ -50,13 +70,15 @@ std::string measure_json(const measure::Results& r) {
   for (const measure::Point& p : r.points)
     j["points"].push_back({{"section", p.section}, {"kernel", p.kernel}, {"variant", p.variant}, {"shape", p.shape},
                            {"size", p.size},       {"bytes", p.bytes},   {"flops", p.flops},     {"ms", p.ms},
-                           {"gbs", p.gbs},         {"tflops", p.tflops}, {"ratio", p.ratio}});
+                           {"gbs", p.gbs},         {"tflops", p.tflops}, {"ratio", p.ratio},
+                           {"sets", p.sets},       {"launch_bound", p.launch_bound},
+                           {"verdict", measure::verdict_name(measure::verdict(p))}});
   j["fusion"] = json::array();
   for (const FusionPair& f : fusion_pairs(r))
     j["fusion"].push_back({{"kernel", f.kernel}, {"fused", f.fused}, {"unfused", f.unfused}, {"size", f.size},
                            {"fused_ms", f.fused_ms}, {"unfused_ms", f.unfused_ms}, {"speedup", f.speedup()},
                            {"fused_bytes_per_elem", f.fused_bytes_per_elem},
-                           {"unfused_bytes_per_elem", f.unfused_bytes_per_elem}});
+                           {"unfused_bytes_per_elem", f.unfused_bytes_per_elem}, {"launch_bound", f.launch_bound}});
   return j.dump(2) + "\n";
 }
 
@@ -82,7 +104,8 @@ std::string measure_csv(const measure::Results& r) {
          num(p.size) + "," + num(p.bytes) + "," + num(p.flops) + "," + num(p.ms) + "," + num(p.gbs) + "," +
          num(p.tflops) + "," + num(p.ratio) + "," + csv_field(m.device) + "," + csv_field(m.backend) + "," +
          csv_field(m.date) + "," + (m.cpu_figures ? "1" : "0") + "," + num(m.copy_gbs) + "," + num(m.gemm_tflops) +
-         "\n";
+         "," + std::to_string(p.sets) + "," + (p.launch_bound ? "1" : "0") + "," + std::to_string(m.l2_bytes) + "," +
+         num(m.call_us) + "\n";
   }
   return s;
 }
@@ -107,8 +130,9 @@ int measure_command(const std::string& backend, bool quick, const std::string& j
     for (; shown < int(so_far.points.size()); ++shown) {
       const measure::Point& p = so_far.points[size_t(shown)];
       if (p.section == "bandwidth")
-        std::printf("      %-28s %-26s %10.4f ms %9.1f GB/s  %.3f of copy\n", p.series().c_str(), p.shape.c_str(), p.ms,
-                    p.gbs, p.ratio);
+        std::printf("      %-28s %-26s %10.4f ms %9.1f GB/s  %.3f of copy (%s; %d buffer set%s)\n", p.series().c_str(),
+                    p.shape.c_str(), p.ms, p.gbs, p.ratio, measure::verdict_name(measure::verdict(p)), p.sets,
+                    p.sets == 1 ? "" : "s");
       else
         std::printf("      %-28s %-26s %10.4f ms %9.3f TFLOP/s  %.3f of the GEMM\n", p.series().c_str(), p.shape.c_str(),
                     p.ms, p.tflops, p.ratio);
@@ -119,9 +143,12 @@ int measure_command(const std::string& backend, bool quick, const std::string& j
   const measure::Machine& m = r.machine;
   std::printf("machine: %s (%s), %s; copy %.1f GB/s at %lld floats; GEMM ceiling %.2f TFLOP/s (%s)\n", m.device.c_str(),
               m.backend.c_str(), m.date.c_str(), m.copy_gbs, (long long)m.copy_elements, m.gemm_tflops, m.gemm_what.c_str());
+  std::printf("%s\n", measure::cold_sentence(r).c_str());
+  if (!measure::launch_sentence(r).empty()) std::printf("%s\n", measure::launch_sentence(r).c_str());
   for (const FusionPair& f : fusion_pairs(r))
-    std::printf("fusion: %s %s %.4f ms vs %s %.4f ms at N=%.0f: %.2fx\n", f.kernel.c_str(), f.fused.c_str(), f.fused_ms,
-                f.unfused.c_str(), f.unfused_ms, f.size, f.speedup());
+    std::printf("fusion: %s %s %.4f ms vs %s %.4f ms at N=%.0f: %.2fx%s\n", f.kernel.c_str(), f.fused.c_str(), f.fused_ms,
+                f.unfused.c_str(), f.unfused_ms, f.size, f.speedup(),
+                f.launch_bound ? " (launch-bound: one launch saved, not bytes)" : "");
   if (!json.empty()) write_text_file(json, measure_json(r), "--json"), std::printf("wrote %s\n", json.c_str());
   if (!csv.empty()) write_text_file(csv, measure_csv(r), "--csv"), std::printf("wrote %s\n", csv.c_str());
   if (!r.error.empty()) {

@@ -16,9 +16,21 @@ struct FusionPair {
   std::string kernel, fused, unfused;
   double size = 0, fused_ms = 0, unfused_ms = 0;
   double fused_bytes_per_elem = 0, unfused_bytes_per_elem = 0;
+  bool launch_bound = false;  // at this size the time is mostly the fixed cost of a call (measure.h)
   double speedup() const { return fused_ms > 0 ? unfused_ms / fused_ms : 0; }
 };
 std::vector<FusionPair> fusion_pairs(const measure::Results& r);
+// The bar chart's title: "ReLU+dropout, N=2^20: 1.58x (launch-bound)".
+std::string fusion_title(const FusionPair& f);
+
+// The table's colours (IM_COL32 packing: 0xAABBGGRR), one per measure::Verdict. Green means "at the
+// ceiling" only: a ratio above 1 (the ceiling did not bound it) and a launch-bound size get their own.
+constexpr unsigned kSuccessColour = 0xFF78DB78u;       // green  (120, 219, 120)
+constexpr unsigned kFairColour = 0xFF66CCF2u;          // amber  (242, 204, 102)
+constexpr unsigned kLowColour = 0xFF7380FFu;           // red    (255, 128, 115)
+constexpr unsigned kAboveCeilingColour = 0xFFF0B4A0u;  // violet (160, 180, 240): not a bound, not success
+constexpr unsigned kLaunchBoundColour = 0xFFA0A0A0u;   // grey: fixed cost, not bandwidth
+unsigned verdict_colour(measure::Verdict v);
 
 extern const char* const kCsvColumns;  // "section,kernel,variant,shape,size,..."
 

@@ -230,7 +230,7 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
   Frame f = begin_frame(id, opt, size, y_tick_width(yt));
   ax.p0 = f.p0.x, ax.p1 = f.p1.x, ay.p0 = f.p1.y, ay.p1 = f.p0.y;
   const int x_target = std::max(2, int((f.p1.x - f.p0.x) / (font * 5.0f)));
-  const std::vector<double> xt = detail::nice_ticks(xlo, xhi, x_target, ax.log);
+  const std::vector<double> xt = opt.x_ticks.empty() ? detail::nice_ticks(xlo, xhi, x_target, ax.log) : opt.x_ticks;
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
   draw_y_axis(dl, f, ay, yt);

@@ -19,6 +19,7 @@ struct PlotOptions {
   std::string title, x_label, y_label;
   bool log_x = false, log_y = false;
   double y_min = 0, y_max = 0;  // both 0: auto
+  std::vector<double> x_ticks;  // line_plot: these x ticks instead of nice ones (empty: nice ticks)
   std::vector<double> v_lines;  // vertical markers (e.g. 1024, the wall)
   std::vector<std::string> v_line_labels;
 };

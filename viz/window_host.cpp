@@ -21,6 +21,7 @@
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
 #include "viz/render_host.h"
+#include "viz/window_icon.h"
 
 extern "C" void* glfwGetX11Display(void);  // exported by Debian's X11 build of GLFW 3.3
 
@@ -125,6 +126,7 @@ class WindowHost final : public RenderHost {
       *error = "could not open a GL 3.3 core window (" + last_glfw_error() + ")";
       return false;
     }
+    set_window_icon(window_);
     glfwMakeContextCurrent(window_);
     detail::set_gl_context_live(true);
     glfwSwapInterval(o.vsync ? 1 : 0);

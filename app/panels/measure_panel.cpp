@@ -39,6 +39,15 @@ std::string pow2(double n) {
   return std::fabs(e - std::round(e)) < 1e-9 ? "2^" + std::to_string(int(std::round(e))) : fmt("%.0f", n);
 }
 
+// The bandwidth sizes measured so far, ascending (the plot's x ticks).
+std::vector<int64_t> measured_sizes(const measure::Results& r) {
+  std::vector<int64_t> n;
+  for (const measure::Point& p : r.points)
+    if (p.section == "bandwidth" && std::find(n.begin(), n.end(), int64_t(p.size)) == n.end()) n.push_back(int64_t(p.size));
+  std::sort(n.begin(), n.end());
+  return n;
+}
+
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class MeasurePanel : public Panel {
  public:
@@ -152,14 +161,13 @@ class MeasurePanel : public Panel {
     const measure::Machine& m = results_.machine;
     ImGui::Text("%s  |  %s backend  |  %s%s", m.device.c_str(), m.backend.c_str(), m.date.c_str(),
                 m.quick ? "  |  quick sizes" : "");
-    std::string ceilings;
-    if (m.copy_gbs > 0) ceilings += "copy " + fmt("%.0f GB/s", m.copy_gbs) + " at " + pow2(double(m.copy_elements)) + " floats";
-    if (m.gemm_tflops > 0) ceilings += "  |  GEMM ceiling " + flops_text(m.gemm_tflops) + " (" + m.gemm_what + ")";
-    if (!ceilings.empty()) {
-      ImGui::PushTextWrapPos(0.0f);
-      ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
-      ImGui::PopTextWrapPos();
-    }
+    const std::string ceilings = measure::ceilings_sentence(results_);
+    ImGui::PushTextWrapPos(0.0f);
+    if (!ceilings.empty()) ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
+    ImGui::TextDisabled("%s", measure::cold_sentence(results_).c_str());
+    const std::string launch = measure::launch_sentence(results_);
+    if (!launch.empty()) ImGui::TextDisabled("%s", launch.c_str());
+    ImGui::PopTextWrapPos();
     if (m.cpu_figures) {
       ImGui::PushTextWrapPos(0.0f);
       ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f),
@@ -195,26 +203,34 @@ class MeasurePanel : public Panel {
       unsigned color;
       bool points;
     };
+    // The copy last and as dots, so that it shows on top of the fused line it runs beside.
     const Style styles[] = {
-        {"copy", cpu ? "memcpy" : "d2d", cpu ? "memcpy (ceiling)" : "device-to-device copy (ceiling)", kCeiling, false},
         {"vector-add", "fast", "vector add, 12 B/elem", kBlue, false},
         {"relu-dropout", "fused", "ReLU+dropout fused, 8 B", kGreen, false},
         {"relu-dropout", "unfused", "ReLU+dropout unfused, 16 B", kGreen, true},
         {"softmax", "fixed", "softmax one pass, 8 B", kOrange, false},
-        {"softmax", "three_pass", "softmax three_pass, 20 B", kOrange, true}};
+        {"softmax", "three_pass", "softmax three_pass, 20 B", kOrange, true},
+        {"copy", cpu ? "memcpy" : "d2d", cpu ? "memcpy (ceiling), dots" : "device-to-device copy (ceiling), dots",
+         kCeiling, true}};
+    // x is log2 N on a linear axis: one tick per power of two measured (a log axis would tick decades only).
     std::vector<viz::Series> bw;
     for (const Style& s : styles) {
       viz::Series se{s.label, {}, {}, s.color, s.points};
       for (const measure::Point& p : r.points)
-        if (p.kernel == s.kernel && p.variant == s.variant) se.x.push_back(p.size), se.y.push_back(p.gbs);
+        if (p.kernel == s.kernel && p.variant == s.variant) se.x.push_back(std::log2(p.size)), se.y.push_back(p.gbs);
       if (!se.x.empty()) bw.push_back(se);
     }
     viz::PlotOptions ao;
-    ao.title = cpu ? "GB/s (CPU) = bytes moved / median time" : "GB/s = bytes moved / median time";
-    ao.x_label = "N, fp32 elements (" + pow2(bw.empty() ? 1 : bw[0].x.front()) + " .. " +
-                 pow2(r.largest_size("bandwidth")) + ", log scale)";
+    ao.title = cpu ? "GB/s (CPU) = bytes moved / median time" : "GB/s = bytes moved / median time, timed cold";
+    ao.x_label = "log2 N: N = 2^x fp32 elements (" + pow2(bw.empty() ? 1 : std::exp2(bw[0].x.front())) + " .. " +
+                 pow2(r.largest_size("bandwidth")) + ")";
     ao.y_label = "GB/s";
-    ao.log_x = true;
+    for (int64_t n : measured_sizes(r)) ao.x_ticks.push_back(std::log2(double(n)));
+    const double launch_upto = measure::launch_bound_up_to(r);
+    if (launch_upto > 0) {
+      ao.v_lines = {std::log2(launch_upto)};
+      ao.v_line_labels = {"<- launch-bound"};
+    }
     viz::line_plot("bandwidth", bw, ao, ImVec2(left_w, top_h));
     ImGui::EndGroup();
     ImGui::SameLine(0, gap);
@@ -240,8 +256,7 @@ class MeasurePanel : public Panel {
           {f.fused, f.fused_ms * k, col},
           {f.unfused == "three_pass" ? std::string("3 pass") : f.unfused, f.unfused_ms * k, IM_COL32(150, 150, 160, 255)}};
       viz::PlotOptions bo;
-      bo.title = std::string(f.kernel == "softmax" ? "softmax" : "ReLU+dropout") + ", N=" + pow2(f.size) + ": " +
-                 fmt("%.2fx", f.speedup());
+      bo.title = fusion_title(f);
       bo.y_label = us ? "us" : "ms";
       ImGui::PushID(int(i));
       viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, bar_h));
@@ -279,6 +294,10 @@ class MeasurePanel : public Panel {
     co.x_label = "sequence length L (" + fmt("%.0f", lmin) + " .. " + fmt("%.0f", lmax) + ", log scale)";
     co.y_label = cpu ? "GFLOP/s" : "TFLOP/s";
     co.log_x = true;
+    for (const auto& [name, s] : by_variant)  // a tick at every length measured
+      for (double x : s.x)
+        if (std::find(co.x_ticks.begin(), co.x_ticks.end(), x) == co.x_ticks.end()) co.x_ticks.push_back(x);
+    std::sort(co.x_ticks.begin(), co.x_ticks.end());
     double ymax = r.machine.gemm_tflops * flops_unit();
     for (const viz::Series& s : cs)
       for (double v : s.y) ymax = std::max(ymax, v);
@@ -301,15 +320,18 @@ class MeasurePanel : public Panel {
 
   void draw_table(float w, float h) {
     const measure::Results& r = results_;
-    if (!ImGui::BeginTable("ratios", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
+    if (!ImGui::BeginTable("ratios", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
                            ImVec2(w, h)))
       return;
     ImGui::TableSetupColumn("kernel", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.12f));
-    ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.22f));
-    ImGui::TableSetupColumn("of ceiling", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.16f));
+    ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.10f));
+    ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.18f));
+    ImGui::TableSetupColumn("of ceiling", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.12f));
+    ImGui::TableSetupColumn("reads as", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.22f));
     ImGui::TableHeadersRow();
-    auto row = [](const std::string& name, const std::string& size, const std::string& value, double ratio) {
+    auto row = [](const std::string& name, const std::string& size, const std::string& value, const measure::Point& p) {
+      const double ratio = p.ratio;
+      const measure::Verdict v = measure::verdict(p);
       ImGui::TableNextRow();
       ImGui::TableSetColumnIndex(0);
       ImGui::TextUnformatted(name.c_str());
@@ -318,20 +340,21 @@ class MeasurePanel : public Panel {
       ImGui::TableSetColumnIndex(2);
       ImGui::TextUnformatted(value.c_str());
       ImGui::TableSetColumnIndex(3);
-      const ImVec4 col = ratio >= 0.8 ? ImVec4(0.47f, 0.86f, 0.47f, 1) : ratio >= 0.5 ? ImVec4(0.95f, 0.8f, 0.4f, 1)
-                                                                                    : ImVec4(1, 0.5f, 0.45f, 1);
+      const ImVec4 col = ImGui::ColorConvertU32ToFloat4(verdict_colour(v));
       ImGui::TextColored(col, ratio >= 0.1 ? "%.2f" : "%.3f", ratio);
+      ImGui::TableSetColumnIndex(4);
+      ImGui::TextColored(col, "%s", measure::verdict_name(v));
     };
     const double nmax = r.largest_size("bandwidth");
     for (const measure::Point& p : r.points)
       if (p.section == "bandwidth" && p.size == nmax && p.kernel != "copy")
-        row(p.kernel + " " + p.variant, pow2(p.size), fmt(p.gbs >= 100 ? "%.0f GB/s" : "%.3g GB/s", p.gbs), p.ratio);
+        row(p.kernel + " " + p.variant, pow2(p.size), fmt(p.gbs >= 100 ? "%.0f GB/s" : "%.3g GB/s", p.gbs), p);
     // The best FlashAttention point of each variant.
     std::map<std::string, const measure::Point*> best;
     for (const measure::Point& p : r.points)
       if (p.section == "compute" && (!best[p.variant] || p.tflops > best[p.variant]->tflops)) best[p.variant] = &p;
     for (const auto& [v, p] : best)
-      if (p) row("flash " + v, "L=" + fmt("%.0f", p->size), flops_text(p->tflops), p->ratio);
+      if (p) row("flash " + v, "L=" + fmt("%.0f", p->size), flops_text(p->tflops), *p);
     ImGui::EndTable();
   }
 

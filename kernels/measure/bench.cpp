@@ -87,6 +87,11 @@ int cold_sets(Backend b, size_t bytes_per_set) {
 }
 
 double copy_bandwidth_gbs(Backend b, size_t bytes, int sets) {
+  const Timing t = copy_timing(b, bytes, sets);
+  return 2.0 * double(bytes) / (t.median_ms * 1e-3) / 1e9;
+}
+
+Timing copy_timing(Backend b, size_t bytes, int sets) {
   if (sets < 1) throw InputError("copy_bandwidth_gbs: sets=" + std::to_string(sets) + " must be >= 1");
   std::vector<Buffer<uint8_t>> src, dst;
   for (int k = 0; k < sets; ++k) {
@@ -109,7 +114,7 @@ double copy_bandwidth_gbs(Backend b, size_t bytes, int sets) {
     });
 #endif
   }
-  return 2.0 * double(bytes) / (t.median_ms * 1e-3) / 1e9;
+  return t;
 }
 
 std::string format_table(const std::vector<Row>& rows) {

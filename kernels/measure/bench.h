@@ -32,6 +32,8 @@ int sets_to_span(int64_t l2_bytes, size_t bytes_per_set);
 // Copy bandwidth in GB/s (1e9 bytes/s) counting bytes read plus bytes written, for a copy of `bytes`
 // bytes (device-to-device on CUDA, memcpy on the CPU), rotating through `sets` source/destination pairs.
 double copy_bandwidth_gbs(Backend b, size_t bytes, int sets = 1);
+// The timing behind it: one copy of `bytes` per call, rotating through `sets` pairs.
+Timing copy_timing(Backend b, size_t bytes, int sets = 1);
 
 struct Row {
   std::string kernel, variant, shape;

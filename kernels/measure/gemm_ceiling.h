@@ -2,7 +2,9 @@
 // GEMM measured on this machine, in the same run.
 //   CUDA  cuBLAS: C = A B with A, B [n, n] bf16, C fp32, fp32 accumulation (cublasGemmEx with
 //         CUBLAS_COMPUTE_32F), n = 8192 by default: 2 n^3 FLOP per call, on the tensor cores. What
-//         FlashAttention's mma.sync loop can at best approach (it also has a softmax to do).
+//         FlashAttention fast (kernels/rungs/flash_attention_fast.h) can at best approach: on an H100/H200
+//         its two matrix products run on wgmma (warpgroup MMA, operands brought in by TMA), elsewhere on
+//         mma.sync.m16n8k16; either way it also has a softmax to do between them, which a GEMM has not.
 //   CPU   a cache-blocked fp32 loop (n = 384 by default): CPU figures, not a tuned BLAS.
 // Before anything is timed, sampled entries of C are checked against a float64 dot product of the same
 // (rounded) inputs, so the ceiling is a real product and not an empty launch.

@@ -70,24 +70,39 @@ std::string cpu_model() {
   return "CPU";
 }
 
-// Buffers shared by the steps of one size (reallocated and refilled when the size changes).
+// Buffers shared by the steps of one size (reallocated and refilled when the size or the set count
+// changes): `sets` buffer sets of N floats each, set k at offset k * N of every buffer, so the timed loop
+// can rotate through them (cold timing: see bandwidth_sets).
 struct Workspace {
   Backend b = Backend::Cpu;
   int64_t n = 0;
+  int sets = 1;
   Buffer<float> x, y, out, tmp, scratch;
-  void ensure(int64_t size) {
-    if (size == n) return;
-    n = size;
-    std::vector<float> h(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) h[size_t(i)] = hash_uniform(uint64_t(i), 1);
-    x.resize(b, size_t(n));
+  void ensure(int64_t size, int nsets) {
+    if (size == n && nsets == sets) return;
+    n = size, sets = nsets;
+    const size_t total = size_t(n) * size_t(sets);
+    std::vector<float> h(total);
+    for (size_t i = 0; i < total; ++i) h[i] = hash_uniform(uint64_t(i), 1);
+    x.resize(b, total);
     x.upload(h);
-    for (int64_t i = 0; i < n; ++i) h[size_t(i)] = hash_uniform(uint64_t(i), 2);
-    y.resize(b, size_t(n));
+    for (size_t i = 0; i < total; ++i) h[i] = hash_uniform(uint64_t(i), 2);
+    y.resize(b, total);
     y.upload(h);
-    out.resize(b, size_t(n));
-    tmp.resize(b, size_t(n));
+    out.resize(b, total);
+    tmp.resize(b, total);
     scratch.resize(b, size_t(2 * std::max<int64_t>(1, n / kSoftmaxCols)));
+  }
+  float* at(Buffer<float>& buf, int k) { return buf.data() + int64_t(k) * n; }
+};
+
+// Rotates through set 0, 1, ..., sets - 1, 0, ...: each call of a timed loop takes the next.
+struct Rotation {
+  int sets = 1, k = 0;
+  int next() {
+    const int cur = k;
+    k = (k + 1) % sets;
+    return cur;
   }
 };
 
@@ -120,6 +135,8 @@ Point bandwidth_point(const std::string& kernel, const std::string& variant, int
   p.gbs = p.bytes / (t.median_ms * 1e-3) / 1e9;
   const Point* copy = r.find("copy", r.machine.cpu_figures ? "memcpy" : "d2d", double(n));
   p.ratio = copy && copy->gbs > 0 ? p.gbs / copy->gbs : 0;
+  p.launch_bound = copy && copy->launch_bound;
+  p.sets = bandwidth_sets(r.machine.l2_bytes, n);
   return p;
 }
 
@@ -147,6 +164,81 @@ std::vector<int64_t> sizes(const Options& o) {
   return s;
 }
 
+int bandwidth_sets(int64_t l2_bytes, int64_t n) {
+  return l2_bytes <= 0 ? 1 : bench::sets_to_span(l2_bytes, size_t(8 * n));
+}
+
+Verdict verdict(const Point& p) {
+  if (p.ratio > 1.0) return Verdict::AboveCeiling;
+  if (p.launch_bound) return Verdict::LaunchBound;
+  return p.ratio >= 0.8 ? Verdict::AtCeiling : p.ratio >= 0.5 ? Verdict::Fair : Verdict::Low;
+}
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::AtCeiling: return "at the ceiling";
+    case Verdict::Fair: return "fair";
+    case Verdict::Low: return "low";
+    case Verdict::AboveCeiling: return "above the ceiling";
+    case Verdict::LaunchBound: return "launch-bound";
+  }
+  return "";
+}
+
+double launch_bound_up_to(const Results& r) {
+  double n = 0;
+  for (const Point& p : r.points)
+    if (p.section == "bandwidth" && p.kernel == "copy" && p.launch_bound) n = std::max(n, p.size);
+  return n;
+}
+
+namespace {
+std::string num(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+}  // namespace
+
+std::string pow2_name(double n) { return pow2_text(int64_t(std::llround(n))); }
+
+std::string ceilings_sentence(const Results& r) {
+  const Machine& m = r.machine;
+  std::string s;
+  if (m.copy_gbs > 0) s += "copy " + num("%.0f GB/s", m.copy_gbs) + " at " + pow2_text(m.copy_elements) + " floats";
+  if (m.gemm_tflops > 0)
+    s += std::string(s.empty() ? "" : " | ") + "GEMM ceiling " +
+         (m.cpu_figures ? num("%.2f GFLOP/s", m.gemm_tflops * 1e3) : num("%.0f TFLOP/s", m.gemm_tflops)) + " (" +
+         m.gemm_what + ")";
+  return s;
+}
+
+std::string cold_sentence(const Results& r) {
+  if (r.machine.l2_bytes <= 0)
+    return "timed warm, one buffer set per size (the CPU backend times what it finds in its caches): CPU figures";
+  std::string sets;
+  for (const Point& p : r.points)
+    if (p.section == "bandwidth" && p.kernel == "copy")
+      sets += std::string(sets.empty() ? "" : ", ") + std::to_string(p.sets) + " at " +
+              pow2_text(int64_t(p.size));
+  return "timed cold, the copy and the kernels alike: each call takes the next of S buffer sets that together "
+         "span 4x the " + num("%.0f MiB", double(r.machine.l2_bytes) / (1024.0 * 1024.0)) +
+         " L2, so none finds its data in the cache (S = " + sets + " floats)";
+}
+
+std::string launch_sentence(const Results& r) {
+  const double call_us = r.machine.call_us;
+  if (call_us <= 0) return "";
+  const double upto = launch_bound_up_to(r);
+  const std::string cost = "a call costs at least " + num("%.1f us", call_us) + " here (a 4-byte copy)";
+  if (upto <= 0)
+    return cost + "; the copy takes more than " + num("%.0fx", kLaunchBoundFactor) + " that at every size";
+  return cost + "; up to N = " + pow2_text(int64_t(upto)) + " the copy takes less than " +
+         num("%.0fx", kLaunchBoundFactor) +
+         " that, so those sizes are launch-bound: the launch, the grid ramping up and the last wave draining "
+         "cost the same whatever the bytes, and a ratio there compares fixed costs, not bandwidth";
+}
+
 // [SECTION] the plan: bandwidth, the GEMM ceiling, compute ---------------------------------------------
 std::vector<Step> plan(const Options& o) {
   const Backend b = o.backend;
@@ -156,15 +248,26 @@ std::vector<Step> plan(const Options& o) {
   ws->b = b;
   std::vector<Step> steps;
   const std::vector<int64_t> ns = sizes(o);
+  // The workspace at N floats with the set count the copy at N used; returns the count.
+  auto ws_sets = [ws](const Results& r, int64_t n) {
+    const int sets = bandwidth_sets(r.machine.l2_bytes, n);
+    ws->ensure(n, sets);
+    return sets;
+  };
 
+  if (!cpu)
+    steps.push_back({"the fixed cost of one call (a 4-byte device-to-device copy)", [=](Results& r) {
+                       r.machine.call_us = bench::copy_timing(b, 4).median_ms * 1e3;
+                     }});
   for (int64_t n : ns) {
     const std::string at = ", N = " + pow2_text(n);
     const std::string nshape = "n=" + std::to_string(n);
     const int64_t rows = n / kSoftmaxCols;
     const std::string sshape = std::to_string(rows) + "x" + std::to_string(kSoftmaxCols) + " fp32";
     steps.push_back({std::string(cpu ? "memcpy" : "device-to-device copy") + at, [=](Results& r) {
-                       ws->ensure(n);
-                       const double gbs = bench::copy_bandwidth_gbs(b, size_t(n) * sizeof(float));
+                       const int sets = bandwidth_sets(r.machine.l2_bytes, n);
+                       const bench::Timing t = bench::copy_timing(b, size_t(n) * sizeof(float), sets);
+                       const double gbs = 8.0 * double(n) / (t.median_ms * 1e-3) / 1e9;
                        Point p;
                        p.section = "bandwidth";
                        p.kernel = "copy";
@@ -175,30 +278,42 @@ std::vector<Step> plan(const Options& o) {
                        p.gbs = gbs;
                        p.ms = p.bytes / (gbs * 1e9) * 1e3;
                        p.ratio = 1;
+                       p.sets = sets;
+                       p.launch_bound = r.machine.call_us > 0 && p.ms * 1e3 < kLaunchBoundFactor * r.machine.call_us;
                        r.points.push_back(p);
                        if (double(n) >= double(r.machine.copy_elements))
                          r.machine.copy_gbs = gbs, r.machine.copy_elements = n;
                      }});
     steps.push_back({"vector-add fast" + at, [=](Results& r) {
-                       ws->ensure(n);
+                       Rotation rot{ws_sets(r, n)};
                        const bench::Timing t = bench::time(
-                           b, [&] { vector_add::run_fast(b, ws->x.data(), ws->y.data(), ws->out.data(), n); }, warm, iters);
+                           b,
+                           [&] {
+                             const int k = rot.next();
+                             vector_add::run_fast(b, ws->at(ws->x, k), ws->at(ws->y, k), ws->at(ws->out, k), n);
+                           },
+                           warm, iters);
                        r.points.push_back(bandwidth_point("vector-add", "fast", n, nshape, 12.0, t, r));
                      }});
     steps.push_back({"relu-dropout fused" + at, [=](Results& r) {
-                       ws->ensure(n);
+                       Rotation rot{ws_sets(r, n)};
                        const bench::Timing t = bench::time(
-                           b, [&] { relu_dropout::run_fused(b, ws->x.data(), ws->out.data(), n, 0.5, 1234, kReluBlock); },
+                           b,
+                           [&] {
+                             const int k = rot.next();
+                             relu_dropout::run_fused(b, ws->at(ws->x, k), ws->at(ws->out, k), n, 0.5, 1234, kReluBlock);
+                           },
                            warm, iters);
                        r.points.push_back(bandwidth_point("relu-dropout", "fused", n, nshape + " p=0.5", 8.0, t, r));
                      }});
     steps.push_back({"relu-dropout unfused" + at, [=](Results& r) {
-                       ws->ensure(n);
+                       Rotation rot{ws_sets(r, n)};
                        const bench::Timing t = bench::time(
                            b,
                            [&] {
-                             relu_dropout::run_unfused(b, ws->x.data(), ws->tmp.data(), ws->out.data(), n, 0.5, 1234,
-                                                       kReluBlock);
+                             const int k = rot.next();
+                             relu_dropout::run_unfused(b, ws->at(ws->x, k), ws->at(ws->tmp, k), ws->at(ws->out, k), n,
+                                                       0.5, 1234, kReluBlock);
                            },
                            warm, iters);
                        r.points.push_back(bandwidth_point("relu-dropout", "unfused", n, nshape + " p=0.5", 16.0, t, r));
@@ -207,11 +322,12 @@ std::vector<Step> plan(const Options& o) {
       const std::string name = softmax::variant_name(v);
       const double bpe = v == softmax::Variant::Fixed ? 8.0 : 20.0;
       steps.push_back({"softmax " + name + at, [=](Results& r) {
-                         ws->ensure(n);
+                         Rotation rot{ws_sets(r, n)};
                          const bench::Timing t = bench::time(
                              b,
                              [&] {
-                               softmax::run(b, v, ws->x.data(), ws->out.data(), rows, kSoftmaxCols, nullptr,
+                               const int k = rot.next();
+                               softmax::run(b, v, ws->at(ws->x, k), ws->at(ws->out, k), rows, kSoftmaxCols, nullptr,
                                             softmax::kDefaultChunk, ws->scratch.data());
                              },
                              warm, iters);
@@ -221,7 +337,7 @@ std::vector<Step> plan(const Options& o) {
   }
   steps.push_back({"release the bandwidth buffers", [=](Results&) {
                      ws->x.release(), ws->y.release(), ws->out.release(), ws->tmp.release(), ws->scratch.release();
-                     ws->n = 0;
+                     ws->n = 0, ws->sets = 1;
                    }});
 
   const int gemm_n = cpu ? (o.quick ? 256 : gemm::kDefaultCpuN) : gemm::kDefaultCudaN;
@@ -317,6 +433,7 @@ Results run(const Options& o, const std::atomic<bool>* cancel,
   r.machine.date = utc_now();
   try {
     r.machine.device = o.backend == Backend::Cuda ? device_info(o.backend).name : cpu_model() + " (CPU backend)";
+    r.machine.l2_bytes = o.backend == Backend::Cuda ? device_info(o.backend).l2_bytes : 0;
     std::vector<Step> steps = plan(o);
     r.steps_total = int(steps.size());
     for (const Step& s : steps) {

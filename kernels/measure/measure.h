@@ -5,7 +5,15 @@
 //   bandwidth  achieved GB/s (bytes each version actually moves / median time) against size N (fp32
 //              elements) for vector-add fast (12 B/elem), relu-dropout fused (8) and unfused (16),
 //              softmax fixed (8) and three_pass (20; rows of 4096 columns); the ceiling is a
-//              device-to-device copy of N floats (8 B/elem), measured at every size.
+//              device-to-device copy of N floats (8 B/elem), measured at every size. Every size is timed
+//              cold, the kernels and the copy alike: the timed loop rotates through buffer sets that
+//              together span 4x the L2 (bandwidth_sets), so no call finds its data in the cache (at
+//              2^16..2^20 floats one set fits the H200's 60 MiB L2 many times over, and a warm loop would
+//              time the L2, not the memory, and show kernels "above" the copy). Small sizes are still
+//              launch-bound: a call has a fixed cost (launch, grid ramp-up, the last wave's tail), measured
+//              here as the time of a 4-byte copy (Machine::call_us); where the copy of N floats takes less
+//              than kLaunchBoundFactor times that, the ratio compares fixed costs, not bandwidth, and the
+//              view says so (Point::launch_bound, verdict()).
 //   fusion     fused against unfused at the largest size: the same points, read as time.
 //   compute    FlashAttention `fast` (bf16, B*L = 16384 tokens, H*d = 2048) TFLOP/s against a large bf16
 //              cuBLAS GEMM (kernels/measure/gemm_ceiling.h). The CPU backend has no fast variant: there the
@@ -40,7 +48,12 @@ struct Machine {
   double gemm_tflops = 0;
   std::string gemm_what;  // "cuBLAS bf16 GEMM 8192^3, fp32 accumulate"
   double gemm_max_rel_err = 0;
+  int64_t l2_bytes = 0;  // the device's L2 (0 on the CPU backend, which times what it finds)
+  double call_us = 0;    // the fixed cost of one call: median time of a 4-byte copy (CUDA), 0 on the CPU
 };
+
+// A size is launch-bound when the copy of its N floats takes less than this many times Machine::call_us.
+constexpr double kLaunchBoundFactor = 10.0;
 
 struct Point {
   std::string section;  // "bandwidth" | "compute"
@@ -54,6 +67,8 @@ struct Point {
   double gbs = 0;       // bytes / time
   double tflops = 0;    // flops / time
   double ratio = 0;     // gbs / copy at the same size, or tflops / GEMM ceiling
+  int sets = 1;         // buffer sets the timed loop rotated through (bandwidth; bandwidth_sets)
+  bool launch_bound = false;  // bandwidth: the copy at this size took < kLaunchBoundFactor x call_us
   std::string series() const { return kernel + " " + variant; }
 };
 
@@ -77,6 +92,34 @@ struct Step {
 std::vector<Step> plan(const Options& o);
 // The sizes the bandwidth steps sweep.
 std::vector<int64_t> sizes(const Options& o);
+
+// How many buffer sets the bandwidth steps rotate through at N floats, for an L2 of `l2_bytes`: enough
+// that the smallest footprint of a timed call (8 B per element: the copy, fused ReLU + dropout, one-pass
+// softmax) times the set count spans 4x the L2 (bench::sets_to_span); 1 where l2_bytes is 0 (CPU).
+int bandwidth_sets(int64_t l2_bytes, int64_t n);
+
+// How a ratio is to be read (the table's colour): AboveCeiling for any ratio > 1 (a measurement the
+// ceiling does not bound: never success), LaunchBound where the size is launch-bound, otherwise by the
+// ratio: AtCeiling >= 0.8, Fair >= 0.5, Low below.
+enum class Verdict { AtCeiling, Fair, Low, AboveCeiling, LaunchBound };
+Verdict verdict(const Point& p);
+const char* verdict_name(Verdict v);  // "at the ceiling", "fair", "low", "above the ceiling", "launch-bound"
+
+// The largest measured size that is launch-bound (0 when none is).
+double launch_bound_up_to(const Results& r);
+
+// The view's sentences that carry numbers, made from the results so that text and numbers agree:
+//   ceilings_sentence  "copy 3712 GB/s at 2^26 floats | GEMM ceiling 712 TFLOP/s (cuBLAS ...)"
+//   cold_sentence      "timed cold: each size rotates through buffer sets spanning 4x the 60 MiB L2
+//                       (480 sets at 2^16 floats, ...)", or the CPU's "timed warm" line
+//   launch_sentence    "a call costs at least 2.1 us (a 4-byte copy): up to N = 2^20 the copy takes less
+//                       than 10x that, so ratios there compare fixed costs, not bandwidth", or "" where no
+//                       size is launch-bound
+std::string ceilings_sentence(const Results& r);
+// "2^20" for a power of two, else the integer ("1000").
+std::string pow2_name(double n);
+std::string cold_sentence(const Results& r);
+std::string launch_sentence(const Results& r);
 
 // Runs every step; `cancel` (may be null) is read between steps; `progress` (may be empty) is called
 // before each step with the results so far and the step's label, and once at the end with "".

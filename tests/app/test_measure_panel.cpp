@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "app/measure_export.h"
+#include "assets/embedded.h"
 #include "kernels/measure/measure.h"
 #include "test_util.h"
 #include "viz/png.h"
@@ -68,6 +70,61 @@ TEST(MeasurePanel, ShotDrawsAFinishedQuickMeasurementCpu) {
   EXPECT_GT(count_colour(rgba, 235, 235, 235, 2), 500) << "no ceiling lines";
 }
 
+TEST(MeasurePanel, ARatioAboveTheCeilingIsNotColouredAsSuccess) {
+  measure::Point p;
+  for (bool launch_bound : {false, true})
+    for (double ratio : {1.0001, 1.09, 1.17, 1.36}) {  // the quick sizes' warm readings that were green
+      p.ratio = ratio, p.launch_bound = launch_bound;
+      EXPECT_NE(app::verdict_colour(measure::verdict(p)), app::kSuccessColour) << ratio;
+      EXPECT_EQ(app::verdict_colour(measure::verdict(p)), app::kAboveCeilingColour) << ratio;
+    }
+  p.ratio = 0.95, p.launch_bound = true;
+  EXPECT_NE(app::verdict_colour(measure::verdict(p)), app::kSuccessColour) << "launch-bound is not success";
+  p.launch_bound = false;
+  EXPECT_EQ(app::verdict_colour(measure::verdict(p)), app::kSuccessColour);
+  // Five verdicts, five colours.
+  const std::set<unsigned> colours = {app::kSuccessColour, app::kFairColour, app::kLowColour, app::kAboveCeilingColour,
+                                      app::kLaunchBoundColour};
+  EXPECT_EQ(colours.size(), 5u);
+}
+
+TEST(MeasurePanel, FusionTitleStatesTheSpeedupAndWhetherItIsLaunchBound) {
+  app::FusionPair f;
+  f.kernel = "relu-dropout", f.size = double(1 << 20), f.fused_ms = 0.00386, f.unfused_ms = 0.00608;
+  f.launch_bound = true;
+  char speedup[16];
+  std::snprintf(speedup, sizeof speedup, "%.2fx", f.unfused_ms / f.fused_ms);
+  EXPECT_EQ(app::fusion_title(f), std::string("ReLU+dropout, N=2^20: ") + speedup + " (launch-bound)");
+  f.launch_bound = false, f.kernel = "softmax", f.size = double(1 << 26);
+  EXPECT_EQ(app::fusion_title(f), std::string("softmax, N=2^26: ") + speedup);
+}
+
+// The panel text's numbers (assets/text/measure.md) against the code they describe.
+TEST(MeasurePanel, TheTextsNumbersAreTheCodes) {
+  const std::string text(assets::find("text/measure.md"));
+  ASSERT_FALSE(text.empty());
+  measure::Options o;
+  o.backend = Backend::Cuda, o.quick = true;
+  const std::vector<int64_t> quick = measure::sizes(o);
+  auto has = [&](const std::string& s) { EXPECT_NE(text.find(s), std::string::npos) << "the text lacks: " << s; };
+  has("quick sizes (2^" + std::to_string(int(std::log2(double(quick.front())))) + " to 2^" +
+      std::to_string(int(std::log2(double(quick.back())))) + " floats");
+  const double mib = 1024.0 * 1024.0;
+  char pair[64];
+  std::snprintf(pair, sizeof pair, "%.1f to %.0f MiB per buffer pair", 8.0 * double(quick.front()) / mib,
+                8.0 * double(quick.back()) / mib);
+  has(pair);
+  const int64_t l2 = DeviceInfo{}.l2_bytes;  // the H200's, as the text names it
+  has(std::to_string(l2 / (1024 * 1024)) + " MiB L2 seven times or more");
+  EXPECT_GE(double(l2) / (8.0 * double(quick.back())), 7.0);
+  EXPECT_LT(double(l2) / (8.0 * double(quick.back())), 8.0);
+  has("span four times the L2");
+  EXPECT_GE(double(measure::bandwidth_sets(l2, quick.front())) * 8.0 * double(quick.front()), 4.0 * double(l2));
+  has("less than ten times that");
+  EXPECT_EQ(measure::kLaunchBoundFactor, 10.0);
+  has("a 4-byte copy");
+}
+
 TEST(MeasurePanel, ShotWithoutRunShowsNoPlotsYet) {
   const std::string file = test::tmp_dir() + "/measure-empty.png";
   std::string out;
@@ -109,6 +166,9 @@ TEST(MeasureCommand, JsonAndCsvParseWithTheMachineAndNeedNoGl) {
     EXPECT_GT(p.at("ms").get<double>(), 0.0) << p.dump();
     if (p.at("section") == "bandwidth") EXPECT_GT(p.at("gbs").get<double>(), 0.0) << p.dump();
     else EXPECT_GT(p.at("tflops").get<double>(), 0.0) << p.dump();
+    EXPECT_EQ(p.at("sets").get<int>(), 1) << "the CPU backend times what it finds: " << p.dump();
+    EXPECT_FALSE(p.at("launch_bound").get<bool>()) << p.dump();
+    if (p.at("ratio").get<double>() > 1) EXPECT_EQ(p.at("verdict"), "above the ceiling") << p.dump();
   }
   for (const char* s : {"copy memcpy", "vector-add fast", "relu-dropout fused", "relu-dropout unfused", "softmax fixed",
                         "softmax three_pass", "flash-attention teaching d=64"})
