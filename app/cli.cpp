@@ -4,7 +4,9 @@
 #include <imgui.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -42,6 +44,23 @@ Size parse_size(const std::string& text, Size def) {
     throw InputError(out_of_range_message("--size", text, "width in [320, 8192], height in [240, 8192]"));
   return {w, h};
 }
+
+}  // namespace
+
+void make_directories(const std::string& dir, const std::string& option) {
+  // Every prefix ending at a '/', then the whole path: `mkdir -p`, naming the first part that fails.
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    const std::string part = dir.substr(0, end);
+    if (!part.empty() && ::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      throw InputError(option + " " + dir + ": cannot create " + part + " (" + std::strerror(errno) + ")");
+    struct stat st{};
+    if (!part.empty() && (::stat(part.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+      throw InputError(option + " " + dir + ": cannot create " + part + " (" + std::strerror(ENOTDIR) + ")");
+    if (end == std::string::npos) return;
+  }
+}
+
+namespace {
 
 Shell make_shell(const std::string& backend) {
   Shell s;
@@ -174,10 +193,7 @@ int cmd_tour(const std::string& dir, const std::string& size_text, const std::st
   Shell s = make_shell(backend);
   s.sidebar = false;
   s.show_source = false;
-  ::mkdir(dir.c_str(), 0755);
-  struct stat st{};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw InputError("--out " + dir + ": not a directory that can be created");
+  make_directories(dir, "--out");
   auto host = headless(parse_size(size_text, {1400, 900}));
   PanelsBeforeHost panels_first{s};
   s.host_kind = host->kind();
@@ -434,6 +450,7 @@ int run_cli(int argc, char** argv) {
     return 2;
   }
   try {
+    choose_backend(backend);  // every command: a misspelt or unavailable --backend exits 2 before any work
     if (*shot) return cmd_shot(shot_panel, shot_out, size_text, backend, sets, shot_frames);
     if (*run) return cmd_run(kernel, ins, out, variant, sets, backend, weights, trace);
     if (*list) return cmd_list();

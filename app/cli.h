@@ -3,6 +3,13 @@
 // the allowed range), 1 a runtime failure below us (CUDA, GL, I/O).
 #pragma once
 
+#include <string>
+
 namespace kl::app {
 int run_cli(int argc, char** argv);
+
+// Creates `dir` and every missing parent (as `mkdir -p`). A part that cannot be created is refused as
+// InputError naming `option`, the path, the part and the OS's reason:
+// "--out a/f/x: cannot create a/f (Not a directory)".
+void make_directories(const std::string& dir, const std::string& option);
 }  // namespace kl::app

@@ -1,8 +1,11 @@
 // app/cli.*: the command line's spellings, and one clear line with exit code 2 for every bad input.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
 
+#include "app/cli.h"
 #include "kernels/runtime/npy.h"
 #include "test_util.h"
 #include "viz/png.h"
@@ -96,6 +99,29 @@ TEST(Cli, BackendCudaWithoutDeviceIsRefused) {
   const std::string fx = write_npy("cx.npy", {4}, std::vector<float>(4, 1.0f));
   expect_refused("run vector-add --backend cuda --in x=" + fx + " --in y=" + fx + " --out /tmp/never.npy",
                  "--backend cuda");
+}
+
+TEST(Cli, BackendIsCheckedForEveryCommand) {
+  // The top-level --backend reaches every subcommand, including those that run no kernel.
+  for (const char* cmd : {"list", "tour --out /tmp/never-written", "shot vector-add --out /tmp/never.png",
+                          "measure --quick", "bench --quick", "soak --frames 1", "bench-frame --frames 1"})
+    expect_refused(std::string("--backend tpu ") + cmd, "--backend tpu: must be one of auto|cuda|cpu");
+}
+
+TEST(Cli, OutDirectoryParentsAreCreatedOrRefusedWithTheReason) {
+  const std::string base = test::tmp_dir() + "/mkdirs";
+  test::run_shell("rm -rf " + base, nullptr);
+  app::make_directories(base + "/a/b/c", "--out");
+  struct stat st{};
+  EXPECT_EQ(::stat((base + "/a/b/c").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  app::make_directories(base + "/a/b/c", "--out");  // existing: fine
+  // A regular file where a directory must go: refused with the OS's reason, naming the path.
+  FILE* f = std::fopen((base + "/file").c_str(), "wb");
+  ASSERT_TRUE(f);
+  std::fclose(f);
+  expect_refused("tour --backend cpu --out " + base + "/file/x/y",
+                 "--out " + base + "/file/x/y: cannot create " + base + "/file (Not a directory)");
 }
 
 TEST(Cli, NoDisplayNamesShotAndTour) {
