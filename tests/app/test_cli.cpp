@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
-#include "app/cli.h"
+#include "app/cli/cli.h"
 #include "kernels/runtime/npy.h"
+#include "kernels/studies/study.h"
 #include "test_util.h"
 #include "viz/png.h"
 
@@ -122,6 +125,30 @@ TEST(Cli, OutDirectoryParentsAreCreatedOrRefusedWithTheReason) {
   std::fclose(f);
   expect_refused("tour --backend cpu --out " + base + "/file/x/y",
                  "--out " + base + "/file/x/y: cannot create " + base + "/file (Not a directory)");
+}
+
+TEST(Cli, StudyRefusesAnUnknownPanelNamingTheKnownOnes) {
+  expect_refused("study no-such-panel", "study no-such-panel: unknown panel; known: ");
+  expect_refused("study", "panel is required");
+  expect_refused("--backend tpu study no-such-panel", "--backend tpu");
+  std::string out;
+  ASSERT_EQ(test::run_cli("list", &out), 0) << out;
+  EXPECT_NE(out.find("Studies (study PANEL"), std::string::npos) << out;
+  for (const study::Entry& e : study::registry()) EXPECT_NE(out.find("  " + e.panel + " "), std::string::npos);
+}
+
+// Every study the rungs register: text and JSON from the command, and --set refused as everywhere.
+TEST(Cli, EveryRegisteredStudyPrintsTextAndJson) {
+  for (const study::Entry& e : study::registry()) {
+    const std::string json = test::tmp_dir() + "/study-" + e.panel + ".json";
+    std::string out;
+    ASSERT_EQ(test::run_cli("study " + e.panel + " --backend cpu --json " + json, &out), 0) << e.panel << out;
+    EXPECT_NE(out.find("wrote " + json), std::string::npos) << out;
+    std::ifstream f(json);
+    const nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j.at("panel"), e.panel);
+    expect_refused("study " + e.panel + " --set no_such_parameter=1", "unknown parameter");
+  }
 }
 
 TEST(Cli, NoDisplayNamesShotAndTour) {
