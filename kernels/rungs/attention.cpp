@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 
@@ -189,8 +190,8 @@ static void program(int64_t pid_q, int64_t pid_bh, const float* q, const float* 
         if (x.scores) x.scores[cell] = sc;
         if (x.weights) x.weights[cell] = p;
         if (x.channels >= 2) {
-          if (x.scores) x.scores[cell + 1] = vis ? 0.0f : 1.0f;
-          if (x.weights) x.weights[cell + 1] = vis ? 0.0f : 1.0f;
+          if (x.scores) x.scores[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
+          if (x.weights) x.weights[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
         }
       }
     }

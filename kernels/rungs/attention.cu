@@ -8,6 +8,7 @@
 //   3. Optionally pass 3 writes the scores S and the weights P = p / l for the views.
 #include <cfloat>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/warp_reduce.cuh"
@@ -103,8 +104,8 @@ __global__ void attention_smem(const float* __restrict__ q, const float* __restr
         if (scores) scores[cell] = sc;
         if (weights) weights[cell] = p;
         if (channels >= 2) {
-          if (scores) scores[cell + 1] = vis ? 0.0f : 1.0f;
-          if (weights) weights[cell + 1] = vis ? 0.0f : 1.0f;
+          if (scores) scores[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
+          if (weights) weights[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
         }
       }
     }

@@ -81,7 +81,7 @@ void reference(const float* q, const float* k, const float* v, const Shape& s, c
 
 // Optional outputs for the views. Pointers live where the backend runs; nullptr: not written.
 // Each is [bh, lq, lk] cells; cell c is written at ptr[c * channels] (the value) and, when
-// channels >= 2, ptr[c * channels + 1] = the cell state (0 normal, 1 masked by causal), so a
+// channels >= 2, ptr[c * channels + 1] = the cell state (kCellNormal, kCellMasked by causal; kernels/runtime/cell_state.h), so a
 // 2-channel DataTexture can be written straight from the kernel.
 struct Extras {
   float* scores = nullptr;   // S = Q K^T * scale; masked cells -inf (value channel)

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/errors.h"
 
 #if __has_include("kernels/rungs/flash_attention_fast.h")
@@ -281,7 +282,7 @@ void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk,
       const bool shown = i < lq && k < step && t.s_tile[tile_cell] != -std::numeric_limits<float>::infinity();
       float* c = dst + (r * lk + j) * channels;
       c[0] = shown && l > 0.0f ? t.p_tile[tile_cell] * factor[size_t(k)] / l : 0.0f;
-      if (channels >= 2) c[1] = shown ? 0.0f : 1.0f;
+      if (channels >= 2) c[1] = cell_value(shown ? kCellNormal : kCellMasked);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/philox.h"
 
@@ -180,10 +181,10 @@ void mask_cells(Backend b, const uint8_t* keep, int64_t n, int width, int height
   const int64_t count = int64_t(width) * height;
   if (b == Backend::Cpu) {
     for (int64_t i = 0; i < count; ++i) {
-      if (i >= n) cells[2 * i] = 0.0f, cells[2 * i + 1] = 1.0f;
-      else if (keep[i] == kKept) cells[2 * i] = 1.0f, cells[2 * i + 1] = 0.0f;
-      else if (keep[i] == kDropped) cells[2 * i] = 0.0f, cells[2 * i + 1] = 0.0f;
-      else cells[2 * i] = 0.0f, cells[2 * i + 1] = 2.0f;
+      if (i >= n) cells[2 * i] = 0.0f, cells[2 * i + 1] = cell_value(kCellMasked);
+      else if (keep[i] == kKept) cells[2 * i] = 1.0f, cells[2 * i + 1] = cell_value(kCellNormal);
+      else if (keep[i] == kDropped) cells[2 * i] = 0.0f, cells[2 * i + 1] = cell_value(kCellNormal);
+      else cells[2 * i] = 0.0f, cells[2 * i + 1] = cell_value(kCellUnwritten);
     }
     return;
   }

@@ -71,7 +71,7 @@ void run_unfused(Backend b, const float* x, float* tmp, float* out, int64_t n, d
 //               x > 0 (`bins` bins over [ratio_lo, ratio_hi); below/above counted apart): one spike at
 //               1/(1-p) when the kernel is right.
 //   mask_cells: the mask as a width x height raster of (value, state) heatmap cells, one element per
-//               cell in row-major order: value 1 kept, 0 dropped; state 2 where nobody ran, 1 (masked)
+//               cell in row-major order: value 1 kept, 0 dropped; state kCellUnwritten where nobody ran, kCellMasked
 //               for the cells past n. On the CUDA backend `cells` can be a mapped GL buffer.
 struct Summary {
   int64_t kept = 0, dropped = 0, not_run = 0;
