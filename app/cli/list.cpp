@@ -13,11 +13,18 @@ void print_spec(const ParamSpec& sp) {
               sp.help.c_str());
 }
 
+// A panel's declared departure from the kernels library's spec (panel_override): both, and why.
+void print_override(const ParamSpec& sp) {
+  if (!sp.is_override()) return;
+  std::printf("      %-14s the kernel's: default %-10s %s  -- the panel's differs: %s\n", "", sp.kernel_def.c_str(),
+              sp.kernel_range.c_str(), sp.override_reason.c_str());
+}
+
 void print_panels() {
   std::printf("Panels (shot PANEL, --set key=value):\n");
   for (const auto& p : make_panels()) {
     std::printf("  %-18s %s\n", p->id().c_str(), p->title().c_str());
-    for (const ParamSpec& sp : p->params().specs()) print_spec(sp);
+    for (const ParamSpec& sp : p->params().specs()) print_spec(sp), print_override(sp);
   }
 }
 

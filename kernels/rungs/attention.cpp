@@ -233,6 +233,13 @@ std::vector<int64_t> weights_shape(const Array& q, const Shape& s) {
 }
 }  // namespace
 
+// Off by default, as in PyTorch's scaled_dot_product_attention and FlashAttention: a kernel run on
+// someone's Q, K, V should not mask unless asked.
+ParamSpec param::causal() {
+  return bool_param("causal", false, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq");
+}
+ParamSpec param::scale() { return float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)"); }
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "attention";
@@ -240,8 +247,7 @@ KernelEntry entry() {
   e.variants = {"smem"};
   e.default_variant = "smem";
   e.inputs = {"q", "k", "v"};
-  e.params = {bool_param("causal", false, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
-              float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)")};
+  e.params = {param::causal(), param::scale()};
   e.run = [](const KernelRunRequest& r) {
     const Array& q = r.inputs.at("q");
     const Array& k = r.inputs.at("k");

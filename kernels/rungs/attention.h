@@ -95,6 +95,13 @@ void run(Backend b, const float* q, const float* k, const float* v, float* out, 
 
 KernelEntry entry();
 
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec causal();
+ParamSpec scale();
+}  // namespace param
+
 namespace detail {
 void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
              bool causal, const Extras& x);

@@ -127,6 +127,16 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, flo
 // and `bench` adds its bench_fast() rows.
 KernelEntry entry();
 
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec causal();  // attention's: the same mask
+ParamSpec scale();   // attention's
+ParamSpec block_m();
+ParamSpec block_n();
+ParamSpec dtype();   // --variant fast only
+}  // namespace param
+
 namespace detail {
 void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
              bool causal, int block_m, int block_n, FlashTraceView* t);

@@ -239,6 +239,14 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   return rows;
 }
 
+ParamSpec param::p() { return float_param("p", 0.0, 1.0, 0.5, "drop probability", /*hi_exclusive=*/true); }
+ParamSpec param::seed() {
+  return int_param("seed", 0, kMaxSeed, 1234, "Philox key: same seed, same mask on every backend");
+}
+ParamSpec param::block_size() {
+  return pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program");
+}
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "relu-dropout";
@@ -246,9 +254,7 @@ KernelEntry entry() {
   e.variants = {"fused", "unfused", "traced"};
   e.default_variant = "fused";
   e.inputs = {"x"};
-  e.params = {float_param("p", 0.0, 1.0, 0.5, "drop probability", /*hi_exclusive=*/true),
-              int_param("seed", 0, kMaxSeed, 1234, "Philox key: same seed, same mask on every backend"),
-              pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program")};
+  e.params = {param::p(), param::seed(), param::block_size()};
   e.run = [](const KernelRunRequest& r) {
     const Array& x = r.inputs.at("x");
     const int64_t n = x.size();

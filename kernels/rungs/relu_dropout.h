@@ -90,6 +90,14 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick);
 
 KernelEntry entry();
 
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec p();
+ParamSpec seed();
+ParamSpec block_size();
+}  // namespace param
+
 namespace detail {
 void check_args(int64_t n, double p, int block_size);
 #ifdef KL_HAS_CUDA

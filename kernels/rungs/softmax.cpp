@@ -338,6 +338,10 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   return out_rows;
 }
 
+ParamSpec param::chunk() {
+  return pow2_param("chunk", kMinChunk, kMaxChunk, kDefaultChunk, "online: columns per chunk");
+}
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "softmax";
@@ -345,7 +349,7 @@ KernelEntry entry() {
   e.variants = {"buggy", "fixed", "online", "three_pass"};
   e.default_variant = "fixed";
   e.inputs = {"x"};
-  e.params = {pow2_param("chunk", kMinChunk, kMaxChunk, kDefaultChunk, "online: columns per chunk")};
+  e.params = {param::chunk()};
   e.run = [](const KernelRunRequest& r) {
     const Array& x = r.inputs.at("x");
     if (x.shape.size() != 1 && x.shape.size() != 2)

@@ -101,6 +101,12 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick);
 
 KernelEntry entry();
 
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec chunk();
+}  // namespace param
+
 namespace detail {
 void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk);
 #ifdef KL_HAS_CUDA
