@@ -86,7 +86,8 @@ int run_cli(int argc, char** argv) {
   CLI::App* soak = cli::add_soak(app, c.soak, c.common);
   if (const int code = parse(app, argc, argv); code >= 0) return code;
   try {
-    cli::validate_backend(c.common.backend);  // every command: a bad --backend exits 2 before any work
+    cli::validate_backend(c.common.backend);  // every command: a bad --backend or --size exits 2 before any work
+    cli::parse_size(c.common.size, {});
     if (*shot) return cli::run_shot(c.shot, c.common);
     if (*run) return cli::run_run(c.run, c.common);
     if (*list) return cli::run_list();

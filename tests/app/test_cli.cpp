@@ -109,6 +109,8 @@ TEST(Cli, BackendIsCheckedForEveryCommand) {
   for (const char* cmd : {"list", "tour --out /tmp/never-written", "shot vector-add --out /tmp/never.png",
                           "measure --quick", "bench --quick", "soak --frames 1", "bench-frame --frames 1"})
     expect_refused(std::string("--backend tpu ") + cmd, "--backend tpu: must be one of auto|cuda|cpu");
+  expect_refused("--size 10x10 list", "--size=10x10 is out of range");  // --size too, whatever the command
+  expect_refused("--size big list", "--size big: expected WIDTHxHEIGHT");
 }
 
 TEST(Cli, OutDirectoryParentsAreCreatedOrRefusedWithTheReason) {
