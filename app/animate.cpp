@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "app/cli/common.h"
 #include "app/shell.h"
 #include "kernels/runtime/errors.h"
 #include "viz/data_texture.h"
@@ -134,35 +135,6 @@ std::vector<std::string> float_values(const std::string& text, const VaryText& v
   return out;
 }
 
-std::unique_ptr<viz::RenderHost> headless_host(int width, int height) {
-  viz::HostOptions o;
-  o.width = width;
-  o.height = height;
-  std::string err;
-  auto host = viz::make_headless_host(o, &err);
-  if (!host) throw RuntimeError("no headless GL context: " + err);
-  return host;
-}
-
-// Panels own GL objects: they go before the host that owns the context, whichever way the scope ends.
-struct PanelsBeforeHost {
-  Shell& shell;
-  ~PanelsBeforeHost() { shell.panels.clear(); }
-};
-
-std::vector<uint8_t> render_frame(Shell& s, viz::RenderHost& host, int frames) {
-  for (int i = 0; i < frames; ++i) {
-    if (!host.begin_frame()) throw RuntimeError("headless host stopped");
-    draw_shell(s, float(host.width()), float(host.height()));
-    host.end_frame();
-  }
-  std::vector<uint8_t> rgba;
-  int w = 0, h = 0;
-  if (!host.read_pixels(rgba, w, h) || w != host.width() || h != host.height())
-    throw RuntimeError("could not read the rendered frame back");
-  return rgba;
-}
-
 }  // namespace
 
 VaryValues parse_vary(const std::string& text, const ParamValues& params) {
@@ -200,7 +172,7 @@ GifWriter::Stats render_animation(Shell& s, viz::RenderHost& host, const Animati
     Panel& p = *s.panels[job.panel];
     for (const std::string& kv : job.sets) p.params().set(kv);
     p.params().set(job.vary.key, job.vary.values[f]);
-    gif.add_frame(render_frame(s, host, 3));
+    gif.add_frame(cli::render_frame(s, host, 3));
     if (n >= kProgressFrames && ((f + 1) % every == 0 || f + 1 == n)) {
       std::printf("animate: frame %zu/%zu (%s=%s)\n", f + 1, n, job.vary.key.c_str(), job.vary.values[f].c_str());
       std::fflush(stdout);
@@ -219,10 +191,7 @@ std::string colour_summary(const GifWriter::Stats& st) {
 
 int animate_command(const AnimateOptions& o) {
   require_range("--fps", o.fps, 1, 50);
-  Shell s;
-  s.ctx.backend = choose_backend(o.backend);
-  s.ctx.device = device_info(s.ctx.backend.backend);
-  s.panels = make_panels();
+  Shell s = cli::make_shell(o.backend);
   s.sidebar = false;
   s.show_source = false;  // as `shot`: the view alone
   const int i = find_panel(s, o.panel);
@@ -239,8 +208,8 @@ int animate_command(const AnimateOptions& o) {
     if (kv.substr(0, kv.find('=')) == job.vary.key)
       throw InputError("--set " + kv + ": " + job.vary.key + " is the parameter --vary walks; give it only there");
 
-  auto host = headless_host(o.width, o.height);
-  PanelsBeforeHost panels_first{s};
+  auto host = cli::headless({o.width, o.height});
+  cli::PanelsBeforeHost panels_first{s};
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   const GifWriter::Stats st = render_animation(s, *host, job);

@@ -1,3 +1,3 @@
-#include "app/cli.h"
+#include "app/cli/cli.h"
 
 int main(int argc, char** argv) { return kl::app::run_cli(argc, argv); }

@@ -1,6 +1,8 @@
 #version 330 core
 // Turns one DataTexture (channel 0: value, channel 1: cell state) into colour, one output pixel at a
 // time, so patterns and grid lines are drawn at screen resolution whatever the cell size.
+// CELL_NORMAL, CELL_MASKED, CELL_UNWRITTEN, CELL_HIGHLIGHT and CELL_OUTSIDE are #defines the program
+// puts after the #version line when it compiles this shader, generated from kernels/runtime/cell_state.h.
 // The output texture's row 0 is the top row on screen (ImGui draws uv (0,0) at the top left), and so
 // is the data texture's row 0: output pixel y counts down from the top, like data rows.
 uniform sampler2D u_data;     // R32F / RG32F / RGBA32F, fetched texel by texel
@@ -47,25 +49,25 @@ void main() {
   ivec2 cell = clamp(ivec2(floor(d)), ivec2(0), size - 1);
   vec4 texel = texelFetch(u_data, cell, 0);
   float v = texel.r;
-  int state = u_channels >= 2 ? int(texel.g + 0.5) : 0;
-  if (state == 0 && isnan(v)) state = 2;  // poisoned output nobody overwrote
+  int state = u_channels >= 2 ? int(texel.g + 0.5) : CELL_NORMAL;
+  if (state == CELL_NORMAL && isnan(v)) state = CELL_UNWRITTEN;  // poisoned output nobody overwrote
 
   vec3 c;
-  if (state == 4) {
+  if (state == CELL_OUTSIDE) {
     // Outside the data (a raster's padding past the last cell): the window background.
     frag = vec4(0.11, 0.11, 0.12, 1.0);
     return;
   }
-  if (state == 1) {
+  if (state == CELL_MASKED) {
     // Masked lane: dark grey with diagonal hatching, 8-pixel period.
     c = mod(p.x + p.y, 8.0) < 3.0 ? kMaskLight : kMaskDark;
-  } else if (state == 2) {
+  } else if (state == CELL_UNWRITTEN) {
     // Never written: a red/black checker of 6-pixel squares.
     ivec2 q = ivec2(floor(p / 6.0));
     c = ((q.x + q.y) & 1) == 0 ? kUnwrittenRed : kUnwrittenBlack;
   } else {
     c = isnan(v) ? kUnwrittenBlack : value_colour(v);
-    if (state == 3) c = mix(c, vec3(1.0), 0.45);
+    if (state == CELL_HIGHLIGHT) c = mix(c, vec3(1.0), 0.45);
   }
   if (on_line(d.x, per_px.x, u_grid.x) || on_line(d.y, per_px.y, u_grid.y)) c = mix(c, vec3(0.04), 0.6);
   frag = vec4(c, 1.0);

@@ -59,7 +59,7 @@ void raster_element_trace(Backend b, const ElementTraceView& t, const ElementRas
     const int64_t first = c * r.lanes_per_cell;
     if (first >= r.lanes) {
       out[2 * c] = -1.0f;
-      out[2 * c + 1] = 4.0f;  // past the launch: background
+      out[2 * c + 1] = cell_value(kCellOutside);  // past the launch: background
       continue;
     }
     element_cell(t, first, r.lanes_per_cell, out + 2 * c);

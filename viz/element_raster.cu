@@ -11,7 +11,7 @@ __global__ void element_raster_kernel(ElementTraceView t, int64_t lanes, int64_t
   const int64_t first = c * lanes_per_cell;
   if (first >= lanes) {
     out[2 * c] = -1.0f;
-    out[2 * c + 1] = 4.0f;  // past the launch: background
+    out[2 * c + 1] = cell_value(kCellOutside);  // past the launch: background
     return;
   }
   element_cell(t, first, lanes_per_cell, out + 2 * c);

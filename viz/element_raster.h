@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/trace.h"
 
 namespace kl::viz {
@@ -69,7 +70,7 @@ KL_HD inline void element_cell(const ElementTraceView& t, int64_t first_lane, in
     }
   }
   cell[0] = float(writer >= 0 ? writer : pid);
-  cell[1] = unwritten ? 2.0f : (masked > active ? 1.0f : 0.0f);
+  cell[1] = cell_value(unwritten ? kCellUnwritten : (masked > active ? kCellMasked : kCellNormal));
 }
 
 }  // namespace kl::viz

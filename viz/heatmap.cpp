@@ -71,13 +71,17 @@ ImU32 rgb_u32(const float c[3], float alpha = 1.0f) {
 }
 
 // [SECTION] GL helpers --------------------------------------------------------------------------------
-GLuint compile(GLenum type, const char* asset) {
+// The shader's own text with `prelude` (generated #defines) put right after its #version line.
+GLuint compile(GLenum type, const char* asset, const std::string& prelude = "") {
   std::string_view src = assets::find(asset);
   if (src.empty()) throw RuntimeError(std::string("embedded shader missing: ") + asset);
+  src.remove_suffix(1);  // the terminating zero find() appends
+  const size_t eol = src.find('\n');
+  const size_t split = src.rfind("#version", 0) == 0 && eol != std::string_view::npos ? eol + 1 : 0;
   GLuint s = glCreateShader(type);
-  const char* text = src.data();
-  const GLint len = GLint(src.size() - 1);  // without the terminating zero find() appends
-  glShaderSource(s, 1, &text, &len);
+  const char* texts[3] = {src.data(), prelude.c_str(), src.data() + split};
+  const GLint lens[3] = {GLint(split), GLint(prelude.size()), GLint(src.size() - split)};
+  glShaderSource(s, 3, texts, lens);
   glCompileShader(s);
   GLint ok = 0;
   glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
@@ -161,7 +165,7 @@ struct Heatmap::State {
     GLuint vs = compile(GL_VERTEX_SHADER, "shaders/heatmap.vert");
     GLuint fs = 0;
     try {
-      fs = compile(GL_FRAGMENT_SHADER, "shaders/heatmap.frag");
+      fs = compile(GL_FRAGMENT_SHADER, "shaders/heatmap.frag", cell_state_glsl_defines());
     } catch (...) {
       glDeleteShader(vs);
       throw;

@@ -1,19 +1,23 @@
 // Heatmaps of DataTextures, always with their colour bar (the ImPlot/triton-viz habit).
-// Channel 0 holds the value; channel 1 (when present) holds the cell's state:
-//   0 normal, 1 masked lane (hatched grey), 2 never written (red/black checker), 3 highlighted,
-//   4 outside the data (padding of a raster: drawn as background).
+// Channel 0 holds the value; channel 1 (when present) holds the cell's state, a kl::CellState
+// (kernels/runtime/cell_state.h: normal, masked, unwritten, highlight, outside).
 // The colouring runs in GLSL (shaders/heatmap.frag) into an RGBA texture drawn with ImGui::Image.
 #pragma once
 #include <memory>
 #include <string>
 
+#include "kernels/runtime/cell_state.h"
 #include "viz/data_texture.h"
 
 struct ImVec2;
 
 namespace kl::viz {
 
-enum CellState : int { kCellNormal = 0, kCellMasked = 1, kCellUnwritten = 2, kCellHighlight = 3, kCellOutside = 4 };
+// The cell states, as viz::kCellMasked etc. (one definition: kernels/runtime/cell_state.h).
+using ::kl::CellState;
+#define KL_CELL_USING(name, value, what) using ::kl::kCell##name;
+KL_CELL_STATES(KL_CELL_USING)
+#undef KL_CELL_USING
 
 struct ColorScale {
   enum class Kind { Sequential, Diverging, Categorical } kind = Kind::Sequential;

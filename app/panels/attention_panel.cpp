@@ -36,8 +36,7 @@ class AttentionPanel : public Panel {
       : params_({int_param("lq", 1, 4096, 12, "Lq: number of queries"),
                  int_param("lk", 1, 4096, 20, "Lk: number of keys (walk it past the wall)"),
                  pow2_param("d", 16, 128, 32, "d: head dimension"),
-                 bool_param("causal", true, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq"),
-                 float_param("scale", 0, 1000, 0, "softmax scale; 0 means 1/sqrt(d)"),
+                 attention::param::causal(), attention::param::scale(),
                  float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
                  int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")}) {}
 
@@ -47,7 +46,7 @@ class AttentionPanel : public Panel {
   SourceFocus source_focus() const override { return {"attention.cu", {"attention_smem"}}; }
   std::vector<TourStop> tour_stops() const override {
     const int64_t wall = attention::max_lk(32, device_info(Backend::Cpu).smem_per_block_optin);
-    return {{"causal-12x20", {}},
+    return {{"causal-12x20", {"causal=1"}},
             {"before-the-wall", {"lq=64", "lk=" + std::to_string(wall), "causal=0"}},
             {"at-the-wall", {"lq=64", "lk=" + std::to_string(wall + 1), "causal=0"}}};
   }

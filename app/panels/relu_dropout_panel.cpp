@@ -40,9 +40,7 @@ class ReluDropoutPanel : public Panel {
  public:
   ReluDropoutPanel()
       : params_({int_param("n", 1, kPanelMaxN, 65536, "number of elements"),
-                 float_param("p", 0.0, 1.0, 0.5, "drop probability", true),
-                 int_param("seed", 0, rd::kMaxSeed, 1234, "Philox key: the same seed gives the same mask"),
-                 pow2_param("block_size", rd::kMinBlock, rd::kMaxBlock, 1024, "BLOCK_SIZE: elements per program")}) {
+                 rd::param::p(), rd::param::seed(), rd::param::block_size()}) {
     mask_map_.set_scale({viz::ColorScale::Kind::Categorical, 0.0f, 1.0f, "kept (1) / dropped (0)"});
   }
 

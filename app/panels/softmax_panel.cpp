@@ -41,7 +41,7 @@ class SoftmaxPanel : public Panel {
                  int_param("rows", 1, kPanelMaxRows, 12, "rows of x shown"),
                  int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs"),
                  choice_param("view", {"bug", "online"}, "bug", "bug: buggy vs fixed; online: running max/sum"),
-                 pow2_param("chunk", softmax::kMinChunk, softmax::kMaxChunk, 256, "online: columns per chunk"),
+                 panel_override(softmax::param::chunk(), "256", "the online view opens on n_cols=2000 in eight chunks"),
                  int_param("trace_row", 0, kPanelMaxRows - 1, 0, "online: the row whose chunks are recorded")}) {}
 
   std::string id() const override { return "softmax"; }

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/softmax.h"
@@ -190,8 +191,8 @@ static void program(int64_t pid_q, int64_t pid_bh, const float* q, const float* 
         if (x.scores) x.scores[cell] = sc;
         if (x.weights) x.weights[cell] = p;
         if (x.channels >= 2) {
-          if (x.scores) x.scores[cell + 1] = vis ? 0.0f : 1.0f;
-          if (x.weights) x.weights[cell + 1] = vis ? 0.0f : 1.0f;
+          if (x.scores) x.scores[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
+          if (x.weights) x.weights[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
         }
       }
     }
@@ -381,6 +382,13 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
 }
 }  // namespace
 
+// Off by default, as in PyTorch's scaled_dot_product_attention and FlashAttention: a kernel run on
+// someone's Q, K, V should not mask unless asked.
+ParamSpec param::causal() {
+  return bool_param("causal", false, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq");
+}
+ParamSpec param::scale() { return float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)"); }
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "attention";
@@ -388,8 +396,7 @@ KernelEntry entry() {
   e.variants = {"smem", "unfused"};
   e.default_variant = "smem";
   e.inputs = {"q", "k", "v"};
-  e.params = {bool_param("causal", false, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
-              float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)")};
+  e.params = {param::causal(), param::scale()};
   e.run = [](const KernelRunRequest& r) {
     const Array& q = r.inputs.at("q");
     const Array& k = r.inputs.at("k");

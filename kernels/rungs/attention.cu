@@ -13,6 +13,7 @@
 //   attention_pv      one 16 x 16 block per 16 x 16 tile of O = P V, a tiled matrix product over keys.
 #include <cfloat>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/warp_reduce.cuh"
@@ -108,8 +109,8 @@ __global__ void attention_smem(const float* __restrict__ q, const float* __restr
         if (scores) scores[cell] = sc;
         if (weights) weights[cell] = p;
         if (channels >= 2) {
-          if (scores) scores[cell + 1] = vis ? 0.0f : 1.0f;
-          if (weights) weights[cell + 1] = vis ? 0.0f : 1.0f;
+          if (scores) scores[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
+          if (weights) weights[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
         }
       }
     }

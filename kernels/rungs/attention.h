@@ -92,7 +92,7 @@ void reference(const float* q, const float* k, const float* v, const Shape& s, c
 
 // Optional outputs for the views. Pointers live where the backend runs; nullptr: not written.
 // Each is [bh, lq, lk] cells; cell c is written at ptr[c * channels] (the value) and, when
-// channels >= 2, ptr[c * channels + 1] = the cell state (0 normal, 1 masked by causal), so a
+// channels >= 2, ptr[c * channels + 1] = the cell state (kCellNormal, kCellMasked by causal; kernels/runtime/cell_state.h), so a
 // 2-channel DataTexture can be written straight from the kernel.
 struct Extras {
   float* scores = nullptr;   // S = Q K^T * scale; masked cells -inf (value channel)
@@ -117,6 +117,13 @@ double traffic_bytes_smem(const Shape& s);
 double traffic_bytes_unfused(const Shape& s);
 
 KernelEntry entry();
+
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec causal();
+ParamSpec scale();
+}  // namespace param
 
 namespace detail {
 void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,

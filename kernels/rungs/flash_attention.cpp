@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/errors.h"
 
 #if __has_include("kernels/rungs/flash_attention_fast.h")
@@ -281,7 +282,7 @@ void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk,
       const bool shown = i < lq && k < step && t.s_tile[tile_cell] != -std::numeric_limits<float>::infinity();
       float* c = dst + (r * lk + j) * channels;
       c[0] = shown && l > 0.0f ? t.p_tile[tile_cell] * factor[size_t(k)] / l : 0.0f;
-      if (channels >= 2) c[1] = shown ? 0.0f : 1.0f;
+      if (channels >= 2) c[1] = cell_value(shown ? kCellNormal : kCellMasked);
     }
   }
 }
@@ -296,6 +297,16 @@ Array to_array(const Buffer<float>& b, int64_t rows, int64_t steps) {
 }
 }  // namespace
 
+ParamSpec param::causal() { return attention::param::causal(); }
+ParamSpec param::scale() { return attention::param::scale(); }
+ParamSpec param::block_m() {
+  return pow2_param("block_m", kMinBlock, kMaxBlock, kDefaultBlockM, "BLOCK_M: query rows per program");
+}
+ParamSpec param::block_n() {
+  return pow2_param("block_n", kMinBlock, kMaxBlock, kDefaultBlockN, "BLOCK_N: keys per K/V tile");
+}
+ParamSpec param::dtype() { return choice_param("dtype", {"bf16", "fp16"}, "bf16", "--variant fast: input precision"); }
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "flash-attention";
@@ -306,12 +317,9 @@ KernelEntry entry() {
 #endif
   e.default_variant = "teaching";
   e.inputs = {"q", "k", "v"};
-  e.params = {bool_param("causal", false, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
-              float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)"),
-              pow2_param("block_m", kMinBlock, kMaxBlock, kDefaultBlockM, "BLOCK_M: query rows per program"),
-              pow2_param("block_n", kMinBlock, kMaxBlock, kDefaultBlockN, "BLOCK_N: keys per K/V tile")};
+  e.params = {param::causal(), param::scale(), param::block_m(), param::block_n()};
 #ifdef KL_HAS_FLASH_FAST
-  e.params.push_back(choice_param("dtype", {"bf16", "fp16"}, "bf16", "--variant fast: input precision"));
+  e.params.push_back(param::dtype());
 #endif
   e.run = [](const KernelRunRequest& r) {
     const Array& q = r.inputs.at("q");

@@ -7,6 +7,7 @@
 // tile, whatever Lk is. Plain loops, no tensor cores: this variant is for reading and tracing.
 #include <cfloat>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/warp_reduce.cuh"
 #include "kernels/rungs/flash_attention.h"
@@ -173,7 +174,7 @@ __global__ void compose_weights_kernel(FlashTraceView t, int64_t lq, int64_t lk,
     w = l > 0.0f ? t.p_tile[tile_cell] * f / l : 0.0f;
   }
   dst[cell * channels] = w;
-  if (channels >= 2) dst[cell * channels + 1] = shown ? 0.0f : 1.0f;
+  if (channels >= 2) dst[cell * channels + 1] = cell_value(shown ? kCellNormal : kCellMasked);
 }
 
 void compose_weights_cuda(const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,

@@ -111,7 +111,7 @@ struct FlashTrace {
 //     W_t[r, j] = P_k[r, j] * alpha_{k+1} * ... * alpha_{t-1} / l_{t-1}[r]      (k = j / BLOCK_N < t)
 // each tile's P rescaled by every later alpha (the online softmax's rescaling, made visible) and
 // divided by the running sum. At step = steps this is the final softmax. Keys of tiles not yet reached
-// and masked keys: value 0, state 1 (masked); rows past Lq: state 1. dst holds BLOCK_M x lk cells of
+// and masked keys: value 0, state kCellMasked; rows past Lq: kCellMasked. dst holds BLOCK_M x lk cells of
 // `channels` floats (value, then state when channels >= 2) and lives where the trace lives.
 void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
                      int channels);
@@ -126,6 +126,16 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, flo
 // exists, `--variant fast` is listed and routed to its run_fast_host() (CUDA backend only; param dtype),
 // and `bench` adds its bench_fast() rows.
 KernelEntry entry();
+
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec causal();  // attention's: the same mask
+ParamSpec scale();   // attention's
+ParamSpec block_m();
+ParamSpec block_n();
+ParamSpec dtype();   // --variant fast only
+}  // namespace param
 
 namespace detail {
 void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/philox.h"
 
@@ -180,10 +181,10 @@ void mask_cells(Backend b, const uint8_t* keep, int64_t n, int width, int height
   const int64_t count = int64_t(width) * height;
   if (b == Backend::Cpu) {
     for (int64_t i = 0; i < count; ++i) {
-      if (i >= n) cells[2 * i] = 0.0f, cells[2 * i + 1] = 1.0f;
-      else if (keep[i] == kKept) cells[2 * i] = 1.0f, cells[2 * i + 1] = 0.0f;
-      else if (keep[i] == kDropped) cells[2 * i] = 0.0f, cells[2 * i + 1] = 0.0f;
-      else cells[2 * i] = 0.0f, cells[2 * i + 1] = 2.0f;
+      if (i >= n) cells[2 * i] = 0.0f, cells[2 * i + 1] = cell_value(kCellMasked);
+      else if (keep[i] == kKept) cells[2 * i] = 1.0f, cells[2 * i + 1] = cell_value(kCellNormal);
+      else if (keep[i] == kDropped) cells[2 * i] = 0.0f, cells[2 * i + 1] = cell_value(kCellNormal);
+      else cells[2 * i] = 0.0f, cells[2 * i + 1] = cell_value(kCellUnwritten);
     }
     return;
   }
@@ -238,6 +239,14 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   return rows;
 }
 
+ParamSpec param::p() { return float_param("p", 0.0, 1.0, 0.5, "drop probability", /*hi_exclusive=*/true); }
+ParamSpec param::seed() {
+  return int_param("seed", 0, kMaxSeed, 1234, "Philox key: same seed, same mask on every backend");
+}
+ParamSpec param::block_size() {
+  return pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program");
+}
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "relu-dropout";
@@ -245,9 +254,7 @@ KernelEntry entry() {
   e.variants = {"fused", "unfused", "traced"};
   e.default_variant = "fused";
   e.inputs = {"x"};
-  e.params = {float_param("p", 0.0, 1.0, 0.5, "drop probability", /*hi_exclusive=*/true),
-              int_param("seed", 0, kMaxSeed, 1234, "Philox key: same seed, same mask on every backend"),
-              pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program")};
+  e.params = {param::p(), param::seed(), param::block_size()};
   e.run = [](const KernelRunRequest& r) {
     const Array& x = r.inputs.at("x");
     const int64_t n = x.size();

@@ -2,6 +2,7 @@
 // seen as BLOCK_SIZE/4 groups of 4 consecutive elements. Each thread takes K groups (K = 1, 2 or 4,
 // so up to 4 16-byte loads are in flight per thread), one Philox call per group: its 4 words are the
 // 4 elements' uniforms. The key schedule depends only on the seed, the same for every thread.
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/philox.h"
 #include "kernels/rungs/relu_dropout.h"
@@ -146,10 +147,10 @@ void summarize_cuda(const float* x, const float* out, const uint8_t* keep, int64
 __global__ void mask_cells_kernel(const uint8_t* keep, int64_t n, int64_t count, float* cells) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
-  float v = 0.0f, s = 0.0f;
-  if (i >= n) s = 1.0f;
+  float v = 0.0f, s = cell_value(kCellNormal);
+  if (i >= n) s = cell_value(kCellMasked);
   else if (keep[i] == kKept) v = 1.0f;
-  else if (keep[i] != kDropped) s = 2.0f;
+  else if (keep[i] != kDropped) s = cell_value(kCellUnwritten);
   cells[2 * i] = v;
   cells[2 * i + 1] = s;
 }

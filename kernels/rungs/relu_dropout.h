@@ -72,7 +72,7 @@ void run_unfused(Backend b, const float* x, float* tmp, float* out, int64_t n, d
 //               x > 0 (`bins` bins over [ratio_lo, ratio_hi); below/above counted apart): one spike at
 //               1/(1-p) when the kernel is right.
 //   mask_cells: the mask as a width x height raster of (value, state) heatmap cells, one element per
-//               cell in row-major order: value 1 kept, 0 dropped; state 2 where nobody ran, 1 (masked)
+//               cell in row-major order: value 1 kept, 0 dropped; state kCellUnwritten where nobody ran, kCellMasked
 //               for the cells past n. On the CUDA backend `cells` can be a mapped GL buffer.
 struct Summary {
   int64_t kept = 0, dropped = 0, not_run = 0;
@@ -90,6 +90,14 @@ void mask_cells(Backend b, const uint8_t* keep, int64_t n, int width, int height
 std::vector<bench::Row> bench_rows(Backend b, bool quick);
 
 KernelEntry entry();
+
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec p();
+ParamSpec seed();
+ParamSpec block_size();
+}  // namespace param
 
 namespace detail {
 void check_args(int64_t n, double p, int block_size);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/params.h"
 
@@ -265,7 +266,7 @@ void output_cells(Backend b, const float* out, const int32_t* writer, int64_t n_
     for (int64_t i = 0; i < n_rows * n_cols; ++i) {
       const int64_t src = row0 * n_cols + i;
       cells[2 * i] = out[src];
-      cells[2 * i + 1] = writer[src] < 0 ? 2.0f : 0.0f;
+      cells[2 * i + 1] = cell_value(writer[src] < 0 ? kCellUnwritten : kCellNormal);
     }
     return;
   }
@@ -278,7 +279,7 @@ void output_cells(Backend b, const float* out, const int32_t* writer, int64_t n_
 
 void value_cells(Backend b, const float* values, int64_t count, float* cells) {
   if (b == Backend::Cpu) {
-    for (int64_t i = 0; i < count; ++i) cells[2 * i] = values[i], cells[2 * i + 1] = 0.0f;
+    for (int64_t i = 0; i < count; ++i) cells[2 * i] = values[i], cells[2 * i + 1] = cell_value(kCellNormal);
     return;
   }
 #ifdef KL_HAS_CUDA
@@ -337,6 +338,10 @@ std::vector<bench::Row> bench_rows(Backend b, bool quick) {
   return out_rows;
 }
 
+ParamSpec param::chunk() {
+  return pow2_param("chunk", kMinChunk, kMaxChunk, kDefaultChunk, "online: columns per chunk");
+}
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "softmax";
@@ -344,7 +349,7 @@ KernelEntry entry() {
   e.variants = {"buggy", "fixed", "online", "three_pass"};
   e.default_variant = "fixed";
   e.inputs = {"x"};
-  e.params = {pow2_param("chunk", kMinChunk, kMaxChunk, kDefaultChunk, "online: columns per chunk")};
+  e.params = {param::chunk()};
   e.run = [](const KernelRunRequest& r) {
     const Array& x = r.inputs.at("x");
     if (x.shape.size() != 1 && x.shape.size() != 2)

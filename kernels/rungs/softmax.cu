@@ -9,6 +9,7 @@
 //   three_pass  rowmax kernel, exp-sum kernel, normalise kernel; intermediates in memory.
 #include <cfloat>
 
+#include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/runtime/params.h"
 #include "kernels/rungs/softmax.h"
@@ -366,13 +367,13 @@ __global__ void output_cells_kernel(const float* out, const int32_t* writer, int
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   cells[2 * i] = out[first + i];
-  cells[2 * i + 1] = writer[first + i] < 0 ? 2.0f : 0.0f;
+  cells[2 * i + 1] = cell_value(writer[first + i] < 0 ? kCellUnwritten : kCellNormal);
 }
 __global__ void value_cells_kernel(const float* values, int64_t count, float* cells) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   cells[2 * i] = values[i];
-  cells[2 * i + 1] = 0.0f;
+  cells[2 * i + 1] = cell_value(kCellNormal);
 }
 void output_cells_cuda(const float* out, const int32_t* writer, int64_t n_cols, int64_t row0, int64_t n_rows,
                        float* cells) {

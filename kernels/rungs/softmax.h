@@ -90,11 +90,11 @@ struct SoftmaxTrace {
 void run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
          SoftmaxTraceView* trace = nullptr, int chunk = kDefaultChunk, float* scratch = nullptr);
 
-// For the views (no GL here): the (value, state) cell pairs a heatmap draws (viz/heatmap.h: state 0
-// written, 2 never written), written where `b` runs, so on the CUDA backend `cells` can be a mapped GL
+// For the views (no GL here): the (value, state) cell pairs a heatmap draws (kernels/runtime/cell_state.h:
+// kCellNormal written, kCellUnwritten never written), written where `b` runs, so on the CUDA backend `cells` can be a mapped GL
 // buffer and nothing goes through the host.
 //   output_cells: rows [row0, row0 + n_rows) of `out`, value = out, state from the recorded writer.
-//   value_cells:  `count` values as (value, 0) pairs (e.g. one row of x).
+//   value_cells:  `count` values as (value, kCellNormal) pairs (e.g. one row of x).
 void output_cells(Backend b, const float* out, const int32_t* writer, int64_t n_cols, int64_t row0, int64_t n_rows,
                   float* cells);
 void value_cells(Backend b, const float* values, int64_t count, float* cells);
@@ -104,6 +104,12 @@ void value_cells(Backend b, const float* values, int64_t count, float* cells);
 std::vector<bench::Row> bench_rows(Backend b, bool quick);
 
 KernelEntry entry();
+
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec chunk();
+}  // namespace param
 
 namespace detail {
 void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk);

@@ -70,6 +70,10 @@ void run_fast(Backend b, const float* x, const float* y, float* out, int64_t n) 
 #endif
 }
 
+ParamSpec param::block_size() {
+  return pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program");
+}
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "vector-add";
@@ -77,7 +81,7 @@ KernelEntry entry() {
   e.variants = {"traced", "fast"};
   e.default_variant = "traced";
   e.inputs = {"x", "y"};
-  e.params = {pow2_param("block_size", kMinBlock, kMaxBlock, 1024, "BLOCK_SIZE: elements per program")};
+  e.params = {param::block_size()};
   e.run = [](const KernelRunRequest& r) {
     const Array& x = r.inputs.at("x");
     const Array& y = r.inputs.at("y");

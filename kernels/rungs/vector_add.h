@@ -33,6 +33,12 @@ void run_fast(Backend b, const float* x, const float* y, float* out, int64_t n);
 
 KernelEntry entry();
 
+// The parameters of this rung's kernels, one spec each (name, range, default, help): the registry
+// (`run`, `list`), the panel and the study all take them from here.
+namespace param {
+ParamSpec block_size();
+}  // namespace param
+
 namespace detail {
 void check_shape(int64_t n, int block_size);
 void run_cpu(const float* x, const float* y, float* out, int64_t n, int block_size, ElementTraceView* trace);

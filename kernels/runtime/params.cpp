@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 
 #include "kernels/runtime/errors.h"
 
@@ -59,6 +60,31 @@ std::string ParamSpec::range_text() const {
     }
   }
   return "";
+}
+
+ParamSpec panel_override(const ParamSpec& kernel_spec, double lo, double hi, std::string def, std::string reason) {
+  if (reason.empty()) throw std::logic_error("panel_override of " + kernel_spec.name + ": give the reason");
+  if (lo < kernel_spec.min || hi > kernel_spec.max || lo > hi)
+    throw std::logic_error("panel_override of " + kernel_spec.name + ": range outside the kernel's " +
+                           kernel_spec.range_text());
+  ParamSpec p = kernel_spec;
+  p.min = lo;
+  p.max = hi;
+  p.def = std::move(def);
+  p.override_reason = std::move(reason);
+  p.kernel_def = kernel_spec.def;
+  p.kernel_range = kernel_spec.range_text();
+  ParamValues check({p});  // the default must be inside the panel's range
+  try {
+    check.set(p.name, p.def);
+  } catch (const std::exception& e) {
+    throw std::logic_error("panel_override of " + p.name + ": default " + p.def + ": " + e.what());
+  }
+  return p;
+}
+
+ParamSpec panel_override(const ParamSpec& kernel_spec, std::string def, std::string reason) {
+  return panel_override(kernel_spec, kernel_spec.min, kernel_spec.max, std::move(def), std::move(reason));
 }
 
 ParamSpec int_param(std::string name, int64_t lo, int64_t hi, int64_t def, std::string help) {

@@ -18,8 +18,12 @@ struct ParamSpec {
   std::string def;          // default, as text
   std::vector<std::string> choices;  // Kind::Choice
   std::string help;
+  // Set by panel_override only: the kernels library's default and range this spec departs from, and
+  // why (`list` prints both). Empty: the spec is the kernels library's own.
+  std::string override_reason, kernel_def, kernel_range;
 
   std::string range_text() const;  // "[32, 4096], powers of two", "[0, 1)", "one of buggy|fixed"
+  bool is_override() const { return !override_reason.empty(); }
 };
 
 ParamSpec int_param(std::string name, int64_t lo, int64_t hi, int64_t def, std::string help);
@@ -29,6 +33,13 @@ ParamSpec float_param(std::string name, double lo, double hi, double def, std::s
 ParamSpec bool_param(std::string name, bool def, std::string help);
 ParamSpec choice_param(std::string name, std::vector<std::string> choices, std::string def,
                        std::string help);
+
+// Where a panel deliberately departs from a rung's spec (kernels/rungs/X.h, namespace param), it says
+// so here, in one visible place, with the reason: another default (for the picture the panel opens
+// on), or a range inside the kernel's. Throws std::logic_error for a range outside the kernel's or a
+// default outside the range (a programming error, caught by the panel-parameter test).
+ParamSpec panel_override(const ParamSpec& kernel_spec, std::string def, std::string reason);
+ParamSpec panel_override(const ParamSpec& kernel_spec, double lo, double hi, std::string def, std::string reason);
 
 // A set of validated values, filled from defaults and then from "key=value" strings.
 class ParamValues {

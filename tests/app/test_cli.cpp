@@ -1,9 +1,15 @@
 // app/cli.*: the command line's spellings, and one clear line with exit code 2 for every bad input.
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <sys/stat.h>
 
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cli.h"
 #include "kernels/runtime/npy.h"
+#include "kernels/studies/study.h"
 #include "test_util.h"
 #include "viz/png.h"
 
@@ -96,6 +102,55 @@ TEST(Cli, BackendCudaWithoutDeviceIsRefused) {
   const std::string fx = write_npy("cx.npy", {4}, std::vector<float>(4, 1.0f));
   expect_refused("run vector-add --backend cuda --in x=" + fx + " --in y=" + fx + " --out /tmp/never.npy",
                  "--backend cuda");
+}
+
+TEST(Cli, BackendIsCheckedForEveryCommand) {
+  // The top-level --backend reaches every subcommand, including those that run no kernel.
+  for (const char* cmd : {"list", "tour --out /tmp/never-written", "shot vector-add --out /tmp/never.png",
+                          "measure --quick", "bench --quick", "soak --frames 1", "bench-frame --frames 1"})
+    expect_refused(std::string("--backend tpu ") + cmd, "--backend tpu: must be one of auto|cuda|cpu");
+  expect_refused("--size 10x10 list", "--size=10x10 is out of range");  // --size too, whatever the command
+  expect_refused("--size big list", "--size big: expected WIDTHxHEIGHT");
+}
+
+TEST(Cli, OutDirectoryParentsAreCreatedOrRefusedWithTheReason) {
+  const std::string base = test::tmp_dir() + "/mkdirs";
+  test::run_shell("rm -rf " + base, nullptr);
+  app::make_directories(base + "/a/b/c", "--out");
+  struct stat st{};
+  EXPECT_EQ(::stat((base + "/a/b/c").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  app::make_directories(base + "/a/b/c", "--out");  // existing: fine
+  // A regular file where a directory must go: refused with the OS's reason, naming the path.
+  FILE* f = std::fopen((base + "/file").c_str(), "wb");
+  ASSERT_TRUE(f);
+  std::fclose(f);
+  expect_refused("tour --backend cpu --out " + base + "/file/x/y",
+                 "--out " + base + "/file/x/y: cannot create " + base + "/file (Not a directory)");
+}
+
+TEST(Cli, StudyRefusesAnUnknownPanelNamingTheKnownOnes) {
+  expect_refused("study no-such-panel", "study no-such-panel: unknown panel; known: ");
+  expect_refused("study", "panel is required");
+  expect_refused("--backend tpu study no-such-panel", "--backend tpu");
+  std::string out;
+  ASSERT_EQ(test::run_cli("list", &out), 0) << out;
+  EXPECT_NE(out.find("Studies (study PANEL"), std::string::npos) << out;
+  for (const study::Entry& e : study::registry()) EXPECT_NE(out.find("  " + e.panel + " "), std::string::npos);
+}
+
+// Every study the rungs register: text and JSON from the command, and --set refused as everywhere.
+TEST(Cli, EveryRegisteredStudyPrintsTextAndJson) {
+  for (const study::Entry& e : study::registry()) {
+    const std::string json = test::tmp_dir() + "/study-" + e.panel + ".json";
+    std::string out;
+    ASSERT_EQ(test::run_cli("study " + e.panel + " --backend cpu --json " + json, &out), 0) << e.panel << out;
+    EXPECT_NE(out.find("wrote " + json), std::string::npos) << out;
+    std::ifstream f(json);
+    const nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j.at("panel"), e.panel);
+    expect_refused("study " + e.panel + " --set no_such_parameter=1", "unknown parameter");
+  }
 }
 
 TEST(Cli, NoDisplayNamesShotAndTour) {

@@ -13,7 +13,9 @@ namespace kl {
 namespace {
 
 TEST(Tour, EveryImageAskedSizeAndNotBlank) {
-  const std::string dir = test::tmp_dir() + "/tour";
+  // Two levels that do not exist yet: tour creates missing parents (a fresh clone has no out/).
+  test::run_shell("rm -rf " + test::tmp_dir() + "/tour-parents", nullptr);
+  const std::string dir = test::tmp_dir() + "/tour-parents/a/tour";
   std::string out;
   ASSERT_EQ(test::run_cli("tour --backend cpu --size 1000x700 --out " + dir, &out), 0) << out;
   std::ifstream idx(dir + "/index.md");

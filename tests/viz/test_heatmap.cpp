@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <regex>
 #include <set>
+#include <string>
 
+#include "assets/embedded.h"
 #include "kernels/runtime/errors.h"
 #include "test_util.h"
 #include "viz/gl_check.h"
@@ -395,6 +398,17 @@ TEST(ColourMaps, CategoricalPaletteIsTwelveDistinctColours) {
     seen.insert(uint32_t(c[0] * 255) | uint32_t(c[1] * 255) << 8 | uint32_t(c[2] * 255) << 16);
   }
   EXPECT_EQ(seen.size(), 12u);
+}
+
+// The shader names the cell states (generated #defines from kernels/runtime/cell_state.h), never their
+// numbers: comparing `state` with a literal would be a second definition that can drift.
+TEST(HeatmapShader, ComparesCellStatesByName) {
+  const std::string frag(assets::find("shaders/heatmap.frag"));
+  ASSERT_FALSE(frag.empty());
+  EXPECT_FALSE(std::regex_search(frag, std::regex(R"(state\s*[=!]=\s*[0-9])"))) << frag;
+  EXPECT_FALSE(std::regex_search(frag, std::regex(R"(#define\s+CELL_)"))) << "the shader defines a state itself";
+  for (const char* name : {"CELL_NORMAL", "CELL_MASKED", "CELL_UNWRITTEN", "CELL_HIGHLIGHT", "CELL_OUTSIDE"})
+    EXPECT_NE(frag.find(name), std::string::npos) << name;
 }
 
 }  // namespace

@@ -1,0 +1,40 @@
+#include "app/cli/shot.h"
+
+#include <cstdio>
+
+#include "kernels/runtime/errors.h"
+#include "viz/data_texture.h"
+#include "viz/gl_check.h"
+
+namespace kl::app::cli {
+
+CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c) {
+  CLI::App* cmd = app.add_subcommand("shot", "render one panel headlessly to PNG");
+  cmd->add_option("panel", o.panel, "panel id (see list)")->required();
+  cmd->add_option("--out", o.out, "PNG file")->required();
+  add_size_option(*cmd, c.size, "WIDTHxHEIGHT (default 1400x900)");
+  add_backend_option(*cmd, c.backend);
+  add_set_option(*cmd, c.sets, "key=value (repeatable)");
+  cmd->add_option("--frames", o.frames, "frames rendered before the capture")->check(CLI::Range(1, 1000));
+  return cmd;
+}
+
+int run_shot(const ShotOptions& o, const Common& c) {
+  Shell s = make_shell(c.backend);
+  s.sidebar = false;
+  s.show_source = false;  // shots show the view alone
+  const int i = find_panel(s, o.panel);
+  if (i < 0) throw InputError("shot " + o.panel + ": unknown panel; known: " + panel_ids(s));
+  s.current = size_t(i);
+  for (const std::string& kv : c.sets) s.panels[s.current]->params().set(kv);
+  auto host = headless(parse_size(c.size, {1400, 900}));
+  PanelsBeforeHost panels_first{s};
+  s.host_kind = host->kind();
+  s.gl_renderer = host->gl_renderer();
+  render_shot(s, *host, o.out, o.frames);
+  std::printf("wrote %s (%dx%d, %s, GL_RENDERER %s; %s)\n", o.out.c_str(), host->width(), host->height(),
+              s.ctx.backend.reason.c_str(), s.gl_renderer.c_str(), viz::DataTexture::last_interop_status().c_str());
+  return viz::gl_error_count() ? 1 : 0;
+}
+
+}  // namespace kl::app::cli

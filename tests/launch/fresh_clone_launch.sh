@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's first command as a new user meets it: a fresh clone of the committed HEAD, no display,
+# `./ladder.sh launch` must exit 0 with every panel's image and index.md in out/tour/.
+# Usage: fresh_clone_launch.sh REPOSITORY
+# It builds a second copy of the project. Where ccache exists the clone's build goes through it (paths
+# made relative to the clone, so a later run finds the earlier one's objects); without it, a plain build.
+set -euo pipefail
+repo="${1:?usage: fresh_clone_launch.sh REPOSITORY}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/kl-fresh-clone.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+git clone -q "$repo" "$work/kl"
+cd "$work/kl"
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$work/kl" CCACHE_NOHASHDIR=1
+fi
+status=0
+env -u DISPLAY -u WAYLAND_DISPLAY ./ladder.sh launch || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "fresh_clone_launch: ./ladder.sh launch exited $status" >&2
+  exit 1
+fi
+index=out/tour/index.md
+[ -f "$index" ] || { echo "fresh_clone_launch: no $index" >&2; exit 1; }
+images=0
+while IFS= read -r name; do
+  [ -s "out/tour/$name" ] || { echo "fresh_clone_launch: $index lists $name, not in out/tour" >&2; exit 1; }
+  images=$((images + 1))
+done < <(grep -o '([^()]*\.png)' "$index" | tr -d '()')
+pngs=$(find out/tour -name '*.png' | wc -l)
+if [ "$images" -lt 2 ] || [ "$images" -ne "$pngs" ]; then
+  echo "fresh_clone_launch: $index lists $images images, out/tour holds $pngs" >&2
+  exit 1
+fi
+echo "fresh_clone_launch: exit 0, $images images and index.md in out/tour"
