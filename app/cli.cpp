@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench_frame.h"
+#include "app/layout_report.h"
 #include "app/measure_export.h"
 #include "app/settings.h"
 #include "app/shell.h"
@@ -24,6 +25,7 @@
 #include "viz/gl_check.h"
 #include "viz/png.h"
 #include "viz/render_host.h"
+#include "viz/ui_log.h"
 
 namespace kl::app {
 namespace {
@@ -122,6 +124,7 @@ int cmd_window(const std::string& backend, const std::string& size_text, int fra
   }
   SettingsPersistence settings(s, o.ini_path);  // the last run's panel and parameters...
   apply_command_line();                          // ...with --panel and --set on top
+  window_start(s, *host);                        // scale (monitor, settings, --ui-scale) and geometry
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   std::printf("kernel-ladder: %s; %s; GL_RENDERER %s\n", s.ctx.backend.reason.c_str(), host->kind().c_str(),
@@ -132,17 +135,7 @@ int cmd_window(const std::string& backend, const std::string& size_text, int fra
     settings.snapshot();
     draw_shell(s, float(host->width()), float(host->height()));
     host->end_frame();
-    if (s.screenshot_requested) {
-      s.screenshot_requested = false;
-      std::vector<uint8_t> rgba;
-      int w = 0, h = 0;
-      const std::string file = "kernel-ladder-" + s.panels[s.current]->id() + "-" + std::to_string(++shots) + ".png";
-      try {
-        if (host->read_pixels(rgba, w, h)) viz::write_png(file, rgba, w, h), s.message = "saved " + file;
-      } catch (const std::exception& e) {
-        s.message = e.what();
-      }
-    }
+    window_after_frame(s, *host, &shots);  // the event log, F12's screenshot, the geometry to remember
     if (frames > 0 && ++n >= frames) break;
   }
   const int errors = viz::gl_error_count();
@@ -357,7 +350,15 @@ int run_cli(int argc, char** argv) {
   std::string shot_panel, shot_out;
   int shot_frames = 3;
   shot->add_option("panel", shot_panel, "panel id (see list)")->required();
-  shot->add_option("--out", shot_out, "PNG file")->required();
+  shot->add_option("--out", shot_out, "PNG file (shot all: a directory)");
+  LookOptions look;
+  std::string ui_scale_text, ui_log;
+  shot->add_flag("--chrome", look.chrome, "the window's sidebar, source pane and status bar around the panel");
+  shot->add_flag("--no-source", [&](int64_t) { look.source = false; }, "with --chrome: the source pane hidden");
+  shot->add_flag("--layout-report", look.report, "list what is cut, outside its region or overlapping; exit 1 if any");
+  shot->add_option("--ui-scale", ui_scale_text, "UI scale in [0.5, 4] (default 1)");
+  app.add_option("--ui-scale", ui_scale_text, "UI scale in [0.5, 4] (default: the monitor's content scale)");
+  app.add_option("--ui-log", ui_log, "append one line per UI event (panel, parameter, refusal, hover, screenshot, size)");
   shot->add_option("--size", size_text, "WIDTHxHEIGHT (default 1400x900)");
   shot->add_option("--backend", backend, "auto|cuda|cpu");
   shot->add_option("--set", sets, "key=value (repeatable)");
@@ -434,6 +435,16 @@ int run_cli(int argc, char** argv) {
     return 2;
   }
   try {
+    if (*shot && (look.chrome || look.report || !ui_scale_text.empty() || shot_panel == "all")) {
+      look.panel = shot_panel, look.out = shot_out, look.backend = backend, look.sets = sets;
+      look.frames = shot_frames;
+      const Size sz = parse_size(size_text, {1400, 900});
+      look.width = sz.w, look.height = sz.h;
+      if (!ui_scale_text.empty()) look.ui_scale = parse_ui_scale(ui_scale_text);
+      if (look.out.empty() && !look.report) throw InputError("--out: required (a PNG file; for `shot all` a directory)");
+      return look_command(look);
+    }
+    if (*shot && shot_out.empty()) throw InputError("--out: required (a PNG file)");
     if (*shot) return cmd_shot(shot_panel, shot_out, size_text, backend, sets, shot_frames);
     if (*run) return cmd_run(kernel, ins, out, variant, sets, backend, weights, trace);
     if (*list) return cmd_list();
@@ -451,6 +462,8 @@ int run_cli(int argc, char** argv) {
       bf.backend = backend;
       return bench_frame(bf);
     }
+    if (!ui_scale_text.empty()) set_window_scale_override(parse_ui_scale(ui_scale_text));
+    if (!ui_log.empty() && !viz::ui_log::open(ui_log)) throw InputError("--ui-log " + ui_log + ": cannot be opened for writing");
     return cmd_window(backend, size_text, frames, panel, sets);
   } catch (const InputError& e) {
     std::fprintf(stderr, "kernel-ladder: %s\n", e.what());

@@ -110,44 +110,40 @@ class SoftmaxPanel : public Panel {
     // The headline: what the picture shows, in numbers.
     if (n > 1024) {
       ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 150, 130, 255));
-      ImGui::Text("BLOCK_SIZE = 1024 but n_cols = %" PRId64 ": columns 1024..%" PRId64
+      ImGui::TextWrapped("BLOCK_SIZE = 1024 but n_cols = %" PRId64 ": columns 1024..%" PRId64
                   " are never written (%" PRId64 " of %" PRId64 " per row), and the written ones are normalised "
                   "over the first 1024 only.",
                   n, n - 1, n - 1024, n);
       ImGui::PopStyleColor();
     } else {
       ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(140, 220, 140, 255));
-      ImGui::Text("n_cols = %" PRId64 " <= 1024: one BLOCK_SIZE = 1024 program covers the whole row; buggy and "
+      ImGui::TextWrapped("n_cols = %" PRId64 " <= 1024: one BLOCK_SIZE = 1024 program covers the whole row; buggy and "
                   "fixed agree. Push n_cols past 1024 to see the bug.", n);
       ImGui::PopStyleColor();
     }
 
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float gap = 16.0f;
-    const float half = (avail - gap) * 0.5f;
+    // Buggy beside fixed where the panel is wide enough, one above the other where it is not.
+    const ui::ColumnsLayout cols = ui::columns_or_stack(2, 340.0f);
+    const float half = cols.width;
     const float img_w = half - buggy_map_.colorbar_width();
     const float map_h = std::clamp(float(rows) * 14.0f, 90.0f, 230.0f);
     scale_ = {viz::ColorScale::Kind::Sequential, 0.0f, vmax_, "softmax(x)"};
     buggy_map_.set_scale(scale_);
     fixed_map_.set_scale(scale_);
 
-    ImGui::BeginGroup();
-    ImGui::TextColored(ImVec4(0.92f, 0.37f, 0.31f, 1), "buggy: BLOCK_SIZE = 1024 (fixed constant)");
+    ui::column_begin(cols, 0);
+    ui::wrapped_colored(IM_COL32(235, 94, 79, 255), "buggy: BLOCK_SIZE = 1024 (fixed constant)");
     viz::HeatmapHover hb = buggy_map_.draw("buggy", buggy_tex_, ImVec2(img_w, map_h), fresh_);
     ImGui::TextDisabled("written (from the trace): columns 0..%" PRId64, std::min<int64_t>(n, 1024) - 1);
-    if (n > 1024) {
-      ImGui::SameLine();
-      ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.3f, 1), "  never written: %" PRId64 "..%" PRId64 " (red/black)",
-                         int64_t(1024), n - 1);
-    }
-    ImGui::EndGroup();
-    ImGui::SameLine(0, gap);
-    ImGui::BeginGroup();
-    ImGui::TextColored(ImVec4(0.35f, 0.7f, 0.94f, 1), "fixed: BLOCK_SIZE = next_power_of_2(%" PRId64 ") = %" PRId64,
-                       n, softmax::block_size(Variant::Fixed, n));
+    if (n > 1024)
+      ui::wrapped_colored(IM_COL32(242, 89, 77, 255), "never written: 1024.." + std::to_string(n - 1) + " (red/black)");
+    ui::column_end();
+    ui::column_begin(cols, 1);
+    ui::wrapped_colored(IM_COL32(89, 179, 240, 255), "fixed: BLOCK_SIZE = next_power_of_2(" + std::to_string(n) +
+                                                         ") = " + std::to_string(softmax::block_size(Variant::Fixed, n)));
     viz::HeatmapHover hf = fixed_map_.draw("fixed", fixed_tex_, ImVec2(img_w, map_h), fresh_);
-    ImGui::TextDisabled("written (from the trace): all %" PRId64 " columns of every row", n);
-    ImGui::EndGroup();
+    ImGui::TextWrapped("written (from the trace): all %" PRId64 " columns of every row", n);
+    ui::column_end();
     if (hb.active) tooltip(hb.row, hb.col, true);
     if (hf.active) tooltip(hf.row, hf.col, false);
     fresh_ = false;
@@ -157,7 +153,9 @@ class SoftmaxPanel : public Panel {
 
     // Row sums (left) and the max abs diff over n_cols (right).
     const float plot_h = std::max(170.0f, ImGui::GetContentRegionAvail().y - 8.0f);
-    ImGui::BeginChild("rowsums_col", ImVec2(half, plot_h), false, ImGuiWindowFlags_NoScrollbar);
+    const ui::ColumnsLayout bottom = ui::columns_or_stack(2, 420.0f);
+    ImGui::BeginChild("rowsums_col", ImVec2(bottom.width, bottom.per_row == 2 ? plot_h : 0), false,
+                      bottom.per_row == 2 ? 0 : ImGuiWindowFlags_AlwaysAutoResize);
     ui::section("Row sums");
     if (ImGui::BeginTable("rowsums", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
       ImGui::TableSetupColumn("row");
@@ -165,7 +163,7 @@ class SoftmaxPanel : public Panel {
       ImGui::TableSetupColumn("buggy, written");
       ImGui::TableSetupColumn("fixed");
       ImGui::TableSetupColumn("ref. mass in 0..1023");
-      ImGui::TableHeadersRow();
+      ui::table_headers_wrapped();
       const int64_t show = std::min<int64_t>(rows, 6);
       for (int64_t r = 0; r < show; ++r) {
         ImGui::TableNextRow();
@@ -192,7 +190,7 @@ class SoftmaxPanel : public Panel {
     ImGui::Spacing();
     ui::explain("softmax.md");
     ImGui::EndChild();
-    ImGui::SameLine(0, gap);
+    if (bottom.per_row == 2) ImGui::SameLine();
     viz::PlotOptions opt;
     opt.title = "max |out - reference| over written columns, n_cols = 1..8192 (4 rows)";
     opt.x_label = "n_cols";
@@ -203,7 +201,8 @@ class SoftmaxPanel : public Panel {
     opt.y_max = 1e-1;
     opt.v_lines = {1024.0};
     opt.v_line_labels = {"BLOCK_SIZE = 1024"};
-    viz::line_plot("sweep", {sweep_buggy_, sweep_fixed_}, opt, ImVec2(half, plot_h));
+    viz::line_plot("sweep", {sweep_buggy_, sweep_fixed_}, opt,
+                   ImVec2(bottom.width, bottom.per_row == 2 ? plot_h : std::max(220.0f, bottom.width * 0.5f)));
   }
 
   void tooltip(int row, int col, bool buggy) {

@@ -1,0 +1,21 @@
+// The window's event log (`--ui-log FILE`): one line per thing a user did or saw, flushed at once, so a
+// test driving the window with real input events can check the app's state from outside:
+//   panel softmax
+//   param softmax n_cols 2000 -> 1500
+//   refused softmax n_cols: n_cols=99999999 is out of range: allowed [1, 65536]
+//   hover heatmap softmax_bug col 12 row 3
+//   screenshot /abs/path.png
+//   size 1280x720
+//   scale 1.5
+// Off (every call a no-op) until open() succeeds.
+#pragma once
+#include <string>
+
+namespace kl::viz::ui_log {
+
+bool open(const std::string& path);  // appends; false when the file cannot be opened
+void close();
+bool is_open();
+void event(const std::string& line);
+
+}  // namespace kl::viz::ui_log
