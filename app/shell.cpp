@@ -35,6 +35,7 @@ std::string panel_ids(const Shell& s) {
 namespace {
 
 float g_scale_override = 0;  // --ui-scale (0: none)
+constexpr float kViewMinEm = 56, kSourceMinEm = 22;  // widths side by side, in font sizes
 
 float effective_scale(const Shell& s) { return s.ui_scale > 0 ? s.ui_scale : s.base_scale; }
 
@@ -128,8 +129,11 @@ void draw_sidebar(Shell& s, float w, float h) {
 void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   const float em = ImGui::GetFontSize(), bar = std::max(6.0f, std::floor(em * 0.4f));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const bool side = avail.x >= 30 * em + 18 * em + bar;
-  const bool below = !side && avail.y >= 26 * em;
+  // Side by side only where the view keeps the width the panels are laid out for (about 900 px at
+  // scale 1); else the source goes under the view, and where the window is too low for both, the
+  // view alone (the sidebar's "Kernel source" box shows that the pane is asked for).
+  const bool side = avail.x >= kViewMinEm * em + kSourceMinEm * em + bar;
+  const bool below = !side && avail.y >= 30 * em;
   const bool split = s.show_source && !focus.file.empty() && (side || below);
   if (!split) {
     ImGui::BeginChild("view", ImVec2(0, 0), false);
@@ -138,7 +142,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
     return;
   }
   const float total = side ? avail.x : avail.y;
-  const float min_src = side ? 18 * em : 8 * em, min_view = side ? 30 * em : 16 * em;
+  const float min_src = side ? kSourceMinEm * em : 8 * em, min_view = side ? kViewMinEm * em : 20 * em;
   const float src = std::floor(std::clamp(total * s.source_frac, min_src, total - min_view - bar));
   const ImVec2 view_size = side ? ImVec2(avail.x - src - bar, 0) : ImVec2(0, avail.y - src - bar);
   ImGui::BeginChild("view", view_size, false);

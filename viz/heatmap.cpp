@@ -465,17 +465,19 @@ void colorbar(const ColorScale& s, const ImVec2& size) {
 
   float lo = s.lo, hi = s.hi;
   if (!(hi > lo)) hi = lo + 1.0f;
-  const int target = std::max(2, int((y1 - y0) / (font * 2.2f)));
+  const int target = std::clamp(int((y1 - y0) / (font * 2.2f)), 2, 12);  // as colorbar_width_for() assumes
   std::vector<double> ticks = detail::nice_ticks(lo, hi, target, false);
-  float max_label = 0;
+  float max_label = 0, last_top = 1e9f, last_bottom = -1e9f;
   for (double v : ticks) {
     const float y = std::round(y1 - float((v - lo) / (hi - lo)) * (y1 - y0));
     dl->AddLine(ImVec2(bar_x0 + bar_w, y), ImVec2(bar_x0 + bar_w + 4, y), frame, 1.0f);
     const std::string lbl = detail::tick_label(v);
     const ImVec2 ts = ImGui::CalcTextSize(lbl.c_str());
     max_label = std::max(max_label, ts.x);
-    detail::add_label(dl, name, pos, end,
-                      ImVec2(bar_x0 + bar_w + 6, std::clamp(y - ts.y * 0.5f, pos.y, pos.y + size.y - ts.y)), text, lbl);
+    const float ly = std::clamp(y - ts.y * 0.5f, pos.y, pos.y + size.y - ts.y);
+    if (ly + ts.y > last_top - 1 && ly < last_bottom + 1) continue;  // labels never overlap
+    detail::add_label(dl, name, pos, end, ImVec2(bar_x0 + bar_w + 6, ly), text, lbl);
+    last_top = std::min(last_top, ly), last_bottom = std::max(last_bottom, ly + ts.y);
   }
   if (!s.label.empty()) {
     // Right of the tick labels, or against the widget's right edge when the labels are wide.

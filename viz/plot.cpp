@@ -127,6 +127,7 @@ float y_tick_width(const std::vector<double>& ticks) {
 
 void draw_y_axis(ImDrawList* dl, const Frame& f, const Axis& ay, const std::vector<double>& ticks) {
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  float last_top = 1e9f, last_bottom = -1e9f;  // the last label drawn: labels never overlap
   for (double v : ticks) {
     const float y = std::round(ay.px(v));
     if (y < f.p0.y - 0.5f || y > f.p1.y + 0.5f) continue;
@@ -134,7 +135,10 @@ void draw_y_axis(ImDrawList* dl, const Frame& f, const Axis& ay, const std::vect
     dl->AddLine(ImVec2(f.p0.x - 4, y), ImVec2(f.p0.x, y), kAxis);
     const std::string s = detail::tick_label(v);
     const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
-    detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(f.p0.x - 7 - ts.x, y - ts.y * 0.5f), text, s);
+    const float ly = y - ts.y * 0.5f;
+    if (ly + ts.y > last_top - 1 && ly < last_bottom + 1) continue;
+    detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(f.p0.x - 7 - ts.x, ly), text, s);
+    last_top = std::min(last_top, ly), last_bottom = std::max(last_bottom, ly + ts.y);
   }
 }
 
@@ -156,6 +160,7 @@ void draw_x_axis(ImDrawList* dl, const Frame& f, const Axis& ax, const std::vect
 }
 
 void draw_v_lines(ImDrawList* dl, const Frame& f, const Axis& ax, const PlotOptions& opt) {
+  std::vector<ImRect> placed;  // labels already drawn: a label that would overlap one goes a line lower
   for (size_t i = 0; i < opt.v_lines.size(); ++i) {
     const double v = opt.v_lines[i];
     if (!ax.usable(v)) continue;
@@ -167,9 +172,16 @@ void draw_v_lines(ImDrawList* dl, const Frame& f, const Axis& ax, const PlotOpti
       const ImVec2 ts = ImGui::CalcTextSize(s);
       // Right of the line where it fits, left of it otherwise.
       const float lx = x + 4 + ts.x <= f.p1.x ? x + 4 : x - 4 - ts.x;
-      dl->AddRectFilled(ImVec2(lx - 2, f.p0.y + 3), ImVec2(lx + ts.x + 2, f.p0.y + 5 + ts.y),
-                        IM_COL32(20, 21, 24, 220), 2);
-      detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(lx, f.p0.y + 4), kMarker, s);
+      float ly = f.p0.y + 4;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (const ImRect& r : placed)
+          if (lx - 2 < r.Max.x && lx + ts.x + 2 > r.Min.x && ly - 1 < r.Max.y && ly + ts.y + 1 > r.Min.y)
+            ly = r.Max.y + 2, moved = true;
+      }
+      placed.push_back(ImRect(lx - 2, ly - 1, lx + ts.x + 2, ly + ts.y + 1));
+      dl->AddRectFilled(ImVec2(lx - 2, ly - 1), ImVec2(lx + ts.x + 2, ly + 1 + ts.y), IM_COL32(20, 21, 24, 220), 2);
+      detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(lx, ly), kMarker, s);
     }
   }
 }
@@ -231,10 +243,13 @@ void draw_legend(ImDrawList* dl, const Frame& f, const ImVec2& b0, const std::ve
 std::vector<ImVec2> occupied_points(const std::vector<Series>& series, const Axis& ax, const Axis& ay,
                                     const PlotOptions& opt, const Frame& f) {
   std::vector<ImVec2> occupied;
-  for (double v : opt.v_lines)
-    if (ax.usable(v))
-      for (float dy = 0; dy < 24; dy += 4)
-        for (float dx = 0; dx < 120; dx += 8) occupied.push_back(ImVec2(ax.px(v) + dx, f.p0.y + 4 + dy));
+  for (size_t i = 0; i < opt.v_lines.size(); ++i) {  // the marker and its label (either side of it)
+    const double v = opt.v_lines[i];
+    if (!ax.usable(v)) continue;
+    const ImVec2 ts = i < opt.v_line_labels.size() ? ImGui::CalcTextSize(opt.v_line_labels[i].c_str()) : ImVec2(0, 0);
+    for (float dy = 0; dy <= ts.y + 8; dy += 4)
+      for (float dx = -ts.x - 8; dx <= ts.x + 8; dx += 8) occupied.push_back(ImVec2(ax.px(v) + dx, f.p0.y + 4 + dy));
+  }
   for (const Series& s : series) {
     const size_t n = std::min(s.x.size(), s.y.size());
     bool have = false;
