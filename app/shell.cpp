@@ -14,6 +14,7 @@
 #include "kernels/runtime/errors.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"
+#include "viz/layout_audit.h"
 #include "viz/png.h"
 #include "viz/render_host.h"
 #include "viz/ui_log.h"
@@ -113,11 +114,16 @@ void draw_sidebar(Shell& s, float w, float h) {
   ui::wrapped("climb rung by rung");
   ImGui::PopStyleColor();
   ImGui::Separator();
-  for (size_t i = 0; i < s.panels.size(); ++i)
+  for (size_t i = 0; i < s.panels.size(); ++i) {
     if (wrapped_selectable(s.panels[i]->title(), s.current == i)) s.current = i;
+    viz::ui_log::place("sidebar", s.panels[i]->id(), ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+  }
   ImGui::Separator();
   if (ImGui::Button("Screenshot (F12)")) s.screenshot_requested = true;
   ImGui::Checkbox("Kernel source", &s.show_source);
+  viz::ui_log::place("checkbox", "source", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                     ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
   ui::wrapped("Ctrl+= / Ctrl+- / Ctrl+0: UI scale " + std::to_string(int(std::lround(effective_scale(s) * 100))) + "%");
   ImGui::PopStyleColor();
@@ -179,6 +185,7 @@ void draw_panel(Shell& s, float x, float w, float h) {
   ImGui::Begin(p.title().c_str(), nullptr, fixed);
   const Panel::SourceFocus focus = p.source_focus();
   const int depth = GImGui->CurrentWindowStack.Size;
+  ui::set_log_panel(p.id());
   try {
     draw_split(s, p, focus);
   } catch (const std::exception& e) {
@@ -286,6 +293,7 @@ void scale_keys(Shell& s) {
 void set_window_scale_override(float scale) { g_scale_override = scale; }
 
 void window_start(Shell& s, viz::RenderHost& host) {
+  if (viz::ui_log::is_open()) viz::audit::set_enabled(true);
   s.scale_fixed = g_scale_override > 0;
   s.base_scale = s.scale_fixed ? g_scale_override : std::clamp(host.content_scale(), viz::kMinUiScale, viz::kMaxUiScale);
   if (s.scale_fixed) s.ui_scale = 0;
@@ -298,12 +306,28 @@ void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
     s.logged_panel = s.current;
     viz::ui_log::event("panel " + s.panels[s.current]->id());
   }
+  if (s.show_source != s.logged_source) {
+    s.logged_source = s.show_source;
+    viz::ui_log::event(s.show_source ? "source shown" : "source hidden");
+  }
   if (host.width() != s.logged_w || host.height() != s.logged_h) {
     s.logged_w = host.width(), s.logged_h = host.height();
     viz::ui_log::event("size " + std::to_string(s.logged_w) + "x" + std::to_string(s.logged_h));
   }
   int x = 0, y = 0, w = 0, h = 0;
   if (host.geometry(&x, &y, &w, &h) && w > 0 && h > 0) s.win_x = x, s.win_y = y, s.win_w = w, s.win_h = h;
+  if (s.quit_requested) host.request_close(), s.quit_requested = false;
+  if (viz::ui_log::is_open()) {
+    // With the event log on, the window audits its own layout: each change of findings is logged.
+    std::string found;
+    for (const std::string& f : viz::audit::collect(s.panels[s.current]->id())) found += "audit " + f + "\n";
+    if (found.empty()) found = "audit clean\n";
+    if (found != s.logged_audit) {
+      s.logged_audit = found;
+      found.pop_back();
+      viz::ui_log::event(found);
+    }
+  }
   if (!s.screenshot_requested) return;
   s.screenshot_requested = false;
   std::vector<uint8_t> rgba;
@@ -317,6 +341,7 @@ void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
     std::free(abs);
     s.message = "screenshot saved to " + where;
     viz::ui_log::event("screenshot " + where);
+    viz::ui_log::event("status " + s.message);
   } catch (const std::exception& e) {
     s.message = std::string("screenshot not saved: ") + e.what();
     viz::ui_log::event("screenshot failed: " + std::string(e.what()));
@@ -329,6 +354,8 @@ void draw_shell(Shell& s, float width, float height) {
   if (s.sidebar) draw_sidebar(s, sidebar_w, height - status_h);
   if (ImGui::IsKeyPressed(301 /* GLFW_KEY_F12: Dear ImGui 1.86 indexes keys by the GLFW backend's codes */, false))
     s.screenshot_requested = true;
+  if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(81 /* GLFW_KEY_Q */, false)) s.quit_requested = true;
+  if (viz::ui_log::is_open()) viz::audit::clear();  // the window's audit (see window_after_frame)
   scale_keys(s);
   if (!s.panels.empty()) draw_panel(s, sidebar_w, width - sidebar_w, height - status_h);
   draw_status(s, width, height, status_h);

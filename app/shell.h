@@ -24,6 +24,7 @@ struct Shell {
   std::string message;  // last screenshot saved, etc. (shown in the status bar)
   long failures = 0;     // exceptions that escaped a panel's draw (each shown in the panel's window)
   bool screenshot_requested = false;
+  bool quit_requested = false;  // Ctrl+Q
   // The window's UI scale: 0 follows the monitor (base_scale); Ctrl+= / Ctrl+- / Ctrl+0 change it.
   float ui_scale = 0;
   float base_scale = 1;  // the monitor's content scale, or --ui-scale
@@ -32,6 +33,8 @@ struct Shell {
   // What the last frame showed, for the event log (--ui-log).
   size_t logged_panel = size_t(-1);
   int logged_w = 0, logged_h = 0;
+  bool logged_source = true;
+  std::string logged_message, logged_audit;
 };
 
 // Draws one frame's UI (between the host's begin_frame and end_frame), filling width x height.

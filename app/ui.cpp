@@ -35,13 +35,12 @@ float control_width(const std::string& label) {
   return std::max(ImGui::GetFontSize() * 3.0f, std::min(width, room));
 }
 
+std::string g_log_panel = "?";
 // The panel that owns the parameters being drawn, for the event log ("param softmax n_cols 2000 -> 1500").
-std::string log_owner() {
-  ImGuiWindow* w = ImGui::GetCurrentWindowRead();
-  while (w && w->ParentWindow && (w->Flags & ImGuiWindowFlags_ChildWindow)) w = w->ParentWindow;
-  return w ? std::string(w->Name) : std::string("?");
-}
+const std::string& log_owner() { return g_log_panel; }
 }  // namespace
+
+void set_log_panel(const std::string& id) { g_log_panel = id; }
 
 float param_width(const ParamValues& p, const std::string& key) {
   const ParamSpec* s = p.spec(key);
@@ -125,6 +124,9 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
   if (!s->help.empty() && ImGui::IsItemHovered())
     ImGui::SetTooltip("%s\nallowed: %s", s->help.c_str(), s->range_text().c_str());
   viz::audit::widget("control '" + key + "'", start, ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y));
+  if (viz::ui_log::is_open())
+    viz::ui_log::place("control", log_owner() + " " + key, start.x, start.y, ImGui::GetItemRectMax().x,
+                       ImGui::GetItemRectMax().y);
   if (!edited) return false;
   try {
     const std::string before = p.get_text(key);
@@ -216,6 +218,9 @@ void error_box(const std::string& message) {
   ImGui::TextUnformatted(message.c_str());
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
+  if (viz::ui_log::is_open())
+    viz::ui_log::place("message", log_owner() + " " + message, ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
 }
 
 void status_line(const char* label, const std::string& text, bool ok) {

@@ -39,6 +39,8 @@ void column_begin(const ColumnsLayout& c, int i);  // view i: on the same row as
 void column_end();
 // Instead of ImGui::TableHeadersRow(): each header wraps inside its column instead of being truncated.
 void table_headers_wrapped();
+// The panel whose controls are drawn now, as the event log names it (the shell sets it).
+void set_log_panel(const std::string& id);
 // A size at UI scale 1 in pixels, at the current scale.
 float px(float pixels_at_scale_1);
 void status_line(const char* label, const std::string& text, bool ok);  // "matches reference: yes"

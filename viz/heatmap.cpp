@@ -146,6 +146,7 @@ struct Heatmap::State {
         u_out_size = -1, u_grid = -1, u_palette = -1;
   // The visible part of the data in cells; x1 <= x0 means "all of it".
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  int view_w = -1, view_h = -1;  // the data shape the view above belongs to
   // What the RGBA texture holds now.
   struct Key {
     unsigned tex = 0;
@@ -327,6 +328,11 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
     return hover;
   }
   const float W = float(data.width()), H = float(data.height());
+  // New data of another shape: the whole of it (a view of the old shape would read as a zoom).
+  if (data.width() != st.view_w || data.height() != st.view_h) {
+    st.view_w = data.width(), st.view_h = data.height();
+    st.x0 = st.y0 = st.x1 = st.y1 = 0;
+  }
   if (st.x1 <= st.x0 || st.y1 <= st.y0 || st.x1 > W || st.y1 > H) st.x0 = 0, st.y0 = 0, st.x1 = W, st.y1 = H;
 
   // The image, then its interaction (the wheel belongs to the image, not the window, while hovered).
@@ -425,6 +431,7 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   }
 
   audit::widget(std::string("heatmap '") + id + "'", pos, end);
+  ui_log::place("heatmap", id, pos.x, pos.y, end.x, end.y);
   if (scale_.kind != ColorScale::Kind::Categorical) {
     ImGui::SameLine(0, 0);
     colorbar(scale_, ImVec2(colorbar_width(), sz.y));

@@ -270,7 +270,11 @@ std::vector<std::string> collect(const std::string& ctx) {
     if (c.covered > 0)
       out.push_back(ctx + ": " + c.what + " " + rect_text(c.r) + " covers " + std::to_string(c.covered) +
                     " data points");
-  return out;
+  // One line per finding: a text drawn twice (into two commands of one window) is reported once.
+  std::vector<std::string> unique;
+  for (const std::string& f : out)
+    if (std::find(unique.begin(), unique.end(), f) == unique.end()) unique.push_back(f);
+  return unique;
 }
 
 }  // namespace kl::viz::audit

@@ -39,6 +39,7 @@ class RenderHost {
   }
   virtual void set_geometry(int x, int y, int w, int h) { (void)x, (void)y, (void)w, (void)h; }
   virtual float content_scale() const { return 1.0f; }
+  virtual void request_close() {}  // the window: begin_frame() returns false from the next frame on
   std::string gl_renderer() const;       // GL_RENDERER of the current context
 };
 

@@ -7,6 +7,9 @@
 //   screenshot /abs/path.png
 //   size 1280x720
 //   scale 1.5
+//   status screenshot saved to /abs/path.png
+//   place control softmax n_cols 262 34 512 60     (where a thing a test clicks is, on change)
+//   audit clean | audit PANEL: text '...' cut by ...  (the layout audit of the frame, on change)
 // Off (every call a no-op) until open() succeeds.
 #pragma once
 #include <string>
@@ -17,5 +20,8 @@ bool open(const std::string& path);  // appends; false when the file cannot be o
 void close();
 bool is_open();
 void event(const std::string& line);
+// "place KIND NAME x0 y0 x1 y1" in window pixels, logged when it differs from the last one logged for
+// KIND NAME (so a test can find the widgets it drives).
+void place(const std::string& kind, const std::string& name, float x0, float y0, float x1, float y1);
 
 }  // namespace kl::viz::ui_log

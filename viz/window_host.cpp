@@ -253,6 +253,9 @@ class WindowHost final : public RenderHost {
     glfwSetWindowPos(window_, x, y);
     glfwSetWindowSize(window_, w, h);
   }
+  void request_close() override {
+    if (!g_display_lost) glfwSetWindowShouldClose(window_, GLFW_TRUE);
+  }
   float content_scale() const override {
     float sx = 1, sy = 1;
     if (!g_display_lost) glfwGetWindowContentScale(window_, &sx, &sy);

@@ -69,9 +69,11 @@ class VectorAddPanel : public Panel {
     ui::status_line("trace:", trace_text_, trace_ok_);
 
     ui::section("Programs of the launch grid");
-    ImGui::TextDisabled("each cell: %" PRId64 " lane%s;  %s;  colour = pid that stored it (recorded);  "
-                        "hatched = masked lane;  red checker = never stored",
-                        raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("each cell: %" PRId64 " lane%s;  %s;  colour = pid that stored it (recorded);  "
+                       "hatched = masked lane;  red checker = never stored",
+                       raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
+    ImGui::PopStyleColor();
     const float avail = ImGui::GetContentRegionAvail().x - 110.0f;
     // Square cells where they fit; rows at least 24 px tall while there are few of them.
     const float cell = avail / float(raster_.cols);
