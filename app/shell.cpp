@@ -86,11 +86,14 @@ void draw_source(const Panel::SourceFocus& f) {
 // entries wrap).
 float sidebar_width(const Shell& s, float width) {
   const ImGuiStyle& st = ImGui::GetStyle();
-  float w = ImGui::CalcTextSize("Screenshot (F12)").x + st.FramePadding.x * 2;
-  for (const auto& p : s.panels) w = std::max(w, ImGui::CalcTextSize(p->title().c_str()).x);
-  w += st.WindowPadding.x * 2 + st.ScrollbarSize + 2;
-  const float em = ImGui::GetFontSize();
-  return std::floor(std::min(w, std::max(9.0f * em, width * 0.2f)));
+  const float chrome = st.WindowPadding.x * 2 + st.ScrollbarSize + 2;
+  // Its controls always fit; the entries fit where the window allows, else they wrap.
+  const float controls = std::max(ImGui::CalcTextSize("Screenshot (F12)").x + st.FramePadding.x * 2,
+                                  ImGui::GetFrameHeight() + st.ItemInnerSpacing.x + ImGui::CalcTextSize("Kernel source").x);
+  float entries = 0;
+  for (const auto& p : s.panels) entries = std::max(entries, ImGui::CalcTextSize(p->title().c_str()).x);
+  const float want = std::max(controls, entries) + chrome;
+  return std::floor(std::max(controls + chrome, std::min(want, width * 0.2f)));
 }
 
 // A selectable entry whose text wraps inside the sidebar.

@@ -267,6 +267,18 @@ TEST_F(Driven, EveryInputAUserGivesTheWindow) {
     step("f12");
   }
 
+  // Ctrl+= scales the UI up live (the fonts are rasterised again between frames), Ctrl+0 goes back.
+  {
+    size_t from = log().size();
+    key("ctrl+equal");
+    wait_for("scale 1.25", from);
+    step("ctrl-equal-scale-1.25");
+    from = log().size();
+    key("ctrl+0");
+    wait_for("scale 1", from);
+    step("ctrl-0-scale-1");
+  }
+
   // Resize to 1280x720 and back.
   {
     size_t from = log().size();
