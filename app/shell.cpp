@@ -287,7 +287,9 @@ void scale_keys(Shell& s) {
   }
   if (next != viz::ui_scale()) {
     viz::set_ui_scale(next);  // fonts are rebuilt before the next frame
-    viz::ui_log::event("scale " + std::to_string(next).substr(0, 4));
+    char b[32];
+    std::snprintf(b, sizeof b, "scale %.2f", double(next));
+    viz::ui_log::event(b);
   }
 }
 
@@ -301,6 +303,9 @@ void window_start(Shell& s, viz::RenderHost& host) {
   s.base_scale = s.scale_fixed ? g_scale_override : std::clamp(host.content_scale(), viz::kMinUiScale, viz::kMaxUiScale);
   if (s.scale_fixed) s.ui_scale = 0;
   viz::set_ui_scale(effective_scale(s));
+  char b[32];
+  std::snprintf(b, sizeof b, "scale %.2f", double(effective_scale(s)));
+  viz::ui_log::event(b);
   if (s.win_w > 0 && s.win_h > 0) host.set_geometry(s.win_x, s.win_y, s.win_w, s.win_h);
 }
 

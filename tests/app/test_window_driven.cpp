@@ -275,7 +275,7 @@ TEST_F(Driven, EveryInputAUserGivesTheWindow) {
     step("ctrl-equal-scale-1.25");
     from = log().size();
     key("ctrl+0");
-    wait_for("scale 1", from);
+    wait_for("scale 1.00", from);
     step("ctrl-0-scale-1");
   }
 
