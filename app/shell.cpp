@@ -128,7 +128,7 @@ void draw_sidebar(Shell& s, float w, float h) {
   viz::ui_log::place("checkbox", "source", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
                      ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-  ui::wrapped("Ctrl+= / Ctrl+- / Ctrl+0: UI scale " + std::to_string(int(std::lround(effective_scale(s) * 100))) + "%");
+  ui::wrapped("Ctrl+= / Ctrl+- / Ctrl+0: UI scale " + std::to_string(int(std::lround(viz::ui_scale() * 100))) + "%");
   ImGui::PopStyleColor();
   ImGui::End();
 }
