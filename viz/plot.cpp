@@ -72,13 +72,27 @@ struct Frame {
   bool hovered = false;
 };
 
-// Reserves the widget, draws the title and axis labels, and returns the plot area left for the data.
-Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, float y_label_w) {
+// The least height a plot reads at with the current font: its title (wrapped at `width`), the x label
+// and ticks, and a data area of four lines or the legend's height (and the vertical y label's length).
+float min_plot_height(const PlotOptions& opt, float width, float legend_h) {
+  const float font = ImGui::GetFontSize();
+  float h = 8 + font + 6 + font * 0.5f;  // margins, x tick labels, the data area's top inset
+  if (!opt.title.empty()) h += ImGui::CalcTextSize(opt.title.c_str(), nullptr, false, width - 8).y + 6;
+  if (!opt.x_label.empty()) h += font + 2;
+  float data = std::max(4.0f * font, legend_h + 12);
+  if (!opt.y_label.empty()) data = std::max(data, ImGui::CalcTextSize(opt.y_label.c_str()).x + 4);
+  return std::ceil(h + data);
+}
+
+// Reserves the widget (at least min_plot_height() tall: a larger UI scale makes plots taller, never
+// crowded), draws the title and axis labels, and returns the plot area left for the data.
+Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, float y_label_w, float legend_h = 0) {
   Frame f;
   f.name = std::string("plot '") + id + "'";
   ImGui::PushID(id);
   f.outer0 = ImGui::GetCursorScreenPos();
-  const ImVec2 sz(std::max(120.0f, size.x), std::max(80.0f, size.y));
+  const float w = std::max(120.0f, size.x);
+  const ImVec2 sz(w, std::max({80.0f, size.y, min_plot_height(opt, w, legend_h)}));
   ImGui::InvisibleButton("##plot", sz);
   f.hovered = ImGui::IsItemHovered();
   ImGui::PopID();
@@ -300,7 +314,9 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
   const float font = ImGui::GetFontSize();
   const int y_target = std::max(2, int(size.y / (font * 2.5f)));
   const std::vector<double> yt = detail::nice_ticks(ylo, yhi, y_target, ay.log);
-  Frame f = begin_frame(id, opt, size, y_tick_width(yt));
+  std::vector<std::string> names;
+  for (const Series& sr : series) names.push_back(sr.label);
+  Frame f = begin_frame(id, opt, size, y_tick_width(yt), legend_size(names).y);
   ax.p0 = f.p0.x, ax.p1 = f.p1.x, ay.p0 = f.p1.y, ay.p1 = f.p0.y;
   // The legend: in a corner where no data is; where every corner has data, outside the data, to the
   // right of the plot area (which narrows for it).
