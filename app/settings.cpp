@@ -47,7 +47,8 @@ std::vector<std::string> collect(const Shell& s) {
   char b[96];
   std::snprintf(b, sizeof b, "source_frac=%.3f", double(s.source_frac));
   lines.push_back(b);
-  if (s.ui_scale > 0) std::snprintf(b, sizeof b, "ui_scale=%.2f", double(s.ui_scale)), lines.push_back(b);
+  const float scale = s.ui_scale > 0 ? s.ui_scale : s.remembered_scale;  // --ui-scale is not remembered
+  if (scale > 0) std::snprintf(b, sizeof b, "ui_scale=%.2f", double(scale)), lines.push_back(b);
   if (s.win_w > 0 && s.win_h > 0)
     std::snprintf(b, sizeof b, "window=%d,%d,%d,%d", s.win_x, s.win_y, s.win_w, s.win_h), lines.push_back(b);
   for (const auto& p : s.panels)

@@ -301,7 +301,7 @@ void window_start(Shell& s, viz::RenderHost& host) {
   if (viz::ui_log::is_open()) viz::audit::set_enabled(true);
   s.scale_fixed = g_scale_override > 0;
   s.base_scale = s.scale_fixed ? g_scale_override : std::clamp(host.content_scale(), viz::kMinUiScale, viz::kMaxUiScale);
-  if (s.scale_fixed) s.ui_scale = 0;
+  if (s.scale_fixed) s.remembered_scale = s.ui_scale, s.ui_scale = 0;
   viz::set_ui_scale(effective_scale(s));
   char b[32];
   std::snprintf(b, sizeof b, "scale %.2f", double(effective_scale(s)));

@@ -29,6 +29,7 @@ struct Shell {
   float ui_scale = 0;
   float base_scale = 1;  // the monitor's content scale, or --ui-scale
   bool scale_fixed = false;  // --ui-scale given: the remembered scale does not override it
+  float remembered_scale = 0;  // the remembered scale set aside while --ui-scale rules (kept for the next run)
   int win_x = 0, win_y = 0, win_w = 0, win_h = 0;  // the window's last position and size (0: none)
   // What the last frame showed, for the event log (--ui-log).
   size_t logged_panel = size_t(-1);

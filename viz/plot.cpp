@@ -451,8 +451,11 @@ void bar_chart(const char* id, const std::vector<Bar>& bars, const PlotOptions& 
     // The value above the bar and the label under the axis, when they fit in the slot.
     const std::string v = ok ? detail::tick_label(b.value) : std::string("n/a");
     const ImVec2 vs = ImGui::CalcTextSize(v.c_str());
-    if (vs.x <= slot + 4)
-      detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(cx - vs.x * 0.5f, std::min(top, base) - vs.y - 2), text, v);
+    // Above the bar where there is room under the plot's top, else just inside the bar's top.
+    float vy = std::min(top, base) - vs.y - 2;
+    if (vy < f.p0.y) vy = std::min(top, base) + 2;
+    if (vs.x <= slot + 4 && vy + vs.y <= f.p1.y)
+      detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(cx - vs.x * 0.5f, vy), text, v);
     std::string lbl = b.label;
     while (!lbl.empty() && ImGui::CalcTextSize(lbl.c_str()).x > slot - 2) lbl.pop_back();
     if (lbl.size() < b.label.size() && lbl.size() > 1) lbl.back() = '.';

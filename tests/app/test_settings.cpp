@@ -97,6 +97,8 @@ TEST(Settings, WindowGeometryScaleAndSplitterSurviveARestart) {
   ASSERT_EQ(window(xdg, "--ui-scale 2 --ui-log " + log, &out), 0) << out;
   events = read_all(log);
   EXPECT_NE(events.find("scale 2.00\n"), std::string::npos) << events;
+  text = read_all(ini);
+  EXPECT_NE(text.find("ui_scale=1.50\n"), std::string::npos) << "--ui-scale replaced the remembered scale:\n" << text;
 
   std::remove(log.c_str());
   std::remove(ini.c_str());
