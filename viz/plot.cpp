@@ -79,7 +79,8 @@ float min_plot_height(const PlotOptions& opt, float width, float legend_h) {
   float h = 8 + font + 6 + font * 0.5f;  // margins, x tick labels, the data area's top inset
   if (!opt.title.empty()) h += ImGui::CalcTextSize(opt.title.c_str(), nullptr, false, width - 8).y + 6;
   if (!opt.x_label.empty()) h += font + 2;
-  float data = std::max(4.0f * font, legend_h + 12);
+  // Room for the legend above the data where no corner is free (the data keeps at least half).
+  float data = std::max(4.0f * font, legend_h > 0 ? 2 * legend_h + 18 : 0.0f);
   if (!opt.y_label.empty()) data = std::max(data, ImGui::CalcTextSize(opt.y_label.c_str()).x + 4);
   return std::ceil(h + data);
 }
