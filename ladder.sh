@@ -16,7 +16,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libimgui-dev libglfw3-dev libepoxy-dev libegl-dev libgl-dev libgles-dev libstb-dev
   libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev fonts-dejavu-core libgif-dev
-  libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth clang libclang-rt-14-dev
+  libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth xdotool clang libclang-rt-14-dev
   librsvg2-bin
 )
 

@@ -3,6 +3,8 @@
 #include <imgui.h>
 #include <imgui_internal.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -42,6 +44,13 @@ std::vector<std::string> collect(const Shell& s) {
   if (s.panels.empty()) return lines;
   lines.push_back("panel=" + s.panels[s.current]->id());
   lines.push_back(std::string("show_source=") + (s.show_source ? "1" : "0"));
+  char b[96];
+  std::snprintf(b, sizeof b, "source_frac=%.3f", double(s.source_frac));
+  lines.push_back(b);
+  const float scale = s.ui_scale > 0 ? s.ui_scale : s.remembered_scale;  // --ui-scale is not remembered
+  if (scale > 0) std::snprintf(b, sizeof b, "ui_scale=%.2f", double(scale)), lines.push_back(b);
+  if (s.win_w > 0 && s.win_h > 0)
+    std::snprintf(b, sizeof b, "window=%d,%d,%d,%d", s.win_x, s.win_y, s.win_w, s.win_h), lines.push_back(b);
   for (const auto& p : s.panels)
     for (const ParamSpec& sp : p->params().specs()) {
       if (p->id() == "measure" && sp.name == "run") continue;  // a one-shot request, not a setting
@@ -76,6 +85,17 @@ SettingsPersistence::SettingsPersistence(Shell& s, const std::string& ini_path) 
       if (i >= 0) s.current = size_t(i), panel = value;
     } else if (key == "show_source") {
       s.show_source = value == "1";
+    } else if (key == "source_frac") {
+      const double f = std::atof(value.c_str());
+      if (f >= 0.1 && f <= 0.9) s.source_frac = float(f);
+    } else if (key == "ui_scale") {
+      const double f = std::atof(value.c_str());
+      if (f >= 0.5 && f <= 4.0) s.ui_scale = float(f);
+    } else if (key == "window") {
+      int x = 0, y = 0, w = 0, h = 0;
+      if (std::sscanf(value.c_str(), "%d,%d,%d,%d", &x, &y, &w, &h) == 4 && w >= 320 && h >= 240 && w <= 16384 &&
+          h <= 16384)
+        s.win_x = x, s.win_y = y, s.win_w = w, s.win_h = h;
     } else if (key.rfind("param.", 0) == 0) {
       const size_t dot = key.find('.', 6);
       if (dot == std::string::npos) continue;

@@ -1,6 +1,7 @@
 // What the window remembers between runs, kept in Dear ImGui's ini file (HostOptions::ini_path: the
 // command line passes $XDG_CONFIG_HOME/kernel-ladder/imgui.ini, else ~/.config/...): the open panel,
-// the "Kernel source" box and every panel's parameters, as one [KernelLadder][Settings] section of
+// the "Kernel source" box, the source pane's share (the splitter), the UI scale chosen with Ctrl+=/-
+// (absent: follow the monitor), the window's position and size, and every panel's parameters, as one [KernelLadder][Settings] section of
 // key=value lines. The shell's windows are fixed (NoSavedSettings), so without this section the file
 // would hold nothing of the app. Values a panel refuses on reading (a range changed, a GPU-only size
 // restored on the CPU backend) are skipped, never fatal. The measure panel's `run` is a one-shot

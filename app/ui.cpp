@@ -1,8 +1,11 @@
 #include "app/ui.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -10,13 +13,56 @@
 #include "assets/embedded.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
+#include "viz/layout_audit.h"
+#include "viz/render_host.h"
+#include "viz/ui_log.h"
 
 namespace kl::app::ui {
+
+float px(float pixels_at_scale_1) { return pixels_at_scale_1 * viz::ui_scale(); }
+
+namespace {
+int g_columns_open = 0;  // inside column_begin/column_end the item width is already in pixels
+
+// The width of the next control: the panel's pushed width (pixels at scale 1) at the current scale,
+// never wider than the room left on the line for it and its label.
+float control_width(const std::string& label) {
+  ImGuiWindow* w = ImGui::GetCurrentWindow();
+  float width = ImGui::CalcItemWidth();
+  if (w->DC.ItemWidthStack.Size > 0 && w->DC.ItemWidth > 0 && g_columns_open == 0) width = px(w->DC.ItemWidth);
+  const float room = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemInnerSpacing.x -
+                     ImGui::CalcTextSize(label.c_str(), nullptr, true).x;
+  return std::max(ImGui::GetFontSize() * 3.0f, std::min(width, room));
+}
+
+std::string g_log_panel = "?";
+// The panel that owns the parameters being drawn, for the event log ("param softmax n_cols 2000 -> 1500").
+const std::string& log_owner() { return g_log_panel; }
+}  // namespace
+
+void set_log_panel(const std::string& id) { g_log_panel = id; }
+
+float param_width(const ParamValues& p, const std::string& key) {
+  const ParamSpec* s = p.spec(key);
+  if (!s) return 0;
+  const ImGuiStyle& st = ImGui::GetStyle();
+  const float label = ImGui::CalcTextSize(s->name.c_str()).x;
+  if (s->kind == ParamSpec::Kind::Bool) return ImGui::GetFrameHeight() + st.ItemInnerSpacing.x + label;
+  ImGuiWindow* win = ImGui::GetCurrentWindow();
+  float item = ImGui::CalcItemWidth();
+  if (win->DC.ItemWidthStack.Size > 0 && win->DC.ItemWidth > 0 && g_columns_open == 0) item = px(win->DC.ItemWidth);
+  float w = item + st.ItemInnerSpacing.x + label;
+  if (s->kind == ParamSpec::Kind::Int && (long long)s->max - (long long)s->min <= (1ll << 24))
+    w += 2 * (st.ItemSpacing.x + ImGui::CalcTextSize("+").x + st.FramePadding.x * 2);
+  return w;
+}
 
 bool param_control(ParamValues& p, const std::string& key, std::string* error) {
   const ParamSpec* s = p.spec(key);
   if (!s) return false;
   const std::string label = s->name + "##" + key;
+  ImGui::SetNextItemWidth(control_width(label));
+  const ImVec2 start = ImGui::GetCursorScreenPos();
   std::string proposed;
   bool edited = false;
   switch (s->kind) {
@@ -77,24 +123,85 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
   }
   if (!s->help.empty() && ImGui::IsItemHovered())
     ImGui::SetTooltip("%s\nallowed: %s", s->help.c_str(), s->range_text().c_str());
+  viz::audit::widget("control '" + key + "'", start, ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y));
+  if (viz::ui_log::is_open())
+    viz::ui_log::place("control", log_owner() + " " + key, start.x, start.y, ImGui::GetItemRectMax().x,
+                       ImGui::GetItemRectMax().y);
   if (!edited) return false;
   try {
     const std::string before = p.get_text(key);
     p.set(key, proposed);
     if (error) error->clear();
-    return p.get_text(key) != before;
+    const bool changed = p.get_text(key) != before;
+    if (changed) viz::ui_log::event("param " + log_owner() + " " + key + " " + before + " -> " + p.get_text(key));
+    return changed;
   } catch (const InputError& e) {
     if (error) *error = e.what();
+    viz::ui_log::event("refused " + log_owner() + " " + key + ": " + e.what());
     return false;
   }
 }
 
 void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::string* error, float gap) {
   bool first = true;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float spacing = gap < 0 ? ImGui::GetStyle().ItemSpacing.x : px(gap);
+  float x = 0;
   for (const char* k : keys) {
-    if (!first) ImGui::SameLine(0, gap);
+    const float w = param_width(p, k);
+    if (!first && x + spacing + w <= right) ImGui::SameLine(0, spacing);
     first = false;
     param_control(p, k, error);
+    x = ImGui::GetItemRectMax().x;
+  }
+}
+
+void wrapped(const std::string& text) {
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+}
+
+void wrapped_colored(unsigned color, const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, color);
+  wrapped(text);
+  ImGui::PopStyleColor();
+}
+
+ColumnsLayout columns_or_stack(int n, float min_width) {
+  ColumnsLayout c;
+  const float avail = ImGui::GetContentRegionAvail().x, gap = ImGui::GetStyle().ItemSpacing.x;
+  const float min_w = px(min_width);
+  c.per_row = std::max(1, std::min(n, int((avail + gap) / (min_w + gap))));
+  c.width = std::floor((avail - gap * float(c.per_row - 1)) / float(c.per_row));
+  return c;
+}
+
+void column_begin(const ColumnsLayout& c, int i) {
+  if (i % c.per_row != 0) ImGui::SameLine();
+  ImGui::BeginGroup();
+  ++g_columns_open;
+  ImGui::PushItemWidth(c.width);
+  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + c.width);
+}
+
+void column_end() {
+  ImGui::PopTextWrapPos();
+  ImGui::PopItemWidth();
+  --g_columns_open;
+  ImGui::EndGroup();
+}
+
+void table_headers_wrapped() {
+  ImGuiTable* t = ImGui::GetCurrentTable();
+  if (!t) return;
+  ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+  for (int i = 0; i < ImGui::TableGetColumnCount(); ++i) {
+    if (!ImGui::TableSetColumnIndex(i)) continue;
+    ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, ImGui::GetColorU32(ImGuiCol_TableHeaderBg));
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(ImGui::TableGetColumnName(i));
+    ImGui::PopTextWrapPos();
   }
 }
 
@@ -111,14 +218,19 @@ void error_box(const std::string& message) {
   ImGui::TextUnformatted(message.c_str());
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
+  if (viz::ui_log::is_open())
+    viz::ui_log::place("message", log_owner() + " " + message, ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
 }
 
 void status_line(const char* label, const std::string& text, bool ok) {
   ImGui::TextUnformatted(label);
-  ImGui::SameLine();
-  ImGui::PushStyleColor(ImGuiCol_Text, ok ? IM_COL32(120, 220, 120, 255) : IM_COL32(255, 110, 100, 255));
-  ImGui::TextUnformatted(text.c_str());
-  ImGui::PopStyleColor();
+  // The verdict beside its label where it fits, else under it; wrapped either way.
+  const float w = ImGui::CalcTextSize(text.c_str()).x, room = ImGui::GetContentRegionAvail().x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + std::min(w, room * 0.5f) <=
+      ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    ImGui::SameLine();
+  wrapped_colored(ok ? IM_COL32(120, 220, 120, 255) : IM_COL32(255, 110, 100, 255), text);
 }
 
 void explain(const char* text_asset) {

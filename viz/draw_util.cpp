@@ -1,8 +1,12 @@
 #include "viz/draw_util.h"
 
+#include "viz/layout_audit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include <imgui_internal.h>
 
 namespace kl::viz::detail {
 
@@ -61,20 +65,41 @@ std::string tick_label(double v) {
 }
 
 void add_text_vertical(ImDrawList* dl, const ImVec2& center, ImU32 col, const char* text) {
+  // Each glyph's quad is written rotated, in the draw list's current command: the text is clipped by
+  // the widget's (and window's) clip rectangle like any other text, never drawn outside it.
+  ImFont* font = ImGui::GetFont();
+  const float scale = ImGui::GetFontSize() / font->FontSize;
   const ImVec2 ts = ImGui::CalcTextSize(text);
-  // Laid out horizontally at the top left of the display, where no glyph is clipped away (glyphs
-  // outside the clip rectangle are dropped before the rotation could bring them back), then each
-  // vertex is rotated about the text's centre and moved to `center`.
-  dl->PushClipRectFullScreen();
-  const int start = dl->VtxBuffer.Size;
-  dl->AddText(ImVec2(0, 0), col, text);
-  dl->PopClipRect();
   const float cx = std::floor(center.x), cy = std::floor(center.y);
-  for (int i = start; i < dl->VtxBuffer.Size; ++i) {
-    ImDrawVert& v = dl->VtxBuffer[i];
-    const float dx = v.pos.x - ts.x * 0.5f, dy = v.pos.y - ts.y * 0.5f;
-    v.pos = ImVec2(cx + dy, cy - dx);
+  auto rot = [&](float ux, float uy) { return ImVec2(cx + (uy - ts.y * 0.5f), cy - (ux - ts.x * 0.5f)); };
+  float x = 0;
+  for (const char* s = text; *s;) {
+    unsigned int c = 0;
+    s += ImTextCharFromUtf8(&c, s, nullptr);
+    if (c == 0) break;
+    const ImFontGlyph* g = font->FindGlyph(ImWchar(c));
+    if (!g) continue;
+    if (g->Visible) {
+      const float x0 = x + g->X0 * scale, x1 = x + g->X1 * scale, y0 = g->Y0 * scale, y1 = g->Y1 * scale;
+      dl->PrimReserve(6, 4);
+      dl->PrimQuadUV(rot(x0, y0), rot(x1, y0), rot(x1, y1), rot(x0, y1), ImVec2(g->U0, g->V0), ImVec2(g->U1, g->V0),
+                     ImVec2(g->U1, g->V1), ImVec2(g->U0, g->V1), col);
+    }
+    x += g->AdvanceX * scale;
   }
+}
+
+ImRect vertical_text_rect(const ImVec2& center, const char* text) {
+  const ImVec2 ts = ImGui::CalcTextSize(text);
+  const float cx = std::floor(center.x), cy = std::floor(center.y);
+  return ImRect(cx - ts.y * 0.5f, cy - ts.x * 0.5f, cx + ts.y * 0.5f, cy + ts.x * 0.5f);
+}
+
+void add_label(ImDrawList* dl, const std::string& widget, const ImVec2& outer0, const ImVec2& outer1,
+               const ImVec2& pos, ImU32 col, const std::string& text) {
+  dl->AddText(pos, col, text.c_str());
+  const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+  audit::label(widget, text, pos, ImVec2(pos.x + ts.x, pos.y + ts.y), outer0, outer1);
 }
 
 void add_dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float dash, float thickness) {

@@ -2,6 +2,7 @@
 // numbers, compact tick labels, vertical text). Not for panels: they use viz/plot.h and viz/heatmap.h.
 #pragma once
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <string>
 #include <vector>
@@ -13,8 +14,13 @@ namespace kl::viz::detail {
 std::vector<double> nice_ticks(double lo, double hi, int target, bool log_axis);
 // Short labels: 0.25, 1024, 16k, 1.5M, 2G, 1e-05.
 std::string tick_label(double v);
-// Text rotated 90 degrees counter-clockwise (reading bottom to top), centred on `center`.
+// Text rotated 90 degrees counter-clockwise (reading bottom to top), centred on `center`, clipped by
+// the current clip rectangle. Its rectangle: vertical_text_rect().
 void add_text_vertical(ImDrawList* dl, const ImVec2& center, ImU32 col, const char* text);
+ImRect vertical_text_rect(const ImVec2& center, const char* text);
+// Text drawn and registered with the layout audit as a label of the widget `widget` (outer0..outer1).
+void add_label(ImDrawList* dl, const std::string& widget, const ImVec2& outer0, const ImVec2& outer1,
+               const ImVec2& pos, ImU32 col, const std::string& text);
 // A dashed line (vertical or horizontal markers).
 void add_dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float dash, float thickness);
 

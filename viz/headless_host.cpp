@@ -251,6 +251,7 @@ class HeadlessHost final : public RenderHost {
     ImGuiIO& io = ImGui::GetIO();
     io.DisplaySize = ImVec2(float(w_), float(h_));
     io.DeltaTime = 1.0f / 60.0f;  // fixed: shots and tours are reproducible frame by frame
+    detail::apply_pending_ui_scale(true);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui::NewFrame();
     return true;

@@ -6,6 +6,9 @@
 //   [SECTION] Colour bar
 #include "viz/heatmap.h"
 
+#include "viz/layout_audit.h"
+#include "viz/ui_log.h"
+
 #include <epoxy/gl.h>
 #include <imgui.h>
 #include <imgui_internal.h>  // SetItemUsingMouseWheel
@@ -147,6 +150,7 @@ struct Heatmap::State {
         u_out_size = -1, u_grid = -1, u_palette = -1;
   // The visible part of the data in cells; x1 <= x0 means "all of it".
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  int view_w = -1, view_h = -1;  // the data shape the view above belongs to
   // What the RGBA texture holds now.
   struct Key {
     unsigned tex = 0;
@@ -238,7 +242,20 @@ Heatmap::~Heatmap() {
 void Heatmap::reset_view() { st_->x0 = st_->y0 = st_->x1 = st_->y1 = 0; }
 
 float Heatmap::colorbar_width() const {
-  return scale_.kind == ColorScale::Kind::Categorical ? 0.0f : ImGui::GetFontSize() * 6.0f;
+  return scale_.kind == ColorScale::Kind::Categorical ? 0.0f : colorbar_width_for(scale_);
+}
+
+float colorbar_width_for(const ColorScale& s) {
+  // The bar, its tick labels (the widest any tick count gives) and the rotated caption, all inside.
+  const float font = ImGui::GetFontSize();
+  float lo = s.lo, hi = s.hi;
+  if (!(hi > lo)) hi = lo + 1.0f;
+  float max_label = 0;
+  for (int target = 2; target <= 12; target += 2)
+    for (double v : detail::nice_ticks(lo, hi, target, false))
+      max_label = std::max(max_label, ImGui::CalcTextSize(detail::tick_label(v).c_str()).x);
+  const float caption = s.label.empty() ? 0.0f : font + 6;
+  return std::ceil(font * 0.6f + font * 0.9f + 6 + max_label + 4 + caption + 2);
 }
 
 void Heatmap::colorize(DataTexture& data, int out_w, int out_h) {
@@ -315,6 +332,11 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
     return hover;
   }
   const float W = float(data.width()), H = float(data.height());
+  // New data of another shape: the whole of it (a view of the old shape would read as a zoom).
+  if (data.width() != st.view_w || data.height() != st.view_h) {
+    st.view_w = data.width(), st.view_h = data.height();
+    st.x0 = st.y0 = st.x1 = st.y1 = 0;
+  }
   if (st.x1 <= st.x0 || st.y1 <= st.y0 || st.x1 > W || st.y1 > H) st.x0 = 0, st.y0 = 0, st.x1 = W, st.y1 = H;
 
   // The image, then its interaction (the wheel belongs to the image, not the window, while hovered).
@@ -389,6 +411,11 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
     hover.active = true;
     hover.col = col;
     hover.row = row;
+    if (ui_log::is_open()) {
+      static std::string last;  // one line per cell entered, not per frame
+      const std::string line = std::string("hover heatmap ") + id + " col " + std::to_string(col) + " row " + std::to_string(row);
+      if (line != last) ui_log::event(line), last = line;
+    }
     if (cw >= 4 && ch >= 4) {
       dl->AddRect(ImVec2(sx(float(col)) - 1, sy(float(row)) - 1), ImVec2(sx(float(col + 1)) + 1, sy(float(row + 1)) + 1),
                   IM_COL32(0, 0, 0, 200), 0, 0, 3.0f);
@@ -407,6 +434,8 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
     dl->AddText(ImVec2(end.x - ts.x - 6, pos.y + 4), IM_COL32(230, 230, 230, 255), buf);
   }
 
+  audit::widget(std::string("heatmap '") + id + "'", pos, end);
+  ui_log::place("heatmap", id, pos.x, pos.y, end.x, end.y);
   if (scale_.kind != ColorScale::Kind::Categorical) {
     ImGui::SameLine(0, 0);
     colorbar(scale_, ImVec2(colorbar_width(), sz.y));
@@ -420,7 +449,11 @@ void colorbar(const ColorScale& s, const ImVec2& size) {
   const ImVec2 pos = ImGui::GetCursorScreenPos();
   ImGui::Dummy(size);
   if (s.kind == ColorScale::Kind::Categorical || size.y < 8) return;
+  const ImVec2 end(pos.x + size.x, pos.y + size.y);
+  const std::string name = "colour bar '" + s.label + "'";
+  audit::widget(name, pos, end);
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->PushClipRect(pos, end, true);  // the bar, its ticks and its caption never leave the widget
   const float font = ImGui::GetFontSize();
   const float pad_y = std::floor(font * 0.5f);   // room for the end labels
   const float bar_x0 = pos.x + std::floor(font * 0.6f), bar_w = std::floor(font * 0.9f);
@@ -443,24 +476,29 @@ void colorbar(const ColorScale& s, const ImVec2& size) {
 
   float lo = s.lo, hi = s.hi;
   if (!(hi > lo)) hi = lo + 1.0f;
-  const int target = std::max(2, int((y1 - y0) / (font * 2.2f)));
+  const int target = std::clamp(int((y1 - y0) / (font * 2.2f)), 2, 12);  // as colorbar_width_for() assumes
   std::vector<double> ticks = detail::nice_ticks(lo, hi, target, false);
-  float max_label = 0;
+  float max_label = 0, last_top = 1e9f, last_bottom = -1e9f;
   for (double v : ticks) {
     const float y = std::round(y1 - float((v - lo) / (hi - lo)) * (y1 - y0));
     dl->AddLine(ImVec2(bar_x0 + bar_w, y), ImVec2(bar_x0 + bar_w + 4, y), frame, 1.0f);
     const std::string lbl = detail::tick_label(v);
     const ImVec2 ts = ImGui::CalcTextSize(lbl.c_str());
     max_label = std::max(max_label, ts.x);
-    dl->AddText(ImVec2(bar_x0 + bar_w + 6, std::clamp(y - ts.y * 0.5f, pos.y, pos.y + size.y - ts.y)), text,
-                lbl.c_str());
+    const float ly = std::clamp(y - ts.y * 0.5f, pos.y, pos.y + size.y - ts.y);
+    if (ly + ts.y > last_top - 1 && ly < last_bottom + 1) continue;  // labels never overlap
+    detail::add_label(dl, name, pos, end, ImVec2(bar_x0 + bar_w + 6, ly), text, lbl);
+    last_top = std::min(last_top, ly), last_bottom = std::max(last_bottom, ly + ts.y);
   }
   if (!s.label.empty()) {
-    const float x = bar_x0 + bar_w + 10 + max_label + font * 0.5f;
-    if (x + font * 0.5f <= pos.x + size.x + font)
-      detail::add_text_vertical(dl, ImVec2(x, (y0 + y1) * 0.5f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                                s.label.c_str());
+    // Right of the tick labels, or against the widget's right edge when the labels are wide.
+    const float x = std::min(bar_x0 + bar_w + 10 + max_label + font * 0.5f, end.x - font * 0.5f - 1);
+    const ImVec2 c(x, (y0 + y1) * 0.5f);
+    detail::add_text_vertical(dl, c, ImGui::GetColorU32(ImGuiCol_TextDisabled), s.label.c_str());
+    const ImRect r = detail::vertical_text_rect(c, s.label.c_str());
+    audit::label(name, s.label, r.Min, r.Max, pos, end);
   }
+  dl->PopClipRect();
 }
 
 }  // namespace kl::viz

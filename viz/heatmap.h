@@ -70,6 +70,8 @@ void categorical_rgb(int index, float rgb[3]);
 // The diverging map (blue, white at the midpoint, red), as the shader's.
 void diverging_rgb(float t, float rgb[3]);
 // A vertical colour bar with ticks, for any widget that colours with ColorScale.
+// Its ticks, labels and caption stay inside `size`; colorbar_width_for() is the width they need.
 void colorbar(const ColorScale& s, const ImVec2& size);
+float colorbar_width_for(const ColorScale& s);
 
 }  // namespace kl::viz

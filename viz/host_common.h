@@ -8,6 +8,10 @@ namespace kl::viz::detail {
 // Creates the ImGui context with the project's dark style and the embedded DejaVu fonts.
 // `ini_path` empty: no layout file. Throws RuntimeError when a font is missing.
 void create_imgui_context(const std::string& ini_path);
+// Rebuilds the fonts (rasterised at the new size) and the scaled style when set_ui_scale() asked for
+// another scale; the hosts call it between frames, before ImGui::NewFrame(). With the GL backend
+// initialised, the font texture is uploaded again.
+void apply_pending_ui_scale(bool gl_backend_ready);
 // Destroys it again (after the backends have been shut down).
 void destroy_imgui_context();
 

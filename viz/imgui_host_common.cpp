@@ -1,7 +1,10 @@
 // What both render hosts share: the ImGui context, a dark style, the embedded fonts, GL_RENDERER.
 #include <epoxy/gl.h>
 #include <imgui.h>
+#include <backends/imgui_impl_opengl3.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -18,6 +21,8 @@ ImFont* g_regular = nullptr;
 ImFont* g_mono = nullptr;
 ImFont* g_large = nullptr;
 std::string g_ini_path;  // ImGui keeps the pointer, so it must outlive the context
+float g_scale = 1.0f;          // the scale the fonts and style are built at
+float g_pending_scale = 1.0f;  // the scale asked for; applied between frames
 
 // Latin-1, Greek (sigma, alpha), general punctuation (em dash, ellipsis), super/subscripts, arrows,
 // mathematical operators (<=, x, infinity) and box drawing: what the panels' texts use.
@@ -127,6 +132,21 @@ void apply_style() {
 // [SECTION] Context ----------------------------------------------------------------------------------
 namespace detail {
 
+namespace {
+// Fonts rasterised at `scale` (not scaled bitmaps) and the style's sizes scaled with them.
+void build_fonts_and_style(float scale) {
+  ImGuiIO& io = ImGui::GetIO();
+  apply_style();
+  ImGui::GetStyle().ScaleAllSizes(scale);
+  io.Fonts->Clear();
+  g_regular = add_font("font/sans", std::round(16.0f * scale));  // first font added is the default
+  g_mono = add_font("font/mono", std::round(15.0f * scale));
+  g_large = add_font("font/sans", std::round(22.0f * scale));
+  io.FontDefault = g_regular;
+  g_scale = scale;
+}
+}  // namespace
+
 void create_imgui_context(const std::string& ini_path) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
@@ -134,12 +154,16 @@ void create_imgui_context(const std::string& ini_path) {
   g_ini_path = ini_path;
   io.IniFilename = g_ini_path.empty() ? nullptr : g_ini_path.c_str();
   io.LogFilename = nullptr;
-  apply_style();
-  io.Fonts->Clear();
-  g_regular = add_font("font/sans", 16.0f);  // first font added is the default
-  g_mono = add_font("font/mono", 15.0f);
-  g_large = add_font("font/sans", 22.0f);
-  io.FontDefault = g_regular;
+  build_fonts_and_style(g_pending_scale);
+}
+
+void apply_pending_ui_scale(bool gl_backend_ready) {
+  if (!ImGui::GetCurrentContext() || g_pending_scale == g_scale) return;
+  build_fonts_and_style(g_pending_scale);
+  if (gl_backend_ready) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
 }
 
 namespace {
@@ -157,6 +181,9 @@ void destroy_imgui_context() {
 }
 
 }  // namespace detail
+
+void set_ui_scale(float scale) { g_pending_scale = std::clamp(scale, kMinUiScale, kMaxUiScale); }
+float ui_scale() { return g_pending_scale; }
 
 ImFont* font_regular() { return g_regular; }
 ImFont* font_mono() { return g_mono; }

@@ -6,6 +6,7 @@
 #include "viz/plot.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "viz/draw_util.h"
 #include "viz/heatmap.h"
+#include "viz/layout_audit.h"
 
 namespace kl::viz {
 namespace {
@@ -64,44 +66,71 @@ void finish_range(double& lo, double& hi, bool log, double pad) {
 }
 
 struct Frame {
+  std::string name;       // for the layout audit: "plot 'sweep'"
   ImVec2 outer0, outer1;  // the widget
   ImVec2 p0, p1;          // the plot area
   bool hovered = false;
 };
 
-// Reserves the widget, draws the title and axis labels, and returns the plot area left for the data.
-Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, float y_label_w) {
+// The least height a plot reads at with the current font: its title (wrapped at `width`), the x label
+// and ticks, and a data area of four lines or the legend's height (and the vertical y label's length).
+float min_plot_height(const PlotOptions& opt, float width, float legend_h) {
+  const float font = ImGui::GetFontSize();
+  float h = 8 + font + 6 + font * 0.5f;  // margins, x tick labels, the data area's top inset
+  if (!opt.title.empty()) h += ImGui::CalcTextSize(opt.title.c_str(), nullptr, false, width - 8).y + 6;
+  if (!opt.x_label.empty()) h += font + 2;
+  // Room for the legend above the data where no corner is free (the data keeps at least half).
+  float data = std::max(4.0f * font, legend_h > 0 ? 2 * legend_h + 18 : 0.0f);
+  if (!opt.y_label.empty()) data = std::max(data, ImGui::CalcTextSize(opt.y_label.c_str()).x + 4);
+  return std::ceil(h + data);
+}
+
+// Reserves the widget (at least min_plot_height() tall: a larger UI scale makes plots taller, never
+// crowded), draws the title and axis labels, and returns the plot area left for the data.
+Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, float y_label_w, float legend_h = 0) {
   Frame f;
+  f.name = std::string("plot '") + id + "'";
   ImGui::PushID(id);
   f.outer0 = ImGui::GetCursorScreenPos();
-  const ImVec2 sz(std::max(120.0f, size.x), std::max(80.0f, size.y));
+  const float w = std::max(120.0f, size.x);
+  const ImVec2 sz(w, std::max({80.0f, size.y, min_plot_height(opt, w, legend_h)}));
   ImGui::InvisibleButton("##plot", sz);
   f.hovered = ImGui::IsItemHovered();
   ImGui::PopID();
   f.outer1 = ImVec2(f.outer0.x + sz.x, f.outer0.y + sz.y);
+  audit::widget(f.name, f.outer0, f.outer1);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   float top = f.outer0.y + 4, bottom = f.outer1.y - 4, left = f.outer0.x + 4;
+  // Widgets clip to their own rectangle: nothing of the plot is drawn outside it.
+  dl->PushClipRect(f.outer0, f.outer1, true);
   if (!opt.title.empty()) {
-    const ImVec2 ts = ImGui::CalcTextSize(opt.title.c_str());
-    dl->AddText(ImVec2(std::floor((f.outer0.x + f.outer1.x - ts.x) * 0.5f), top), text, opt.title.c_str());
+    // A title wider than the plot wraps (centred line by line).
+    const float wrap = sz.x - 8;
+    const ImVec2 ts = ImGui::CalcTextSize(opt.title.c_str(), nullptr, false, wrap);
+    const float x = std::floor(f.outer0.x + std::max(4.0f, (sz.x - ts.x) * 0.5f));
+    dl->AddText(nullptr, 0.0f, ImVec2(x, top), text, opt.title.c_str(), nullptr, wrap);
+    audit::label(f.name, opt.title, ImVec2(x, top), ImVec2(x + ts.x, top + ts.y), f.outer0, f.outer1);
     top += ts.y + 6;
   }
   if (!opt.x_label.empty()) {
     const ImVec2 ts = ImGui::CalcTextSize(opt.x_label.c_str());
     bottom -= ts.y;
-    dl->AddText(ImVec2(std::floor((left + y_label_w + f.outer1.x - ts.x) * 0.5f), bottom), dim,
-                opt.x_label.c_str());
+    detail::add_label(dl, f.name, f.outer0, f.outer1,
+                      ImVec2(std::floor((left + y_label_w + f.outer1.x - ts.x) * 0.5f), bottom), dim, opt.x_label);
     bottom -= 2;
   }
   if (!opt.y_label.empty()) {
-    detail::add_text_vertical(dl, ImVec2(left + font * 0.5f, (top + bottom) * 0.5f), dim, opt.y_label.c_str());
+    const ImVec2 c(left + font * 0.5f, (top + bottom) * 0.5f);
+    detail::add_text_vertical(dl, c, dim, opt.y_label.c_str());
+    const ImRect r = detail::vertical_text_rect(c, opt.y_label.c_str());
+    audit::label(f.name, opt.y_label, r.Min, r.Max, f.outer0, f.outer1);
     left += font + 4;
   }
+  dl->PopClipRect();
   f.p0 = ImVec2(std::floor(left + y_label_w + 6), std::floor(top + font * 0.5f));
   f.p1 = ImVec2(std::floor(f.outer1.x - 10), std::floor(bottom - font - 6));
-  dl->AddRectFilled(f.p0, f.p1, kFrameBg);
   return f;
 }
 
@@ -113,6 +142,7 @@ float y_tick_width(const std::vector<double>& ticks) {
 
 void draw_y_axis(ImDrawList* dl, const Frame& f, const Axis& ay, const std::vector<double>& ticks) {
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  float last_top = 1e9f, last_bottom = -1e9f;  // the last label drawn: labels never overlap
   for (double v : ticks) {
     const float y = std::round(ay.px(v));
     if (y < f.p0.y - 0.5f || y > f.p1.y + 0.5f) continue;
@@ -120,7 +150,10 @@ void draw_y_axis(ImDrawList* dl, const Frame& f, const Axis& ay, const std::vect
     dl->AddLine(ImVec2(f.p0.x - 4, y), ImVec2(f.p0.x, y), kAxis);
     const std::string s = detail::tick_label(v);
     const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
-    dl->AddText(ImVec2(f.p0.x - 7 - ts.x, y - ts.y * 0.5f), text, s.c_str());
+    const float ly = y - ts.y * 0.5f;
+    if (ly + ts.y > last_top - 1 && ly < last_bottom + 1) continue;
+    detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(f.p0.x - 7 - ts.x, ly), text, s);
+    last_top = std::min(last_top, ly), last_bottom = std::max(last_bottom, ly + ts.y);
   }
 }
 
@@ -136,12 +169,13 @@ void draw_x_axis(ImDrawList* dl, const Frame& f, const Axis& ax, const std::vect
     const ImVec2 ts = ImGui::CalcTextSize(s.c_str());
     const float lx = std::clamp(x - ts.x * 0.5f, f.outer0.x, f.outer1.x - ts.x);
     if (lx < last_right + 6) continue;  // never overlap labels
-    dl->AddText(ImVec2(lx, f.p1.y + 6), text, s.c_str());
+    detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(lx, f.p1.y + 6), text, s);
     last_right = lx + ts.x;
   }
 }
 
 void draw_v_lines(ImDrawList* dl, const Frame& f, const Axis& ax, const PlotOptions& opt) {
+  std::vector<ImRect> placed;  // labels already drawn: a label that would overlap one goes a line lower
   for (size_t i = 0; i < opt.v_lines.size(); ++i) {
     const double v = opt.v_lines[i];
     if (!ax.usable(v)) continue;
@@ -153,17 +187,22 @@ void draw_v_lines(ImDrawList* dl, const Frame& f, const Axis& ax, const PlotOpti
       const ImVec2 ts = ImGui::CalcTextSize(s);
       // Right of the line where it fits, left of it otherwise.
       const float lx = x + 4 + ts.x <= f.p1.x ? x + 4 : x - 4 - ts.x;
-      dl->AddRectFilled(ImVec2(lx - 2, f.p0.y + 3), ImVec2(lx + ts.x + 2, f.p0.y + 5 + ts.y),
-                        IM_COL32(20, 21, 24, 220), 2);
-      dl->AddText(ImVec2(lx, f.p0.y + 4), kMarker, s);
+      float ly = f.p0.y + 4;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (const ImRect& r : placed)
+          if (lx - 2 < r.Max.x && lx + ts.x + 2 > r.Min.x && ly - 1 < r.Max.y && ly + ts.y + 1 > r.Min.y)
+            ly = r.Max.y + 2, moved = true;
+      }
+      placed.push_back(ImRect(lx - 2, ly - 1, lx + ts.x + 2, ly + ts.y + 1));
+      dl->AddRectFilled(ImVec2(lx - 2, ly - 1), ImVec2(lx + ts.x + 2, ly + 1 + ts.y), IM_COL32(20, 21, 24, 220), 2);
+      detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(lx, ly), kMarker, s);
     }
   }
 }
 
-// The legend goes into the plot corner that hides the fewest data points and marker labels.
-void draw_legend(ImDrawList* dl, const Frame& f, const std::vector<std::string>& labels,
-                 const std::vector<ImU32>& colors, const std::vector<bool>& points,
-                 const std::vector<ImVec2>& occupied) {
+// The legend's box for `labels` (zero when none has text).
+ImVec2 legend_size(const std::vector<std::string>& labels) {
   float w = 0;
   int n = 0;
   for (const std::string& l : labels) {
@@ -171,20 +210,35 @@ void draw_legend(ImDrawList* dl, const Frame& f, const std::vector<std::string>&
     w = std::max(w, ImGui::CalcTextSize(l.c_str()).x);
     ++n;
   }
-  if (n == 0) return;
+  if (n == 0) return ImVec2(0, 0);
   const float lh = ImGui::GetTextLineHeight() + 2, sw = 18;
-  const ImVec2 box(w + sw + 20, n * lh + 8);
-  ImVec2 b0, best;
-  int best_hits = 1 << 30;
+  return ImVec2(w + sw + 20, n * lh + 8);
+}
+
+int hits_in(const std::vector<ImVec2>& occupied, const ImVec2& b0, const ImVec2& box) {
+  int hits = 0;
+  for (const ImVec2& p : occupied)
+    hits += p.x >= b0.x - 4 && p.x <= b0.x + box.x + 4 && p.y >= b0.y - 4 && p.y <= b0.y + box.y + 4;
+  return hits;
+}
+
+// The plot corner that hides the fewest data points and marker labels (top right first).
+ImVec2 best_corner(const Frame& f, const ImVec2& box, const std::vector<ImVec2>& occupied, int* best_hits) {
+  ImVec2 best = ImVec2(f.p1.x - 6 - box.x, f.p0.y + 6);
+  *best_hits = 1 << 30;
   for (int corner = 0; corner < 4; ++corner) {  // top right, top left, bottom right, bottom left
-    b0.x = corner % 2 == 0 ? f.p1.x - 6 - box.x : f.p0.x + 6;
-    b0.y = corner < 2 ? f.p0.y + 6 : f.p1.y - 6 - box.y;
-    int hits = 0;
-    for (const ImVec2& p : occupied)
-      hits += p.x >= b0.x - 4 && p.x <= b0.x + box.x + 4 && p.y >= b0.y - 4 && p.y <= b0.y + box.y + 4;
-    if (hits < best_hits) best_hits = hits, best = b0;
+    const ImVec2 b0(corner % 2 == 0 ? f.p1.x - 6 - box.x : f.p0.x + 6, corner < 2 ? f.p0.y + 6 : f.p1.y - 6 - box.y);
+    const int hits = hits_in(occupied, b0, box);
+    if (hits < *best_hits) *best_hits = hits, best = b0;
   }
-  b0 = best;
+  return best;
+}
+
+void draw_legend(ImDrawList* dl, const Frame& f, const ImVec2& b0, const std::vector<std::string>& labels,
+                 const std::vector<ImU32>& colors, const std::vector<bool>& points) {
+  const ImVec2 box = legend_size(labels);
+  if (box.x <= 0) return;
+  const float lh = ImGui::GetTextLineHeight() + 2, sw = 18;
   const ImVec2 b1(b0.x + box.x, b0.y + box.y);
   dl->AddRectFilled(b0, b1, IM_COL32(28, 30, 34, 230), 3);
   dl->AddRect(b0, b1, IM_COL32(80, 84, 92, 255), 3);
@@ -194,9 +248,43 @@ void draw_legend(ImDrawList* dl, const Frame& f, const std::vector<std::string>&
     const float cy = y + lh * 0.5f;
     if (points[i]) dl->AddCircleFilled(ImVec2(b0.x + 8 + sw * 0.5f, cy), 3.5f, colors[i]);
     else dl->AddLine(ImVec2(b0.x + 8, cy), ImVec2(b0.x + 8 + sw, cy), colors[i], 2.5f);
-    dl->AddText(ImVec2(b0.x + 14 + sw, y + 1), ImGui::GetColorU32(ImGuiCol_Text), labels[i].c_str());
+    detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(b0.x + 14 + sw, y + 1), ImGui::GetColorU32(ImGuiCol_Text),
+                      labels[i]);
     y += lh;
   }
+}
+
+// Where the data and the marker labels lie in pixels (the legend must not cover them).
+std::vector<ImVec2> occupied_points(const std::vector<Series>& series, const Axis& ax, const Axis& ay,
+                                    const PlotOptions& opt, const Frame& f) {
+  std::vector<ImVec2> occupied;
+  for (size_t i = 0; i < opt.v_lines.size(); ++i) {  // the marker and its label (either side of it)
+    const double v = opt.v_lines[i];
+    if (!ax.usable(v)) continue;
+    const ImVec2 ts = i < opt.v_line_labels.size() ? ImGui::CalcTextSize(opt.v_line_labels[i].c_str()) : ImVec2(0, 0);
+    for (float dy = 0; dy <= ts.y + 8; dy += 4)
+      for (float dx = -ts.x - 8; dx <= ts.x + 8; dx += 8) occupied.push_back(ImVec2(ax.px(v) + dx, f.p0.y + 4 + dy));
+  }
+  for (const Series& s : series) {
+    const size_t n = std::min(s.x.size(), s.y.size());
+    bool have = false;
+    ImVec2 q;
+    for (size_t i = 0; i < n; ++i) {
+      if (!ax.usable(s.x[i]) || !ay.usable(s.y[i])) {
+        have = false;
+        continue;
+      }
+      const ImVec2 p(ax.px(s.x[i]), ay.px(s.y[i]));
+      if (!s.points && have) {  // the segment's pixels count as occupied too
+        const int steps = int(std::min(200.0f, std::hypot(p.x - q.x, p.y - q.y) / 8.0f));
+        for (int j = 1; j < steps; ++j)
+          occupied.push_back(ImVec2(q.x + (p.x - q.x) * j / steps, q.y + (p.y - q.y) * j / steps));
+      }
+      occupied.push_back(p);
+      q = p, have = true;
+    }
+  }
+  return occupied;
 }
 
 }  // namespace
@@ -227,29 +315,49 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
   const float font = ImGui::GetFontSize();
   const int y_target = std::max(2, int(size.y / (font * 2.5f)));
   const std::vector<double> yt = detail::nice_ticks(ylo, yhi, y_target, ay.log);
-  Frame f = begin_frame(id, opt, size, y_tick_width(yt));
+  std::vector<std::string> names;
+  for (const Series& sr : series) names.push_back(sr.label);
+  Frame f = begin_frame(id, opt, size, y_tick_width(yt), legend_size(names).y);
   ax.p0 = f.p0.x, ax.p1 = f.p1.x, ay.p0 = f.p1.y, ay.p1 = f.p0.y;
+  // The legend: in a corner where no data is; where every corner has data, outside the data, to the
+  // right of the plot area (which narrows for it).
+  std::vector<std::string> labels;
+  std::vector<ImU32> colors;
+  std::vector<bool> points;
+  for (size_t k = 0; k < series.size(); ++k)
+    labels.push_back(series[k].label), colors.push_back(series_color(series[k].color, int(k))),
+        points.push_back(series[k].points);
+  const ImVec2 box = legend_size(labels);
+  ImVec2 legend_at;
+  if (box.x > 0) {
+    int hits = 0;
+    legend_at = best_corner(f, box, occupied_points(series, ax, ay, opt, f), &hits);
+    if (hits > 0 && f.p1.x - f.p0.x - box.x - 12 >= (f.p1.x - f.p0.x) * 0.5f) {
+      f.p1.x = std::floor(f.p1.x - box.x - 12);
+      ax.p1 = f.p1.x;
+      legend_at = ImVec2(f.p1.x + 10, f.p0.y);
+      hits = 0;
+    } else if (hits > 0 && f.p1.y - f.p0.y - box.y - 6 >= (f.p1.y - f.p0.y) * 0.5f) {
+      legend_at = ImVec2(f.p1.x - box.x, f.p0.y);  // above the data, right-aligned
+      f.p0.y = std::floor(f.p0.y + box.y + 6);
+      ay.p1 = f.p0.y;
+      hits = 0;
+    }
+    audit::covers_data(f.name + " legend", legend_at, ImVec2(legend_at.x + box.x, legend_at.y + box.y), hits);
+  }
   const int x_target = std::max(2, int((f.p1.x - f.p0.x) / (font * 5.0f)));
   const std::vector<double> xt = opt.x_ticks.empty() ? detail::nice_ticks(xlo, xhi, x_target, ax.log) : opt.x_ticks;
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(f.p0, f.p1, kFrameBg);
   draw_y_axis(dl, f, ay, yt);
   draw_x_axis(dl, f, ax, xt);
   draw_v_lines(dl, f, ax, opt);
 
-  std::vector<std::string> labels;
-  std::vector<ImU32> colors;
-  std::vector<bool> points;
-  std::vector<ImVec2> occupied;  // where the legend should not go
-  for (double v : opt.v_lines)
-    if (ax.usable(v))
-      for (float dy = 0; dy < 24; dy += 4)
-        for (float dx = 0; dx < 120; dx += 8) occupied.push_back(ImVec2(ax.px(v) + dx, f.p0.y + 4 + dy));
   dl->PushClipRect(ImVec2(f.p0.x - 4, f.p0.y - 4), ImVec2(f.p1.x + 4, f.p1.y + 4), true);
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
-    const ImU32 col = series_color(s.color, int(k));
-    labels.push_back(s.label), colors.push_back(col), points.push_back(s.points);
+    const ImU32 col = colors[k];
     const size_t n = std::min(s.x.size(), s.y.size());
     std::vector<ImVec2> run;  // a polyline broken at unusable values
     auto flush = [&] {
@@ -262,13 +370,6 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
         continue;
       }
       const ImVec2 p(ax.px(s.x[i]), ay.px(s.y[i]));
-      if (!s.points && !run.empty()) {  // the segment's pixels count as occupied too
-        const ImVec2 q = run.back();
-        const int steps = int(std::min(200.0f, std::hypot(p.x - q.x, p.y - q.y) / 8.0f));
-        for (int j = 1; j < steps; ++j)
-          occupied.push_back(ImVec2(q.x + (p.x - q.x) * j / steps, q.y + (p.y - q.y) * j / steps));
-      }
-      occupied.push_back(p);
       if (s.points) {
         dl->AddCircleFilled(p, 3.5f, col);
         dl->AddCircle(p, 3.5f, IM_COL32(0, 0, 0, 160), 0, 1.0f);
@@ -280,7 +381,7 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
   }
   dl->PopClipRect();
   dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);
-  draw_legend(dl, f, labels, colors, points, occupied);
+  if (box.x > 0) draw_legend(dl, f, legend_at, labels, colors, points);
 
   // Hover: a crosshair at the nearest x and every series' value there.
   const ImVec2 m = ImGui::GetIO().MousePos;
@@ -328,6 +429,7 @@ void bar_chart(const char* id, const std::vector<Bar>& bars, const PlotOptions& 
   Frame f = begin_frame(id, opt, size, y_tick_width(yt));
   ay.p0 = f.p1.y, ay.p1 = f.p0.y;
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(f.p0, f.p1, kFrameBg);
   draw_y_axis(dl, f, ay, yt);
   if (bars.empty()) {
     dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);
@@ -350,12 +452,16 @@ void bar_chart(const char* id, const std::vector<Bar>& bars, const PlotOptions& 
     // The value above the bar and the label under the axis, when they fit in the slot.
     const std::string v = ok ? detail::tick_label(b.value) : std::string("n/a");
     const ImVec2 vs = ImGui::CalcTextSize(v.c_str());
-    if (vs.x <= slot + 4) dl->AddText(ImVec2(cx - vs.x * 0.5f, std::min(top, base) - vs.y - 2), text, v.c_str());
+    // Above the bar where there is room under the plot's top, else just inside the bar's top.
+    float vy = std::min(top, base) - vs.y - 2;
+    if (vy < f.p0.y) vy = std::min(top, base) + 2;
+    if (vs.x <= slot + 4 && vy + vs.y <= f.p1.y)
+      detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(cx - vs.x * 0.5f, vy), text, v);
     std::string lbl = b.label;
     while (!lbl.empty() && ImGui::CalcTextSize(lbl.c_str()).x > slot - 2) lbl.pop_back();
     if (lbl.size() < b.label.size() && lbl.size() > 1) lbl.back() = '.';
     const ImVec2 ls = ImGui::CalcTextSize(lbl.c_str());
-    dl->AddText(ImVec2(cx - ls.x * 0.5f, f.p1.y + 6), text, lbl.c_str());
+    detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(cx - ls.x * 0.5f, f.p1.y + 6), text, lbl);
     if (f.hovered && std::fabs(m.x - cx) <= slot * 0.5f && m.y >= f.p0.y && m.y <= f.p1.y) {
       dl->AddRectFilled(ImVec2(cx - slot * 0.5f, f.p0.y), ImVec2(cx + slot * 0.5f, f.p1.y), IM_COL32(255, 255, 255, 18));
       ImGui::SetTooltip("%s: %.6g", b.label.c_str(), b.value);

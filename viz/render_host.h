@@ -31,6 +31,15 @@ class RenderHost {
   virtual int width() const = 0;
   virtual int height() const = 0;
   virtual std::string kind() const = 0;  // "window (GLFW)" / "headless (EGL device)"
+  // The window's position and size in screen coordinates (false: no window, headless), moving and
+  // resizing it (kept inside the monitor's work area), and the monitor's content scale (1 headless).
+  virtual bool geometry(int* x, int* y, int* w, int* h) const {
+    (void)x, (void)y, (void)w, (void)h;
+    return false;
+  }
+  virtual void set_geometry(int x, int y, int w, int h) { (void)x, (void)y, (void)w, (void)h; }
+  virtual float content_scale() const { return 1.0f; }
+  virtual void request_close() {}  // the window: begin_frame() returns false from the next frame on
   std::string gl_renderer() const;       // GL_RENDERER of the current context
 };
 
@@ -38,6 +47,13 @@ class RenderHost {
 std::unique_ptr<RenderHost> make_window_host(const HostOptions& o, std::string* error);
 // nullptr with *error set when no EGL device/display can give a GL 3.3 core context.
 std::unique_ptr<RenderHost> make_headless_host(const HostOptions& o, std::string* error);
+
+// The UI scale: fonts are rasterised at 16 px times it and the style's sizes are scaled by it. Set
+// before a host is made, it applies from the first frame; set later, the host rebuilds the fonts
+// between frames. Clamped to [kMinUiScale, kMaxUiScale] (callers refuse values outside first).
+constexpr float kMinUiScale = 0.5f, kMaxUiScale = 4.0f;
+void set_ui_scale(float scale);
+float ui_scale();
 
 // Fonts loaded by the hosts from the embedded DejaVu files.
 ImFont* font_regular();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -121,7 +122,10 @@ class WindowHost final : public RenderHost {
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
     glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
     glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
-    window_ = glfwCreateWindow(o.width, o.height, o.title.c_str(), nullptr, nullptr);
+    // Never larger than the monitor's work area (the desktop minus panels and docks).
+    int ww = o.width, wh = o.height;
+    if (work_area(&wx_, &wy_, &ww_, &wh_)) ww = std::min(ww, ww_), wh = std::min(wh, wh_);
+    window_ = glfwCreateWindow(ww, wh, o.title.c_str(), nullptr, nullptr);
     if (!window_) {
       *error = "could not open a GL 3.3 core window (" + last_glfw_error() + ")";
       return false;
@@ -164,6 +168,7 @@ class WindowHost final : public RenderHost {
       glfwGetFramebufferSize(window_, &fw, &fh);
     }
     if (g_display_lost || glfwWindowShouldClose(window_)) return false;
+    detail::apply_pending_ui_scale(true);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
@@ -235,7 +240,39 @@ class WindowHost final : public RenderHost {
   }
   std::string kind() const override { return "window (GLFW)"; }
 
+  bool geometry(int* x, int* y, int* w, int* h) const override {
+    if (g_display_lost) return false;
+    glfwGetWindowPos(window_, x, y);
+    glfwGetWindowSize(window_, w, h);
+    return true;
+  }
+  void set_geometry(int x, int y, int w, int h) override {
+    if (g_display_lost || w <= 0 || h <= 0) return;
+    if (ww_ > 0 && wh_ > 0) {
+      w = std::min(w, ww_), h = std::min(h, wh_);
+      x = std::clamp(x, wx_, wx_ + ww_ - w), y = std::clamp(y, wy_, wy_ + wh_ - h);
+    }
+    glfwSetWindowPos(window_, x, y);
+    glfwSetWindowSize(window_, w, h);
+  }
+  void request_close() override {
+    if (!g_display_lost) glfwSetWindowShouldClose(window_, GLFW_TRUE);
+  }
+  float content_scale() const override {
+    float sx = 1, sy = 1;
+    if (!g_display_lost) glfwGetWindowContentScale(window_, &sx, &sy);
+    return std::isfinite(sx) && sx > 0 ? sx : 1.0f;
+  }
+
  private:
+  static bool work_area(int* x, int* y, int* w, int* h) {
+    GLFWmonitor* m = glfwGetPrimaryMonitor();
+    if (!m) return false;
+    glfwGetMonitorWorkarea(m, x, y, w, h);
+    return *w > 0 && *h > 0;
+  }
+  int wx_ = 0, wy_ = 0, ww_ = 0, wh_ = 0;  // the work area (0: unknown)
+
   GLFWwindow* window_ = nullptr;
   bool glfw_ = false, imgui_context_ = false, imgui_glfw_ = false, imgui_gl_ = false;
   bool in_frame_ = false, capture_ = false;

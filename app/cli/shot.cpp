@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "app/layout_report.h"
 #include "kernels/runtime/errors.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"
@@ -11,7 +12,11 @@ namespace kl::app::cli {
 CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c) {
   CLI::App* cmd = app.add_subcommand("shot", "render one panel headlessly to PNG");
   cmd->add_option("panel", o.panel, "panel id (see list)")->required();
-  cmd->add_option("--out", o.out, "PNG file")->required();
+  cmd->add_option("--out", o.out, "PNG file (shot all: a directory)");
+  cmd->add_flag("--chrome", o.chrome, "the window's sidebar, source pane and status bar around the panel");
+  cmd->add_flag("--no-source", [&o](int64_t) { o.source = false; }, "with --chrome: the source pane hidden");
+  cmd->add_flag("--layout-report", o.layout_report, "list what is cut, outside its region or overlapping; exit 1 if any");
+  cmd->add_option("--ui-scale", o.ui_scale, "UI scale in [0.5, 4] (default 1)");
   add_size_option(*cmd, c.size, "WIDTHxHEIGHT (default 1400x900)");
   add_backend_option(*cmd, c.backend);
   add_set_option(*cmd, c.sets, "key=value (repeatable)");
@@ -19,7 +24,25 @@ CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c) {
   return cmd;
 }
 
+namespace {
+
+int run_look(const ShotOptions& o, const Common& c) {
+  LookOptions look;
+  look.panel = o.panel, look.out = o.out, look.backend = c.backend, look.sets = c.sets;
+  look.frames = o.frames;
+  look.chrome = o.chrome, look.source = o.source, look.report = o.layout_report;
+  const Size sz = parse_size(c.size, {1400, 900});
+  look.width = sz.w, look.height = sz.h;
+  if (!o.ui_scale.empty()) look.ui_scale = parse_ui_scale(o.ui_scale);
+  if (look.out.empty() && !look.report) throw InputError("--out: required (a PNG file; for `shot all` a directory)");
+  return look_command(look);
+}
+
+}  // namespace
+
 int run_shot(const ShotOptions& o, const Common& c) {
+  if (o.chrome || o.layout_report || !o.ui_scale.empty() || o.panel == "all") return run_look(o, c);
+  if (o.out.empty()) throw InputError("--out: required (a PNG file)");
   Shell s = make_shell(c.backend);
   s.sidebar = false;
   s.show_source = false;  // shots show the view alone

@@ -1,13 +1,19 @@
 // `kernel-ladder shot PANEL --out FILE.png [--size WxH] [--set k=v ...] [--frames N]`: one panel,
-// rendered headlessly (no sidebar, no source pane), written as PNG.
+// rendered headlessly (no sidebar, no source pane), written as PNG. With --chrome, --no-source,
+// --layout-report, --ui-scale or PANEL `all`, app/layout_report.h renders it as the window shows it
+// and audits the layout.
 #pragma once
 #include "app/cli/common.h"
 
 namespace kl::app::cli {
 
 struct ShotOptions {
-  std::string panel, out;
-  int frames = 3;  // frames rendered before the capture
+  std::string panel, out;  // `shot all`: every panel at every tour stop; out is then a directory
+  int frames = 3;          // frames rendered before the capture
+  bool chrome = false;     // the window's sidebar, source pane and status bar around the panel
+  bool source = true;      // with chrome: the source pane shown
+  bool layout_report = false;
+  std::string ui_scale;    // as typed; empty: 1
 };
 
 CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c);

@@ -5,10 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "app/layout_report.h"
 #include "app/settings.h"
 #include "kernels/runtime/errors.h"
 #include "viz/gl_check.h"
-#include "viz/png.h"
+#include "viz/ui_log.h"
 
 namespace kl::app::cli {
 namespace {
@@ -33,18 +34,6 @@ void apply_command_line(Shell& s, const WindowOptions& o, const Common& c) {
   for (const std::string& kv : c.sets) s.panels[s.current]->params().set(kv);
 }
 
-void save_screenshot(Shell& s, viz::RenderHost& host, long& shots) {
-  s.screenshot_requested = false;
-  std::vector<uint8_t> rgba;
-  int w = 0, h = 0;
-  const std::string file = "kernel-ladder-" + s.panels[s.current]->id() + "-" + std::to_string(++shots) + ".png";
-  try {
-    if (host.read_pixels(rgba, w, h)) viz::write_png(file, rgba, w, h), s.message = "saved " + file;
-  } catch (const std::exception& e) {
-    s.message = e.what();
-  }
-}
-
 }  // namespace
 
 void add_window(CLI::App& app, WindowOptions& o, Common& c) {
@@ -53,9 +42,14 @@ void add_window(CLI::App& app, WindowOptions& o, Common& c) {
   app.add_option("--frames", o.frames, "close the window after N frames (tests)")->check(CLI::NonNegativeNumber);
   app.add_option("--panel", o.panel, "panel to open");
   add_set_option(app, c.sets, "key=value for the opened panel");
+  app.add_option("--ui-scale", o.ui_scale, "UI scale in [0.5, 4] (default: the monitor's content scale)");
+  app.add_option("--ui-log", o.ui_log, "append one line per UI event (panel, parameter, refusal, hover, screenshot, size)");
 }
 
 int run_window(const WindowOptions& o, const Common& c) {
+  if (!o.ui_scale.empty()) set_window_scale_override(parse_ui_scale(o.ui_scale));
+  if (!o.ui_log.empty() && !viz::ui_log::open(o.ui_log))
+    throw InputError("--ui-log " + o.ui_log + ": cannot be opened for writing");
   Shell s = make_shell(c.backend);
   apply_command_line(s, o, c);  // bad input exits 2 before a window opens
   viz::HostOptions ho;
@@ -76,6 +70,7 @@ int run_window(const WindowOptions& o, const Common& c) {
   }
   SettingsPersistence settings(s, ho.ini_path);  // the last run's panel and parameters...
   apply_command_line(s, o, c);                    // ...with --panel and --set on top
+  window_start(s, *host);                         // scale (monitor, settings, --ui-scale) and geometry
   s.host_kind = host->kind();
   s.gl_renderer = host->gl_renderer();
   std::printf("kernel-ladder: %s; %s; GL_RENDERER %s\n", s.ctx.backend.reason.c_str(), host->kind().c_str(),
@@ -86,7 +81,7 @@ int run_window(const WindowOptions& o, const Common& c) {
     settings.snapshot();
     draw_shell(s, float(host->width()), float(host->height()));
     host->end_frame();
-    if (s.screenshot_requested) save_screenshot(s, *host, shots);
+    window_after_frame(s, *host, &shots);  // the event log, F12's screenshot, the geometry to remember
     if (o.frames > 0 && ++n >= o.frames) break;
   }
   const int errors = viz::gl_error_count();

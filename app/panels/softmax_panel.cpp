@@ -103,34 +103,28 @@ class SoftmaxPanel : public Panel {
     const study::SoftmaxBug& r = bug_;
 
     // The headline: what the picture shows, in numbers.
-    ImGui::PushStyleColor(ImGuiCol_Text, r.truncated ? IM_COL32(255, 150, 130, 255) : IM_COL32(140, 220, 140, 255));
-    ImGui::TextUnformatted(r.headline.c_str());
-    ImGui::PopStyleColor();
+    ui::wrapped_colored(r.truncated ? IM_COL32(255, 150, 130, 255) : IM_COL32(140, 220, 140, 255), r.headline);
 
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float gap = 16.0f;
-    const float half = (avail - gap) * 0.5f;
+    // Buggy beside fixed where the panel is wide enough, one above the other where it is not.
+    const ui::ColumnsLayout cols = ui::columns_or_stack(2, 340.0f);
+    const float half = cols.width;
     const float img_w = half - buggy_map_.colorbar_width();
     const float map_h = std::clamp(float(r.rows) * 14.0f, 90.0f, 230.0f);
     scale_ = {viz::ColorScale::Kind::Sequential, 0.0f, r.vmax, "softmax(x)"};
     buggy_map_.set_scale(scale_);
     fixed_map_.set_scale(scale_);
 
-    ImGui::BeginGroup();
-    ImGui::TextColored(ImVec4(0.92f, 0.37f, 0.31f, 1), "%s", r.buggy_caption.c_str());
+    ui::column_begin(cols, 0);
+    ui::wrapped_colored(IM_COL32(235, 94, 79, 255), r.buggy_caption);
     viz::HeatmapHover hb = buggy_map_.draw("buggy", buggy_tex_, ImVec2(img_w, map_h), fresh_);
-    ImGui::TextDisabled("%s", r.buggy_written.c_str());
-    if (!r.buggy_unwritten.empty()) {
-      ImGui::SameLine();
-      ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.3f, 1), "%s", r.buggy_unwritten.c_str());
-    }
-    ImGui::EndGroup();
-    ImGui::SameLine(0, gap);
-    ImGui::BeginGroup();
-    ImGui::TextColored(ImVec4(0.35f, 0.7f, 0.94f, 1), "%s", r.fixed_caption.c_str());
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.buggy_written);
+    if (!r.buggy_unwritten.empty()) ui::wrapped_colored(IM_COL32(242, 89, 77, 255), r.buggy_unwritten);
+    ui::column_end();
+    ui::column_begin(cols, 1);
+    ui::wrapped_colored(IM_COL32(89, 179, 240, 255), r.fixed_caption);
     viz::HeatmapHover hf = fixed_map_.draw("fixed", fixed_tex_, ImVec2(img_w, map_h), fresh_);
-    ImGui::TextDisabled("%s", r.fixed_written.c_str());
-    ImGui::EndGroup();
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.fixed_written);
+    ui::column_end();
     if (hb.active) tooltip(hb.row, hb.col, true);
     if (hf.active) tooltip(hf.row, hf.col, false);
     fresh_ = false;
@@ -140,18 +134,24 @@ class SoftmaxPanel : public Panel {
 
     // Row sums (left) and the max abs diff over n_cols (right).
     const float plot_h = std::max(170.0f, ImGui::GetContentRegionAvail().y - 8.0f);
-    ImGui::BeginChild("rowsums_col", ImVec2(half, plot_h), false, ImGuiWindowFlags_NoScrollbar);
+    const ui::ColumnsLayout bottom = ui::columns_or_stack(2, 420.0f);
+    const bool beside = bottom.per_row == 2;
+    const float col_w = bottom.width;
+    ImGui::BeginChild("rowsums_col", ImVec2(col_w, beside ? plot_h : 0), false,
+                      beside ? ImGuiWindowFlags_NoScrollbar : ImGuiWindowFlags_AlwaysAutoResize);
     draw_row_sums();
     ImGui::Spacing();
     ui::explain("softmax.md");
     ImGui::EndChild();
-    ImGui::SameLine(0, gap);
-    ImGui::BeginChild("sweep_col", ImVec2(half, plot_h), false, ImGuiWindowFlags_NoScrollbar);
+    if (beside) ImGui::SameLine();
+    ImGui::BeginChild("sweep_col", ImVec2(col_w, beside ? plot_h : 0), false,
+                      beside ? ImGuiWindowFlags_NoScrollbar : ImGuiWindowFlags_AlwaysAutoResize);
     const ImGuiStyle& st = ImGui::GetStyle();
-    float below = ImGui::CalcTextSize(sweep_.sentence.c_str(), nullptr, false, half).y + st.ItemSpacing.y;
+    float below = ImGui::CalcTextSize(sweep_.sentence.c_str(), nullptr, false, col_w).y + st.ItemSpacing.y;
     if (!sweep_.clipped_sentence.empty())
-      below += ImGui::CalcTextSize(sweep_.clipped_sentence.c_str(), nullptr, false, half).y + st.ItemSpacing.y;
-    draw_sweep(ImVec2(half, std::max(140.0f, plot_h - below - st.ItemSpacing.y)));
+      below += ImGui::CalcTextSize(sweep_.clipped_sentence.c_str(), nullptr, false, col_w).y + st.ItemSpacing.y;
+    const float sweep_h = beside ? std::max(140.0f, plot_h - below - st.ItemSpacing.y) : std::max(220.0f, col_w * 0.5f);
+    draw_sweep(ImVec2(col_w, sweep_h));
     ImGui::TextWrapped("%s", sweep_.sentence.c_str());
     if (!sweep_.clipped_sentence.empty()) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
@@ -170,7 +170,7 @@ class SoftmaxPanel : public Panel {
       ImGui::TableSetupColumn("buggy, written");
       ImGui::TableSetupColumn("fixed");
       ImGui::TableSetupColumn("ref. mass in 0..1023");
-      ImGui::TableHeadersRow();
+      ui::table_headers_wrapped();
       const int64_t show = std::min<int64_t>(r.rows, 6);
       for (int64_t row = 0; row < show; ++row) {
         const size_t i = size_t(row);

@@ -73,10 +73,11 @@ class VectorAddPanel : public Panel {
     ui::status_line("trace:", r.trace_check.sentence, r.trace_check.pass);
 
     ui::section("Programs of the launch grid");
-    ImGui::TextDisabled("each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
-                        "hatched = masked offset;  red checker = never stored",
-                        raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
-    if (categorical_) pid_key(r.grid);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
+                       "hatched = masked offset;  red checker = never stored",
+                       raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
+    ImGui::PopStyleColor();
     const float axis_w = ImGui::CalcTextSize("00000000").x + 8.0f;
     const float avail = ImGui::GetContentRegionAvail().x - 110.0f - axis_w;
     const float img_w = avail - grid_map_.colorbar_width();

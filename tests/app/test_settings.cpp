@@ -4,6 +4,7 @@
 // Under Xvfb, as test_window.cpp runs the window.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -72,6 +73,38 @@ TEST(Settings, RefusedAndUnknownValuesAreSkipped) {
   EXPECT_NE(text.find("param.softmax.rows=5\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("param.measure.run"), std::string::npos) << text;
   EXPECT_EQ(text.find("notanumber"), std::string::npos) << text;
+}
+
+// The window's size and position, the UI scale chosen with Ctrl+= and the source pane's share come
+// back on the next start; a remembered or asked size never exceeds the monitor's work area; --ui-scale
+// wins over the remembered scale.
+TEST(Settings, WindowGeometryScaleAndSplitterSurviveARestart) {
+  if (!have_xvfb()) GTEST_SKIP() << "xvfb-run is not installed";
+  const std::string xdg = config_home("geometry"), ini = xdg + "/kernel-ladder/imgui.ini", log = xdg + "/ui.log";
+  test::run_shell("mkdir -p " + xdg + "/kernel-ladder", nullptr);
+  std::ofstream(ini) << "[KernelLadder][Settings]\npanel=softmax\nsource_frac=0.450\nui_scale=1.50\nwindow=10,20,1000,700\n\n";
+  std::string out;
+  ASSERT_EQ(window(xdg, "--ui-log " + log, &out), 0) << out;
+  std::string events = read_all(log);
+  EXPECT_NE(events.find("scale 1.50\n"), std::string::npos) << events;
+  EXPECT_NE(events.find("size 1000x700\n"), std::string::npos) << events;
+  std::string text = read_all(ini);
+  EXPECT_NE(text.find("source_frac=0.450\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ui_scale=1.50\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(",1000,700\n"), std::string::npos) << text;
+
+  std::remove(log.c_str());
+  ASSERT_EQ(window(xdg, "--ui-scale 2 --ui-log " + log, &out), 0) << out;
+  events = read_all(log);
+  EXPECT_NE(events.find("scale 2.00\n"), std::string::npos) << events;
+  text = read_all(ini);
+  EXPECT_NE(text.find("ui_scale=1.50\n"), std::string::npos) << "--ui-scale replaced the remembered scale:\n" << text;
+
+  std::remove(log.c_str());
+  std::remove(ini.c_str());
+  ASSERT_EQ(window(xdg, "--size 4000x3000 --ui-log " + log, &out), 0) << out;  // the screen is 1600x1000
+  events = read_all(log);
+  EXPECT_NE(events.find("size 1600x1000\n"), std::string::npos) << events;
 }
 
 }  // namespace

@@ -1,0 +1,132 @@
+#include "app/layout_report.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "app/shell.h"
+#include "kernels/runtime/errors.h"
+#include "viz/gl_check.h"
+#include "viz/layout_audit.h"
+#include "viz/png.h"
+#include "viz/render_host.h"
+
+namespace kl::app {
+
+float parse_ui_scale(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || !end || *end != '\0' || !(v >= viz::kMinUiScale && v <= viz::kMaxUiScale))
+    throw InputError(out_of_range_message("--ui-scale", text, "[0.5, 4]"));
+  return float(v);
+}
+
+namespace {
+
+struct View {
+  size_t panel = 0;
+  std::string stop;  // empty: the panel's current settings
+  std::vector<std::string> settings;
+};
+
+// Renders the shell `frames` times; the audit sees the last frame.
+std::vector<std::string> render(Shell& s, viz::RenderHost& host, int frames, const std::string& context) {
+  for (int i = 0; i < frames; ++i) {
+    if (!host.begin_frame()) throw RuntimeError("headless host stopped");
+    viz::audit::clear();
+    draw_shell(s, float(host.width()), float(host.height()));
+    host.end_frame();
+  }
+  return viz::audit::collect(context);
+}
+
+void write_png(viz::RenderHost& host, const std::string& file) {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  if (!host.read_pixels(rgba, w, h)) throw RuntimeError("could not read the rendered frame back");
+  viz::write_png(file, rgba, w, h);
+  std::printf("wrote %s\n", file.c_str());
+}
+
+}  // namespace
+
+int look_command(const LookOptions& o) {
+  Shell s;
+  s.ctx.backend = choose_backend(o.backend);
+  s.ctx.device = device_info(s.ctx.backend.backend);
+  s.ctx.headless = true;
+  s.panels = make_panels();
+  s.sidebar = o.chrome;
+  s.show_source = o.chrome && o.source;
+  std::vector<View> views;
+  const bool all = o.panel == "all";
+  if (all) {
+    if (!o.sets.empty()) throw InputError("--set: not with `shot all` (each stop has its own settings)");
+    for (size_t i = 0; i < s.panels.size(); ++i)
+      for (const Panel::TourStop& t : s.panels[i]->tour_stops()) views.push_back({i, t.name, t.settings});
+    if (!o.out.empty()) {
+      ::mkdir(o.out.c_str(), 0755);
+      struct stat st{};
+      if (::stat(o.out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw InputError("--out " + o.out + ": `shot all` writes into a directory, and this is none");
+    }
+  } else {
+    const int i = find_panel(s, o.panel);
+    if (i < 0) throw InputError("shot " + o.panel + ": unknown panel; known: " + panel_ids(s) + ", all");
+    for (const std::string& kv : o.sets) s.panels[size_t(i)]->params().set(kv);
+    views.push_back({size_t(i), "", {}});
+  }
+  viz::set_ui_scale(o.ui_scale);
+  viz::audit::set_enabled(o.report);
+  viz::HostOptions ho;
+  ho.width = o.width;
+  ho.height = o.height;
+  std::string err;
+  auto host = viz::make_headless_host(ho, &err);
+  if (!host) throw RuntimeError("no headless GL context: " + err);
+  struct PanelsFirst {  // panels own GL objects: they go before the host
+    Shell& s;
+    ~PanelsFirst() { s.panels.clear(); }
+  } panels_first{s};
+  s.host_kind = host->kind();
+  s.gl_renderer = host->gl_renderer();
+  char look[96];
+  std::snprintf(look, sizeof look, "%dx%d scale %g%s", o.width, o.height, double(o.ui_scale),
+                !o.chrome ? "" : o.source ? " chrome+source" : " chrome");
+  long findings = 0;
+  int k = 0;
+  for (const View& v : views) {
+    if (all) {
+      s.panels = make_panels();  // each stop exactly its settings on top of the defaults
+      for (const std::string& kv : v.settings) s.panels[v.panel]->params().set(kv);
+    }
+    s.current = v.panel;
+    const std::string name = s.panels[v.panel]->id() + (v.stop.empty() ? "" : "/" + v.stop);
+    for (const std::string& line : render(s, *host, o.frames, name + " " + look)) {
+      std::printf("%s\n", line.c_str());
+      ++findings;
+    }
+    ++k;
+    if (o.out.empty()) continue;
+    if (!all) {
+      write_png(*host, o.out);
+      continue;
+    }
+    char file[256];
+    std::snprintf(file, sizeof file, "%s/%02d-%s-%s.png", o.out.c_str(), k, s.panels[v.panel]->id().c_str(),
+                  v.stop.c_str());
+    write_png(*host, file);
+  }
+  if (o.report)
+    std::printf("layout report: %ld finding%s over %d view%s at %s\n", findings, findings == 1 ? "" : "s", k,
+                k == 1 ? "" : "s", look);
+  if (viz::gl_error_count()) {
+    std::fprintf(stderr, "kernel-ladder: GL errors: %d (first: %s)\n", viz::gl_error_count(),
+                 viz::gl_first_error().c_str());
+    return 1;
+  }
+  return findings ? 1 : 0;
+}
+
+}  // namespace kl::app
