@@ -13,6 +13,7 @@
 
 #include "app/bench_frame.h"
 #include "app/measure_export.h"
+#include "app/run_outputs.h"
 #include "app/settings.h"
 #include "app/shell.h"
 #include "app/soak.h"
@@ -207,7 +208,7 @@ int cmd_tour(const std::string& dir, const std::string& size_text, const std::st
   return viz::gl_error_count() ? 1 : 0;
 }
 
-int cmd_run(const std::string& kernel, const std::vector<std::string>& ins, const std::string& out,
+int cmd_run(const std::string& kernel, const std::vector<std::string>& ins, const std::vector<std::string>& out,
             const std::string& variant, const std::vector<std::string>& sets, const std::string& backend,
             const std::string& weights, const std::string& trace) {
   const KernelEntry* e = find_kernel(kernel);
@@ -233,9 +234,11 @@ int cmd_run(const std::string& kernel, const std::vector<std::string>& ins, cons
     const std::string name = in.substr(0, eq);
     bool known = false;
     for (const std::string& n : e->inputs) known = known || n == name;
+    for (const std::string& n : e->optional_inputs) known = known || n == name;
     if (!known) {
       std::string names;
       for (const std::string& n : e->inputs) names += (names.empty() ? "" : ", ") + n;
+      for (const std::string& n : e->optional_inputs) names += (names.empty() ? "" : ", ") + n + " (optional)";
       throw InputError("--in " + name + ": " + kernel + " takes inputs " + names);
     }
     // Reading holds the file about three times over (stream, copy, array): refuse before, not during.
@@ -247,11 +250,10 @@ int cmd_run(const std::string& kernel, const std::vector<std::string>& ins, cons
   }
   for (const std::string& n : e->inputs)
     if (!r.inputs.count(n)) throw InputError("--in " + n + "=FILE.npy: missing input of " + kernel);
+  const auto outs = parse_outputs(*e, out);
   r.backend = choose_backend(backend).backend;
   KernelRunResult res = e->run(r);
-  npy::write(out, res.outputs.at("out"));
-  std::printf("wrote %s %s (%s, %s backend)\n", out.c_str(), res.outputs.at("out").shape_text().c_str(),
-              r.variant.c_str(), backend_name(r.backend));
+  write_outputs(outs, res, "(" + r.variant + ", " + backend_name(r.backend) + " backend)");
   if (!weights.empty()) {
     auto it = res.outputs.find("weights");
     if (it == res.outputs.end()) throw InputError("--weights: " + kernel + " has no attention weights to write");
@@ -364,11 +366,11 @@ int run_cli(int argc, char** argv) {
   shot->add_option("--frames", shot_frames, "frames rendered before the capture")->check(CLI::Range(1, 1000));
 
   auto* run = app.add_subcommand("run", "run a kernel on .npy inputs");
-  std::string kernel, out, variant, weights, trace;
-  std::vector<std::string> ins;
+  std::string kernel, variant, weights, trace;
+  std::vector<std::string> ins, out;
   run->add_option("kernel", kernel, "kernel name (see list)")->required();
   run->add_option("--in", ins, "NAME=FILE.npy (float32, C order; repeatable)");
-  run->add_option("--out", out, "output .npy")->required();
+  run->add_option("--out", out, "FILE.npy (the first output) or NAME=FILE.npy (repeatable)")->required();
   run->add_option("--variant", variant, "kernel variant");
   run->add_option("--set", sets, "key=value (repeatable)");
   run->add_option("--backend", backend, "auto|cuda|cpu");
