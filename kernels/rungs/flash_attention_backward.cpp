@@ -273,6 +273,46 @@ void teaching_cpu(const float* q, const float* k, const float* v, const float* l
 
 }  // namespace detail
 
+// [SECTION] Reference (float64) ----------------------------------------------------------------------------
+
+void reference(const float* q, const float* k, const float* v, const float* dout, const Shape& s, const Options& opt,
+               double* dq, double* dk, double* dv) {
+  const double scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(s.d));
+  const int64_t d = s.d, lq = s.lq, lk = s.lk;
+  std::fill(dq, dq + s.bh() * lq * d, 0.0);
+  std::fill(dk, dk + s.bh() * lk * d, 0.0);
+  std::fill(dv, dv + s.bh() * lk * d, 0.0);
+  std::vector<double> p(static_cast<size_t>(lk)), dp(static_cast<size_t>(lk));
+  for (int64_t bh = 0; bh < s.bh(); ++bh)
+    for (int64_t i = 0; i < lq; ++i) {
+      const int64_t n = attention::visible_keys(i, lq, lk, opt.causal), qi = (bh * lq + i) * d;
+      if (n == 0) continue;  // sees nothing: output 0, gradient 0
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0, D = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t kj = (bh * lk + j) * d;
+        double sc = 0, g = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          sc += double(q[qi + c]) * k[kj + c];
+          g += double(dout[qi + c]) * v[kj + c];
+        }
+        p[size_t(j)] = sc * scale;
+        dp[size_t(j)] = g;
+        mx = std::max(mx, p[size_t(j)]);
+      }
+      for (int64_t j = 0; j < n; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
+      for (int64_t j = 0; j < n; ++j) D += (p[size_t(j)] /= sum) * dp[size_t(j)];
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t kj = (bh * lk + j) * d;
+        const double ds = p[size_t(j)] * (dp[size_t(j)] - D);
+        for (int64_t c = 0; c < d; ++c) {
+          dq[qi + c] += scale * ds * k[kj + c];
+          dk[kj + c] += scale * ds * q[qi + c];
+          dv[kj + c] += p[size_t(j)] * dout[qi + c];
+        }
+      }
+    }
+}
+
 // [SECTION] Running it -----------------------------------------------------------------------------------
 
 void forward(Backend b, const float* q, const float* k, const float* v, float* o, float* lse, const Shape& s,

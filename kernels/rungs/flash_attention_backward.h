@@ -28,6 +28,7 @@
 //             O and L come from rung 5's teaching forward (kernels/rungs/flash_attention.h) when the
 //             caller does not give them: L = m + log l read from its trace's last step.
 //             An optional BackwardTrace records what the views need (see below).
+//   reference float64 on the host, the chain rule row by row; the ground truth.
 //   fast      (Hopper, bf16/fp16) not in this rung yet.
 #pragma once
 #include <cmath>
@@ -104,6 +105,13 @@ struct BackwardTrace {
              int64_t chosen_kblock = -1, int64_t chosen_qblock = -1);
   BackwardTraceView view();
 };
+
+// [SECTION] Reference (float64) ----------------------------------------------------------------------------
+// The chain rule row by row in double: P_i = softmax(S_i), dP_i = dO_i V^T, D_i = P_i . dP_i,
+// dS_i = P_i ∘ (dP_i - D_i), dQ_i = scale dS_i K, dK += scale dS_i^T Q_i, dV += P_i^T dO_i.
+// q, dout [bh, Lq, d]; k, v [bh, Lk, d]; outputs sized like them.
+void reference(const float* q, const float* k, const float* v, const float* dout, const Shape& s, const Options& opt,
+               double* dq, double* dk, double* dv);
 
 // [SECTION] Running it -----------------------------------------------------------------------------------
 // Pointers live on backend b. q, o, dout, dq [bh, Lq, d]; k, v, dk, dv [bh, Lk, d]; lse [bh, Lq].

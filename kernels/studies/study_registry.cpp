@@ -1,10 +1,13 @@
 // The studies in ladder order. Each rung's study file provides its entry; add one line here per study.
 #include "kernels/studies/study.h"
 
+#include "kernels/studies/flash_attention_backward_study.h"
+
 namespace kl::study {
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
+      flash_attention_backward_study::entry(),
   };
   return entries;
 }

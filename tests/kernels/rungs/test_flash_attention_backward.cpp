@@ -226,6 +226,19 @@ TEST(FlashAttentionBackward, HandWrittenReferenceAgreesWithFiniteDifferences) {
   }
 }
 
+TEST(FlashAttentionBackward, LibraryReferenceAgreesWithTheOneHere) {
+  for (bool c : {false, true}) {
+    const Shape s = shape(21, 13, 16, 1, 2);
+    const Inputs in = random_inputs(s);
+    const Grads mine = reference(in, s, causal(c));
+    Grads lib{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()), std::vector<double>(in.v.size())};
+    flash_attention_backward::reference(in.q.data(), in.k.data(), in.v.data(), in.dout.data(), s, causal(c),
+                                        lib.dq.data(), lib.dk.data(), lib.dv.data());
+    for (auto [a, b] : {std::pair{&mine.dq, &lib.dq}, {&mine.dk, &lib.dk}, {&mine.dv, &lib.dv}})
+      for (size_t e = 0; e < a->size(); ++e) ASSERT_NEAR((*a)[e], (*b)[e], 1e-12 * std::max(1.0, std::abs((*a)[e])));
+  }
+}
+
 // [SECTION] The gradient check: finite differences of the forward against the teaching kernel -----------------
 
 TEST(FlashAttentionBackward, TeachingMatchesFiniteDifferencesOfTheForward) {
