@@ -14,14 +14,14 @@ namespace kl::flash_attention_backward_study {
 namespace fab = flash_attention_backward;
 
 std::vector<ParamSpec> params() {
-  return {int_param("lq", 1, 4096, 96, "Lq: query rows"),
-          int_param("lk", 1, 4096, 128, "Lk: keys"),
+  return {int_param("lq", 1, 1024, 96, "Lq: query rows"),
+          int_param("lk", 1, 1024, 128, "Lk: keys"),
           choice_param("d", {"16", "32", "64", "128"}, "32", "head dimension"),
           bool_param("causal", true, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
           pow2_param("block_m", fab::kMinBlock, fab::kMaxBlock, 32, "BLOCK_M: query rows per tile"),
           pow2_param("block_n", fab::kMinBlock, fab::kMaxBlock, 32, "BLOCK_N: keys per K/V tile (one program each)"),
-          int_param("kv_tile", 0, 4095, 1, "the program shown: K/V tile j"),
-          int_param("q_tile", 0, 4095, 2, "the step shown: query tile i of program j (and dQ_i's tile)"),
+          int_param("kv_tile", 0, 1023, 1, "the program shown: K/V tile j"),
+          int_param("q_tile", 0, 1023, 2, "the step shown: query tile i of program j (and dQ_i's tile)"),
           int_param("seed", 0, 1000000, 1, "seed of the random Q, K, V, dO in [-1, 1]")};
 }
 
@@ -244,6 +244,9 @@ study::Report report(const Result& r) {
   rep.settings = r.s.text() + (r.o.causal ? ", causal" : "") + ", block_m=" + std::to_string(r.block_m) +
                  ", block_n=" + std::to_string(r.block_n) + ", kv_tile=" + std::to_string(r.kv_tile) +
                  ", q_tile=" + std::to_string(r.q_tile) + ", " + backend_name(r.backend) + " backend";
+  const int64_t past = 2 * std::max<int64_t>(r.wall_length, 1);
+  Shape past_shape = r.s;
+  past_shape.lq = past_shape.lk = past;
   const std::string pair = "query tile " + std::to_string(r.q_tile) + " x K/V tile " + std::to_string(r.kv_tile);
   const bool teaching_ok = r.dq_rel < r.tolerance && r.dk_rel < r.tolerance && r.dv_rel < r.tolerance;
   const bool fold_ok = !r.dk_err.empty() && r.dk_err.back() < r.tolerance && r.dv_err.back() < r.tolerance &&
@@ -264,8 +267,9 @@ study::Report report(const Result& r) {
            (r.dk_err.empty() ? std::string("-") : num(r.dk_err.back()) + ", " + num(r.dv_err.back()) + ", " +
                                                       num(r.dq_err.back()))},
       {"naive_refused_past_the_wall", r.wall_refused,
-       "naive refused at Lq = Lk = " + std::to_string(2 * std::max<int64_t>(r.wall_length, 1)) +
-           " with the bytes named: " + r.wall_message},
+       "naive refused at Lq = Lk = " + std::to_string(past) + " (twice its wall) before allocating, naming " +
+           std::to_string(fab::naive_state_bytes(past_shape)) + " bytes asked and the bytes " +
+           (r.backend == Backend::Cuda ? "free" : "available")},
   };
   const double ratio = r.lse_bytes ? double(r.p_bytes) / double(r.lse_bytes) : 0;
   rep.lines = {
@@ -281,6 +285,7 @@ study::Report report(const Result& r) {
       "last bits, can change from run to run), on the CPU in program order; dK_j, dV_j stay with their program",
       "dS of " + pair + ": " + std::to_string(r.ds_positive) + " positive, " + std::to_string(r.ds_negative) +
           " negative, " + std::to_string(r.ds_zero) + " zero of the visible cells",
+      "the refusal: " + r.wall_message,
       "dK_j error after each query tile: " + errs_text(r.dk_err),
       "dV_j error after each query tile: " + errs_text(r.dv_err),
       "dQ_i error after each program: " + errs_text(r.dq_err),
