@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "app/run_outputs.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/npy.h"
@@ -34,7 +35,12 @@ void read_inputs(const KernelEntry& e, const std::vector<std::string>& ins, Kern
     const std::string name = in.substr(0, eq);
     bool known = false;
     for (const std::string& n : e.inputs) known = known || n == name;
-    if (!known) throw InputError("--in " + name + ": " + e.name + " takes inputs " + joined(e.inputs));
+    for (const std::string& n : e.optional_inputs) known = known || n == name;
+    if (!known) {
+      std::vector<std::string> names = e.inputs;
+      for (const std::string& n : e.optional_inputs) names.push_back(n + " (optional)");
+      throw InputError("--in " + name + ": " + e.name + " takes inputs " + joined(names));
+    }
     // Reading holds the file about three times over (stream, copy, array): refuse before, not during.
     const std::string file = in.substr(eq + 1);
     struct stat st{};
@@ -67,7 +73,7 @@ CLI::App* add_run(CLI::App& app, RunOptions& o, Common& c) {
   CLI::App* cmd = app.add_subcommand("run", "run a kernel on .npy inputs");
   cmd->add_option("kernel", o.kernel, "kernel name (see list)")->required();
   cmd->add_option("--in", o.ins, "NAME=FILE.npy (float32, C order; repeatable)");
-  cmd->add_option("--out", o.out, "output .npy")->required();
+  cmd->add_option("--out", o.out, "FILE.npy (the first output) or NAME=FILE.npy (repeatable)")->required();
   cmd->add_option("--variant", o.variant, "kernel variant");
   add_set_option(*cmd, c.sets, "key=value (repeatable)");
   add_backend_option(*cmd, c.backend);
@@ -83,11 +89,10 @@ int run_run(const RunOptions& o, const Common& c) {
   r.params = ParamValues(e.params);
   for (const std::string& kv : c.sets) r.params.set(kv);
   read_inputs(e, o.ins, r);
+  const auto outs = parse_outputs(e, o.out);
   r.backend = choose_backend(c.backend).backend;
   KernelRunResult res = e.run(r);
-  npy::write(o.out, res.outputs.at("out"));
-  std::printf("wrote %s %s (%s, %s backend)\n", o.out.c_str(), res.outputs.at("out").shape_text().c_str(),
-              r.variant.c_str(), backend_name(r.backend));
+  write_outputs(outs, res, "(" + r.variant + ", " + backend_name(r.backend) + " backend)");
   if (!o.weights.empty()) {
     auto it = res.outputs.find("weights");
     if (it == res.outputs.end()) throw InputError("--weights: " + o.kernel + " has no attention weights to write");

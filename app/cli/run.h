@@ -1,12 +1,15 @@
 // `kernel-ladder run KERNEL --in NAME=FILE.npy ... --out FILE.npy [--variant V] [--set k=v ...]
 //  [--weights FILE.npy] [--trace PREFIX]`: one kernel of the registry on float32 .npy inputs.
 #pragma once
+#include <vector>
+
 #include "app/cli/common.h"
 
 namespace kl::app::cli {
 
 struct RunOptions {
-  std::string kernel, out, variant, weights, trace;
+  std::string kernel, variant, weights, trace;
+  std::vector<std::string> out;  // FILE.npy (the first output) or NAME=FILE.npy, repeatable
   std::vector<std::string> ins;  // NAME=FILE.npy
 };
 

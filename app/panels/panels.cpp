@@ -9,6 +9,7 @@ std::vector<std::unique_ptr<Panel>> make_panels() {
   p.push_back(make_softmax_panel());
   p.push_back(make_attention_panel());
   p.push_back(make_flash_attention_panel());
+  p.push_back(make_backward_panel());
   p.push_back(make_measure_panel());
   return p;
 }

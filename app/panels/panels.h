@@ -10,5 +10,6 @@ std::unique_ptr<Panel> make_relu_dropout_panel();
 std::unique_ptr<Panel> make_softmax_panel();
 std::unique_ptr<Panel> make_attention_panel();
 std::unique_ptr<Panel> make_flash_attention_panel();
+std::unique_ptr<Panel> make_backward_panel();
 std::unique_ptr<Panel> make_measure_panel();
 }  // namespace kl::app

@@ -2,6 +2,7 @@
 
 #include "kernels/rungs/attention.h"
 #include "kernels/rungs/flash_attention.h"
+#include "kernels/rungs/flash_attention_backward.h"
 #include "kernels/rungs/relu_dropout.h"
 #include "kernels/rungs/softmax.h"
 #include "kernels/rungs/vector_add.h"
@@ -15,6 +16,7 @@ const std::vector<KernelEntry>& kernel_registry() {
       softmax::entry(),
       attention::entry(),
       flash_attention::entry(),
+      flash_attention_backward::entry(),
   };
   return entries;
 }

@@ -32,6 +32,8 @@ struct KernelEntry {
   std::vector<std::string> variants;
   std::string default_variant;
   std::vector<std::string> inputs;  // required --in names, in order
+  std::vector<std::string> optional_inputs;  // --in names that may be left out
+  std::vector<std::string> outputs;  // --out NAME=FILE names, in order (the first is --out FILE's); empty: {"out"}
   std::vector<ParamSpec> params;
   std::function<KernelRunResult(const KernelRunRequest&)> run;  // throws InputError / RuntimeError
   // `bench KERNEL`: rows measured on the backend, each with its ratio to a baseline measured in the

@@ -1,6 +1,7 @@
 // The studies in ladder order. Each rung's study file provides its entry; add one line here per study.
 #include "kernels/studies/study.h"
 #include "kernels/studies/attention_study.h"
+#include "kernels/studies/flash_attention_backward_study.h"
 #include "kernels/studies/flash_attention_study.h"
 #include "kernels/studies/relu_dropout_study.h"
 #include "kernels/studies/softmax_study.h"
@@ -15,6 +16,7 @@ const std::vector<Entry>& registry() {
       softmax_entry(),
       attention_study::entry(),
       flash_attention_study::entry(),
+      flash_attention_backward_study::entry(),
   };
   return entries;
 }

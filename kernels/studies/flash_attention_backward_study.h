@@ -1,0 +1,66 @@
+// What the "6 · Backward" panel concludes, with no GL: the saved state of the naive backward (P, and dP
+// beside it) against FlashAttention's (L, one float per query row) and the wall where the naive one no
+// longer fits in the memory of the backend; the tile order of the teaching backward (K/V tiles outer,
+// one program each; query tiles inner; causal tiles skipped); for the chosen program (K/V tile
+// `kv_tile`) at query step `q_tile`: the recomputed P = exp(S - L) next to rung 5's forward P, dS and its
+// signs; dK_j and dV_j converging to the float64 reference as query tiles fold in, and dQ_i (query tile
+// `q_tile`) as the programs' contributions fold in.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/rungs/flash_attention_backward.h"
+#include "kernels/studies/study.h"
+
+namespace kl::flash_attention_backward_study {
+
+using flash_attention_backward::Options;
+using flash_attention_backward::Shape;
+using flash_attention_backward::Wall;
+
+std::vector<ParamSpec> params();
+
+struct Result {
+  Shape s;
+  Options o;
+  int block_m = 0, block_n = 0, d = 0;
+  int64_t k_blocks = 0, q_blocks = 0, kv_tile = 0, q_tile = 0;
+  Backend backend = Backend::Cpu;
+
+  // Saved state and the wall (bytes)
+  uint64_t p_bytes = 0;      // P, float32, what the naive forward saves
+  uint64_t naive_bytes = 0;  // P and dP, what the naive backward holds
+  uint64_t lse_bytes = 0;    // L, what FlashAttention's forward saves
+  Wall wall;                 // the naive backward at this shape on this backend
+  int64_t wall_length = 0;   // the largest L = Lq = Lk whose P and dP fit in wall.available
+  bool wall_refused = false;  // check_naive_wall refused L = 2 * wall_length (with the bytes named)
+  std::string wall_message;
+
+  // Tile order: [k_blocks, q_blocks] states (kTileComputed / kTileSkipped), and the counts
+  std::vector<uint8_t> tile_state;
+  int64_t tiles_computed = 0, tiles_skipped = 0;
+  bool skips_exact = false;  // every state as causality predicts, tile by tile
+
+  // The chosen program (kv_tile), every query step: [q_blocks, BM, BN] and [q_blocks, BN, d]
+  std::vector<float> p_recomputed, ds, dk_partial, dv_partial;
+  std::vector<float> p_forward;  // [BM, BN]: rung 5's final P of query tile q_tile, keys of kv_tile
+  double p_max_abs_diff = 0;     // recomputed P of (q_tile, kv_tile) against p_forward
+  int64_t ds_positive = 0, ds_negative = 0, ds_zero = 0;  // dS of (q_tile, kv_tile), visible cells
+  std::vector<float> dq_contrib;  // [k_blocks, BM, d]: what each program added to dQ of q_tile
+
+  // Convergence against float64: relative 2-norm errors
+  std::vector<double> dk_err, dv_err;  // [q_blocks]: dK_j, dV_j after each query step
+  std::vector<double> dq_err;          // [k_blocks]: dQ_i after programs 0..kb
+  std::vector<double> dq_ref_tile, dk_ref_tile, dv_ref_tile;  // the reference's tiles, for the views
+  double dq_rel = 0, dk_rel = 0, dv_rel = 0;                  // the whole outputs, teaching
+  double naive_rel = 0;                                       // max over dQ, dK, dV, naive
+  double tolerance = 0;
+};
+
+// Throws InputError (a parameter out of range, kv_tile / q_tile past the tiles of the shape, tiles past
+// shared memory) or RuntimeError.
+Result run(Backend b, const ParamValues& p);
+study::Report report(const Result& r);
+study::Entry entry();
+
+}  // namespace kl::flash_attention_backward_study

@@ -1,0 +1,74 @@
+// app/panels/backward_panel.cpp rendered headlessly by `shot` on the CPU backend: the recomputed-P and
+// forward-P heatmaps are drawn (sequential colour map pixels), the stepper moves the current tile in the
+// tile grid, and a K/V tile past the shape is refused on screen (exit 0, no crash) rather than clamped.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "test_util.h"
+#include "viz/heatmap.h"
+#include "viz/png.h"
+
+namespace kl {
+namespace {
+
+struct Image {
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+};
+
+Image shot(const std::string& sets, const std::string& name) {
+  Image im;
+  std::string out;
+  const std::string file = test::tmp_dir() + "/" + name;
+  EXPECT_EQ(test::run_cli("shot backward --backend cpu --size 1400x900 --out " + file + " " + sets, &out), 0) << out;
+  EXPECT_TRUE(viz::read_png(file, im.rgba, im.w, im.h)) << file;
+  return im;
+}
+
+int count_colour(const Image& im, int x0, int x1, int r, int g, int b) {
+  int n = 0;
+  for (int y = 0; y < im.h; ++y)
+    for (int x = x0; x < x1; ++x) {
+      const uint8_t* p = &im.rgba[size_t(y * im.w + x) * 4];
+      n += (std::abs(p[0] - r) <= 2 && std::abs(p[1] - g) <= 2 && std::abs(p[2] - b) <= 2) ? 1 : 0;
+    }
+  return n;
+}
+
+int sequential_pixels(const Image& im) {
+  std::vector<bool> bin(64 * 64 * 64, false);
+  for (int k = 0; k <= 2048; ++k) {
+    float c[3];
+    viz::colormap_rgb(float(k) / 2048.0f, c);
+    const int R = int(c[0] * 255.0f + 0.5f) >> 2, G = int(c[1] * 255.0f + 0.5f) >> 2, B = int(c[2] * 255.0f + 0.5f) >> 2;
+    bin[size_t((R * 64 + G) * 64 + B)] = true;
+  }
+  int n = 0;
+  for (int y = 0; y < im.h; ++y)
+    for (int x = im.w * 2 / 5; x < im.w; ++x) {
+      const uint8_t* p = &im.rgba[size_t(y * im.w + x) * 4];
+      n += bin[size_t(((p[0] >> 2) * 64 + (p[1] >> 2)) * 64 + (p[2] >> 2))] ? 1 : 0;
+    }
+  return n;
+}
+
+TEST(BackwardPanel, DrawsBothPTilesAndMovesTheCurrentTile) {
+  const Image a = shot("--set q_tile=0", "bw_panel_0.png"), b = shot("--set q_tile=2", "bw_panel_2.png");
+  EXPECT_GT(sequential_pixels(a), 20000);  // two P heatmaps of about 150 x 150 pixels each
+  EXPECT_GT(sequential_pixels(b), 20000);
+  // the tile grid's "done" colour (74, 130, 199): none at step 0, two tiles' worth at step 2
+  const int done0 = count_colour(a, 0, a.w * 2 / 5, 74, 130, 199), done2 = count_colour(b, 0, b.w * 2 / 5, 74, 130, 199);
+  EXPECT_GT(done2, done0 + 1000) << done0 << " " << done2;
+}
+
+TEST(BackwardPanel, TilePastTheShapeIsShownNotClamped) {
+  std::string out;
+  const std::string file = test::tmp_dir() + "/bw_panel_bad.png";
+  EXPECT_EQ(test::run_cli("shot backward --backend cpu --size 1400x900 --out " + file + " --set kv_tile=9", &out), 0)
+      << out;
+}
+
+}  // namespace
+}  // namespace kl

@@ -1,0 +1,89 @@
+// kernels/studies/flash_attention_backward_study.*: what the "6 · Backward" panel concludes, as numbers,
+// on both backends: the saved-state bytes, the wall and its refusal, the causal skips, the recomputed P
+// against the forward's, dS's signs, the partials converging; bad settings refused.
+#include <gtest/gtest.h>
+
+#include "kernels/studies/flash_attention_backward_study.h"
+#include "kernels/runtime/errors.h"
+#include "test_util.h"
+
+namespace kl::flash_attention_backward_study {
+namespace {
+
+ParamValues settings(std::vector<std::string> kv) {
+  ParamValues p(params());
+  for (const std::string& s : kv) p.set(s);
+  return p;
+}
+
+void expect_all_pass(const study::Report& rep) {
+  for (const study::Check& c : rep.checks) EXPECT_TRUE(c.pass) << c.name << ": " << c.sentence;
+}
+
+TEST(FlashAttentionBackwardStudy, DefaultsPassEveryCheckOnEveryBackend) {
+  for (Backend b : test::backends()) {
+    SCOPED_TRACE(backend_name(b));
+    const Result r = run(b, settings({}));
+    const study::Report rep = report(r);
+    EXPECT_EQ(rep.panel, "backward");
+    EXPECT_EQ(rep.checks.size(), 6u);
+    expect_all_pass(rep);
+    // bytes: P is Lq x Lk floats, L one float per row, the naive backward holds P and dP
+    EXPECT_EQ(r.p_bytes, 96u * 128u * 4u);
+    EXPECT_EQ(r.lse_bytes, 96u * 4u);
+    EXPECT_EQ(r.naive_bytes, 2 * r.p_bytes);
+    EXPECT_EQ(rep.numbers["lse_bytes"].get<uint64_t>(), r.lse_bytes);
+    // the wall: the largest square shape whose P and dP fit, and one past it refused
+    EXPECT_LE(8.0 * double(r.wall_length) * double(r.wall_length), double(r.wall.available));
+    EXPECT_GT(8.0 * double(r.wall_length + 1) * double(r.wall_length + 1), double(r.wall.available));
+    EXPECT_TRUE(r.wall_refused) << r.wall_message;
+    // causal at Lq = 96, Lk = 128, 32 x 32 tiles: K/V tile kb is seen by query tiles from kb - 1 on
+    EXPECT_EQ(r.k_blocks, 4);
+    EXPECT_EQ(r.q_blocks, 3);
+    EXPECT_EQ(r.tiles_skipped, 3);  // (kb 2, qb 0), (kb 3, qb 0), (kb 3, qb 1)
+    EXPECT_EQ(r.tiles_computed, 9);
+    EXPECT_LT(r.p_max_abs_diff, 1e-6);
+    EXPECT_EQ(r.ds_positive + r.ds_negative + r.ds_zero, 32 * 32);  // query tile 2 x K/V tile 1: all visible
+    EXPECT_GT(r.ds_positive, 0);
+    EXPECT_GT(r.ds_negative, 0);
+    // dK_j converges: far from the reference before the last query tile it needs, within float32 after
+    ASSERT_EQ(r.dk_err.size(), 3u);
+    EXPECT_GT(r.dk_err[1], 1e-2);
+    EXPECT_LT(r.dk_err.back(), r.tolerance);
+    ASSERT_EQ(r.dq_err.size(), 4u);
+    EXPECT_GT(r.dq_err[0], 1e-2);
+    EXPECT_LT(r.dq_err.back(), r.tolerance);
+  }
+}
+
+TEST(FlashAttentionBackwardStudy, NonCausalSkipsNothingAndTextAndJsonCarryTheChecks) {
+  const Result r = run(Backend::Cpu, settings({"causal=0", "lq=50", "lk=70", "d=16", "block_m=16", "block_n=16",
+                                               "kv_tile=4", "q_tile=3"}));
+  EXPECT_EQ(r.tiles_skipped, 0);
+  const study::Report rep = report(r);
+  expect_all_pass(rep);
+  const std::string text = study::to_text(rep);
+  EXPECT_NE(text.find("recomputed P = exp(S - L) of query tile 3 x K/V tile 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("atomicAdd"), std::string::npos) << text;
+  EXPECT_EQ(study::to_json(rep)["checks"].size(), 6u);
+}
+
+TEST(FlashAttentionBackwardStudy, TilesPastTheShapeAreRefused) {
+  EXPECT_THROW(run(Backend::Cpu, settings({"kv_tile=4"})), InputError);  // Lk = 128: tiles 0..3
+  EXPECT_THROW(run(Backend::Cpu, settings({"q_tile=3"})), InputError);
+  EXPECT_THROW(settings({"d=48"}), InputError);
+  try {
+    run(Backend::Cpu, settings({"kv_tile=4"}));
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_tile"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FlashAttentionBackwardStudy, IsInTheRegistry) {
+  const study::Entry* e = study::find("backward");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->run(Backend::Cpu, settings({"lq=20", "lk=20", "q_tile=0", "kv_tile=0"})).panel, "backward");
+}
+
+}  // namespace
+}  // namespace kl::flash_attention_backward_study
