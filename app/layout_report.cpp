@@ -60,11 +60,15 @@ int look_command(const LookOptions& o) {
   s.sidebar = o.chrome;
   s.show_source = o.chrome && o.source;
   std::vector<View> views;
-  const bool all = o.panel == "all";
+  const bool one = o.panel != "all";
+  const int only = one ? find_panel(s, o.panel) : -1;
+  if (one && only < 0) throw InputError("shot " + o.panel + ": unknown panel; known: " + panel_ids(s) + ", all");
+  const bool all = !one || o.stops;  // views at tour stops: every panel's, or with --stops one panel's
   if (all) {
-    if (!o.sets.empty()) throw InputError("--set: not with `shot all` (each stop has its own settings)");
+    if (!o.sets.empty()) throw InputError("--set: not with `shot all` or --stops (each stop has its own settings)");
     for (size_t i = 0; i < s.panels.size(); ++i)
-      for (const Panel::TourStop& t : s.panels[i]->tour_stops()) views.push_back({i, t.name, t.settings});
+      if (!one || int(i) == only)
+        for (const Panel::TourStop& t : s.panels[i]->tour_stops()) views.push_back({i, t.name, t.settings});
     if (!o.out.empty()) {
       ::mkdir(o.out.c_str(), 0755);
       struct stat st{};
@@ -72,10 +76,8 @@ int look_command(const LookOptions& o) {
         throw InputError("--out " + o.out + ": `shot all` writes into a directory, and this is none");
     }
   } else {
-    const int i = find_panel(s, o.panel);
-    if (i < 0) throw InputError("shot " + o.panel + ": unknown panel; known: " + panel_ids(s) + ", all");
-    for (const std::string& kv : o.sets) s.panels[size_t(i)]->params().set(kv);
-    views.push_back({size_t(i), "", {}});
+    for (const std::string& kv : o.sets) s.panels[size_t(only)]->params().set(kv);
+    views.push_back({size_t(only), "", {}});
   }
   viz::set_ui_scale(o.ui_scale);
   viz::audit::set_enabled(o.report);

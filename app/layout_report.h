@@ -17,6 +17,7 @@ struct LookOptions {
   bool chrome = false;  // sidebar, source pane and status bar as in the window
   bool source = true;   // with chrome: the source pane shown (it is, by default, in the window)
   bool report = false;  // run the layout audit
+  bool stops = false;   // one panel: at each of its tour stops (as `all` does for every panel)
   float ui_scale = 1.0f;
 };
 

@@ -17,6 +17,7 @@ CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c) {
   cmd->add_flag("--no-source", [&o](int64_t) { o.source = false; }, "with --chrome: the source pane hidden");
   cmd->add_flag("--layout-report", o.layout_report, "list what is cut, outside its region or overlapping; exit 1 if any");
   cmd->add_option("--ui-scale", o.ui_scale, "UI scale in [0.5, 4] (default 1)");
+  cmd->add_flag("--stops", o.stops, "one panel at each of its tour stops (out: a directory), as `shot all` does");
   add_size_option(*cmd, c.size, "WIDTHxHEIGHT (default 1400x900)");
   add_backend_option(*cmd, c.backend);
   add_set_option(*cmd, c.sets, "key=value (repeatable)");
@@ -30,7 +31,7 @@ int run_look(const ShotOptions& o, const Common& c) {
   LookOptions look;
   look.panel = o.panel, look.out = o.out, look.backend = c.backend, look.sets = c.sets;
   look.frames = o.frames;
-  look.chrome = o.chrome, look.source = o.source, look.report = o.layout_report;
+  look.chrome = o.chrome, look.source = o.source, look.report = o.layout_report, look.stops = o.stops;
   const Size sz = parse_size(c.size, {1400, 900});
   look.width = sz.w, look.height = sz.h;
   if (!o.ui_scale.empty()) look.ui_scale = parse_ui_scale(o.ui_scale);
@@ -41,7 +42,7 @@ int run_look(const ShotOptions& o, const Common& c) {
 }  // namespace
 
 int run_shot(const ShotOptions& o, const Common& c) {
-  if (o.chrome || o.layout_report || !o.ui_scale.empty() || o.panel == "all") return run_look(o, c);
+  if (o.chrome || o.layout_report || o.stops || !o.ui_scale.empty() || o.panel == "all") return run_look(o, c);
   if (o.out.empty()) throw InputError("--out: required (a PNG file)");
   Shell s = make_shell(c.backend);
   s.sidebar = false;

@@ -13,6 +13,7 @@ struct ShotOptions {
   bool chrome = false;     // the window's sidebar, source pane and status bar around the panel
   bool source = true;      // with chrome: the source pane shown
   bool layout_report = false;
+  bool stops = false;      // one panel at each of its tour stops (the audit's per-panel matrix)
   std::string ui_scale;    // as typed; empty: 1
 };
 
