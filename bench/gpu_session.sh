@@ -2,7 +2,10 @@
 # One batch on a GPU machine: build (cuda preset), every test, the benchmarks with their peers
 # (PyTorch in the same run), compute-sanitizer over every CUDA kernel on small shapes, and the tour
 # rendered through NVIDIA's EGL. Logs go to $OUT (default ./gpu-out), at most 8 files.
-#   bench/gpu_session.sh [build|test|bench|sanitize|tour|all]...   (default: all)
+#   bench/gpu_session.sh [build|test|window|bench|measure|sanitize|tour|all]...   (default: all)
+# KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
+# `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
+# with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
@@ -15,7 +18,7 @@ bin=./build-cuda/kernel-ladder
 log "$(date -u) $(nvidia-smi -L 2>&1 | head -1)"
 if has build; then
   log "build"
-  { cmake --preset cuda && cmake --build --preset cuda -j"$(nproc)"; } > "$out/build.log" 2>&1 \
+  { cmake --preset cuda ${KL_CMAKE_ARGS:-} && cmake --build --preset cuda -j"$(nproc)"; } > "$out/build.log" 2>&1 \
     || { tail -60 "$out/build.log" | tee -a "$out/summary.txt"; exit 1; }
   grep -E "spill|registers" "$out/build.log" | sort | uniq -c | sort -rn | head -20 >> "$out/summary.txt"
   rm -f "$out/build.log"
@@ -26,6 +29,29 @@ if has test; then
   grep -E "tests passed|tests failed|Total Test time|\(Failed\)|\(Timeout\)|Not Run" "$out/ctest.log" | tee -a "$out/summary.txt"
   echo "skipped: $(grep -c '\*\*\*Skipped' "$out/ctest.log")" | tee -a "$out/summary.txt"
   grep -E "\*\*\*Skipped" "$out/ctest.log" >> "$out/summary.txt"
+fi
+if has window; then
+  log "window tests, CUDA backend (DISPLAY=${DISPLAY:-none})"
+  KL_TEST_BACKEND=cuda timeout 900 ctest --preset cuda -j4 --timeout 600 -R 'Layout|Driven|Window|Settings|Shell' \
+    > "$out/window-tests.log" 2>&1
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$out/window-tests.log" | tee -a "$out/summary.txt"
+  grep -h "GL_RENDERER\|interop" build-cuda/tests/tmp/window-driven/app.out 2>/dev/null | head -3 | tee -a "$out/summary.txt"
+  mkdir -p "$out/window"
+  for f in build-cuda/tests/tmp/window-driven/01-start.png build-cuda/tests/tmp/window-driven/*size-1280x720.png; do
+    [ -f "$f" ] && cp "$f" "$out/window/driven-$(basename "$f")"
+  done
+  for size in 1920x1080 1280x720; do
+    XDG_CONFIG_HOME=$(mktemp -d) "$bin" --backend cuda --panel softmax --size "$size" > "$out/window/app-$size.txt" 2>&1 &
+    app=$!
+    sleep 6
+    geo=$(xdotool search --sync --name 'Kernel Ladder' getwindowgeometry --shell 2>/dev/null | tr '\n' ' ')
+    eval "$geo"
+    python3 bench/window_shot.py /tmp/xfb/Xvfb_screen0 "$out/window/softmax-$size.png" "${X:-0}" "${Y:-0}" "${WIDTH:-1920}" "${HEIGHT:-1080}" \
+      | tee -a "$out/summary.txt"
+    kill "$app"; wait "$app" 2>/dev/null
+    head -2 "$out/window/app-$size.txt" | tee -a "$out/summary.txt"
+  done
+  tar czf "$out/window.tgz" -C "$out" window && rm -rf "$out/window"
 fi
 if has bench; then
   log "bench"

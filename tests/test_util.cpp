@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace kl::test {
 
@@ -58,6 +59,11 @@ size_t nan_count(const std::vector<float>& v) {
   size_t n = 0;
   for (float x : v) n += std::isnan(x) ? 1 : 0;
   return n;
+}
+
+std::string window_backend() {
+  const char* b = std::getenv("KL_TEST_BACKEND");
+  return b && *b ? b : "cpu";
 }
 
 std::string tmp_dir() {

@@ -30,6 +30,9 @@ uint64_t next_seed();
 double rel_err(const std::vector<float>& got, const std::vector<double>& ref);
 size_t nan_count(const std::vector<float>& v);
 
+// The backend the window and layout tests drive the app with: "cpu" unless KL_TEST_BACKEND names another
+// (the GPU machine runs them a second time with KL_TEST_BACKEND=cuda).
+std::string window_backend();
 // A scratch directory for files tests write (created on demand).
 std::string tmp_dir();
 // Runs the kernel-ladder binary with arguments; returns the exit code; output in *out (stdout+stderr).

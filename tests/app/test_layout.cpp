@@ -32,10 +32,10 @@ class LayoutAudit : public testing::TestWithParam<Look> {};
 TEST_P(LayoutAudit, NothingCutOutsideItsRegionOrOverlapping) {
   const Look l = GetParam();
   std::string out;
-  const int code = test::run_cli(std::string("shot all --chrome --layout-report --backend cpu --frames 3 --size ") + l.size +
+  const int code = test::run_cli("shot all --chrome --layout-report --backend " + test::window_backend() + " --frames 3 --size " + l.size +
                                      " --ui-scale " + std::to_string(l.scale) + (l.source ? "" : " --no-source"),
                                  &out);
-  EXPECT_NE(out.find("layout report: 0 findings over 17 views"), std::string::npos) << out;
+  EXPECT_NE(out.find("layout report: 0 findings over "), std::string::npos) << out;
   EXPECT_EQ(code, 0) << out;
 }
 

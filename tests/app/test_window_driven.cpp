@@ -170,7 +170,7 @@ class Driven : public ::testing::Test {
 
 TEST_F(Driven, EveryInputAUserGivesTheWindow) {
   app_ = spawn("cd '" + dir_ + "' && DISPLAY=" + display_ + " XDG_CONFIG_HOME='" + dir_ + "/config' exec " +
-               std::string(KL_BINARY) + " --backend cpu --size 1920x1080 --ui-log '" + dir_ + "/ui.log' > '" + dir_ +
+               std::string(KL_BINARY) + " --backend " + test::window_backend() + " --size 1920x1080 --ui-log '" + dir_ + "/ui.log' > '" + dir_ +
                "/app.out' 2>&1");
   wait_for("panel vector-add");
   wait_for("size ");
