@@ -69,9 +69,21 @@ case "$mode" in
     deb=$(ls "$scratch/out"/kernel-ladder_*.deb) || fail "cpack wrote no kernel-ladder_*.deb"
     depends=$(dpkg-deb -f "$deb" Depends)
     echo "Depends: $depends"
-    for lib in libc6 libstdc++6 libglfw3 libepoxy0 libstb0 libegl1 libopengl0; do
-      tr ',' '\n' <<< "$depends" | sed 's/^ *//; s/ .*//' | grep -qxF "$lib" || fail "the .deb does not depend on $lib (Depends: $depends)"
-    done
+    # Every library the binary links dynamically that a Debian package owns must be named in Depends
+    # (libraries from elsewhere, as on a machine whose toolchain is not Debian's, have no package to name).
+    names=$(tr ',' '\n' <<< "$depends" | sed 's/^ *//; s/ .*//; s/:.*//')
+    owned=0
+    while read -r path; do
+      pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1) || true
+      [ -n "$pkg" ] || pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1) || true
+      [ -n "$pkg" ] || continue
+      owned=$((owned + 1))
+      grep -qxF "$pkg" <<< "$names" || fail "the binary links $path (package $pkg), which Depends does not name: $depends"
+    done < <(needed=$(readelf -d "$build/kernel-ladder" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+             ldd "$build/kernel-ladder" | awk -v n="$needed" 'BEGIN{split(n, a, "\n"); for (i in a) want[a[i]]=1}
+                                                               $2 == "=>" && ($1 in want) && $3 ~ /^\// {print $3}')
+    [ "$owned" -gt 0 ] || fail "no library the binary links is owned by a Debian package"
+    echo "Depends names the packages of all $owned dpkg-owned libraries the binary links"
     ! grep -qi "cuda\|cublas" <<< "$depends" || fail "the .deb depends on a CUDA package: $depends"
     dpkg-deb -x "$deb" "$scratch/root"
     check_tree "$scratch/root/usr" /usr

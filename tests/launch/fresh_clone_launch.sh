@@ -8,6 +8,19 @@ set -euo pipefail
 repo="${1:?usage: fresh_clone_launch.sh REPOSITORY}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/kl-fresh-clone.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
+# ladder.sh installs what is missing through apt; where a package of its list is not installed and
+# there is no registry to fetch it from (a machine whose libraries were unpacked by hand, such as the GPU
+# machine's), the command cannot do what it is for: say so and skip (exit 77). CI runs this after
+# `./ladder.sh test` has installed every package, so there it always runs.
+eval "$(sed -n '/^packages=(/,/^)/p' "$repo/ladder.sh")"
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ] && ! apt-get install -s -qq "${missing[@]}" > /dev/null 2>&1; then
+  echo "SKIP: ladder.sh would install ${missing[*]}, and apt cannot find them here"
+  exit 77
+fi
 git clone -q "$repo" "$work/kl"
 cd "$work/kl"
 if command -v ccache >/dev/null 2>&1; then
