@@ -44,7 +44,7 @@ class Panel {
   };
   virtual std::vector<Animation> animations() const { return {}; }
 
-  // The kernel source shown beside the view (embedded at build time): a file of kernels/ and the
+  // The kernel source shown beside the view (embedded at build time): a file of kernels/rungs/ and the
   // functions the view is about, whose lines are highlighted ("vector_add.cu", {"vector_add_traced"}).
   struct SourceFocus {
     std::string file;

@@ -49,7 +49,7 @@ void draw_source(const Panel::SourceFocus& f) {
     return;
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-  ui::wrapped("kernels/" + f.file + ", embedded at build time; highlighted: the code this view draws");
+  ui::wrapped("kernels/rungs/" + f.file + ", embedded at build time; highlighted: the code this view draws");
   ImGui::PopStyleColor();
   ImGui::BeginChild("source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   if (viz::font_mono()) ImGui::PushFont(viz::font_mono());
