@@ -192,8 +192,8 @@ std::string colour_summary(const GifWriter::Stats& st) {
 int animate_command(const AnimateOptions& o) {
   require_range("--fps", o.fps, 1, 50);
   Shell s = cli::make_shell(o.backend);
-  s.sidebar = false;
-  s.show_source = false;  // as `shot`: the view alone
+  s.sidebar = o.chrome;      // as `shot`: the view alone, or with --chrome what the window shows
+  s.show_source = o.chrome;
   const int i = find_panel(s, o.panel);
   if (i < 0) throw InputError("animate " + o.panel + ": unknown panel; known: " + panel_ids(s));
   AnimationJob job;

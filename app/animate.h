@@ -38,6 +38,7 @@ struct AnimateOptions {
   std::vector<std::string> sets;  // key=value on top of the panel's defaults
   int width = 1000, height = 700;
   int fps = 4;
+  bool chrome = false;  // the window's sidebar, source pane and status bar around the panel (as shot --chrome)
   std::string backend = "auto";
   std::string out;
 };
@@ -61,6 +62,7 @@ struct AnimationJob {
   std::vector<std::string> sets;
   VaryValues vary;
   int fps = 4;
+  bool chrome = false;  // the window's sidebar, source pane and status bar around the panel (as shot --chrome)
   std::string out;
 };
 GifWriter::Stats render_animation(Shell& s, viz::RenderHost& host, const AnimationJob& job);

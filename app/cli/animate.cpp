@@ -11,6 +11,7 @@ CLI::App* add_animate(CLI::App& app, AnimateCliOptions& o, Common& c) {
   add_set_option(*cmd, ao.sets, "key=value (repeatable)");
   add_size_option(*cmd, o.size, "WIDTHxHEIGHT (default 1000x700)");
   cmd->add_option("--fps", ao.fps, "frames per second (default 4)");
+  cmd->add_flag("--chrome", ao.chrome, "the window's sidebar, source pane and status bar around the panel");
   add_backend_option(*cmd, c.backend);
   cmd->add_option("--out", ao.out, "GIF file")->required();
   return cmd;

@@ -1,5 +1,5 @@
-// `kernel-ladder animate PANEL --vary KEY=FROM..TO[:STEP] [--set k=v ...] [--size WxH] [--fps N] --out
-// FILE.gif`: one headless frame per value into an animated GIF (app/animate.h holds the options and the run).
+// `kernel-ladder animate PANEL --vary KEY=FROM..TO[:STEP] [--set k=v ...] [--size WxH] [--fps N] [--chrome]
+// --out FILE.gif`: one headless frame per value into an animated GIF (app/animate.h holds the options and the run).
 #pragma once
 #include "app/animate.h"
 #include "app/cli/common.h"
