@@ -51,10 +51,8 @@ std::vector<int64_t> measured_sizes(const measure::Results& r) {
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class MeasurePanel : public Panel {
  public:
-  MeasurePanel()
-      : params_({bool_param("quick", false, "fewer, smaller sizes (a first look; the tour uses them)"),
-                 bool_param("run", false,
-                            "measure synchronously before drawing (shots and the tour); in the window, press Run")}) {
+  // The parameters are declared once, in kernels/measure/measure.h (`measure --quick` shares quick's).
+  MeasurePanel() : params_(measure::params()) {
     std::snprintf(prefix_, sizeof prefix_, "%s", "kernel-ladder-measure");
   }
 

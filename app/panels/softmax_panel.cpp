@@ -26,8 +26,6 @@ namespace kl::app {
 namespace {
 
 using softmax::Variant;
-constexpr int64_t kPanelMaxCols = 8192;
-constexpr int64_t kPanelMaxRows = 64;
 constexpr unsigned kBuggyColour = IM_COL32(235, 95, 80, 255);
 constexpr unsigned kFixedColour = IM_COL32(90, 180, 240, 255);
 constexpr unsigned kRefColour = IM_COL32(200, 200, 200, 255);
@@ -36,13 +34,8 @@ constexpr unsigned kClippedColour = IM_COL32(190, 190, 190, 255);
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class SoftmaxPanel : public Panel {
  public:
-  SoftmaxPanel()
-      : params_({int_param("n_cols", 1, kPanelMaxCols, 2000, "columns per row (the buggy kernel covers 1024)"),
-                 int_param("rows", 1, kPanelMaxRows, 12, "rows of x shown"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs"),
-                 choice_param("view", {"bug", "online"}, "bug", "bug: buggy vs fixed; online: running max/sum"),
-                 panel_override(softmax::param::chunk(), "256", "the online view opens on n_cols=2000 in eight chunks"),
-                 int_param("trace_row", 0, kPanelMaxRows - 1, 0, "online: the row whose chunks are recorded")}) {}
+  // The study's list is the panel's: `study softmax` and this panel take the same specs by construction.
+  SoftmaxPanel() : params_(study::softmax_params()) {}
 
   std::string id() const override { return "softmax"; }
   std::string title() const override { return "3 · Softmax: the truncation bug"; }
@@ -131,6 +124,7 @@ class SoftmaxPanel : public Panel {
 
     ui::status_line("buggy matches reference:", r.buggy.sentence, r.buggy.pass);
     ui::status_line("fixed matches reference:", r.fixed.sentence, r.fixed.pass);
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.inputs_sentence);
 
     // Row sums (left) and the max abs diff over n_cols (right).
     const float plot_h = std::max(170.0f, ImGui::GetContentRegionAvail().y - 8.0f);
