@@ -158,7 +158,8 @@ class SoftmaxPanel : public Panel {
     ui::section("Row sums");
     if (ImGui::BeginTable("rowsums", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp,
                           ImVec2(width, 0))) {
-      ImGui::TableSetupColumn("row");
+      // The row index as wide as its header: a stretched share would wrap "row" a letter per line.
+      ImGui::TableSetupColumn("row", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("row").x);
       ImGui::TableSetupColumn("buggy, all cols");
       ImGui::TableSetupColumn("buggy, written");
       ImGui::TableSetupColumn("fixed");
