@@ -35,6 +35,10 @@ float control_width(const std::string& label) {
   return std::max(ImGui::GetFontSize() * 3.0f, std::min(width, room));
 }
 
+// Wrapped text wraps at the column's right edge inside column_begin/column_end (which pushed that
+// position), and at the window's elsewhere.
+void push_wrap() { ImGui::PushTextWrapPos(g_columns_open ? ImGui::GetCurrentWindowRead()->DC.TextWrapPos : 0.0f); }
+
 std::string g_log_panel = "?";
 // The panel that owns the parameters being drawn, for the event log ("param softmax n_cols 2000 -> 1500").
 const std::string& log_owner() { return g_log_panel; }
@@ -157,7 +161,7 @@ void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::str
 }
 
 void wrapped(const std::string& text) {
-  ImGui::PushTextWrapPos(0.0f);
+  push_wrap();
   ImGui::TextUnformatted(text.c_str());
   ImGui::PopTextWrapPos();
 }
@@ -214,7 +218,7 @@ std::string settings_key(const ParamValues& p, std::initializer_list<const char*
 void error_box(const std::string& message) {
   if (message.empty()) return;
   ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 100, 255));
-  ImGui::PushTextWrapPos(0.0f);
+  push_wrap();
   ImGui::TextUnformatted(message.c_str());
   ImGui::PopTextWrapPos();
   ImGui::PopStyleColor();
@@ -236,7 +240,7 @@ void status_line(const char* label, const std::string& text, bool ok) {
 void explain(const char* text_asset) {
   std::string_view t = assets::find(std::string("text/") + text_asset);
   if (t.empty()) return;
-  ImGui::PushTextWrapPos(0.0f);
+  push_wrap();
   // Paragraphs separated by blank lines; a leading "# " line is drawn as a heading.
   size_t pos = 0;
   while (pos < t.size()) {
@@ -275,7 +279,17 @@ std::string first_failure_shown() { return g_first_failure; }
 void section(const char* title) {
   ImGui::Spacing();
   ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f), "%s", title);
-  ImGui::Separator();
+  if (g_columns_open == 0) {
+    ImGui::Separator();
+    return;
+  }
+  // Inside a column a rule as wide as the column: ImGui's separator spans the window, across the
+  // columns beside it.
+  ImGuiWindow* w = ImGui::GetCurrentWindow();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float right = w->Pos.x - w->Scroll.x + w->DC.TextWrapPos;
+  w->DrawList->AddLine(ImVec2(p.x, p.y), ImVec2(right, p.y), ImGui::GetColorU32(ImGuiCol_Separator));
+  ImGui::Dummy(ImVec2(0.0f, 1.0f));
 }
 
 }  // namespace kl::app::ui

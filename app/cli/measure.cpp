@@ -1,6 +1,7 @@
 #include "app/cli/measure.h"
 
 #include "app/measure_export.h"
+#include "kernels/measure/measure.h"
 
 namespace kl::app::cli {
 
@@ -10,7 +11,7 @@ CLI::App* add_measure(CLI::App& app, MeasureOptions& o, Common& c) {
   cmd->add_option("--json", o.json, "write the numbers and the machine as JSON");
   cmd->add_option("--csv", o.csv, "write the numbers and the machine as CSV");
   add_backend_option(*cmd, c.backend);
-  cmd->add_flag("--quick", o.quick, "fewer, smaller sizes");
+  cmd->add_flag("--quick", o.quick, measure::param::quick().help);
   return cmd;
 }
 

@@ -51,10 +51,8 @@ std::vector<int64_t> measured_sizes(const measure::Results& r) {
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class MeasurePanel : public Panel {
  public:
-  MeasurePanel()
-      : params_({bool_param("quick", false, "fewer, smaller sizes (a first look; the tour uses them)"),
-                 bool_param("run", false,
-                            "measure synchronously before drawing (shots and the tour); in the window, press Run")}) {
+  // The parameters are declared once, in kernels/measure/measure.h (`measure --quick` shares quick's).
+  MeasurePanel() : params_(measure::params()) {
     std::snprintf(prefix_, sizeof prefix_, "%s", "kernel-ladder-measure");
   }
 
@@ -86,7 +84,8 @@ class MeasurePanel : public Panel {
     ui::error_box(results_.error);
     if (results_.points.empty()) {
       ImGui::Spacing();
-      ImGui::TextDisabled("No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
+      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                          "No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
       return;
     }
     draw_machine();
@@ -102,10 +101,21 @@ class MeasurePanel : public Panel {
   }
 
   // [SECTION] controls, progress and export -----------------------------------------------------------------
+  // On the line of the previous item when `w` more pixels fit there, else on the next line: the
+  // controls wrap instead of running off the panel's right edge.
+  static void same_line_if_fits(float w, float spacing) {
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + spacing + w <= right) ImGui::SameLine(0, spacing);
+  }
+  static float button_width(const char* label) {
+    return ImGui::CalcTextSize(label, nullptr, true).x + 2.0f * ImGui::GetStyle().FramePadding.x;
+  }
+
   void draw_controls(Backend b) {
     const bool running = worker_.running();
+    const float sp = ImGui::GetStyle().ItemSpacing.x;
     ui::param_control(params_, "quick", &control_error_);
-    ImGui::SameLine();
+    same_line_if_fits(button_width(running ? "Cancel" : "Run"), sp);
     if (!running) {
       if (ImGui::Button("Run")) {
         worker_.start(options(b));
@@ -116,7 +126,6 @@ class MeasurePanel : public Panel {
     } else if (ImGui::Button("Cancel")) {
       worker_.cancel();
     }
-    ImGui::SameLine();
     const measure::Results& r = results_;
     std::string overlay;
     float frac = 0;
@@ -131,20 +140,26 @@ class MeasurePanel : public Panel {
     } else {
       overlay = "not run";
     }
-    ImGui::ProgressBar(frac, ImVec2(std::min(520.0f, ImGui::GetContentRegionAvail().x * 0.45f), 0), overlay.c_str());
-    ImGui::SameLine(0, 24);
-    ImGui::SetNextItemWidth(200);
+    // As wide as its text needs (and no wider than the panel), up to 520 px at scale 1.
+    const float full = ImGui::GetContentRegionAvail().x;
+    const float bar_w = std::min(full, std::max(ImGui::CalcTextSize(overlay.c_str()).x + ui::px(16.0f),
+                                                std::min(ui::px(520.0f), full * 0.35f)));
+    same_line_if_fits(bar_w, sp);
+    ImGui::ProgressBar(frac, ImVec2(bar_w, 0), overlay.c_str());
+    const float prefix_w = std::min(full, ui::px(200.0f));
+    same_line_if_fits(prefix_w, ui::px(24.0f));
+    ImGui::SetNextItemWidth(prefix_w);
     ImGui::InputText("##prefix", prefix_, sizeof prefix_);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("file name without extension, in the working directory");
-    ImGui::SameLine();
     const bool can_export = !running && !r.points.empty();
     if (!can_export) ImGui::BeginDisabled();
+    same_line_if_fits(button_width("Export JSON"), sp);
     if (ImGui::Button("Export JSON")) export_file(".json");
-    ImGui::SameLine();
+    same_line_if_fits(button_width("Export CSV"), sp);
     if (ImGui::Button("Export CSV")) export_file(".csv");
     if (!can_export) ImGui::EndDisabled();
     ui::error_box(control_error_);
-    if (!message_.empty()) ImGui::TextDisabled("%s", message_.c_str());
+    if (!message_.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), message_);
   }
 
   void export_file(const std::string& ext) {
@@ -159,8 +174,7 @@ class MeasurePanel : public Panel {
 
   void draw_machine() {
     const measure::Machine& m = results_.machine;
-    ImGui::Text("%s  |  %s backend  |  %s%s", m.device.c_str(), m.backend.c_str(), m.date.c_str(),
-                m.quick ? "  |  quick sizes" : "");
+    ui::wrapped(m.device + "  |  " + m.backend + " backend  |  " + m.date + (m.quick ? "  |  quick sizes" : ""));
     const std::string ceilings = measure::ceilings_sentence(results_);
     ImGui::PushTextWrapPos(0.0f);
     if (!ceilings.empty()) ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
@@ -187,16 +201,26 @@ class MeasurePanel : public Panel {
   void draw_plots() {
     const measure::Results& r = results_;
     const bool cpu = r.machine.cpu_figures;
-    const float gap = 14.0f;
+    const std::vector<TableRow> rows = table_rows();
+    const float gap = ImGui::GetStyle().ItemSpacing.x;  // ui::column_begin's
     const float avail_w = ImGui::GetContentRegionAvail().x;
     const float avail_h = ImGui::GetContentRegionAvail().y;
     const float line = ImGui::GetTextLineHeightWithSpacing();
-    const float left_w = std::floor(avail_w * 0.56f), right_w = avail_w - left_w - gap;
-    const float top_h = std::max(180.0f, std::floor((avail_h - 2 * line - gap) * 0.54f));
-    const float bottom_h = std::max(160.0f, avail_h - top_h - 2 * line - gap - 8);
+    // Beside: the line plots on the left (at least 460 px at scale 1), the bars and the ratio table on the
+    // right (at least as wide as the table's widest row); one above the other where that does not fit.
+    const float right_need = std::max(table_width(rows), ui::px(340.0f));
+    const bool beside = avail_w - gap - right_need >= ui::px(460.0f);
+    const float right_w = beside ? std::max(right_need, std::floor(avail_w * 0.44f)) : avail_w;
+    const float left_w = beside ? avail_w - right_w - gap : avail_w;
+    const ui::ColumnsLayout left{beside ? 2 : 1, left_w}, right{beside ? 2 : 1, right_w};
+    float top_h = std::max(ui::px(220.0f), std::floor(avail_w * 0.4f)), bottom_h = top_h;
+    if (beside) {  // the four fill the panel's height
+      top_h = std::max(ui::px(180.0f), std::floor((avail_h - 2 * line - gap) * 0.54f));
+      bottom_h = std::max(ui::px(160.0f), avail_h - top_h - 2 * line - gap - ui::px(8.0f));
+    }
 
     // (a) bandwidth against size, the copy as the ceiling.
-    ImGui::BeginGroup();
+    ui::column_begin(left, 0);
     ui::section("Memory-bound kernels: achieved bandwidth against size");
     struct Style {
       const char *kernel, *variant, *label;
@@ -232,20 +256,21 @@ class MeasurePanel : public Panel {
       ao.v_line_labels = {"<- launch-bound"};
     }
     viz::line_plot("bandwidth", bw, ao, ImVec2(left_w, top_h));
-    ImGui::EndGroup();
-    ImGui::SameLine(0, gap);
+    ui::column_end();
 
     // (b) fused against unfused: time at the largest size.
-    ImGui::BeginGroup();
+    ui::column_begin(right, 1);
     ui::section("Fused against unfused (time per call, lower is better)");
     const std::vector<FusionPair> pairs = fusion_pairs(r);
     std::string bytes_text = "bytes per element";
     for (size_t i = 0; i < pairs.size(); ++i)
       bytes_text += std::string(i ? ", " : ": ") + (pairs[i].kernel == "softmax" ? "softmax " : "ReLU+dropout ") +
                     fmt("%.0f", pairs[i].fused_bytes_per_elem) + fmt(" vs %.0f", pairs[i].unfused_bytes_per_elem);
-    ImGui::TextDisabled("%s", bytes_text.c_str());
-    const float bar_h = top_h - ImGui::GetTextLineHeightWithSpacing();
-    const float bar_w = (right_w - gap * (std::max<size_t>(1, pairs.size()) - 1)) / float(std::max<size_t>(1, pairs.size()));
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), bytes_text);
+    const float text_h = ImGui::CalcTextSize(bytes_text.c_str(), nullptr, false, right_w).y + ImGui::GetStyle().ItemSpacing.y;
+    const float bar_h = std::max(ui::px(160.0f), top_h - text_h);
+    const size_t n_bars = std::max<size_t>(1, pairs.size());
+    const float bar_w = std::floor((right_w - gap * float(n_bars - 1)) / float(n_bars));
     for (size_t i = 0; i < pairs.size(); ++i) {
       const FusionPair& f = pairs[i];
       if (i) ImGui::SameLine(0, gap);
@@ -262,10 +287,10 @@ class MeasurePanel : public Panel {
       viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, bar_h));
       ImGui::PopID();
     }
-    ImGui::EndGroup();
+    ui::column_end();
 
     // (c) FlashAttention against the GEMM ceiling.
-    ImGui::BeginGroup();
+    ui::column_begin(left, 2);
     ui::section(cpu ? "FlashAttention (teaching, CPU) against a CPU GEMM" : "FlashAttention fast against the cuBLAS GEMM ceiling");
     std::map<std::string, viz::Series> by_variant;
     double lmin = 1e30, lmax = 0;
@@ -308,53 +333,77 @@ class MeasurePanel : public Panel {
     } else {
       viz::line_plot("compute", cs, co, ImVec2(left_w, bottom_h));
     }
-    ImGui::EndGroup();
-    ImGui::SameLine(0, gap);
+    ui::column_end();
 
     // (d) the ratios at the largest size.
-    ImGui::BeginGroup();
+    ui::column_begin(right, 3);
     ui::section("Against the ceiling at the largest size");
-    draw_table(right_w, bottom_h);
-    ImGui::EndGroup();
+    draw_table(rows, right_w);
+    ui::column_end();
   }
 
-  void draw_table(float w, float h) {
+  // One row of the ratio table: the texts it shows and the verdict that colours them.
+  struct TableRow {
+    std::string cells[4];  // kernel, size, achieved, of ceiling
+    measure::Verdict verdict;
+  };
+  static constexpr const char* kHeaders[5] = {"kernel", "size", "achieved", "of ceiling", "reads as"};
+
+  std::vector<TableRow> table_rows() const {
     const measure::Results& r = results_;
-    if (!ImGui::BeginTable("ratios", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
-                           ImVec2(w, h)))
-      return;
-    ImGui::TableSetupColumn("kernel", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.10f));
-    ImGui::TableSetupColumn("achieved", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.18f));
-    ImGui::TableSetupColumn("of ceiling", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.12f));
-    ImGui::TableSetupColumn("reads as", ImGuiTableColumnFlags_WidthFixed, std::floor(w * 0.22f));
-    ImGui::TableHeadersRow();
-    auto row = [](const std::string& name, const std::string& size, const std::string& value, const measure::Point& p) {
-      const double ratio = p.ratio;
-      const measure::Verdict v = measure::verdict(p);
-      ImGui::TableNextRow();
-      ImGui::TableSetColumnIndex(0);
-      ImGui::TextUnformatted(name.c_str());
-      ImGui::TableSetColumnIndex(1);
-      ImGui::TextUnformatted(size.c_str());
-      ImGui::TableSetColumnIndex(2);
-      ImGui::TextUnformatted(value.c_str());
-      ImGui::TableSetColumnIndex(3);
-      const ImVec4 col = ImGui::ColorConvertU32ToFloat4(verdict_colour(v));
-      ImGui::TextColored(col, ratio >= 0.1 ? "%.2f" : "%.3f", ratio);
-      ImGui::TableSetColumnIndex(4);
-      ImGui::TextColored(col, "%s", measure::verdict_name(v));
+    std::vector<TableRow> rows;
+    auto add = [&rows](const std::string& name, const std::string& size, const std::string& value, const measure::Point& p) {
+      rows.push_back({{name, size, value, fmt(p.ratio >= 0.1 ? "%.2f" : "%.3f", p.ratio)}, measure::verdict(p)});
     };
     const double nmax = r.largest_size("bandwidth");
     for (const measure::Point& p : r.points)
       if (p.section == "bandwidth" && p.size == nmax && p.kernel != "copy")
-        row(p.kernel + " " + p.variant, pow2(p.size), fmt(p.gbs >= 100 ? "%.0f GB/s" : "%.3g GB/s", p.gbs), p);
+        add(p.kernel + " " + p.variant, pow2(p.size), fmt(p.gbs >= 100 ? "%.0f GB/s" : "%.3g GB/s", p.gbs), p);
     // The best FlashAttention point of each variant.
     std::map<std::string, const measure::Point*> best;
     for (const measure::Point& p : r.points)
       if (p.section == "compute" && (!best[p.variant] || p.tflops > best[p.variant]->tflops)) best[p.variant] = &p;
     for (const auto& [v, p] : best)
-      if (p) row("flash " + v, "L=" + fmt("%.0f", p->size), flops_text(p->tflops), *p);
+      if (p) add("flash " + v, "L=" + fmt("%.0f", p->size), flops_text(p->tflops), *p);
+    return rows;
+  }
+
+  // The widest text of each column (its header included), plus the cells' padding.
+  static std::vector<float> column_widths(const std::vector<TableRow>& rows) {
+    std::vector<float> w(5, 0.0f);
+    for (int c = 0; c < 5; ++c) w[size_t(c)] = ImGui::CalcTextSize(kHeaders[c]).x;
+    for (const TableRow& row : rows) {
+      for (int c = 0; c < 4; ++c) w[size_t(c)] = std::max(w[size_t(c)], ImGui::CalcTextSize(row.cells[c].c_str()).x);
+      w[4] = std::max(w[4], ImGui::CalcTextSize(measure::verdict_name(row.verdict)).x);
+    }
+    for (float& x : w) x += 2.0f * ImGui::GetStyle().CellPadding.x + 1.0f;
+    return w;
+  }
+  static float table_width(const std::vector<TableRow>& rows) {
+    float sum = 0;
+    for (float x : column_widths(rows)) sum += x;
+    return sum;
+  }
+
+  // Columns share the width in proportion to their widest text, so where the table is as wide as
+  // table_width() nothing wraps; narrower (stacked on a small panel), the cells wrap, never cut. As tall
+  // as its rows (a handful): the panel scrolls, not the table.
+  void draw_table(const std::vector<TableRow>& rows, float w) {
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp;
+    if (!ImGui::BeginTable("ratios", 5, flags, ImVec2(w, 0))) return;
+    const std::vector<float> cw = column_widths(rows);
+    for (int c = 0; c < 5; ++c) ImGui::TableSetupColumn(kHeaders[c], ImGuiTableColumnFlags_WidthStretch, cw[size_t(c)]);
+    ui::table_headers_wrapped();
+    for (const TableRow& row : rows) {
+      ImGui::TableNextRow();
+      for (int c = 0; c < 5; ++c) {
+        ImGui::TableSetColumnIndex(c);
+        const char* text = c < 4 ? row.cells[c].c_str() : measure::verdict_name(row.verdict);
+        if (c >= 3) ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(row.verdict));
+        ImGui::TextWrapped("%s", text);
+        if (c >= 3) ImGui::PopStyleColor();
+      }
+    }
     ImGui::EndTable();
   }
 

@@ -26,8 +26,6 @@ namespace kl::app {
 namespace {
 
 using softmax::Variant;
-constexpr int64_t kPanelMaxCols = 8192;
-constexpr int64_t kPanelMaxRows = 64;
 constexpr unsigned kBuggyColour = IM_COL32(235, 95, 80, 255);
 constexpr unsigned kFixedColour = IM_COL32(90, 180, 240, 255);
 constexpr unsigned kRefColour = IM_COL32(200, 200, 200, 255);
@@ -36,13 +34,8 @@ constexpr unsigned kClippedColour = IM_COL32(190, 190, 190, 255);
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class SoftmaxPanel : public Panel {
  public:
-  SoftmaxPanel()
-      : params_({int_param("n_cols", 1, kPanelMaxCols, 2000, "columns per row (the buggy kernel covers 1024)"),
-                 int_param("rows", 1, kPanelMaxRows, 12, "rows of x shown"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs"),
-                 choice_param("view", {"bug", "online"}, "bug", "bug: buggy vs fixed; online: running max/sum"),
-                 panel_override(softmax::param::chunk(), "256", "the online view opens on n_cols=2000 in eight chunks"),
-                 int_param("trace_row", 0, kPanelMaxRows - 1, 0, "online: the row whose chunks are recorded")}) {}
+  // The study's list is the panel's: `study softmax` and this panel take the same specs by construction.
+  SoftmaxPanel() : params_(study::softmax_params()) {}
 
   std::string id() const override { return "softmax"; }
   std::string title() const override { return "3 · Softmax: the truncation bug"; }
@@ -109,7 +102,7 @@ class SoftmaxPanel : public Panel {
     const ui::ColumnsLayout cols = ui::columns_or_stack(2, 340.0f);
     const float half = cols.width;
     const float img_w = half - buggy_map_.colorbar_width();
-    const float map_h = std::clamp(float(r.rows) * 14.0f, 90.0f, 230.0f);
+    const float map_h = std::clamp(float(r.rows) * ui::px(14.0f), ui::px(90.0f), ui::px(230.0f));
     scale_ = {viz::ColorScale::Kind::Sequential, 0.0f, r.vmax, "softmax(x)"};
     buggy_map_.set_scale(scale_);
     fixed_map_.set_scale(scale_);
@@ -131,26 +124,25 @@ class SoftmaxPanel : public Panel {
 
     ui::status_line("buggy matches reference:", r.buggy.sentence, r.buggy.pass);
     ui::status_line("fixed matches reference:", r.fixed.sentence, r.fixed.pass);
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.inputs_sentence);
 
-    // Row sums (left) and the max abs diff over n_cols (right).
-    const float plot_h = std::max(170.0f, ImGui::GetContentRegionAvail().y - 8.0f);
+    // Row sums (left) and the max abs diff over n_cols (right), one above the other where the panel is
+    // narrow; the panel scrolls vertically where they do not fit.
     const ui::ColumnsLayout bottom = ui::columns_or_stack(2, 420.0f);
-    const bool beside = bottom.per_row == 2;
     const float col_w = bottom.width;
-    ImGui::BeginChild("rowsums_col", ImVec2(col_w, beside ? plot_h : 0), false,
-                      beside ? ImGuiWindowFlags_NoScrollbar : ImGuiWindowFlags_AlwaysAutoResize);
-    draw_row_sums();
+    ui::column_begin(bottom, 0);
+    draw_row_sums(col_w);
     ImGui::Spacing();
     ui::explain("softmax.md");
-    ImGui::EndChild();
-    if (beside) ImGui::SameLine();
-    ImGui::BeginChild("sweep_col", ImVec2(col_w, beside ? plot_h : 0), false,
-                      beside ? ImGuiWindowFlags_NoScrollbar : ImGuiWindowFlags_AlwaysAutoResize);
+    ui::column_end();
+    ui::column_begin(bottom, 1);
     const ImGuiStyle& st = ImGui::GetStyle();
     float below = ImGui::CalcTextSize(sweep_.sentence.c_str(), nullptr, false, col_w).y + st.ItemSpacing.y;
     if (!sweep_.clipped_sentence.empty())
       below += ImGui::CalcTextSize(sweep_.clipped_sentence.c_str(), nullptr, false, col_w).y + st.ItemSpacing.y;
-    const float sweep_h = beside ? std::max(140.0f, plot_h - below - st.ItemSpacing.y) : std::max(220.0f, col_w * 0.5f);
+    // Beside the row sums it fills the height left; stacked, it is half as tall as wide.
+    const float fill = ImGui::GetContentRegionAvail().y - below - st.ItemSpacing.y;
+    const float sweep_h = bottom.per_row == 2 ? std::max(ui::px(170.0f), fill) : std::max(ui::px(220.0f), col_w * 0.5f);
     draw_sweep(ImVec2(col_w, sweep_h));
     ImGui::TextWrapped("%s", sweep_.sentence.c_str());
     if (!sweep_.clipped_sentence.empty()) {
@@ -158,14 +150,16 @@ class SoftmaxPanel : public Panel {
       ImGui::TextWrapped("%s", sweep_.clipped_sentence.c_str());
       ImGui::PopStyleColor();
     }
-    ImGui::EndChild();
+    ui::column_end();
   }
 
-  void draw_row_sums() {
+  void draw_row_sums(float width) {
     const study::SoftmaxBug& r = bug_;
     ui::section("Row sums");
-    if (ImGui::BeginTable("rowsums", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
-      ImGui::TableSetupColumn("row");
+    if (ImGui::BeginTable("rowsums", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp,
+                          ImVec2(width, 0))) {
+      // The row index as wide as its header: a stretched share would wrap "row" a letter per line.
+      ImGui::TableSetupColumn("row", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("row").x);
       ImGui::TableSetupColumn("buggy, all cols");
       ImGui::TableSetupColumn("buggy, written");
       ImGui::TableSetupColumn("fixed");
@@ -255,11 +249,13 @@ class SoftmaxPanel : public Panel {
     ImGui::TextWrapped("%s", r.intro.c_str());
     ui::status_line("online matches reference (this row):", r.check.sentence, r.check.pass);
 
-    ui::section("The row, chunk by chunk (synthetic input: a rising wave plus noise)");
+    ui::section("The row, chunk by chunk");
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), "synthetic input: a rising wave plus noise");
     const float avail = ImGui::GetContentRegionAvail().x;
     row_map_.set_scale({viz::ColorScale::Kind::Diverging, -r.row_absmax, r.row_absmax, "x value"});
     row_map_.set_grid(r.chunk < n ? r.chunk : 0, 0);
-    viz::HeatmapHover h = row_map_.draw("row", row_tex_, ImVec2(avail - row_map_.colorbar_width(), 64.0f), on_fresh_);
+    viz::HeatmapHover h =
+        row_map_.draw("row", row_tex_, ImVec2(avail - row_map_.colorbar_width(), ui::px(64.0f)), on_fresh_);
     on_fresh_ = false;
     if (h.active && h.col >= 0 && h.col < n) {
       const int64_t k = h.col / r.chunk;
@@ -268,14 +264,14 @@ class SoftmaxPanel : public Panel {
                         r.row_x[size_t(h.col)], k, s.m, s.l);
     }
 
-    const float gap = 16.0f, half = (avail - gap) * 0.5f;
-    const float plot_h = std::clamp(ImGui::GetContentRegionAvail().y * 0.5f, 170.0f, 300.0f);
-    draw_online_plots(half, gap, plot_h);
+    const float plot_h = std::clamp(ImGui::GetContentRegionAvail().y * 0.5f, ui::px(170.0f), ui::px(300.0f));
+    draw_online_plots(ui::columns_or_stack(2, 420.0f), plot_h);
     ui::section("Recorded per chunk (from the kernel's trace)");
     draw_online_table();
   }
 
-  void draw_online_plots(float half, float gap, float plot_h) {
+  // The maxes beside the sums where the panel is wide enough, one above the other where it is not.
+  void draw_online_plots(const ui::ColumnsLayout& cols, float plot_h) {
     const study::SoftmaxOnline& r = online_;
     viz::Series cmax{"rowmax(chunk)", {}, {}, kBuggyColour, true};
     viz::Series rmax{"running max m", {}, {}, kFixedColour, false};
@@ -296,19 +292,22 @@ class SoftmaxPanel : public Panel {
     o1.title = "max: the chunk's own and the running m";
     o1.x_label = "columns seen";
     o1.y_label = "x and m";
-    viz::line_plot("maxes", {cmax, rmax}, o1, ImVec2(half, plot_h));
-    ImGui::SameLine(0, gap);
+    ui::column_begin(cols, 0);
+    viz::line_plot("maxes", {cmax, rmax}, o1, ImVec2(cols.width, plot_h));
+    ui::column_end();
     viz::PlotOptions o2;
     o2.title = "running sum l, rescaled whenever m moves";
     o2.x_label = "columns seen";
     o2.y_label = "running sum l";
-    viz::line_plot("sums", {rsum, full}, o2, ImVec2(half, plot_h));
+    ui::column_begin(cols, 1);
+    viz::line_plot("sums", {rsum, full}, o2, ImVec2(cols.width, plot_h));
+    ui::column_end();
   }
 
   void draw_online_table() {
     const study::SoftmaxOnline& r = online_;
     if (ImGui::BeginTable("chunks", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
-                          ImVec2(0, std::max(80.0f, ImGui::GetContentRegionAvail().y - 6.0f)))) {
+                          ImVec2(0, std::max(ui::px(80.0f), ImGui::GetContentRegionAvail().y - ui::px(6.0f))))) {
       ImGui::TableSetupScrollFreeze(0, 1);
       ImGui::TableSetupColumn("chunk");
       ImGui::TableSetupColumn("columns");

@@ -185,6 +185,14 @@ const char* verdict_name(Verdict v) {
   return "";
 }
 
+ParamSpec param::quick() {
+  return bool_param("quick", false, "fewer, smaller sizes (a first look; the tour uses them)");
+}
+ParamSpec param::run() {
+  return bool_param("run", false, "measure synchronously before drawing (shots and the tour); in the window, press Run");
+}
+std::vector<ParamSpec> params() { return {param::quick(), param::run()}; }
+
 double launch_bound_up_to(const Results& r) {
   double n = 0;
   for (const Point& p : r.points)

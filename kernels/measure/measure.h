@@ -28,13 +28,22 @@
 #include <vector>
 
 #include "kernels/runtime/backend.h"
+#include "kernels/runtime/params.h"
 
 namespace kl::measure {
 
 struct Options {
   Backend backend = Backend::Cpu;
-  bool quick = false;  // fewer, smaller sizes (tests, tours, a first look)
+  bool quick = false;  // param::quick(): fewer, smaller sizes (tests, tours, a first look)
 };
+
+// The Measure view's parameters, one spec each, declared only here: the panel builds its ParamValues
+// from params(), and `kernel-ladder measure --quick` takes its help from param::quick().
+namespace param {
+ParamSpec quick();  // Options::quick
+ParamSpec run();    // the view's own: measure synchronously before the first frame (shots, the tour)
+}  // namespace param
+std::vector<ParamSpec> params();  // {quick, run}
 
 // Where the numbers came from.
 struct Machine {

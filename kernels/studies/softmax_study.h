@@ -1,6 +1,8 @@
 // Rung 3's study: what the softmax panel concludes, with no GL. Settings in (the panel's ParamValues and a
 // Backend), plain results out; the panel fills its textures from the buffers kept here and shows every
 // sentence verbatim, `kernel-ladder study softmax` prints report(), and the tests assert on the numbers.
+// Inputs of the bug and the sweep are standard normal (torch.randn's distribution, as in the write-up),
+// drawn by Box-Muller from a seeded std::mt19937: the same values for a seed on every platform.
 //   softmax_bug      buggy (BLOCK_SIZE 1024) and fixed over the same rows: outputs, recorded writers, the
 //                    float64 reference, the two checks, row sums, the reference's mass in columns 0..1023.
 //   softmax_sweep    max abs diff over the written columns for n_cols = 1..8192 (4 rows each), both kernels,
@@ -17,7 +19,9 @@
 
 namespace kl::study {
 
-// The panel's parameters: n_cols, rows, seed, view, chunk, trace_row (the panel declares the same specs).
+// The panel's parameters, and the only place they are declared: n_cols, rows, seed, view, trace_row (the
+// panel's own) and chunk (softmax::param::chunk(), with the panel's other default as a panel_override).
+// The panel builds its ParamValues from this list, so `study softmax` and the panel agree by construction.
 std::vector<ParamSpec> softmax_params();
 
 // Registers of a compute capability 9.0 chip (CUDA Programming Guide, "Technical Specifications"):
@@ -39,7 +43,8 @@ SoftmaxLimits softmax_limits(Backend b);
 
 struct SoftmaxBug {
   int64_t n_cols = 0, rows = 0, block_fixed = 0;  // block_fixed = next_power_of_2(n_cols)
-  std::vector<float> x, out_buggy, out_fixed;     // host copies; outputs NaN where never written
+  int64_t seed = 0;
+  std::vector<float> x, out_buggy, out_fixed;     // x standard normal from seed; outputs NaN where never written
   std::vector<double> ref;                        // float64 reference
   std::vector<int32_t> writer_buggy, writer_fixed;  // recorded writer per element, -1 = never
   // Where the backend runs, for the panel's texture fills (softmax::output_cells).
@@ -57,6 +62,7 @@ struct SoftmaxBug {
   std::string buggy_caption, fixed_caption;          // the heatmaps' titles
   std::string buggy_written, buggy_unwritten, fixed_written;  // under the heatmaps ("" when none)
   std::string row_sums_sentence;      // under the row-sum table
+  std::string inputs_sentence;        // under the checks: what x is, and that the diff depends on the draw
 };
 // Throws InputError for settings out of range (as the panel's controls would refuse them).
 SoftmaxBug softmax_bug(Backend b, const ParamValues& p);
@@ -72,7 +78,7 @@ struct SoftmaxSweep {
   int clipped = 0;                        // points below plot_floor (exact zeros), drawn on it and marked
   std::string title, sentence, clipped_sentence;
 };
-// Inputs from seed + 7, as the panel has always drawn them.
+// Standard normal inputs from seed + 7 (another draw than softmax_bug's).
 SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p);
 
 struct SoftmaxOnlineStep {

@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "app/measure_export.h"
+#include "app/panel.h"
 #include "assets/embedded.h"
 #include "kernels/measure/measure.h"
 #include "test_util.h"
@@ -123,6 +125,32 @@ TEST(MeasurePanel, TheTextsNumbersAreTheCodes) {
   has("less than ten times that");
   EXPECT_EQ(measure::kLaunchBoundFactor, 10.0);
   has("a 4-byte copy");
+}
+
+// One spec per parameter: the view's two flags are declared once (kernels/measure/measure.h); the panel's
+// list is that one, and `measure --quick` shows quick's help.
+TEST(MeasurePanel, ParamsAreTheMeasureLibrarys) {
+  std::unique_ptr<app::Panel> panel;
+  for (auto& p : app::make_panels())
+    if (p->id() == "measure") panel = std::move(p);
+  ASSERT_TRUE(panel);
+  const std::vector<ParamSpec> want = measure::params(), got = panel->params().specs();
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(want.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(int(got[i].kind), int(ParamSpec::Kind::Bool));
+    EXPECT_EQ(int(got[i].kind), int(want[i].kind));
+    EXPECT_EQ(got[i].def, want[i].def);
+    EXPECT_EQ(got[i].help, want[i].help);
+    EXPECT_FALSE(got[i].is_override());
+  }
+  EXPECT_EQ(got[0].name, measure::param::quick().name);
+  EXPECT_EQ(got[1].name, measure::param::run().name);
+  std::string out;
+  EXPECT_EQ(test::run_cli("measure --help", &out), 0) << out;
+  EXPECT_NE(out.find(measure::param::quick().help), std::string::npos) << out;
 }
 
 TEST(MeasurePanel, ShotWithoutRunShowsNoPlotsYet) {

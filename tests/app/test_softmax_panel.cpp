@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 
+#include "app/panel.h"
 #include "assets/embedded.h"
 #include "kernels/studies/softmax_study.h"
 #include "test_util.h"
@@ -121,6 +123,36 @@ TEST(SoftmaxPanel, TextStatesTheStudysLimits) {
   EXPECT_FALSE(has("lane")) << md;
   EXPECT_TRUE(has("BLOCK_SIZE counts elements, not threads")) << md;
   EXPECT_TRUE(has("power of two because tl.arange")) << md;
+}
+
+// One spec per parameter: the panel's parameters are the study's list, spec for spec (name, kind, range,
+// default, help and override record), so `study softmax` and the panel agree by construction.
+TEST(SoftmaxPanel, ParamsAreTheStudys) {
+  std::unique_ptr<app::Panel> panel;
+  for (auto& p : app::make_panels())
+    if (p->id() == "softmax") panel = std::move(p);
+  ASSERT_TRUE(panel);
+  const study::Entry* e = study::find("softmax");
+  ASSERT_NE(e, nullptr);
+  const std::vector<ParamSpec> want = e->params(), got = panel->params().specs();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(int(got[i].kind), int(want[i].kind));
+    EXPECT_EQ(got[i].range_text(), want[i].range_text());
+    EXPECT_EQ(got[i].def, want[i].def);
+    EXPECT_EQ(got[i].help, want[i].help);
+    EXPECT_EQ(got[i].override_reason, want[i].override_reason);
+    EXPECT_EQ(got[i].kernel_def, want[i].kernel_def);
+  }
+  // chunk is the rung's spec with the panel's own default, declared as such.
+  const ParamSpec* chunk = panel->params().spec("chunk");
+  ASSERT_NE(chunk, nullptr);
+  EXPECT_TRUE(chunk->is_override());
+  EXPECT_EQ(chunk->kernel_def, softmax::param::chunk().def);
+  EXPECT_EQ(chunk->kernel_range, softmax::param::chunk().range_text());
+  EXPECT_EQ(chunk->def, "256");
 }
 
 TEST(SoftmaxPanel, BadSettingsExitTwo) {
