@@ -32,13 +32,7 @@ namespace as = attention_study;
 
 class AttentionPanel : public Panel {
  public:
-  AttentionPanel()
-      : params_({int_param("lq", 1, 4096, 12, "Lq: number of queries"),
-                 int_param("lk", 1, 4096, 20, "Lk: number of keys (walk it past the wall)"),
-                 pow2_param("d", 16, 128, 32, "d: head dimension"),
-                 attention::param::causal(), attention::param::scale(),
-                 float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")}) {}
+  AttentionPanel() : params_(as::params()) {}  // the study's list: the rung's specs and the panel's own
 
   std::string id() const override { return "attention"; }
   std::string title() const override { return "4 · Attention"; }
