@@ -274,7 +274,9 @@ std::string first_failure_shown() { return g_first_failure; }
 
 void section(const char* title) {
   ImGui::Spacing();
+  ImGui::PushTextWrapPos(0.0f);  // a long heading wraps at the content region's edge instead of being cut
   ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f), "%s", title);
+  ImGui::PopTextWrapPos();
   ImGui::Separator();
 }
 
