@@ -278,7 +278,9 @@ std::string first_failure_shown() { return g_first_failure; }
 
 void section(const char* title) {
   ImGui::Spacing();
+  push_wrap();  // a long heading wraps at the column's (or content region's) edge instead of being cut
   ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f), "%s", title);
+  ImGui::PopTextWrapPos();
   if (g_columns_open == 0) {
     ImGui::Separator();
     return;

@@ -28,17 +28,19 @@ namespace {
 
 namespace as = attention_study;
 
+// Text wrapped at the current wrap position: inside ui::column_begin/column_end that is the column's
+// right edge (ui::wrapped would wrap at the window's).
+void column_text(const std::string& text, ImU32 color = 0) {
+  if (color) ImGui::PushStyleColor(ImGuiCol_Text, color);
+  ImGui::TextUnformatted(text.c_str());
+  if (color) ImGui::PopStyleColor();
+}
+
 // [SECTION] Panel state and controls ------------------------------------------------------------------
 
 class AttentionPanel : public Panel {
  public:
-  AttentionPanel()
-      : params_({int_param("lq", 1, 4096, 12, "Lq: number of queries"),
-                 int_param("lk", 1, 4096, 20, "Lk: number of keys (walk it past the wall)"),
-                 pow2_param("d", 16, 128, 32, "d: head dimension"),
-                 attention::param::causal(), attention::param::scale(),
-                 float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")}) {}
+  AttentionPanel() : params_(as::params()) {}  // the study's list: the rung's specs and the panel's own
 
   std::string id() const override { return "attention"; }
   std::string title() const override { return "4 · Attention"; }
@@ -78,12 +80,13 @@ class AttentionPanel : public Panel {
     draw_budget(ctx);
     if (!run_error_.empty()) {
       ui::error_box(run_error_);
-      ImGui::TextDisabled("Nothing ran: the kernel was refused before launch. Lower Lk or d, or climb to rung 5.");
+      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                          "Nothing ran: the kernel was refused before launch. Lower Lk or d, or climb to rung 5.");
       return;
     }
     if (!valid_) return;
     for (const as::Line* l : {&res_.check, &res_.rowsum, &res_.unfused}) ui::status_line(l->label.c_str(), l->text, l->ok);
-    ImGui::TextDisabled("%s", res_.traffic_line.c_str());
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), res_.traffic_line);
     draw_matrices();
     fresh_ = false;
   }
@@ -158,48 +161,47 @@ class AttentionPanel : public Panel {
   }
 
   // [SECTION] Shared-memory budget ------------------------------------------------------------------
+  // The bar and its sentences beside the curve where the panel is wide enough, above it where not.
   void draw_budget(const AppContext&) {
     ui::section("Shared memory per block: all of K and V, and the block's query rows");
     const as::Budget& g = res_.budget;
-    const int d = g.d;
-    const int64_t lk = g.lk, limit = g.limit, need = g.need, wall = g.wall;
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float plot_w = std::min(520.0f, avail * 0.42f);
+    const ui::ColumnsLayout cols = ui::columns_or_stack(2, 380.0f);
+    ui::column_begin(cols, 0);
+    viz::budget_bar("smem", double(g.need), double(g.limit), g.bar_text.c_str(), ImVec2(cols.width, ui::px(28)));
+    column_text(g.formula_line);
+    column_text(g.limit_line);
+    column_text(g.wall_line, g.past ? IM_COL32(255, 115, 102, 255) : IM_COL32(191, 191, 204, 255));
+    column_text(g.occupancy_line);
+    column_text("rung 5 (flash-attention) streams K and V in tiles: its shared memory does not grow with Lk",
+                ImGui::GetColorU32(ImGuiCol_TextDisabled));
+    ui::column_end();
+    // Beside the sentences the curve is as tall as they are; stacked under them, a fixed height.
+    const float text_h = ImGui::GetItemRectSize().y;
+    ui::column_begin(cols, 1);
+    budget_plot(g, ImVec2(cols.width, cols.per_row == 2 ? std::max(ui::px(165), text_h) : ui::px(200)));
+    ui::column_end();
+  }
 
-    ImGui::BeginGroup();
-    const float left_w = avail - plot_w - 16.0f;
-    viz::budget_bar("smem", double(need), double(limit), g.bar_text.c_str(), ImVec2(left_w, 28));
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + left_w);
-    ImGui::TextUnformatted(g.formula_line.c_str());
-    ImGui::TextUnformatted(g.limit_line.c_str());
-    ImGui::TextColored(g.past ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.75f, 0.75f, 0.8f, 1), "%s", g.wall_line.c_str());
-    ImGui::TextUnformatted(g.occupancy_line.c_str());
-    ImGui::TextDisabled("rung 5 (flash-attention) streams K and V in tiles: its shared memory does not grow with Lk");
-    ImGui::PopTextWrapPos();
-    ImGui::EndGroup();
-
-    ImGui::SameLine(0, 16);
+  void budget_plot(const as::Budget& g, const ImVec2& size) {
     std::vector<viz::Series> series;
-    {
-      viz::Series s;
-      s.label = g.legend;
-      for (int64_t x = 16; x <= 4096; x *= 2) {
-        s.x.push_back(double(x));
-        s.y.push_back(double(attention::smem_bytes(x, d)) / 1024.0);
-      }
-      s.color = IM_COL32(90, 160, 230, 255);
-      series.push_back(s);
+    viz::Series need;
+    need.label = g.legend;
+    for (int64_t x = 16; x <= 4096; x *= 2) {
+      need.x.push_back(double(x));
+      need.y.push_back(double(attention::smem_bytes(x, g.d)) / 1024.0);
     }
+    need.color = IM_COL32(90, 160, 230, 255);
+    series.push_back(need);
     viz::Series lim;
     lim.label = "limit";
     lim.x = {16, 4096};
-    lim.y = {double(limit) / 1024.0, double(limit) / 1024.0};
+    lim.y = {double(g.limit) / 1024.0, double(g.limit) / 1024.0};
     lim.color = IM_COL32(235, 90, 80, 255);
     series.push_back(lim);
     viz::Series here;
     here.label = "this Lk";
-    here.x = {double(lk)};
-    here.y = {double(need) / 1024.0};
+    here.x = {double(g.lk)};
+    here.y = {double(g.need) / 1024.0};
     here.points = true;
     here.color = IM_COL32(255, 255, 255, 255);
     series.push_back(here);
@@ -208,16 +210,26 @@ class AttentionPanel : public Panel {
     o.x_label = "Lk";
     o.y_label = "KiB";
     o.log_x = o.log_y = true;
-    o.v_lines = {double(wall)};
-    o.v_line_labels = {"wall (d=" + std::to_string(d) + ")"};
-    viz::line_plot("smem-vs-lk", series, o, ImVec2(plot_w, 165));
+    o.v_lines = {double(g.wall)};
+    o.v_line_labels = {"wall (d=" + std::to_string(g.d) + ")"};
+    viz::line_plot("smem-vs-lk", series, o, size);
   }
 
   // [SECTION] Matrices ---------------------------------------------------------------------------------
+  // One labelled heatmap in column i of `c`, `h` high; the label wraps inside the column.
+  viz::HeatmapHover labelled(const ui::ColumnsLayout& c, int i, const char* label, const char* id, viz::Heatmap& m,
+                             viz::DataTexture& t, float h) {
+    ui::column_begin(c, i);
+    column_text(label);
+    viz::HeatmapHover hv = m.draw(id, t, ImVec2(std::max(ui::px(40), c.width - m.colorbar_width()), h), fresh_);
+    ui::column_end();
+    return hv;
+  }
+
   void draw_matrices() {
     const int64_t lq = res_.shape.lq, lk = res_.shape.lk;
     const int d = res_.shape.d;
-    const attention::Options& opt_ = res_.opt;
+    const attention::Options& opt = res_.opt;
     // Highlights follow the cell hovered last frame in S or P: its query row and key row.
     q_map_.set_highlight(hl_row_, -1);
     o_map_.set_highlight(hl_row_, -1);
@@ -225,49 +237,44 @@ class AttentionPanel : public Panel {
     v_map_.set_highlight(hl_col_, -1);
     s_map_.set_highlight(hl_row_, hl_col_);
     p_map_.set_highlight(hl_row_, hl_col_);
-    int hover_row = -1, hover_col = -1;
 
     ui::section("Q, K and V (rows: queries / keys; columns: the d features)");
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float gap = 14.0f;
-    const float w3 = (avail - 2 * gap) / 3.0f;
-    const float h1 = 120.0f;
-    auto labelled = [&](const char* label, const char* id, viz::Heatmap& m, viz::DataTexture& t, float w, float h) {
-      ImGui::BeginGroup();
-      ImGui::TextUnformatted(label);
-      viz::HeatmapHover hv = m.draw(id, t, ImVec2(w - m.colorbar_width(), h), fresh_);
-      ImGui::EndGroup();
-      return hv;
-    };
+    const ui::ColumnsLayout qkv = ui::columns_or_stack(3, 260.0f);
     char l1[96], l2[96], l3[96];
     std::snprintf(l1, sizeof l1, "Q  [%" PRId64 " x %d]", lq, d);
     std::snprintf(l2, sizeof l2, "K  [%" PRId64 " x %d]", lk, d);
     std::snprintf(l3, sizeof l3, "V  [%" PRId64 " x %d]", lk, d);
-    labelled(l1, "q", q_map_, q_tex_, w3, h1);
-    ImGui::SameLine(0, gap);
-    labelled(l2, "k", k_map_, k_tex_, w3, h1);
-    ImGui::SameLine(0, gap);
-    labelled(l3, "v", v_map_, v_tex_, w3, h1);
+    labelled(qkv, 0, l1, "q", q_map_, q_tex_, ui::px(90));
+    labelled(qkv, 1, l2, "k", k_map_, k_tex_, ui::px(90));
+    labelled(qkv, 2, l3, "v", v_map_, v_tex_, ui::px(90));
 
     ui::section("Scores, weights and output");
-    if (opt_.causal)
-      ImGui::TextDisabled("causal, bottom-right aligned: query i sees keys j <= i + (Lk - Lq) = i + %" PRId64
-                          " (FlashAttention >= 2.1, PyTorch's causal_lower_right; PyTorch's is_causal=True is "
-                          "top-left); hatched = masked",
-                          lk - lq);
+    char mask[400];
+    if (opt.causal)
+      std::snprintf(mask, sizeof mask,
+                    "causal, bottom-right aligned: query i sees keys j <= i + (Lk - Lq) = i + %" PRId64
+                    " (FlashAttention >= 2.1, PyTorch's causal_lower_right; PyTorch's is_causal=True is "
+                    "top-left); hatched = masked",
+                    lk - lq);
     else
-      ImGui::TextDisabled("no mask: every query sees all %" PRId64 " keys", lk);
-    const float h2 = std::max(140.0f, ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - 8.0f);
-    const float wo = std::max(160.0f, avail * 0.22f);
-    const float wsp = (avail - wo - 2 * gap) / 2.0f;
-    std::snprintf(l1, sizeof l1, "S = Q K^T * %.4g  [%" PRId64 " x %" PRId64 "]", opt_.resolved_scale(d), lq, lk);
+      std::snprintf(mask, sizeof mask, "no mask: every query sees all %" PRId64 " keys", lk);
+    const ui::ColumnsLayout spo = ui::columns_or_stack(3, 260.0f);
+    // Side by side they take the rest of the panel's height above their caption (the mask); stacked,
+    // each a fixed height.
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float caption_h = ImGui::CalcTextSize(mask, nullptr, false, ImGui::GetContentRegionAvail().x).y;
+    const float h2 = spo.per_row == 3 ? std::max(ui::px(140), ImGui::GetContentRegionAvail().y - caption_h -
+                                                                  ImGui::GetTextLineHeight() - 3 * st.ItemSpacing.y -
+                                                                  ui::px(4))
+                                      : ui::px(240);
+    std::snprintf(l1, sizeof l1, "S = Q K^T * %.4g  [%" PRId64 " x %" PRId64 "]", opt.resolved_scale(d), lq, lk);
     std::snprintf(l2, sizeof l2, "P = softmax(S) by row  [%" PRId64 " x %" PRId64 "]", lq, lk);
     std::snprintf(l3, sizeof l3, "O = P V  [%" PRId64 " x %d]", lq, d);
-    viz::HeatmapHover hs = labelled(l1, "s", s_map_, s_tex_, wsp, h2);
-    ImGui::SameLine(0, gap);
-    viz::HeatmapHover hp = labelled(l2, "p", p_map_, p_tex_, wsp, h2);
-    ImGui::SameLine(0, gap);
-    viz::HeatmapHover ho = labelled(l3, "o", o_map_, o_tex_, wo, h2);
+    const viz::HeatmapHover hs = labelled(spo, 0, l1, "s", s_map_, s_tex_, h2);
+    const viz::HeatmapHover hp = labelled(spo, 1, l2, "p", p_map_, p_tex_, h2);
+    const viz::HeatmapHover ho = labelled(spo, 2, l3, "o", o_map_, o_tex_, h2);
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), mask);
+    int hover_row = -1, hover_col = -1;
     for (const viz::HeatmapHover* h : {&hs, &hp})
       if (h->active) hover_row = h->row, hover_col = h->col;
     if (ho.active) hover_row = ho.row;

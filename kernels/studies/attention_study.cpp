@@ -40,12 +40,15 @@ void Inputs::make(Backend b, int64_t lq, int64_t lk, int d, float magnitude, uin
   v.upload(hv);
 }
 
+// The shape (lq, lk, d) and the inputs (magnitude, seed) are the panel's own: no kernel of the rung
+// takes them as a parameter (`run` reads the shape from the inputs' files). causal and scale are the
+// kernel's specs as they are: the panel opens unmasked, as the kernel does; its first tour stop masks.
 std::vector<ParamSpec> params() {
   return {int_param("lq", 1, 4096, 12, "Lq: number of queries"),
           int_param("lk", 1, 4096, 20, "Lk: number of keys (walk it past the wall)"),
           pow2_param("d", 16, 128, 32, "d: head dimension"),
-          bool_param("causal", true, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq"),
-          float_param("scale", 0, 1000, 0, "softmax scale; 0 means 1/sqrt(d)"),
+          attention::param::causal(),
+          attention::param::scale(),
           float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
           int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")};
 }

@@ -28,7 +28,10 @@ struct Inputs {
   void make(Backend b, int64_t lq, int64_t lk, int d, float magnitude, uint32_t seed);
 };
 
-// The panel's parameters (lq, lk, d, causal, scale, magnitude, seed), as the panel declares them.
+// THE attention panel's parameters (lq, lk, d, causal, scale, magnitude, seed): the panel builds its
+// ParamValues from this list, so `study attention` and the panel agree by construction. causal and
+// scale are attention::param's specs (kernels/rungs/attention.h); a deliberate difference would be a
+// panel_override here, with its reason.
 std::vector<ParamSpec> params();
 
 // [SECTION] The budget, the wall and the occupancy ----------------------------------------------------------

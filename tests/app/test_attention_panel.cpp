@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "app/panel.h"
 #include "assets/embedded.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/studies/attention_study.h"
@@ -149,6 +150,28 @@ TEST(AttentionPanel, PastTheWallShowsTheRefusal) {
   };
   EXPECT_GT(red(over), 3000);
   EXPECT_LT(red(ok), 300);
+}
+
+// One spec per parameter: the panel's ParamValues are the study's params() (so `study attention` and the
+// panel agree by construction), in order, with the same names, ranges, defaults and help.
+TEST(AttentionPanel, ParamsAreTheStudys) {
+  const std::vector<ParamSpec> study = attention_study::params();
+  for (const auto& panel : app::make_panels()) {
+    if (panel->id() != "attention") continue;
+    const std::vector<ParamSpec>& mine = panel->params().specs();
+    ASSERT_EQ(mine.size(), study.size());
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const ParamSpec &a = mine[i], &b = study[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(int(a.kind), int(b.kind)) << a.name;
+      EXPECT_EQ(a.range_text(), b.range_text()) << a.name;
+      EXPECT_EQ(a.def, b.def) << a.name;
+      EXPECT_EQ(a.help, b.help) << a.name;
+      EXPECT_EQ(a.override_reason, b.override_reason) << a.name;
+    }
+    return;
+  }
+  FAIL() << "no attention panel";
 }
 
 // The panel's text, the budget line the panel draws (the study's, verbatim) and the code state one formula.

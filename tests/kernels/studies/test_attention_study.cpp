@@ -70,33 +70,58 @@ TEST(AttentionStudy, OccupancyFallsToOneBlockPerSmFromLk445AtD32) {
   EXPECT_NE(budget(Backend::Cpu, 500, 32).occupancy_line.find("1 block of"), std::string::npos);
 }
 
+// The defaults (unmasked: the kernel's causal spec) and the panel's first tour stop (causal=1), each
+// against float64 on every backend.
 TEST(AttentionStudy, DefaultsMatchTheReferenceOnEveryBackend) {
   for (Backend b : test::backends()) {
-    SCOPED_TRACE(backend_name(b));
-    const Result r = run(b, settings({}));
-    ASSERT_TRUE(r.ran) << r.run_error;
-    EXPECT_EQ(r.shape.lq, 12);
-    EXPECT_EQ(r.shape.lk, 20);
-    EXPECT_TRUE(r.opt.causal);
-    EXPECT_EQ(r.nans, 0);
-    EXPECT_LT(r.err, 1e-5);
-    EXPECT_LT(r.werr, 1e-5);
-    EXPECT_GT(r.err, 0.0);  // float32 against float64: never exactly 0 here
-    EXPECT_TRUE(r.check.ok);
-    char e[64];
-    std::snprintf(e, sizeof e, "yes, relative error %.1e (output), %.1e (weights)", r.err, r.werr);
-    EXPECT_EQ(r.check.text, e);
-    EXPECT_TRUE(r.rowsum.ok);
-    EXPECT_LT(r.rowsum_worst, 1e-5);
-    EXPECT_EQ(r.empty_rows, 0);
-    EXPECT_TRUE(r.unfused.ok) << r.unfused.text;
-    EXPECT_LT(r.unfused_err, 1e-5);
-    EXPECT_EQ(r.hs.size(), size_t(12 * 20 * 2));  // no sinks: the study kept the scores
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(std::string(backend_name(b)) + (causal ? " causal=1" : " defaults"));
+      const Result r = run(b, causal ? settings({"causal=1"}) : settings({}));
+      ASSERT_TRUE(r.ran) << r.run_error;
+      EXPECT_EQ(r.shape.lq, 12);
+      EXPECT_EQ(r.shape.lk, 20);
+      EXPECT_EQ(r.opt.causal, causal);
+      EXPECT_EQ(r.nans, 0);
+      EXPECT_LT(r.err, 1e-5);
+      EXPECT_LT(r.werr, 1e-5);
+      EXPECT_GT(r.err, 0.0);  // float32 against float64: never exactly 0 here
+      EXPECT_TRUE(r.check.ok);
+      char e[64];
+      std::snprintf(e, sizeof e, "yes, relative error %.1e (output), %.1e (weights)", r.err, r.werr);
+      EXPECT_EQ(r.check.text, e);
+      EXPECT_TRUE(r.rowsum.ok);
+      EXPECT_LT(r.rowsum_worst, 1e-5);
+      EXPECT_EQ(r.empty_rows, 0);
+      EXPECT_TRUE(r.unfused.ok) << r.unfused.text;
+      EXPECT_LT(r.unfused_err, 1e-5);
+      EXPECT_EQ(r.hs.size(), size_t(12 * 20 * 2));  // no sinks: the study kept the scores
+    }
   }
 }
 
+// One spec per parameter: causal and scale are the kernel's own (attention::param), not copies.
+TEST(AttentionStudy, ParamsAreTheKernelsSpecsPlusThePanelsShape) {
+  const std::vector<ParamSpec> ps = params();
+  std::vector<std::string> names;
+  for (const ParamSpec& p : ps) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"lq", "lk", "d", "causal", "scale", "magnitude", "seed"}));
+  for (const ParamSpec& k : {attention::param::causal(), attention::param::scale()}) {
+    const ParamSpec* p = nullptr;
+    for (const ParamSpec& s : ps) p = s.name == k.name ? &s : p;
+    ASSERT_NE(p, nullptr) << k.name;
+    EXPECT_FALSE(p->is_override()) << k.name;
+    EXPECT_EQ(p->def, k.def) << k.name;
+    EXPECT_EQ(p->range_text(), k.range_text()) << k.name;
+    EXPECT_EQ(p->help, k.help) << k.name;
+  }
+  ParamValues v(ps);
+  EXPECT_FALSE(v.get_bool("causal"));  // the kernel's default: unmasked
+  v.set("scale=1000000");              // the kernel's range, not a smaller copy of it
+  EXPECT_THROW(v.set("scale=1000001"), InputError);
+}
+
 TEST(AttentionStudy, RowsThatSeeNothingAreCountedInTheSentence) {
-  const Result r = run(Backend::Cpu, settings({"lq=20", "lk=7"}));  // causal: the first 13 rows see nothing
+  const Result r = run(Backend::Cpu, settings({"lq=20", "lk=7", "causal=1"}));  // the first 13 rows see nothing
   ASSERT_TRUE(r.ran);
   EXPECT_EQ(r.empty_rows, 13);
   EXPECT_TRUE(r.rowsum.ok);
