@@ -403,7 +403,8 @@ class FlashAttentionPanel : public Panel {
     oc.v_lines = {double(step)};
     oc.v_line_labels = {"now"};
     const float left_y = ImGui::GetContentRegionAvail().y - ui::px(8);
-    const float ph = beside && o_beside ? std::max(ui::px(140), left_y) : ui::px(160);
+    // Beside the tiles it takes the height left, up to a size where it still reads as one picture.
+    const float ph = beside && o_beside ? std::clamp(left_y, ui::px(140), ui::px(320)) : ui::px(160);
     viz::line_plot("converge", {s}, oc, ImVec2(o_beside ? width - ow - gap : width, ph));
     if (o_beside) ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
