@@ -115,7 +115,7 @@ class FlashAttentionPanel : public Panel {
     const int64_t step = params_.get_int("step");
     if (step != composed_step_) compose(b, step);
     for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
-    if (!adjust_note_.empty()) ImGui::TextDisabled("%s", adjust_note_.c_str());
+    if (!adjust_note_.empty()) wrapped_in(ImGui::GetContentRegionAvail().x, adjust_note_.c_str(), true);
 
     // The tiles and memory beside the chosen block where both columns have room (the block's three bar
     // charts and heatmaps need about 640 px at scale 1); stacked, the block comes under the tiles.
