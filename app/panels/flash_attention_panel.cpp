@@ -41,21 +41,37 @@ const ImU32 kSkipped = IM_COL32(32, 33, 37, 255);
 const ImU32 kMoved = IM_COL32(236, 172, 62, 255);   // rows whose max moved at this step
 const ImU32 kSteady = IM_COL32(74, 130, 199, 255);
 
+// Text wrapped at `width` from the cursor (inside a column, where the window's edge is not the column's).
+void wrapped_in(float width, const char* text, bool disabled = false) {
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
+  if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
+  ImGui::TextUnformatted(text);
+  if (disabled) ImGui::PopStyleColor();
+  ImGui::PopTextWrapPos();
+}
+
+// ui::section inside a column: the heading wraps at the column's width, the rule spans it.
+void column_section(float width, const char* title) {
+  ImGui::Spacing();
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.8f, 0.4f, 1.0f));
+  wrapped_in(width, title);
+  ImGui::PopStyleColor();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  ImGui::GetWindowDrawList()->AddLine(p, ImVec2(p.x + width, p.y), ImGui::GetColorU32(ImGuiCol_Separator));
+  ImGui::Dummy(ImVec2(width, 1));
+}
+
+// How many views of at least `min_w` pixels (at UI scale 1) fit side by side in `width`, `gap` apart.
+int fit(float width, float min_w, float gap, int n) {
+  return std::clamp(int((width + gap) / (ui::px(min_w) + gap)), 1, n);
+}
+
 // [SECTION] Panel state and controls ------------------------------------------------------------------
 
 class FlashAttentionPanel : public Panel {
  public:
   FlashAttentionPanel()
-      : params_({int_param("lq", 1, 512, 48, "Lq: number of queries"),
-                 int_param("lk", 1, 16384, 96, "Lk: number of keys (no wall: try past rung 4's)"),
-                 pow2_param("d", 16, 128, 32, "d: head dimension"),
-                 fa::param::causal(),
-                 panel_override(fa::param::block_m(), "16", "opens on Lq=48 x Lk=96 as a 3 x 6 grid of tiles to step"),
-                 panel_override(fa::param::block_n(), "16", "opens on Lq=48 x Lk=96 as a 3 x 6 grid of tiles to step"),
-                 int_param("qblock", 0, 511, 1, "the query block whose rows are shown in detail"),
-                 int_param("step", 1, 16384, 3, "K/V tiles folded in so far (the scrubber)"),
-                 float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")}) {}
+      : params_(fs::params()) {}  // the study's list: `study flash-attention` and the panel agree
 
   std::string id() const override { return "flash-attention"; }
   std::string title() const override { return "5 · FlashAttention"; }
@@ -99,18 +115,26 @@ class FlashAttentionPanel : public Panel {
     const int64_t step = params_.get_int("step");
     if (step != composed_step_) compose(b, step);
     for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
-    if (!adjust_note_.empty()) ImGui::TextDisabled("%s", adjust_note_.c_str());
+    if (!adjust_note_.empty()) wrapped_in(ImGui::GetContentRegionAvail().x, adjust_note_.c_str(), true);
 
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float left_w = std::floor(avail * 0.40f), gap = 18.0f, right_w = avail - left_w - gap;
-    ImGui::BeginGroup();
-    draw_tile_grid(left_w);
-    draw_memory(left_w, b);
-    ImGui::EndGroup();
-    ImGui::SameLine(0, gap);
-    ImGui::BeginGroup();
-    draw_block(right_w, step);
-    ImGui::EndGroup();
+    // The tiles and memory beside the chosen block where both columns have room (the block's three bar
+    // charts and heatmaps need about 640 px at scale 1); stacked, the block comes under the tiles.
+    const float avail = ImGui::GetContentRegionAvail().x, gap = ui::px(18);
+    const float left_w = std::floor(avail * 0.40f), right_w = avail - left_w - gap;
+    if (right_w >= ui::px(640)) {
+      ImGui::BeginGroup();
+      draw_tile_grid(left_w, "white: the one shown on the right");
+      draw_memory(left_w, b);
+      ImGui::EndGroup();
+      ImGui::SameLine(0, gap);
+      ImGui::BeginGroup();
+      draw_block(right_w, step, true);
+      ImGui::EndGroup();
+    } else {
+      draw_tile_grid(avail, "white: the one shown below");
+      draw_block(avail, step, false);
+      draw_memory(avail, b);
+    }
     fresh_ = false;
   }
 
@@ -198,7 +222,7 @@ class FlashAttentionPanel : public Panel {
     ImGui::SameLine();
     if (ImGui::Button("<")) set_step(step - 1), playing_ = false;
     ImGui::SameLine();
-    if (ImGui::Button(playing_ ? "Pause" : "Play", ImVec2(64, 0))) {
+    if (ImGui::Button(playing_ ? "Pause" : "Play", ImVec2(ui::px(64), 0))) {
       playing_ = !playing_;
       if (playing_ && step >= steps_) set_step(1);
       last_tick_ = ImGui::GetTime();
@@ -210,31 +234,36 @@ class FlashAttentionPanel : public Panel {
     ImGui::SameLine();
     int s = int(step);
     // No text inside the slider (its knob would cover it): the step is said beside it.
-    ImGui::SetNextItemWidth(std::min(420.0f, ImGui::GetContentRegionAvail().x * 0.4f));
+    ImGui::SetNextItemWidth(std::max(ui::px(80), std::min(ui::px(420), ImGui::GetContentRegionAvail().x * 0.4f)));
     if (ImGui::SliderInt("##scrub", &s, 1, int(steps_), "", ImGuiSliderFlags_AlwaysClamp)) set_step(s), playing_ = false;
     if (playing_ && ImGui::GetTime() - last_tick_ > 0.6) {
       last_tick_ = ImGui::GetTime();
       if (step >= steps_) playing_ = false;
       else set_step(step + 1);
     }
-    ImGui::SameLine(0, 14);
-    ImGui::TextUnformatted(fs::step_view(res_, step).stepper_text.c_str());
+    // Beside the slider where it fits, else under it.
+    const std::string text = fs::step_view(res_, step).stepper_text;
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + ui::px(14) + ImGui::CalcTextSize(text.c_str()).x <= right) ImGui::SameLine(0, ui::px(14));
+    ui::wrapped(text);
   }
 
   // [SECTION] Tile grid ------------------------------------------------------------------------------------
-  void draw_tile_grid(float width) {
-    ui::section("Tiles: query blocks x K/V tiles");
+  void draw_tile_grid(float width, const char* which) {
+    column_section(width, "Tiles: query blocks x K/V tiles");
     const int64_t step = params_.get_int("step");
     const float font = ImGui::GetFontSize();
     const float label_w = font * 2.2f;
     const float gw = width - label_w;
     const float cw = gw / float(steps_);
-    const float ch = std::clamp(130.0f / float(q_blocks_), 6.0f, 26.0f);
+    const float ch = std::clamp(ui::px(130) / float(q_blocks_), ui::px(6), ui::px(26));
+    // Row numbers on every row where they fit, else on every k-th row, never touching.
+    const int64_t label_every = ch >= font * 1.05f ? 1 : int64_t(std::ceil(font * 1.1f / ch / 4.0f)) * 4;
     ImGui::Dummy(ImVec2(width, 1));
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const ImVec2 g0(o.x + label_w, o.y);
     const float gh = ch * float(q_blocks_);
-    ImGui::InvisibleButton("tilegrid", ImVec2(width, gh + font * 1.6f));
+    ImGui::InvisibleButton("tilegrid", ImVec2(width, gh + ui::px(3)));
     const bool hovered = ImGui::IsItemHovered();
     ImDrawList* dl = ImGui::GetWindowDrawList();
     for (int64_t qb = 0; qb < q_blocks_; ++qb) {
@@ -252,14 +281,14 @@ class FlashAttentionPanel : public Panel {
       span(run_end, steps_, kSkipped);
       if (run_end < steps_) {  // hatch the skipped run
         dl->PushClipRect(ImVec2(g0.x + cw * float(run_end), y0), ImVec2(g0.x + gw, y1), true);
-        for (float x = g0.x + cw * float(run_end) - ch; x < g0.x + gw; x += 6.0f)
+        for (float x = g0.x + cw * float(run_end) - ch; x < g0.x + gw; x += ui::px(6))
           dl->AddLine(ImVec2(x, y1), ImVec2(x + ch, y0), IM_COL32(90, 92, 100, 255));
         dl->PopClipRect();
       }
       char lbl[16];
       std::snprintf(lbl, sizeof lbl, "%" PRId64, qb);
-      if (ch >= font * 0.8f || qb % 4 == 0)
-        dl->AddText(ImVec2(o.x, y0 + (ch - font) * 0.5f), ImGui::GetColorU32(ImGuiCol_TextDisabled), lbl);
+      if (qb % label_every == 0)
+        dl->AddText(ImVec2(o.x, std::max(o.y, y0 + (ch - font) * 0.5f)), ImGui::GetColorU32(ImGuiCol_TextDisabled), lbl);
     }
     // Tile boundaries when they are wide enough to see, and the chosen block outlined.
     if (cw >= 4.0f)
@@ -270,8 +299,6 @@ class FlashAttentionPanel : public Panel {
         dl->AddLine(ImVec2(g0.x, g0.y + ch * float(qb)), ImVec2(g0.x + gw, g0.y + ch * float(qb)), IM_COL32(20, 21, 24, 255));
     dl->AddRect(ImVec2(g0.x - 1, g0.y + ch * float(qblock_) - 1), ImVec2(g0.x + gw + 1, g0.y + ch * float(qblock_ + 1) + 1),
                 IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
-    dl->AddText(ImVec2(g0.x, g0.y + gh + 3), ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                "K/V tile (step) ->     rows: query blocks (white: the one shown on the right)");
     if (hovered) {
       const ImVec2 m = ImGui::GetIO().MousePos;
       const int64_t t = int64_t((m.x - g0.x) / cw), qb = int64_t((m.y - g0.y) / ch);
@@ -287,28 +314,37 @@ class FlashAttentionPanel : public Panel {
                                                  : "pending");
       }
     }
-    // Legend.
+    ImGui::SetCursorScreenPos(ImVec2(g0.x, ImGui::GetCursorScreenPos().y));
+    wrapped_in(gw, (std::string("columns: K/V tiles (steps) ->; rows: query blocks (") + which + ")").c_str(), true);
+    // Legend: the swatches wrap onto the next line where the column ends.
+    const float right = ImGui::GetCursorScreenPos().x + width;
+    bool first = true;
     auto swatch = [&](ImU32 c, const char* text) {
+      const float w = font + ui::px(4) + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(text).x;
+      if (!first) {
+        ImGui::SameLine(0, ui::px(14));
+        if (ImGui::GetCursorScreenPos().x + w > right) ImGui::NewLine();
+      }
+      first = false;
       const ImVec2 p = ImGui::GetCursorScreenPos();
-      dl->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + font, p.y + font + 1), c);
-      ImGui::Dummy(ImVec2(font + 4, font));
+      ImGui::Dummy(ImVec2(font + ui::px(4), font));
+      dl->AddRectFilled(ImVec2(p.x, p.y + ui::px(3)), ImVec2(p.x + font, p.y + font + ui::px(1)), c);
       ImGui::SameLine();
       ImGui::TextUnformatted(text);
-      ImGui::SameLine(0, 14);
     };
     swatch(kDone, "done");
     swatch(kCurrent, "current");
     swatch(kPending, "pending");
     swatch(IM_COL32(90, 92, 100, 255), "skipped (causal)");
-    ImGui::NewLine();
   }
 
   // [SECTION] The chosen query block -------------------------------------------------------------------
-  void draw_block(float width, int64_t step) {
+  // `beside`: the block is the right column (its converging plot takes the height left).
+  void draw_block(float width, int64_t step, bool beside) {
     const fs::StepView v = fs::step_view(res_, step);
     const int rows = v.rows;
     const int64_t row0 = v.row0;
-    ui::section(v.title.c_str());
+    column_section(width, v.title.c_str());
     std::vector<viz::Bar> mb, lb, ab;
     for (int r = 0; r < rows; ++r) {
       const bool mv = v.moved[size_t(r)];
@@ -318,10 +354,11 @@ class FlashAttentionPanel : public Panel {
       lb.push_back({lbl, double(v.l[size_t(r)]), mv ? kMoved : kSteady});
       ab.push_back({lbl, double(v.alpha[size_t(r)]), mv ? kMoved : kSteady});
     }
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
-    ImGui::TextDisabled("%s", v.caption.c_str());
-    ImGui::PopTextWrapPos();
-    const float gap = 12.0f, w3 = (width - 2 * gap) / 3.0f, bh = 110.0f;
+    wrapped_in(width, v.caption.c_str(), true);
+    // The three bar charts side by side where each has room for its title, else as many per row as fit.
+    const float gap = ui::px(12), bh = ui::px(110);
+    const int per_row = fit(width, 200, gap, 3);
+    const float w3 = std::floor((width - gap * float(per_row - 1)) / float(per_row));
     viz::PlotOptions om, ol, oa;
     om.title = "m: running max per row";
     ol.title = "l: running sum per row";
@@ -329,27 +366,30 @@ class FlashAttentionPanel : public Panel {
     oa.y_min = 0;
     oa.y_max = 1.05;
     viz::bar_chart("m-bars", mb, om, ImVec2(w3, bh));
-    ImGui::SameLine(0, gap);
+    if (per_row > 1) ImGui::SameLine(0, gap);
     viz::bar_chart("l-bars", lb, ol, ImVec2(w3, bh));
-    ImGui::SameLine(0, gap);
+    if (per_row > 2) ImGui::SameLine(0, gap);
     viz::bar_chart("alpha-bars", ab, oa, ImVec2(w3, bh));
 
     // Partial against final weights (same colour scale), composed from the trace.
     const float cb = partial_map_.colorbar_width();
-    const float hw = width - cb - 4.0f;
-    const float hh = std::clamp(float(rows) * 6.0f, 48.0f, 96.0f);
-    ImGui::TextUnformatted("weights so far: each earlier tile's P rescaled by every alpha since, over the running l");
+    const float hw = width - cb - ui::px(4);
+    const float hh = std::clamp(float(rows) * ui::px(6), ui::px(48), ui::px(96));
+    wrapped_in(width, "weights so far: each earlier tile's P rescaled by every alpha since, over the running l");
     partial_map_.set_grid(bn_, 0);
     final_map_.set_grid(bn_, 0);
     viz::HeatmapHover hp = partial_map_.draw("partial", partial_tex_, ImVec2(hw, hh), fresh_ || step_fresh_);
-    ImGui::TextUnformatted("final weights (after the last step): the softmax of rung 4");
+    wrapped_in(width, "final weights (after the last step): the softmax of rung 4");
     viz::HeatmapHover hf = final_map_.draw("final", final_tex_, ImVec2(hw, hh), fresh_);
     for (const viz::HeatmapHover* h : {&hp, &hf})
       if (h->active && h->row < rows)
         ImGui::SetTooltip("query %" PRId64 ", key %d (K/V tile %d)", row0 + h->row, h->col, h->col / bn_ + 1);
 
     // The output converging, and O_t / l_t itself.
-    const float ow = std::min(260.0f, width * 0.3f);
+    // O_t / l_t beside the converging plot where both have room, else under it.
+    const float ocb = o_map_.colorbar_width();
+    const bool o_beside = width - gap - ocb - ui::px(100) >= ui::px(320);
+    const float ow = o_beside ? ocb + std::clamp(width * 0.3f - ocb, ui::px(100), ui::px(260)) : width;
     viz::Series s;
     s.label = "|O_t/l_t - O| / |O|";
     for (int64_t t = 0; t < steps_; ++t) {
@@ -362,20 +402,22 @@ class FlashAttentionPanel : public Panel {
     oc.log_y = true;
     oc.v_lines = {double(step)};
     oc.v_line_labels = {"now"};
-    const float ph = std::max(110.0f, ImGui::GetContentRegionAvail().y - 8.0f);
-    viz::line_plot("converge", {s}, oc, ImVec2(width - ow - gap, ph));
-    ImGui::SameLine(0, gap);
+    const float left_y = ImGui::GetContentRegionAvail().y - ui::px(8);
+    // Beside the tiles it takes the height left, up to a size where it still reads as one picture.
+    const float ph = beside && o_beside ? std::clamp(left_y, ui::px(140), ui::px(320)) : ui::px(160);
+    viz::line_plot("converge", {s}, oc, ImVec2(o_beside ? width - ow - gap : width, ph));
+    if (o_beside) ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
-    ImGui::TextUnformatted("O_t / l_t  [rows x d]");
-    o_map_.draw("o-partial", o_tex_, ImVec2(ow - o_map_.colorbar_width(), ph - ImGui::GetFontSize() - 6),
-                fresh_ || step_fresh_);
+    wrapped_in(ow, "O_t / l_t  [rows x d]");
+    const float oh = o_beside ? ph - ImGui::GetFontSize() - ui::px(6) : std::clamp(float(rows) * ui::px(6), ui::px(48), ui::px(96));
+    o_map_.draw("o-partial", o_tex_, ImVec2(ow - ocb, oh), fresh_ || step_fresh_);
     ImGui::EndGroup();
     step_fresh_ = false;
   }
 
   // [SECTION] Memory: rung 4 against rung 5 -----------------------------------------------------------
   void draw_memory(float width, Backend backend) {
-    ui::section("Memory: standard attention, rung 4 and rung 5");
+    column_section(width, "Memory: standard attention, rung 4 and rung 5");
     const int d = res_.shape.d;
     const int64_t lim = std::max<int64_t>(res_.limit, 1);
     const int64_t wall = res_.wall;
@@ -401,9 +443,12 @@ class FlashAttentionPanel : public Panel {
     o.log_x = o.log_y = true;
     o.v_lines = {double(wall), double(res_.shape.lk)};
     o.v_line_labels = {"wall", "Lk"};
-    const float gap = 10.0f, half = std::floor((width - gap) * 0.5f);
-    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(half, 150));
-    ImGui::SameLine(0, gap);
+    // The two plots side by side where each has room for its legend and marker labels, else stacked.
+    const float gap = ui::px(10), ph = ui::px(190);
+    const bool pair = fit(width, 255, gap, 2) == 2;
+    const float half = pair ? std::floor((width - gap) * 0.5f) : width;
+    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(half, ph));
+    if (pair) ImGui::SameLine(0, gap);
 
     // Bytes through device memory (counted by the study), over Lk and at this shape, all in KiB.
     const fs::Traffic& t = res_.mem;
@@ -423,38 +468,36 @@ class FlashAttentionPanel : public Panel {
     ot.log_x = ot.log_y = true;
     ot.v_lines = {double(wall), double(res_.shape.lk)};
     ot.v_line_labels = {"wall", "Lk"};
-    viz::line_plot("mem-traffic-lk", {ts, t4, t5}, ot, ImVec2(width - half - gap, 150));
+    viz::line_plot("mem-traffic-lk", {ts, t4, t5}, ot, ImVec2(pair ? width - half - gap : width, ph));
 
-    const float bars_w = std::floor(width * 0.47f);
+    const bool bars_beside = fit(width, 240, gap, 2) == 2;
+    const float bars_w = bars_beside ? std::floor(width * 0.47f) : width;
     std::vector<viz::Bar> bars = {{"standard", t.unfused / 1024.0, c_std},
                                   {"rung 4", t.smem / 1024.0, c4},
                                   {"rung 5", t.flash / 1024.0, c5}};
     viz::PlotOptions ob;
     ob.title = t.smem_refused ? "traffic here (KiB; rung 4 refused)" : "traffic here (KiB)";
-    viz::bar_chart("mem-traffic", bars, ob, ImVec2(bars_w, 125));
-    ImGui::SameLine(0, gap);
+    viz::bar_chart("mem-traffic", bars, ob, ImVec2(bars_w, ui::px(125)));
+    if (bars_beside) ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width - bars_w - gap);
-    ImGui::TextDisabled("%s", t.caption.c_str());
-    ImGui::PopTextWrapPos();
+    wrapped_in(bars_beside ? width - bars_w - gap : width, t.caption.c_str(), true);
     ImGui::EndGroup();
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
-    ImGui::TextDisabled("%s", t.paper_line.c_str());
-    ImGui::PopTextWrapPos();
+    wrapped_in(width, t.paper_line.c_str(), true);
 
     // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
     if (d == 64 || d == 128) {
       auto line = [&](fa::FastPath path, const char* where) {
         const fa::FastTileShape t = fa::fast_tile_shape(d, path);
-        ImGui::TextDisabled("fast, %s (%s): %d x %d tiles, %d warps, %d stages, %s",
-                            fa::fast_path_name(path), where, t.block_m, t.block_n, t.warps, t.stages,
-                            mem::bytes_text(uint64_t(t.smem_bytes)).c_str());
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "fast, %s (%s): %d x %d tiles, %d warps, %d stages, %s", fa::fast_path_name(path),
+                      where, t.block_m, t.block_n, t.warps, t.stages, mem::bytes_text(uint64_t(t.smem_bytes)).c_str());
+        wrapped_in(width, buf, true);
       };
       if (backend == Backend::Cuda) {
         try {
           line(fa::fast_path(), "this device");
         } catch (const std::exception& e) {
-          ImGui::TextDisabled("fast variant: %s", e.what());
+          wrapped_in(width, (std::string("fast variant: ") + e.what()).c_str(), true);
         }
       } else {
         line(fa::FastPath::Wgmma, "H100/H200");

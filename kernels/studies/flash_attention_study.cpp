@@ -26,13 +26,16 @@ const char* plural(int64_t n) { return n == 1 ? "" : "s"; }
 
 }  // namespace
 
+// The panel's list, built from the rung's specs (kernels/rungs/flash_attention.h) where the kernel takes
+// the parameter, with the panel's deliberate departures declared by panel_override.
 std::vector<ParamSpec> params() {
+  const char* why_tiles = "opens on Lq=48 x Lk=96 as a 3 x 6 grid of tiles to step";
   return {int_param("lq", 1, 512, 48, "Lq: number of queries"),
           int_param("lk", 1, 16384, 96, "Lk: number of keys (no wall: try past rung 4's)"),
           pow2_param("d", 16, 128, 32, "d: head dimension"),
-          bool_param("causal", false, "causal mask, bottom-right aligned: query i sees keys j <= i + Lk - Lq"),
-          pow2_param("block_m", fa::kMinBlock, fa::kMaxBlock, 16, "BLOCK_M: query rows per program"),
-          pow2_param("block_n", fa::kMinBlock, fa::kMaxBlock, 16, "BLOCK_N: keys per K/V tile"),
+          fa::param::causal(),
+          panel_override(fa::param::block_m(), "16", why_tiles),
+          panel_override(fa::param::block_n(), "16", why_tiles),
           int_param("qblock", 0, 511, 1, "the query block whose rows are shown in detail"),
           int_param("step", 1, 16384, 3, "K/V tiles folded in so far (the scrubber)"),
           float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "app/panel.h"
 #include "assets/embedded.h"
+#include "kernels/studies/flash_attention_study.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
@@ -132,6 +134,34 @@ TEST(FlashAttentionPanel, StepPastTheEndIsMovedAndSaid) {
                           &out),
             0)
       << out;
+}
+
+// One spec per parameter: the panel's list is the study's (`study flash-attention` and the panel agree),
+// overrides and their reasons included.
+TEST(FlashAttentionPanel, ParamsAreTheStudys) {
+  const std::vector<ParamSpec> study = flash_attention_study::params();
+  for (const auto& panel : app::make_panels()) {
+    if (panel->id() != "flash-attention") continue;
+    const std::vector<ParamSpec>& specs = panel->params().specs();
+    ASSERT_EQ(specs.size(), study.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const ParamSpec &a = specs[i], &b = study[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(int(a.kind), int(b.kind)) << a.name;
+      EXPECT_EQ(a.min, b.min) << a.name;
+      EXPECT_EQ(a.max, b.max) << a.name;
+      EXPECT_EQ(a.def, b.def) << a.name;
+      EXPECT_EQ(a.help, b.help) << a.name;
+      EXPECT_EQ(a.override_reason, b.override_reason) << a.name;
+      EXPECT_EQ(a.kernel_def, b.kernel_def) << a.name;
+    }
+    // The study's causal is the rung's (default off), its tiles the panel's declared overrides.
+    ParamValues v(study);
+    EXPECT_FALSE(v.get_bool("causal"));
+    EXPECT_EQ(v.get_int("block_m"), 16);
+    return;
+  }
+  FAIL() << "no flash-attention panel";
 }
 
 }  // namespace

@@ -60,9 +60,9 @@ INSTANTIATE_TEST_SUITE_P(DISABLED_PendingPanelBodies, LayoutAudit,
 // per finding naming the panel, the widget and the rectangles, and the command exits 1.
 TEST(LayoutAuditCommand, ReportsWhatIsCutAndExitsOne) {
   std::string out;
-  const int code = test::run_cli("shot flash-attention --chrome --layout-report --backend cpu --size 640x480", &out);
+  const int code = test::run_cli("shot flash-attention --chrome --layout-report --backend cpu --size 400x300", &out);
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("flash-attention 640x480 scale 1 chrome+source: "), std::string::npos) << out;
+  EXPECT_NE(out.find("flash-attention 400x300 scale 1 chrome+source: "), std::string::npos) << out;
   EXPECT_NE(out.find(" leaves the visible region ["), std::string::npos) << out;
   EXPECT_EQ(out.find("layout report: 0 findings"), std::string::npos) << out;
 }
