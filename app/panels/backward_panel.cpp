@@ -93,8 +93,8 @@ class BackwardPanel : public Panel {
     draw_stepper();
     for (const study::Check& c : report_.checks) ui::status_line("", c.sentence, c.pass);
     draw_tiles();
+    draw_lineage();  // right under the tiles, so a hovered dK cell's dS column is in sight
     draw_saved_state();
-    draw_lineage();
   }
 
  private:
