@@ -6,7 +6,8 @@
 //   [SECTION] Stepper: the query tiles of the chosen program
 //   [SECTION] Saved state and the wall
 //   [SECTION] Tile order: K/V tiles outer, query tiles inner
-//   [SECTION] The current tile: recomputed P, the forward's P, dS; dK with its lineage; convergence
+//   [SECTION] The current tile beside the tile order: recomputed P, the forward's P, dS; dK and Q_i with
+//             the lineage; convergence
 #include <imgui.h>
 
 #include <algorithm>
@@ -35,6 +36,27 @@ const ImU32 kOther = IM_COL32(64, 112, 108, 255);  // computed by another progra
 const ImU32 kSkipped = IM_COL32(18, 18, 20, 255);
 const ImU32 kHatch = IM_COL32(90, 92, 100, 255);
 
+// A heading that wraps (inside a column: at the column's edge) with a rule as wide as `width` (0: the
+// content region), so neither runs into the view beside it.
+void heading(const char* title, float width = 0) {
+  ImGui::Spacing();
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(242, 204, 102, 255));
+  ImGui::TextWrapped("%s", title);
+  ImGui::PopStyleColor();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float w = width > 0 ? width : ImGui::GetContentRegionAvail().x;
+  ImGui::GetWindowDrawList()->AddLine(ImVec2(p.x, p.y + 1), ImVec2(p.x + w, p.y + 1),
+                                      ImGui::GetColorU32(ImGuiCol_Separator));
+  ImGui::Dummy(ImVec2(w, ImGui::GetStyle().ItemSpacing.y));
+}
+
+// A study sentence, wrapped at the current wrap position (a column's edge inside a column).
+void sentence(const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::PopStyleColor();
+}
+
 // [SECTION] Panel state and controls ------------------------------------------------------------------
 
 class BackwardPanel : public Panel {
@@ -50,7 +72,7 @@ class BackwardPanel : public Panel {
 
   void draw(AppContext& ctx) override {
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("backward.md");
-    ui::section("Inputs and tiles");
+    heading("Inputs and tiles");
     ImGui::PushItemWidth(120);
     ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n"}, &control_error_, 16);
     ui::param_row(params_, {"kv_tile", "seed"}, &control_error_, 16);
@@ -70,16 +92,9 @@ class BackwardPanel : public Panel {
     if (!valid_) return;
     draw_stepper();
     for (const study::Check& c : report_.checks) ui::status_line("", c.sentence, c.pass);
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float left_w = std::floor(avail * 0.36f), gap = 18.0f, right_w = avail - left_w - gap;
-    ImGui::BeginGroup();
-    draw_saved_state(left_w);
-    draw_tile_grid(left_w);
-    ImGui::EndGroup();
-    ImGui::SameLine(0, gap);
-    ImGui::BeginGroup();
-    draw_tiles(right_w);
-    ImGui::EndGroup();
+    draw_tiles();
+    draw_lineage();  // right under the tiles, so a hovered dK cell's dS column is in sight
+    draw_saved_state();
   }
 
  private:
@@ -150,11 +165,22 @@ class BackwardPanel : public Panel {
     float dkmax = 1e-12f;
     for (double x : r_.dk_ref_tile) dkmax = std::max(dkmax, float(std::fabs(x)));
     dk_map_.set_scale({K::Diverging, -dkmax, dkmax, "dK_j so far"});
+    std::vector<float> qc(size_t(bm * d * 2));
+    for (int row = 0; row < bm; ++row)
+      for (int c = 0; c < d; ++c) {
+        const bool in = r_.q_tile * bm + row < r_.s.lq;
+        qc[size_t((row * d + c) * 2)] = r_.q_rows[size_t(row * d + c)];
+        qc[size_t((row * d + c) * 2 + 1)] = float(in ? viz::kCellNormal : viz::kCellOutside);
+      }
+    q_tex_.resize(d, bm, 2);
+    q_tex_.upload(qc.data());
+    const float qmax = abs_max(r_.q_rows.data(), r_.q_rows.size());
+    q_map_.set_scale({K::Diverging, -qmax, qmax, "Q"});
   }
 
   // [SECTION] Stepper ------------------------------------------------------------------------------------
   void draw_stepper() {
-    ui::section("Steps: program j (K/V tile) walks its query tiles i");
+    heading("Steps: program j (K/V tile) walks its query tiles i");
     const int64_t steps = r_.q_blocks, step = r_.q_tile;
     auto set_step = [&](int64_t s) {
       s = std::clamp<int64_t>(s, 0, steps - 1);
@@ -171,35 +197,43 @@ class BackwardPanel : public Panel {
     int s = int(step);
     char fmt[64];
     std::snprintf(fmt, sizeof fmt, "query tile %%d of 0..%" PRId64, steps - 1);
-    ImGui::SetNextItemWidth(std::min(420.0f, ImGui::GetContentRegionAvail().x * 0.4f));
+    const float room = ImGui::GetContentRegionAvail().x;
+    if (room < ui::px(160)) ImGui::NewLine();  // the slider under the buttons where it would be cramped
+    ImGui::SetNextItemWidth(std::min(ui::px(420), std::max(ImGui::GetContentRegionAvail().x, ui::px(80))));
     if (ImGui::SliderInt("##qtile", &s, 0, int(steps - 1), fmt, ImGuiSliderFlags_AlwaysClamp)) set_step(s);
-    ImGui::SameLine(0, 20);
     const uint8_t st = r_.tile_state[size_t(r_.kv_tile * r_.q_blocks + step)];
-    ImGui::TextDisabled("rows %" PRId64 "..%" PRId64 " x keys %" PRId64 "..%" PRId64 "%s", step * r_.block_m,
-                        std::min((step + 1) * r_.block_m, r_.s.lq) - 1, r_.kv_tile * r_.block_n,
-                        std::min((r_.kv_tile + 1) * r_.block_n, r_.s.lk) - 1,
-                        st == fab::kTileSkipped ? ": skipped (no row sees these keys)" : "");
+    char where[160];
+    std::snprintf(where, sizeof where, "rows %" PRId64 "..%" PRId64 " x keys %" PRId64 "..%" PRId64 "%s",
+                  step * r_.block_m, std::min((step + 1) * r_.block_m, r_.s.lq) - 1, r_.kv_tile * r_.block_n,
+                  std::min((r_.kv_tile + 1) * r_.block_n, r_.s.lk) - 1,
+                  st == fab::kTileSkipped ? ": skipped (no row sees these keys)" : "");
+    const float w = ImGui::CalcTextSize(where).x + ui::px(20);
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (right - ImGui::GetItemRectMax().x > w)
+      ImGui::SameLine(0, ui::px(20));
+    sentence(where);
   }
 
   // [SECTION] Saved state and the wall ----------------------------------------------------------------------
-  void draw_saved_state(float width) {
-    ui::section("Saved for the backward: P (naive) against L (FlashAttention)");
+  void draw_saved_state() {
+    heading("Saved for the backward: P (naive) against L (FlashAttention), and the naive one's wall");
+    const ui::ColumnsLayout c = ui::columns_or_stack(2, 320.0f);
+    ui::column_begin(c, 0);
     viz::PlotOptions po;
     po.log_y = true;
     po.y_label = "bytes";
     viz::bar_chart("saved", {{"L", double(r_.lse_bytes), kDone}, {"P", double(r_.p_bytes), kCurrent},
                              {"P + dP", double(r_.naive_bytes), IM_COL32(200, 80, 70, 255)}},
-                   po, ImVec2(width, 150));
+                   po, ImVec2(c.width, ui::px(150)));
     const std::string text = "P and dP " + mem::bytes_text(r_.naive_bytes) + " of " +
                              mem::bytes_text(r_.wall.available) +
                              (r_.backend == Backend::Cuda ? " free" : " available");
     viz::budget_bar("wall", double(r_.naive_bytes), double(std::max<uint64_t>(r_.wall.available, 1)), text,
-                    ImVec2(width, 22));
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
-    ImGui::TextWrapped("The naive backward hits the wall at Lq = Lk = %" PRId64
-                       " here; the teaching one keeps %s of L at this shape and recomputes P.",
-                       r_.wall_length, mem::bytes_text(r_.lse_bytes).c_str());
-    ImGui::PopTextWrapPos();
+                    ImVec2(c.width, ImGui::GetFrameHeight()));
+    ui::column_end();
+    ui::column_begin(c, 1);
+    for (size_t i : {bws::kLineSaved, bws::kLineWall, bws::kLineRefusal}) sentence(report_.lines[i]);
+    ui::column_end();
   }
 
   // [SECTION] Tile order -------------------------------------------------------------------------------------
@@ -210,11 +244,17 @@ class BackwardPanel : public Panel {
     return qb < r_.q_tile ? kDone : qb == r_.q_tile ? kCurrent : kPending;
   }
 
+  static void hatch(ImDrawList* dl, ImVec2 a, ImVec2 z) {
+    const float h = z.y - a.y, step = ui::px(6);
+    dl->PushClipRect(a, z, true);
+    for (float x = a.x - h; x < z.x; x += step) dl->AddLine(ImVec2(x, z.y), ImVec2(x + h, a.y), kHatch);
+    dl->PopClipRect();
+  }
+
   void draw_tile_grid(float width) {
-    ui::section("Tile order: one program per K/V tile (columns), query tiles inner (rows)");
-    const float font = ImGui::GetFontSize();
+    sentence("tile order: one program per K/V tile (columns), query tiles inner (rows)");
     const float cw = width / float(r_.k_blocks);
-    const float ch = std::clamp(180.0f / float(r_.q_blocks), 6.0f, 28.0f);
+    const float ch = std::clamp(ui::px(180) / float(r_.q_blocks), ui::px(6), ui::px(28));
     const ImVec2 g0 = ImGui::GetCursorScreenPos();
     const float gh = ch * float(r_.q_blocks);
     ImGui::InvisibleButton("tilegrid", ImVec2(width, gh));
@@ -224,15 +264,13 @@ class BackwardPanel : public Panel {
       for (int64_t qb = 0; qb < r_.q_blocks; ++qb) {
         const ImVec2 a(g0.x + cw * float(kb), g0.y + ch * float(qb)), z(a.x + cw, a.y + ch);
         dl->AddRectFilled(a, z, tile_colour(kb, qb));
-        if (r_.tile_state[size_t(kb * r_.q_blocks + qb)] == fab::kTileSkipped) {  // hatched
-          dl->PushClipRect(a, z, true);
-          for (float x = a.x - ch; x < z.x; x += 6.0f) dl->AddLine(ImVec2(x, z.y), ImVec2(x + ch, a.y), kHatch);
-          dl->PopClipRect();
-        }
+        if (r_.tile_state[size_t(kb * r_.q_blocks + qb)] == fab::kTileSkipped) hatch(dl, a, z);
         if (cw >= 4.0f && ch >= 4.0f) dl->AddRect(a, z, IM_COL32(20, 21, 24, 255));
       }
-    dl->AddRect(ImVec2(g0.x + cw * float(r_.kv_tile) - 1, g0.y - 1),
-                ImVec2(g0.x + cw * float(r_.kv_tile + 1) + 1, g0.y + gh + 1), IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
+    // The current program's outline, inside the grid's rectangle.
+    dl->AddRect(ImVec2(g0.x + cw * float(r_.kv_tile) + 1, g0.y + 1),
+                ImVec2(g0.x + cw * float(r_.kv_tile + 1) - 1, g0.y + gh - 1), IM_COL32(255, 255, 255, 255), 0, 0,
+                2.0f);
     if (hovered) {
       const ImVec2 m = ImGui::GetIO().MousePos;
       const int64_t kb = int64_t((m.x - g0.x) / cw), qb = int64_t((m.y - g0.y) / ch);
@@ -243,66 +281,91 @@ class BackwardPanel : public Panel {
                               ? "skipped: no row of this query tile sees these keys (causal)"
                               : "computed: P recomputed from L, dK_j dV_j += ..., dQ_i += ... (atomics on CUDA)");
     }
-    auto swatch = [&](ImU32 c, const char* text, bool hatched = false) {
+    draw_legend(width);
+  }
+
+  // The grid's key: swatches that wrap onto the next line at the column's edge.
+  void draw_legend(float width) {
+    const float font = ImGui::GetFontSize(), gap = ui::px(12);
+    const float x_end = ImGui::GetCursorScreenPos().x + width;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    bool first = true;
+    auto swatch = [&](ImU32 c, const char* text, bool hatched) {
+      const float w = font + ui::px(4) + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(text).x;
+      // Beside the previous swatch where it fits, else on the next line (deciding before SameLine, so
+      // the group never reaches past x_end).
+      if (!first && ImGui::GetItemRectMax().x + gap + w <= x_end) ImGui::SameLine(0, gap);
+      first = false;
       const ImVec2 p = ImGui::GetCursorScreenPos();
-      dl->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + font, p.y + font + 1), c);
-      if (hatched) {
-        dl->PushClipRect(ImVec2(p.x, p.y + 3), ImVec2(p.x + font, p.y + font + 1), true);
-        for (float x = p.x - font; x < p.x + font; x += 5.0f)
-          dl->AddLine(ImVec2(x, p.y + font + 1), ImVec2(x + font, p.y + 3), kHatch);
-        dl->PopClipRect();
-      }
-      ImGui::Dummy(ImVec2(font + 4, font));
+      const ImVec2 a(p.x, p.y + font * 0.15f), z(p.x + font, p.y + font * 0.95f);
+      dl->AddRectFilled(a, z, c);
+      if (hatched) hatch(dl, a, z);
+      ImGui::Dummy(ImVec2(font + ui::px(4), font));
       ImGui::SameLine();
       ImGui::TextUnformatted(text);
-      ImGui::SameLine(0, 12);
     };
-    swatch(kDone, "done");
-    swatch(kCurrent, "current");
-    swatch(kPending, "pending");
-    swatch(kOther, "other programs");
+    swatch(kDone, "done", false);
+    swatch(kCurrent, "current", false);
+    swatch(kPending, "pending", false);
+    swatch(kOther, "other programs", false);
     swatch(kSkipped, "skipped (causal)", true);
-    ImGui::NewLine();
   }
 
   // [SECTION] The current tile --------------------------------------------------------------------------------
-  void draw_tiles(float width) {
-    ui::section("The current tile: P recomputed from L, the forward's P, and dS = P (dP - D)");
-    const float cb = p_map_.colorbar_width() + 8.0f;
-    const float side = std::max(60.0f, std::min(240.0f, (width - 3 * (cb + 28.0f) - 24.0f) / 3.0f));
-    const float h = side * float(r_.block_m) / float(r_.block_n);
-    ImGui::BeginGroup();
-    ImGui::TextUnformatted("recomputed P = exp(S - L)");
-    p_map_.draw("p", p_tex_, ImVec2(side, h));
-    ImGui::EndGroup();
-    ImGui::SameLine(0, 12);
-    ImGui::BeginGroup();
-    ImGui::TextUnformatted("forward P (rung 5, final)");
-    pf_map_.draw("pf", pf_tex_, ImVec2(side, h));
-    ImGui::EndGroup();
-    ImGui::SameLine(0, 12);
-    ImGui::BeginGroup();
-    ImGui::Text("dS signs: %" PRId64 " +, %" PRId64 " -, %" PRId64 " zero", r_.ds_positive, r_.ds_negative, r_.ds_zero);
-    ds_map_.draw("ds", ds_tex_, ImVec2(side, h));
-    ImGui::EndGroup();
+  // A heatmap with its caption in column i of `c`, the image as wide as the column leaves beside the
+  // colour bar (at most `max_side`), `aspect` rows per column.
+  viz::HeatmapHover tile_view(const ui::ColumnsLayout& c, int i, const char* caption, const char* id,
+                              viz::Heatmap& map, viz::DataTexture& tex, float aspect, float max_side) {
+    ui::column_begin(c, i);
+    sentence(caption);
+    const float w = std::max(ui::px(40), std::min(ui::px(max_side), c.width - map.colorbar_width()));
+    const viz::HeatmapHover hv = map.draw(id, tex, ImVec2(w, std::min(w * aspect, ui::px(max_side))));
+    ui::column_end();
+    return hv;
+  }
 
-    ui::section("dK_j after this step (hover: where a cell comes from), and the errors as tiles fold in");
-    const float dk_w = std::min(260.0f, width * 0.32f), dk_h = dk_w * float(r_.block_n) / float(r_.d);
-    ImGui::BeginGroup();
-    const viz::HeatmapHover hv = dk_map_.draw("dk", dk_tex_, ImVec2(dk_w, std::min(dk_h, 200.0f)));
+  // The tile grid beside the current tile pair's views (stacking two by two, then one by one, as the
+  // panel narrows), then the sentences about them.
+  void draw_tiles() {
+    heading("The tile order, and the current tile: P recomputed from L, the forward's P, dS = P (dP - D)");
+    const float aspect = float(r_.block_m) / float(r_.block_n);
+    const ui::ColumnsLayout c = ui::columns_or_stack(4, 200.0f);
+    ui::column_begin(c, 0);
+    draw_tile_grid(c.width);
+    ui::column_end();
+    tile_view(c, 1, "recomputed P = exp(S - L)", "p", p_map_, p_tex_, aspect, 280);
+    tile_view(c, 2, "forward P (rung 5, final)", "pf", pf_map_, pf_tex_, aspect, 280);
+    tile_view(c, 3, "dS = P (dP - D): its signs", "ds", ds_map_, ds_tex_, aspect, 280);
+    for (size_t i : {bws::kLineDs, bws::kLineOrder, bws::kLineDq}) sentence(report_.lines[i]);
+  }
+
+  // dK_j after this step beside Q_i; hovering a dK cell highlights the dS column and the Q column it
+  // is summed from. Then the errors as tiles fold in.
+  void draw_lineage() {
+    heading("dK_j after this step and Q_i (hover dK: where a cell comes from); the errors as tiles fold in");
+    const ui::ColumnsLayout c = ui::columns_or_stack(3, 220.0f);
+    const viz::HeatmapHover hv =
+        tile_view(c, 0, "dK_j so far: keys x d", "dk", dk_map_, dk_tex_, float(r_.block_n) / float(r_.d), 240);
+    const viz::HeatmapHover hq =
+        tile_view(c, 1, "Q_i: query rows x d", "q", q_map_, q_tex_, float(r_.block_m) / float(r_.d), 240);
     if (hv.active) {
       ImGui::SetTooltip("dK[key %" PRId64 ", %d] = scale * sum over query rows i of dS[i, key] * Q[i, %d]\n"
-                        "dS column %d of every query tile (highlighted in dS for this one) and column %d of Q",
+                        "dS column %d of every query tile (highlighted in dS for this one) and column %d of Q_i",
                         r_.kv_tile * r_.block_n + hv.row, hv.col, hv.col, hv.row, hv.col);
       ds_map_.set_highlight(-1, hv.row);
       p_map_.set_highlight(-1, hv.row);
+      q_map_.set_highlight(-1, hv.col);
     } else {
       ds_map_.set_highlight(-1, -1);
       p_map_.set_highlight(-1, -1);
+      q_map_.set_highlight(-1, -1);
     }
-    ImGui::EndGroup();
-    ImGui::SameLine(0, 16);
-    draw_convergence(width - dk_w - dk_map_.colorbar_width() - 110.0f);
+    if (hq.active)
+      ImGui::SetTooltip("Q[row %" PRId64 ", %d]", r_.q_tile * r_.block_m + hq.row, hq.col);
+    ui::column_begin(c, 2);
+    draw_convergence(c.width);
+    ui::column_end();
+    for (size_t i : {bws::kLineDkErr, bws::kLineDvErr, bws::kLineDqErr}) sentence(report_.lines[i]);
   }
 
   void draw_convergence(float width) {
@@ -318,13 +381,14 @@ class BackwardPanel : public Panel {
     };
     viz::PlotOptions po;
     po.log_y = true;
-    po.x_label = "query tiles folded in (dK, dV) / programs folded in (dQ)";
-    po.y_label = "relative error vs float64";
+    po.x_label = "tiles folded in";
+    po.y_label = "relative error";
     po.v_lines = {double(r_.q_tile)};
     po.v_line_labels = {"this step"};
+    sentence("dK_j, dV_j per query tile; dQ_i per program");
     viz::line_plot("conv", {series("dK_j", r_.dk_err, kCurrent), series("dV_j", r_.dv_err, kDone),
                             series("dQ_i", r_.dq_err, IM_COL32(120, 200, 120, 255))},
-                   po, ImVec2(std::max(width, 200.0f), 240));
+                   po, ImVec2(width, ui::px(240)));
   }
 
   ParamValues params_;
@@ -332,8 +396,8 @@ class BackwardPanel : public Panel {
   bool valid_ = false;
   bws::Result r_;
   study::Report report_;
-  viz::DataTexture p_tex_, pf_tex_, ds_tex_, dk_tex_;
-  viz::Heatmap p_map_, pf_map_, ds_map_, dk_map_;
+  viz::DataTexture p_tex_, pf_tex_, ds_tex_, dk_tex_, q_tex_;
+  viz::Heatmap p_map_, pf_map_, ds_map_, dk_map_, q_map_;
 };
 
 }  // namespace

@@ -458,6 +458,25 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
 
 }  // namespace
 
+// The tiles are rung 5's: the same limits and defaults, so one spec serves both rungs.
+static_assert(kMinBlock == flash_attention::kMinBlock && kMaxBlock == flash_attention::kMaxBlock &&
+                  kDefaultBlockM == flash_attention::kDefaultBlockM &&
+                  kDefaultBlockN == flash_attention::kDefaultBlockN,
+              "rung 6's tiles take rung 5's specs");
+
+ParamSpec param::causal() { return flash_attention::param::causal(); }
+ParamSpec param::scale() { return flash_attention::param::scale(); }
+ParamSpec param::block_m() {
+  ParamSpec s = flash_attention::param::block_m();
+  s.help = "BLOCK_M: query rows per query tile (the inner loop of each program)";
+  return s;
+}
+ParamSpec param::block_n() {
+  ParamSpec s = flash_attention::param::block_n();
+  s.help = "BLOCK_N: keys per K/V tile (one program each)";
+  return s;
+}
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "flash-attention-backward";
@@ -467,10 +486,7 @@ KernelEntry entry() {
   e.inputs = {"q", "k", "v", "do"};
   e.optional_inputs = {"o", "lse"};
   e.outputs = {"dq", "dk", "dv"};
-  e.params = {bool_param("causal", false, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
-              float_param("scale", 0, 1e6, 0, "softmax scale; 0 means 1/sqrt(d)"),
-              pow2_param("block_m", kMinBlock, kMaxBlock, kDefaultBlockM, "BLOCK_M: query rows per tile (teaching)"),
-              pow2_param("block_n", kMinBlock, kMaxBlock, kDefaultBlockN, "BLOCK_N: keys per K/V tile (teaching)")};
+  e.params = {param::causal(), param::scale(), param::block_m(), param::block_n()};
   e.run = run_entry;
   return e;
 }

@@ -130,6 +130,18 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, con
                   const float* dout, float* dq, float* dk, float* dv, const Shape& s, const Options& opt,
                   int block_m = kDefaultBlockM, int block_n = kDefaultBlockN, BackwardTraceView* trace = nullptr);
 
+// The parameters of this rung's kernels: rung 5's specs (kernels/rungs/flash_attention.h, namespace
+// param), since they are the same parameters: the mask and the scale as they are; BLOCK_M and BLOCK_N
+// with rung 5's range and default and only their help restated for the backward's order (a program
+// here is one K/V tile, walking query tiles). The registry (`run`, `list`), the study and the panel
+// take them from here.
+namespace param {
+ParamSpec causal();   // flash_attention::param::causal()
+ParamSpec scale();    // flash_attention::param::scale()
+ParamSpec block_m();  // flash_attention::param::block_m(), help: query rows per (inner) query tile
+ParamSpec block_n();  // flash_attention::param::block_n(), help: keys per K/V tile, one program each
+}  // namespace param
+
 // `flash-attention-backward` for the command line: inputs q, k, v, do (optional o, lse), outputs
 // dq, dk, dv (dq first).
 KernelEntry entry();

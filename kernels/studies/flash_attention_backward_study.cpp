@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 
 #include "kernels/rungs/flash_attention.h"
 #include "kernels/runtime/buffer.h"
@@ -13,13 +14,16 @@ namespace kl::flash_attention_backward_study {
 
 namespace fab = flash_attention_backward;
 
+// The panel's parameters: the kernel's specs (fab::param, rung 5's) for what the kernel takes, with the
+// defaults the panel opens on declared as overrides; the rest (shape, which tile, seed) are the study's.
 std::vector<ParamSpec> params() {
+  const std::string grid = "opens on Lq=96 x Lk=128 as a 3 x 4 grid of tiles to step";
   return {int_param("lq", 1, 1024, 96, "Lq: query rows"),
           int_param("lk", 1, 1024, 128, "Lk: keys"),
           choice_param("d", {"16", "32", "64", "128"}, "32", "head dimension"),
-          bool_param("causal", true, "mask keys j > i + (Lk - Lq) (bottom-right aligned)"),
-          pow2_param("block_m", fab::kMinBlock, fab::kMaxBlock, 32, "BLOCK_M: query rows per tile"),
-          pow2_param("block_n", fab::kMinBlock, fab::kMaxBlock, 32, "BLOCK_N: keys per K/V tile (one program each)"),
+          panel_override(fab::param::causal(), "1", "opens causal, so the grid shows the skipped tiles"),
+          panel_override(fab::param::block_m(), "32", grid),
+          panel_override(fab::param::block_n(), "32", grid),
           int_param("kv_tile", 0, 1023, 1, "the program shown: K/V tile j"),
           int_param("q_tile", 0, 1023, 2, "the step shown: query tile i of program j (and dQ_i's tile)"),
           int_param("seed", 0, 1000000, 1, "seed of the random Q, K, V, dO in [-1, 1]")};
@@ -228,6 +232,9 @@ Result run(Backend b, const ParamValues& p) {
   r.dv_partial = t.dv_partial.to_host();
   r.dq_contrib = t.dq_contrib.to_host();
   r.p_forward = forward_p(b, in, r.s, r.o, r.block_m, r.block_n, r.q_tile, r.kv_tile);
+  r.q_rows.assign(size_t(r.block_m * r.d), 0.0f);
+  const int64_t q0 = r.q_tile * r.block_m, q_rows = std::min<int64_t>(r.block_m, r.s.lq - q0);
+  std::copy(in.q.begin() + q0 * r.d, in.q.begin() + (q0 + q_rows) * r.d, r.q_rows.begin());
 
   study_wall(b, r);
   const Gradients nv = run_variant(b, true, in, r.s, r.o, r.block_m, r.block_n, nullptr);
@@ -290,6 +297,7 @@ study::Report report(const Result& r) {
       "dV_j error after each query tile: " + errs_text(r.dv_err),
       "dQ_i error after each program: " + errs_text(r.dq_err),
   };
+  if (rep.lines.size() != kLineCount) throw std::logic_error("backward study: lines out of step with Line");
   rep.numbers = {{"p_bytes", r.p_bytes},
                  {"naive_bytes", r.naive_bytes},
                  {"lse_bytes", r.lse_bytes},

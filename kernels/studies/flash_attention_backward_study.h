@@ -44,6 +44,7 @@ struct Result {
   // The chosen program (kv_tile), every query step: [q_blocks, BM, BN] and [q_blocks, BN, d]
   std::vector<float> p_recomputed, ds, dk_partial, dv_partial;
   std::vector<float> p_forward;  // [BM, BN]: rung 5's final P of query tile q_tile, keys of kv_tile
+  std::vector<float> q_rows;     // [BM, d]: Q of query tile q_tile (0 past Lq), for dK's lineage
   double p_max_abs_diff = 0;     // recomputed P of (q_tile, kv_tile) against p_forward
   int64_t ds_positive = 0, ds_negative = 0, ds_zero = 0;  // dS of (q_tile, kv_tile), visible cells
   std::vector<float> dq_contrib;  // [k_blocks, BM, d]: what each program added to dQ of q_tile
@@ -55,6 +56,21 @@ struct Result {
   double dq_rel = 0, dk_rel = 0, dv_rel = 0;                  // the whole outputs, teaching
   double naive_rel = 0;                                       // max over dQ, dK, dV, naive
   double tolerance = 0;
+};
+
+// report().lines, in this order: the panel draws each beside the view it is about, so the panel and
+// `kernel-ladder study backward` state the same sentences.
+enum Line : size_t {
+  kLineSaved,     // what the forward saves: P against L
+  kLineWall,      // what the naive backward holds, and its wall
+  kLineOrder,     // the tile order
+  kLineDq,        // how dQ is accumulated (atomics on CUDA)
+  kLineDs,        // dS's signs in the current tile
+  kLineRefusal,   // the naive backward's refusal past its wall
+  kLineDkErr,     // dK_j's error after each query tile
+  kLineDvErr,     // dV_j's error after each query tile
+  kLineDqErr,     // dQ_i's error after each program
+  kLineCount
 };
 
 // Throws InputError (a parameter out of range, kv_tile / q_tile past the tiles of the shape, tiles past

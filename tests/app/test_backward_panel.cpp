@@ -1,11 +1,14 @@
-// app/panels/backward_panel.cpp rendered headlessly by `shot` on the CPU backend: the recomputed-P and
-// forward-P heatmaps are drawn (sequential colour map pixels), the stepper moves the current tile in the
+// app/panels/backward_panel.cpp: its parameters are the study's, and rendered headlessly by `shot` on
+// the CPU backend: the recomputed-P and forward-P heatmaps are drawn (sequential colour map pixels), the stepper moves the current tile in the
 // tile grid, and a K/V tile past the shape is refused on screen (exit 0, no crash) rather than clamped.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
+#include "app/panel.h"
+#include "kernels/studies/flash_attention_backward_study.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
@@ -47,7 +50,7 @@ int sequential_pixels(const Image& im) {
   }
   int n = 0;
   for (int y = 0; y < im.h; ++y)
-    for (int x = im.w * 2 / 5; x < im.w; ++x) {
+    for (int x = 0; x < im.w; ++x) {
       const uint8_t* p = &im.rgba[size_t(y * im.w + x) * 4];
       n += bin[size_t(((p[0] >> 2) * 64 + (p[1] >> 2)) * 64 + (p[2] >> 2))] ? 1 : 0;
     }
@@ -56,10 +59,12 @@ int sequential_pixels(const Image& im) {
 
 TEST(BackwardPanel, DrawsBothPTilesAndMovesTheCurrentTile) {
   const Image a = shot("--set q_tile=0", "bw_panel_0.png"), b = shot("--set q_tile=2", "bw_panel_2.png");
-  EXPECT_GT(sequential_pixels(a), 20000);  // two P heatmaps of about 150 x 150 pixels each
+  EXPECT_GT(sequential_pixels(a), 20000);  // two P heatmaps of about 230 x 230 pixels each
   EXPECT_GT(sequential_pixels(b), 20000);
-  // the tile grid's "done" colour (74, 130, 199): none at step 0, two tiles' worth at step 2
-  const int done0 = count_colour(a, 0, a.w * 2 / 5, 74, 130, 199), done2 = count_colour(b, 0, b.w * 2 / 5, 74, 130, 199);
+  // the tile grid's "done" colour (74, 130, 199) in its column, the first quarter of the panel (the
+  // saved-state chart's L bar below it has it too, the same at both steps): none at step 0, two tiles'
+  // worth at step 2
+  const int done0 = count_colour(a, 0, a.w / 4, 74, 130, 199), done2 = count_colour(b, 0, b.w / 4, 74, 130, 199);
   EXPECT_GT(done2, done0 + 1000) << done0 << " " << done2;
 }
 
@@ -68,6 +73,26 @@ TEST(BackwardPanel, TilePastTheShapeIsShownNotClamped) {
   const std::string file = test::tmp_dir() + "/bw_panel_bad.png";
   EXPECT_EQ(test::run_cli("shot backward --backend cpu --size 1400x900 --out " + file + " --set kv_tile=9", &out), 0)
       << out;
+}
+
+// `study backward` and the panel agree by construction: the panel's specs are the study's params().
+TEST(BackwardPanel, ParamsAreTheStudys) {
+  std::unique_ptr<app::Panel> panel;
+  for (auto& p : app::make_panels())
+    if (p->id() == "backward") panel = std::move(p);
+  ASSERT_NE(panel, nullptr);
+  const std::vector<ParamSpec>& got = panel->params().specs();
+  const std::vector<ParamSpec> want = flash_attention_backward_study::params();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(int(got[i].kind), int(want[i].kind)) << want[i].name;
+    EXPECT_EQ(got[i].range_text(), want[i].range_text()) << want[i].name;
+    EXPECT_EQ(got[i].def, want[i].def) << want[i].name;
+    EXPECT_EQ(got[i].help, want[i].help) << want[i].name;
+    EXPECT_EQ(got[i].override_reason, want[i].override_reason) << want[i].name;
+    EXPECT_EQ(got[i].kernel_def, want[i].kernel_def) << want[i].name;
+  }
 }
 
 }  // namespace

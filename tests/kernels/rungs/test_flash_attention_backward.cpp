@@ -516,5 +516,30 @@ TEST(FlashAttentionBackward, DeterminismAsDocumented) {
   }
 }
 
+// One spec per parameter: the registry entry's parameters are this rung's param:: specs, and those are
+// rung 5's (the mask and scale as they are; the tiles with rung 5's range and default).
+void expect_same_spec(const ParamSpec& a, const ParamSpec& b, bool same_help) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(int(a.kind), int(b.kind)) << a.name;
+  EXPECT_EQ(a.min, b.min) << a.name;
+  EXPECT_EQ(a.max, b.max) << a.name;
+  EXPECT_EQ(a.def, b.def) << a.name;
+  EXPECT_EQ(a.choices, b.choices) << a.name;
+  EXPECT_FALSE(a.is_override()) << a.name;
+  if (same_help) EXPECT_EQ(a.help, b.help) << a.name;
+  else EXPECT_FALSE(a.help.empty()) << a.name;
+}
+
+TEST(FlashAttentionBackwardParams, RegistryTakesTheRungsSpecsWhichAreRungFives) {
+  const KernelEntry e = entry();
+  ASSERT_EQ(e.params.size(), 4u);
+  const std::vector<ParamSpec> mine = {param::causal(), param::scale(), param::block_m(), param::block_n()};
+  for (size_t i = 0; i < mine.size(); ++i) expect_same_spec(e.params[i], mine[i], true);
+  expect_same_spec(param::causal(), flash_attention::param::causal(), true);
+  expect_same_spec(param::scale(), flash_attention::param::scale(), true);
+  expect_same_spec(param::block_m(), flash_attention::param::block_m(), false);
+  expect_same_spec(param::block_n(), flash_attention::param::block_n(), false);
+}
+
 }  // namespace
 }  // namespace kl::flash_attention_backward

@@ -3,8 +3,12 @@
 // against the forward's, dS's signs, the partials converging; bad settings refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
+
 #include "kernels/studies/flash_attention_backward_study.h"
 #include "kernels/runtime/errors.h"
+#include "kernels/runtime/registry.h"
 #include "test_util.h"
 
 namespace kl::flash_attention_backward_study {
@@ -83,6 +87,55 @@ TEST(FlashAttentionBackwardStudy, IsInTheRegistry) {
   const study::Entry* e = study::find("backward");
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->run(Backend::Cpu, settings({"lq=20", "lk=20", "q_tile=0", "kv_tile=0"})).panel, "backward");
+}
+
+// The panel's list is the kernel's specs (rung 5's through fab::param) plus declared overrides, and the
+// study's own parameters (shape, tile shown, seed) that no kernel takes.
+TEST(FlashAttentionBackwardStudy, ParamsAreTheKernelsSpecsOrDeclaredOverrides) {
+  const KernelEntry* k = find_kernel("flash-attention-backward");
+  ASSERT_NE(k, nullptr);
+  int shared = 0;
+  for (const ParamSpec& p : params()) {
+    const ParamSpec* ks = nullptr;
+    for (const ParamSpec& s : k->params) ks = s.name == p.name ? &s : ks;
+    if (!ks) {
+      EXPECT_FALSE(p.is_override()) << p.name;
+      continue;
+    }
+    ++shared;
+    if (!p.is_override()) {
+      EXPECT_EQ(p.def, ks->def) << p.name;
+      EXPECT_EQ(p.range_text(), ks->range_text()) << p.name;
+      EXPECT_EQ(p.help, ks->help) << p.name;
+      continue;
+    }
+    EXPECT_EQ(p.kernel_def, ks->def) << p.name;
+    EXPECT_EQ(p.kernel_range, ks->range_text()) << p.name;
+    EXPECT_EQ(p.help, ks->help) << p.name;
+    EXPECT_NE(p.def, ks->def) << p.name;
+  }
+  EXPECT_EQ(shared, 3);  // causal, block_m, block_n (the panel keeps the default scale)
+}
+
+// Every line of the report, in the order of Line, so the panel draws each beside its view.
+TEST(FlashAttentionBackwardStudy, LinesComeInTheOrderThePanelDrawsThem) {
+  const Result r = run(Backend::Cpu, settings({"lq=40", "q_tile=1"}));
+  const study::Report rep = report(r);
+  ASSERT_EQ(rep.lines.size(), size_t(kLineCount));
+  const std::vector<std::pair<Line, const char*>> starts = {
+      {kLineSaved, "saved for the backward: "},      {kLineWall, "the naive backward holds P and dP: "},
+      {kLineOrder, "tile order: "},                  {kLineDq, "dQ: "},
+      {kLineDs, "dS of query tile 1 x K/V tile 1: "}, {kLineRefusal, "the refusal: "},
+      {kLineDkErr, "dK_j error "},                   {kLineDvErr, "dV_j error "},
+      {kLineDqErr, "dQ_i error "}};
+  for (const auto& [line, start] : starts) EXPECT_EQ(rep.lines[line].rfind(start, 0), 0u) << rep.lines[line];
+  // Q_i for dK's lineage: rows 32..39 of Q, zero past Lq = 40.
+  ASSERT_EQ(r.q_rows.size(), size_t(r.block_m * r.d));
+  float inside = 0, past = 0;
+  for (int row = 0; row < r.block_m; ++row)
+    for (int c = 0; c < r.d; ++c) (row < 8 ? inside : past) += std::abs(r.q_rows[size_t(row * r.d + c)]);
+  EXPECT_GT(inside, 0.0f);
+  EXPECT_EQ(past, 0.0f);
 }
 
 }  // namespace
