@@ -28,7 +28,6 @@ namespace kl::app {
 namespace {
 
 namespace rd = relu_dropout;
-constexpr int64_t kPanelMaxN = int64_t(1) << 20;
 // The mask's two values are palette indices (a binary key, not a colour bar): 1 kept, 0 dropped.
 constexpr int kKeptColour = 1, kDroppedColour = 0;
 constexpr unsigned kRateColour = IM_COL32(240, 200, 90, 255), kBandColour = IM_COL32(150, 150, 150, 255),
@@ -39,8 +38,7 @@ constexpr unsigned kFusedColour = IM_COL32(90, 180, 240, 255), kUnfusedColour = 
 class ReluDropoutPanel : public Panel {
  public:
   ReluDropoutPanel()
-      : params_({int_param("n", 1, kPanelMaxN, 65536, "number of elements"),
-                 rd::param::p(), rd::param::seed(), rd::param::block_size()}) {
+      : params_(study::relu_dropout_params()) {  // the study's list: `study relu-dropout` takes the same
     mask_map_.set_scale({viz::ColorScale::Kind::Categorical, 0.0f, 1.0f, "kept (1) / dropped (0)"});
   }
 

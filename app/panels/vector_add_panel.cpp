@@ -23,10 +23,7 @@ namespace {
 class VectorAddPanel : public Panel {
  public:
   VectorAddPanel()
-      : params_({int_param("n", 1, vector_add::kMaxN, 1000, "number of elements"),
-                 panel_override(vector_add::param::block_size(), "256",
-                                "opens on n=1000 as four programs, the last one's lanes masked past n"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs (small integers)")}) {
+      : params_(study::vector_add_params()) {  // the study's list: `study vector-add` takes the same
     grid_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});  // compute() picks the scale
     tail_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});
   }
