@@ -242,7 +242,7 @@ Heatmap::~Heatmap() {
 void Heatmap::reset_view() { st_->x0 = st_->y0 = st_->x1 = st_->y1 = 0; }
 
 float Heatmap::colorbar_width() const {
-  return scale_.kind == ColorScale::Kind::Categorical ? 0.0f : colorbar_width_for(scale_);
+  return scale_.kind == ColorScale::Kind::Categorical || !colorbar_ ? 0.0f : colorbar_width_for(scale_);
 }
 
 float colorbar_width_for(const ColorScale& s) {
@@ -436,7 +436,7 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
 
   audit::widget(std::string("heatmap '") + id + "'", pos, end);
   ui_log::place("heatmap", id, pos.x, pos.y, end.x, end.y);
-  if (scale_.kind != ColorScale::Kind::Categorical) {
+  if (scale_.kind != ColorScale::Kind::Categorical && colorbar_) {
     ImGui::SameLine(0, 0);
     colorbar(scale_, ImVec2(colorbar_width(), sz.y));
   }

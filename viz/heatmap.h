@@ -42,6 +42,9 @@ class Heatmap {
   void set_grid(int cols, int rows) { grid_cols_ = cols, grid_rows_ = rows; }
   // Highlight a row and/or column (-1: none), e.g. the query and key a hovered weight came from.
   void set_highlight(int row, int col) { hl_row_ = row, hl_col_ = col; }
+  // Leave the colour bar out (a strip that shares another heatmap's scale and bar): draw() then adds
+  // nothing to the right of the image and colorbar_width() is 0.
+  void set_colorbar(bool shown) { colorbar_ = shown; }
 
   // Colours `data` (only when it or the scale changed, or `dirty`) and draws it at `size` pixels,
   // with its colour bar to the right unless the scale is categorical. Returns the hovered cell.
@@ -59,6 +62,7 @@ class Heatmap {
   std::unique_ptr<State> st_;
   ColorScale scale_;
   int grid_cols_ = 0, grid_rows_ = 0, hl_row_ = -1, hl_col_ = -1;
+  bool colorbar_ = true;
   unsigned rgba_ = 0, fbo_ = 0;
   int rgba_w_ = 0, rgba_h_ = 0;
 };

@@ -28,7 +28,6 @@ namespace kl::app {
 namespace {
 
 namespace rd = relu_dropout;
-constexpr int64_t kPanelMaxN = int64_t(1) << 20;
 // The mask's two values are palette indices (a binary key, not a colour bar): 1 kept, 0 dropped.
 constexpr int kKeptColour = 1, kDroppedColour = 0;
 constexpr unsigned kRateColour = IM_COL32(240, 200, 90, 255), kBandColour = IM_COL32(150, 150, 150, 255),
@@ -39,8 +38,7 @@ constexpr unsigned kFusedColour = IM_COL32(90, 180, 240, 255), kUnfusedColour = 
 class ReluDropoutPanel : public Panel {
  public:
   ReluDropoutPanel()
-      : params_({int_param("n", 1, kPanelMaxN, 65536, "number of elements"),
-                 rd::param::p(), rd::param::seed(), rd::param::block_size()}) {
+      : params_(study::relu_dropout_params()) {  // the study's list: `study relu-dropout` takes the same
     mask_map_.set_scale({viz::ColorScale::Kind::Categorical, 0.0f, 1.0f, "kept (1) / dropped (0)"});
   }
 
@@ -78,58 +76,71 @@ class ReluDropoutPanel : public Panel {
     if (!valid_) return;
 
     const study::ReluDropoutResult& r = result_;
-    ImGui::TextUnformatted(r.formula_line.c_str());
-    ImGui::TextDisabled("%s", r.philox_line.c_str());
+    ui::wrapped(r.formula_line);
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.philox_line);
     ui::status_line("matches reference:", r.matches_reference.sentence, r.matches_reference.pass);
     ui::status_line("fused == traced == unfused, bit for bit:", r.bit_for_bit.sentence, r.bit_for_bit.pass);
-    ImGui::SameLine(0, 24);
     ui::status_line("tie u == p kept:", r.tie_kept.sentence, r.tie_kept.pass);
 
-    const float avail = ImGui::GetContentRegionAvail().x, gap = 16.0f;
-    const float left_w = std::min(avail * 0.42f, ImGui::GetContentRegionAvail().y - 60.0f);
-    const float right_w = avail - left_w - gap;
-    draw_mask(r, left_w);
-    ImGui::SameLine(0, gap);
-    ImGui::BeginGroup();
+    // The mask beside the statistics where both fit (the mask no taller than the view), else stacked.
+    const float avail = ImGui::GetContentRegionAvail().x, gap = ImGui::GetStyle().ItemSpacing.x;
+    // Side by side, the mask fits the height left below the checks; stacked, the panel scrolls, so it
+    // fits the panel's whole visible height.
+    const float window_h = ImGui::GetWindowContentRegionMax().y - ImGui::GetWindowContentRegionMin().y;
+    const float view_h = std::max(ui::px(240), ImGui::GetContentRegionAvail().y - ui::px(60));
+    const bool side = avail >= ui::px(300) + gap + ui::px(560);
+    const float left_w = side ? std::max(ui::px(300), std::min(avail * 0.42f, view_h)) : avail;
+    const float right_w = side ? avail - left_w - gap : avail;
+    ui::column_begin({side ? 2 : 1, left_w}, 0);
+    draw_mask(r, side ? left_w : std::min(avail, std::max(ui::px(240), window_h - ui::px(80))));
+    ui::column_end();
+    ui::column_begin({side ? 2 : 1, right_w}, 1);
     const float line = ImGui::GetTextLineHeightWithSpacing();
     const float fusion_text = ImGui::CalcTextSize(r.fusion_line.c_str(), nullptr, false, right_w).y;
-    const float plot_h = std::max(80.0f, (ImGui::GetContentRegionAvail().y - 8.5f * line - fusion_text) / 3.0f);
+    const float room = side ? ImGui::GetContentRegionAvail().y : view_h * 1.5f;
+    const float plot_h = std::max(ui::px(140), (room - 8.5f * line - fusion_text) / 3.0f);
     draw_rates(r, right_w, plot_h);
     draw_histogram(r, right_w, plot_h);
-    draw_fusion(b, r, right_w, plot_h, gap);
-    ImGui::EndGroup();
+    draw_fusion(b, r, right_w, plot_h);
+    ui::column_end();
   }
 
  private:
-  // A colour swatch and its meaning, on the current line.
-  static void swatch(const float rgb[3], const char* text) {
+  // The next key item `w` pixels wide goes on the current line, `gap` pixels (at UI scale 1) after the
+  // last, where it fits left of `right` (a screen x); else it starts the next line.
+  static void next_in_row(float w, float right, float gap) {
+    if (ImGui::GetItemRectMax().x + ui::px(gap) + w <= right) ImGui::SameLine(0, ui::px(gap));
+  }
+  // A colour swatch and its meaning, on the current line unless it does not fit left of `right`.
+  static void swatch(const float rgb[3], const char* text, float right, float gap = -1) {
+    const float sw = ui::px(14), inner = ui::px(4);
+    if (gap >= 0) next_in_row(sw + inner + ImGui::CalcTextSize(text).x, right, gap);
     ImGui::ColorButton(text, ImVec4(rgb[0], rgb[1], rgb[2], 1.0f),
-                       ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop, ImVec2(14, 14));
-    ImGui::SameLine(0, 4);
+                       ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop, ImVec2(sw, sw));
+    ImGui::SameLine(0, inner);
     ImGui::TextUnformatted(text);
   }
-  static void swatch(unsigned col, const char* text) {
+  static void swatch(unsigned col, const char* text, float right, float gap = -1) {
     const ImVec4 c = ImGui::ColorConvertU32ToFloat4(col);
     const float rgb[3] = {c.x, c.y, c.z};
-    swatch(rgb, text);
+    swatch(rgb, text, right, gap);
   }
 
   void draw_mask(const study::ReluDropoutResult& r, float left_w) {
-    ImGui::BeginGroup();
+    const float right = ImGui::GetCursorScreenPos().x + left_w;
     const std::string title = "Keep mask: " + std::to_string(mask_w_) + " x " + std::to_string(mask_h_) +
                               " elements, row-major (traced kernel)";
     ui::section(title.c_str());
     float kept[3], dropped[3];
     viz::categorical_rgb(kKeptColour, kept);
     viz::categorical_rgb(kDroppedColour, dropped);
-    swatch(kept, "kept (u >= p)");
-    ImGui::SameLine(0, 14);
-    swatch(dropped, "dropped (u < p)");
-    ImGui::SameLine(0, 14);
+    swatch(kept, "kept (u >= p)", right);
+    swatch(dropped, "dropped (u < p)", right, 14);
+    next_in_row(ImGui::CalcTextSize("hatched: past n").x, right, 14);
     ImGui::TextDisabled("hatched: past n");
     const float img = left_w;
     const float img_h = img * float(mask_h_) / float(mask_w_);
-    viz::HeatmapHover h = mask_map_.draw("mask", mask_tex_, ImVec2(img, std::max(40.0f, img_h)), fresh_);
+    viz::HeatmapHover h = mask_map_.draw("mask", mask_tex_, ImVec2(img, std::max(ui::px(40), img_h)), fresh_);
     fresh_ = false;
     if (h.active) {
       const int64_t i = int64_t(h.row) * mask_w_ + h.col;
@@ -140,23 +151,19 @@ class ReluDropoutPanel : public Panel {
                           double(philox::uniform(w)), philox::uniform(w) < r.p ? "<" : ">=", r.p, r.x[size_t(i)]);
       }
     }
-    ImGui::EndGroup();
   }
 
   void draw_rates(const study::ReluDropoutResult& r, float w, float h) {
+    const float right = ImGui::GetCursorScreenPos().x + w;
     ui::section("Drop rate against p");
-    ImGui::TextUnformatted(r.rate_line.c_str());
+    ui::wrapped(r.rate_line);
     ui::status_line("this seed's rate inside the interval:", r.rate_inside.sentence, r.rate_inside.pass);
-    ImGui::SameLine();
-    ImGui::TextDisabled("  %s", r.seeds_line.c_str());
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.seeds_line);
     // The title and key above the plot, so no legend box covers the last seeds' points.
-    ImGui::TextUnformatted(r.rate_title.c_str());
-    ImGui::SameLine(0, 18);
-    swatch(kRateColour, "per seed");
-    ImGui::SameLine(0, 18);
-    swatch(kBandColour, "99% interval");
-    ImGui::SameLine(0, 18);
-    swatch(kPColour, "p");
+    ui::wrapped(r.rate_title);
+    swatch(kRateColour, "per seed", right, 18);
+    swatch(kBandColour, "99% interval", right, 18);
+    swatch(kPColour, "p", right, 18);
     std::vector<double> xs;
     for (int k = 0; k < study::kDropoutSeeds; ++k) xs.push_back(k);
     const double last = double(study::kDropoutSeeds - 1);
@@ -187,24 +194,27 @@ class ReluDropoutPanel : public Panel {
     viz::bar_chart("ratios", bars, ho, ImVec2(w, h));
   }
 
-  void draw_fusion(Backend b, const study::ReluDropoutResult& r, float w, float h, float gap) {
+  void draw_fusion(Backend b, const study::ReluDropoutResult& r, float w, float h) {
     ui::section(b == Backend::Cpu ? "What fusion saves (CPU backend: CPU figures)" : "What fusion saves (measured on the GPU)");
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", r.fusion_line.c_str());
-    ImGui::PopTextWrapPos();
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.fusion_line);
     const std::vector<viz::Bar> small = {{"fused, 8 B/elem", r.t_fused_ms * 1e3, kFusedColour},
                                          {"unfused, 16 B/elem", r.t_unfused_ms * 1e3, kUnfusedColour}};
     const std::vector<viz::Bar> big = {{r.big_fused_label, r.t_fused_big_ms, kFusedColour},
                                        {r.big_unfused_label, r.t_unfused_big_ms, kUnfusedColour}};
-    const float bw = (w - gap) * 0.5f;
-    const float bh = std::max(80.0f, std::min(h, ImGui::GetContentRegionAvail().y - 4.0f));
+    // The two sizes side by side where each chart gets 340 px (at UI scale 1, room for both bars' labels
+    // whole), else one above the other.
+    const ui::ColumnsLayout c = ui::columns_or_stack(2, 340.0f);
+    const float bh = std::max(ui::px(120), std::min(h, ImGui::GetContentRegionAvail().y - ui::px(4)));
     viz::PlotOptions so;
     so.title = r.time_title;
-    viz::bar_chart("times", small, so, ImVec2(bw, bh));
-    ImGui::SameLine(0, gap);
+    ui::column_begin(c, 0);
+    viz::bar_chart("times", small, so, ImVec2(c.width, bh));
+    ui::column_end();
     viz::PlotOptions bo;
     bo.title = r.big_time_title;
-    viz::bar_chart("times_big", big, bo, ImVec2(bw, bh));
+    ui::column_begin(c, 1);
+    viz::bar_chart("times_big", big, bo, ImVec2(c.width, bh));
+    ui::column_end();
   }
 
   // [SECTION] computing ---------------------------------------------------------------------------------------

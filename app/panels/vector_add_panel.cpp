@@ -23,12 +23,10 @@ namespace {
 class VectorAddPanel : public Panel {
  public:
   VectorAddPanel()
-      : params_({int_param("n", 1, vector_add::kMaxN, 1000, "number of elements"),
-                 panel_override(vector_add::param::block_size(), "256",
-                                "opens on n=1000 as four programs, the last one's lanes masked past n"),
-                 int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs (small integers)")}) {
+      : params_(study::vector_add_params()) {  // the study's list: `study vector-add` takes the same
     grid_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});  // compute() picks the scale
     tail_map_.set_scale({viz::ColorScale::Kind::Categorical, 0, 1, "pid"});
+    tail_map_.set_colorbar(false);
   }
 
   std::string id() const override { return "vector-add"; }
@@ -67,25 +65,30 @@ class VectorAddPanel : public Panel {
     if (!valid_) return;
 
     const study::VectorAddResult& r = result_;
-    ImGui::TextUnformatted(r.grid_line.c_str());
-    ImGui::TextDisabled("%s", r.block_line.c_str());
+    ui::wrapped(r.grid_line);
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.block_line);
     ui::status_line("matches reference:", r.matches_reference.sentence, r.matches_reference.pass);
     ui::status_line("trace:", r.trace_check.sentence, r.trace_check.pass);
 
     ui::section("Programs of the launch grid");
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
-                       "hatched = masked offset;  red checker = never stored",
-                       raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
-    ImGui::PopStyleColor();
-    const float axis_w = ImGui::CalcTextSize("00000000").x + 8.0f;
-    const float avail = ImGui::GetContentRegionAvail().x - 110.0f - axis_w;
-    const float img_w = avail - grid_map_.colorbar_width();
-    // Square cells where they fit; rows at least 24 px tall while there are few of them.
+    char caption[512];
+    std::snprintf(caption, sizeof caption,
+                  "each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
+                  "hatched = masked offset;  red checker = never stored",
+                  raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), caption);
+    if (categorical_) pid_key(r.grid);
+    const float axis_w = ImGui::CalcTextSize("00000000").x + ui::px(8);
+    const float avail = ImGui::GetContentRegionAvail().x - ui::px(110) - axis_w;
+    const float img_w = std::max(ui::px(64), avail - grid_map_.colorbar_width());
+    // Square cells where they fit; rows at least 24 px tall while there are few of them. Never shorter
+    // than the colour bar's caption, which reads along it.
     const float cell = img_w / float(raster_.cols);
-    const float max_h = std::max(120.0f, ImGui::GetContentRegionAvail().y - 130.0f);
-    const float height = std::min(max_h, float(raster_.rows) * std::max(cell, 24.0f));
-    const float top_ticks = ImGui::GetTextLineHeight() + 4.0f;
+    const float min_h = std::max(ui::px(120), ImGui::CalcTextSize("pid (program id)").x + ImGui::GetFontSize() * 2);
+    const float max_h = std::max(min_h, ImGui::GetContentRegionAvail().y - ui::px(130));
+    const float height = std::max(std::min(max_h, float(raster_.rows) * std::max(cell, ui::px(24))),
+                                  categorical_ ? 0.0f : min_h);
+    const float top_ticks = ImGui::GetTextLineHeight() + ui::px(4);
     element_axis(axis_w, img_w, height, top_ticks);
     grid_map_.set_grid(raster_.grid_cols, raster_.grid_rows);
     viz::HeatmapHover h = grid_map_.draw("programs", grid_tex_, ImVec2(img_w, height), fresh_);
@@ -95,30 +98,31 @@ class VectorAddPanel : public Panel {
     }
 
     ui::section("The tail program, offset by offset");
-    ImGui::TextDisabled("%s", r.tail_line.c_str());
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.tail_line);
     ImGui::SetCursorPosX(ImGui::GetCursorPosX() + axis_w);
-    // The strip shares the grid's scale; its colour bar (on a sequential scale) is the grid's, so it is
-    // clipped away here rather than drawn 28 px tall.
-    const ImVec2 s0 = ImGui::GetCursorScreenPos();
-    ImGui::PushClipRect(s0, ImVec2(s0.x + img_w, s0.y + 28.0f), true);
-    viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(img_w, 28.0f), fresh_);
-    ImGui::PopClipRect();
+    // The strip shares the grid's scale and its colour bar (set_colorbar(false) in the constructor).
+    viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(img_w, ui::px(28)), fresh_);
     if (th.active) tooltip(ctx.backend.backend, (r.grid - 1) * r.block_size + th.col);
     fresh_ = false;
   }
 
  private:
-  // A swatch per program when the palette has a colour for each (at most 12 programs).
+  // A swatch per program when the palette has a colour for each (at most 12 programs), wrapping onto
+  // the next line where the next swatch and its pid would leave the content region.
   static void pid_key(int64_t programs) {
     ImGui::TextDisabled("pid:");
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    const float sw = ui::px(14), inner = ui::px(4), spacing = ImGui::GetStyle().ItemSpacing.x;
     for (int64_t pid = 0; pid < programs; ++pid) {
       float c[3];
       viz::categorical_rgb(int(pid), c);
-      ImGui::SameLine();
-      ImGui::ColorButton(("##pid" + std::to_string(pid)).c_str(), ImVec4(c[0], c[1], c[2], 1.0f),
-                         ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop, ImVec2(14, 14));
-      ImGui::SameLine(0, 4);
-      ImGui::Text("%" PRId64, pid);
+      const std::string label = std::to_string(pid);
+      const float w = sw + inner + ImGui::CalcTextSize(label.c_str()).x;
+      if (ImGui::GetItemRectMax().x + spacing + w <= right) ImGui::SameLine();
+      ImGui::ColorButton(("##pid" + label).c_str(), ImVec4(c[0], c[1], c[2], 1.0f),
+                         ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop, ImVec2(sw, sw));
+      ImGui::SameLine(0, inner);
+      ImGui::TextUnformatted(label.c_str());
     }
   }
 
@@ -129,7 +133,8 @@ class VectorAddPanel : public Panel {
     const ImU32 col = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const ImVec2 img0(p0.x + axis_w, p0.y + top_ticks);
-    dl->AddText(ImVec2(img0.x - 6 - ImGui::CalcTextSize("element").x, p0.y), col, "element");
+    const float pad = ui::px(6);
+    dl->AddText(ImVec2(img0.x - pad - ImGui::CalcTextSize("element").x, p0.y), col, "element");
     const int64_t per_row = raster_.lanes_per_row, block = raster_.block_size;
     // Top: offsets within a row, at program boundaries when a row holds 2 to 8 programs, else quarters.
     const int64_t programs_per_row = per_row / block;
@@ -140,7 +145,7 @@ class VectorAddPanel : public Panel {
       const float tw = ImGui::CalcTextSize(t.c_str()).x;
       const float tx = off == 0 ? x : (off == per_row ? x - tw : x - tw * 0.5f);
       dl->AddText(ImVec2(tx, p0.y), col, t.c_str());
-      dl->AddLine(ImVec2(x, img0.y - 3), ImVec2(x, img0.y), col);
+      dl->AddLine(ImVec2(x, img0.y - ui::px(3)), ImVec2(x, img0.y), col);
     }
     // Left: each row's first element; every row while their labels fit, else evenly spaced rows.
     const float lh = ImGui::GetTextLineHeight();
@@ -151,7 +156,7 @@ class VectorAddPanel : public Panel {
       const float y = img0.y + height * (float(row) + 0.5f) / float(raster_.rows);
       const std::string t = std::to_string(int64_t(row) * per_row);
       const ImVec2 ts = ImGui::CalcTextSize(t.c_str());
-      dl->AddText(ImVec2(img0.x - 6 - ts.x, std::min(y - ts.y * 0.5f, img0.y + height - ts.y)), col, t.c_str());
+      dl->AddText(ImVec2(img0.x - pad - ts.x, std::min(y - ts.y * 0.5f, img0.y + height - ts.y)), col, t.c_str());
     }
     ImGui::Dummy(ImVec2(axis_w, top_ticks));
     ImGui::SetCursorScreenPos(img0);
@@ -170,9 +175,7 @@ class VectorAddPanel : public Panel {
                                                : viz::ColorScale{viz::ColorScale::Kind::Sequential, 0.0f,
                                                                  float(r.grid - 1), "pid (program id)"};
     grid_map_.set_scale(scale);
-    viz::ColorScale tail_scale = scale;
-    tail_scale.label.clear();  // the strip's colour bar is clipped away (see draw); its label would not be
-    tail_map_.set_scale(tail_scale);
+    tail_map_.set_scale(scale);
     grid_tex_.resize(raster_.cols, raster_.rows, 2);
     tail_tex_.resize(r.block_size, 1, 2);
     if (b == Backend::Cuda) {

@@ -27,12 +27,6 @@ std::string printf_text(const char* f, ...) {
   return buf;
 }
 
-std::string settings_text(const ParamValues& v) {
-  std::string s;
-  for (const ParamSpec& p : v.specs()) s += (s.empty() ? "" : ", ") + p.name + "=" + v.get_text(p.name);
-  return s;
-}
-
 // Inputs: uniform in [-1, 1) (half of them negative, so ReLU has work), from Philox under a fixed key.
 std::vector<float> make_inputs(int64_t n) {
   std::vector<float> x(static_cast<size_t>(n));
@@ -207,11 +201,10 @@ void describe(ReluDropoutResult& r) {
 
 }  // namespace
 
+// The panel's parameters: p, seed and block_size are the rung's own specs; n is the panel's input size.
 std::vector<ParamSpec> relu_dropout_params() {
-  return {int_param("n", 1, kReluDropoutMaxN, 65536, "number of elements"),
-          float_param("p", 0.0, 1.0, 0.5, "drop probability", true),
-          int_param("seed", 0, rd::kMaxSeed, 1234, "Philox key: the same seed gives the same mask"),
-          pow2_param("block_size", rd::kMinBlock, rd::kMaxBlock, 1024, "BLOCK_SIZE: elements per program")};
+  return {int_param("n", 1, kReluDropoutMaxN, 65536, "number of elements"), rd::param::p(), rd::param::seed(),
+          rd::param::block_size()};
 }
 
 ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings) {

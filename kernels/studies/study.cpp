@@ -14,6 +14,12 @@ std::string to_text(const Report& r) {
   return o.str();
 }
 
+std::string settings_text(const ParamValues& v) {
+  std::string s;
+  for (const ParamSpec& p : v.specs()) s += (s.empty() ? "" : ", ") + p.name + "=" + v.get_text(p.name);
+  return s;
+}
+
 nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   j["panel"] = r.panel;

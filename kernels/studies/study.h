@@ -32,6 +32,8 @@ struct Report {
 // Human-readable form (what `study` prints) and JSON form (`study --json`).
 std::string to_text(const Report& r);
 nlohmann::json to_json(const Report& r);
+// The settings as applied, in the specs' order: "n=1000, block_size=256, seed=1" (Report::settings).
+std::string settings_text(const ParamValues& v);
 
 struct Entry {
   std::string panel;    // as typed after `study` and `shot`: "softmax"

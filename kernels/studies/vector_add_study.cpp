@@ -23,12 +23,6 @@ std::string printf_text(const char* f, ...) {
   return buf;
 }
 
-std::string settings_text(const ParamValues& v) {
-  std::string s;
-  for (const ParamSpec& p : v.specs()) s += (s.empty() ? "" : ", ") + p.name + "=" + v.get_text(p.name);
-  return s;
-}
-
 // Small integers in [-100, 100] from the seed: sums are exact in float32, so the check asks for 0 diff.
 void make_inputs(VectorAddResult& r, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -90,10 +84,12 @@ void describe(VectorAddResult& r) {
 
 }  // namespace
 
+// The panel's parameters: the rung's block_size spec, with the panel's own default (an override the
+// `list` command shows beside the kernel's); n and seed belong to the panel's synthetic inputs.
 std::vector<ParamSpec> vector_add_params() {
   return {int_param("n", 1, vector_add::kMaxN, 1000, "number of elements"),
-          pow2_param("block_size", vector_add::kMinBlock, vector_add::kMaxBlock, 256,
-                     "BLOCK_SIZE: elements per program"),
+          panel_override(vector_add::param::block_size(), "256",
+                         "opens on n=1000 as four programs, the last one's lanes masked past n"),
           int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs (small integers)")};
 }
 

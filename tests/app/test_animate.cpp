@@ -11,6 +11,7 @@
 #include <map>
 
 #include "app/gif_frames.h"
+#include "app/palette_pixels.h"
 #include "kernels/runtime/errors.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
@@ -135,27 +136,33 @@ size_t differing_pixels(const std::vector<uint8_t>& a, const std::vector<uint8_t
   return n;
 }
 
-// The vector-add tail animation on `backend` against `shot` on the same backend.
+// The vector-add tail animation on `backend` against `shot` on the same backend. At 1024x768 the whole
+// panel is in view: the pid key's swatches and the grid's four program rows (n = 784..1024 with
+// BLOCK_SIZE 256 is 4 programs, so the panel colours by the 12-colour categorical palette, not the
+// sequential scale it takes past 12 programs).
 void check_vector_add_tail(const std::string& backend) {
+  constexpr int W = 1024, H = 768;
   std::string out;
-  const test::GifFrames g = animate("vector-add --vary n=784..1024:80 --set block_size=256 --size 800x600 --fps 5",
+  const test::GifFrames g = animate("vector-add --vary n=784..1024:80 --set block_size=256 --size 1024x768 --fps 5",
                                     "va-" + backend + ".gif", &out, backend);
   if (backend == "cuda") EXPECT_NE(out.find("CUDA backend"), std::string::npos) << out;
   ASSERT_EQ(g.rgba.size(), 4u) << out;  // n = 784, 864, 944, 1024
-  EXPECT_EQ(g.width, 800);
-  EXPECT_EQ(g.height, 600);
+  EXPECT_EQ(g.width, W);
+  EXPECT_EQ(g.height, H);
   EXPECT_TRUE(g.loops);
   for (int d : g.delay_cs) EXPECT_EQ(d, 20);
   EXPECT_NE(out.find("4 frames"), std::string::npos) << out;
   for (size_t k = 1; k < g.rgba.size(); ++k)
-    EXPECT_GT(differing_pixels(g.rgba[k - 1], g.rgba[k], 800, 600 - kStatusRows), 1000u) << "frame " << k;
+    EXPECT_GT(differing_pixels(g.rgba[k - 1], g.rgba[k], W, H - kStatusRows), 1000u) << "frame " << k;
 
   // Frame 2 (n=944) against `shot` at the same settings: every pixel of a program's colour is exact.
   const std::vector<uint8_t> png =
-      shot("vector-add --set n=944 --set block_size=256 --size 800x600", "va944-" + backend + ".png", backend);
+      shot("vector-add --set n=944 --set block_size=256 --size 1024x768", "va944-" + backend + ".png", backend);
   ASSERT_EQ(png.size(), g.rgba[2].size());
+  EXPECT_EQ(test::palette_colours_present(png, 40), 4) << "the shot shows other than one colour per program";
+  EXPECT_EQ(test::palette_colours_present(g.rgba[2], 40), 4) << "the GIF frame shows other than one colour per program";
   size_t palette_pixels = 0, equal = 0;
-  for (size_t i = 0; i < size_t(800) * (600 - kStatusRows); ++i) {
+  for (size_t i = 0; i < size_t(W) * (H - kStatusRows); ++i) {
     const uint32_t want = rgb_at(png, i), got = rgb_at(g.rgba[2], i);
     equal += want == got;
     for (int k = 0; k < 12; ++k) {
@@ -171,7 +178,7 @@ void check_vector_add_tail(const std::string& backend) {
     }
   }
   EXPECT_GT(palette_pixels, 20000u) << "the programs' rows are not where the shot has them";
-  EXPECT_GT(double(equal) / (800.0 * (600 - kStatusRows)), 0.95);
+  EXPECT_GT(double(equal) / (double(W) * (H - kStatusRows)), 0.95);
 }
 
 TEST(Animate, OneFramePerValueAtTheSizeEachDifferentWithTheCategoricalColoursOfShot) { check_vector_add_tail("cpu"); }

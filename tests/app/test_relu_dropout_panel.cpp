@@ -5,6 +5,9 @@
 
 #include <cstdlib>
 
+#include "app/panel_specs.h"
+#include "kernels/rungs/relu_dropout.h"
+#include "kernels/studies/relu_dropout_study.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
@@ -53,6 +56,19 @@ TEST(ReluDropoutPanel, MaskRasterShowsTheKeptShareCpu) { check_kept_share("cpu")
 TEST(ReluDropoutPanel, MaskRasterShowsTheKeptShareCuda) {
   KL_REQUIRE_CUDA();
   check_kept_share("cuda");
+}
+
+// One spec per parameter: the panel takes the study's list, whose p, seed and block_size are the rung's
+// own specs, unchanged.
+TEST(ReluDropoutPanel, ParametersAreTheStudysBuiltFromTheRungsSpecs) {
+  test::expect_panel_params_are_the_studys("relu-dropout");
+  const ParamValues v(study::relu_dropout_params());
+  for (const ParamSpec& k : {relu_dropout::param::p(), relu_dropout::param::seed(), relu_dropout::param::block_size()}) {
+    const ParamSpec* s = v.spec(k.name);
+    ASSERT_NE(s, nullptr) << k.name;
+    EXPECT_FALSE(s->is_override()) << k.name;
+    test::expect_same_spec(*s, k, "relu-dropout " + k.name);
+  }
 }
 
 TEST(ReluDropoutPanel, POutsideRangeExitsTwo) {

@@ -6,6 +6,9 @@
 #include <set>
 
 #include "app/palette_pixels.h"
+#include "app/panel_specs.h"
+#include "kernels/rungs/vector_add.h"
+#include "kernels/studies/vector_add_study.h"
 #include "test_util.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
@@ -84,6 +87,21 @@ TEST(VectorAddPanel, FewProgramsGetOneKeyedColourEach) {
   EXPECT_EQ(palette_colours_present(rgba, 40), 12);
   shot("--size 1200x800 --set n=416 --set block_size=32", test::tmp_dir() + "/va-13.png", rgba, w, h);
   EXPECT_EQ(palette_colours_present(rgba, 2000), 0);
+}
+
+// One spec per parameter: the panel takes the study's list, whose block_size is the rung's spec with
+// the panel's declared default (a panel_override naming the kernel's default and range).
+TEST(VectorAddPanel, ParametersAreTheStudysBuiltFromTheRungsSpec) {
+  test::expect_panel_params_are_the_studys("vector-add");
+  const ParamValues v(study::vector_add_params());
+  const ParamSpec* b = v.spec("block_size");
+  ASSERT_NE(b, nullptr);
+  const ParamSpec k = vector_add::param::block_size();
+  EXPECT_TRUE(b->is_override());
+  EXPECT_EQ(b->kernel_def, k.def);
+  EXPECT_EQ(b->kernel_range, k.range_text());
+  EXPECT_EQ(b->def, "256");
+  EXPECT_EQ(b->help, k.help);
 }
 
 TEST(VectorAddPanel, CudaBackendThroughInteropSameColours) {
