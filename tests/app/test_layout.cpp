@@ -3,10 +3,8 @@
 // 1280x720 to 3840x2160, UI scales 1 and 2, the source pane shown and hidden. Each configuration must
 // report zero findings (the command exits 1 and prints one line per finding otherwise).
 //
-// Configurations whose findings lie inside the panel bodies (fixed pixel sizes and side-by-side views
-// that the panel rewrite of issue 12 is replacing) are instantiated DISABLED_ below, listed by name,
-// so that they are visible in every run ("YOU HAVE N DISABLED TESTS") and are enabled by moving them
-// to the first list once their panels are laid out with ui::columns_or_stack / ui::px.
+// Each panel's own test (test_layout_PANEL.cpp) runs the same matrix over that panel's stops alone, so a
+// finding names its panel's test; this one holds the whole window, every panel, in one process each.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -39,21 +37,18 @@ TEST_P(LayoutAudit, NothingCutOutsideItsRegionOrOverlapping) {
   EXPECT_EQ(code, 0) << out;
 }
 
-// Clean today.
-INSTANTIATE_TEST_SUITE_P(Clean, LayoutAudit,
-                         testing::Values(Look{"1920x1080", 1, false}, Look{"2560x1440", 1, true},
-                                         Look{"2560x1440", 1, false}, Look{"3840x2160", 1, true},
-                                         Look{"3840x2160", 1, false}, Look{"3840x2160", 2, false}),
-                         name_of);
-// Pending the panel bodies (see the integrator's list in the branch's report).
-INSTANTIATE_TEST_SUITE_P(DISABLED_PendingPanelBodies, LayoutAudit,
+// Every configuration of the matrix: 5 sizes x UI scales 1 and 2 x the source pane shown and hidden.
+INSTANTIATE_TEST_SUITE_P(Matrix, LayoutAudit,
                          testing::Values(Look{"1280x720", 1, true}, Look{"1280x720", 1, false},
                                          Look{"1280x720", 2, true}, Look{"1280x720", 2, false},
                                          Look{"1400x900", 1, true}, Look{"1400x900", 1, false},
                                          Look{"1400x900", 2, true}, Look{"1400x900", 2, false},
-                                         Look{"1920x1080", 1, true}, Look{"1920x1080", 2, true},
-                                         Look{"1920x1080", 2, false}, Look{"2560x1440", 2, true},
-                                         Look{"2560x1440", 2, false}, Look{"3840x2160", 2, true}),
+                                         Look{"1920x1080", 1, true}, Look{"1920x1080", 1, false},
+                                         Look{"1920x1080", 2, true}, Look{"1920x1080", 2, false},
+                                         Look{"2560x1440", 1, true}, Look{"2560x1440", 1, false},
+                                         Look{"2560x1440", 2, true}, Look{"2560x1440", 2, false},
+                                         Look{"3840x2160", 1, true}, Look{"3840x2160", 1, false},
+                                         Look{"3840x2160", 2, true}, Look{"3840x2160", 2, false}),
                          name_of);
 
 // The audit finds what it is for: a panel drawn into a window too small for it is reported, one line
