@@ -46,8 +46,10 @@ TEST(AnimateChrome, FramesAreWhatTheWindowShows) {
   // The chrome frame is the chrome shot but for the colours the GIF approximated (text edges) and the
   // frame-time figure in the status bar: nearly every pixel within a small tolerance.
   EXPECT_LT(differing(c.rgba[0], shot, 40), 0.03);
-  // And it is not the view alone: the sidebar and the source pane change a large share of the frame.
-  EXPECT_GT(differing(c.rgba[0], p.rgba[0], 40), 0.2);
+  // And it is not the view alone: the sidebar and the source pane change a large share of the frame
+  // (about a fifth at 1280x720: 0.19 through NVIDIA's GL, 0.2 on Mesa), where a frame that ignored
+  // --chrome would differ from the plain one only by the GIF's approximations (under 0.03, as above).
+  EXPECT_GT(differing(c.rgba[0], p.rgba[0], 40), 0.1);
 }
 
 }  // namespace
