@@ -40,8 +40,14 @@ TEST(RunOutputs, RefusesUnknownDuplicateAndEmpty) {
   }
 }
 
+// Files are named after the running test: ctest runs each test as its own process, in parallel, so two
+// tests writing one name would read each other's inputs.
+std::string test_file(const std::string& name) {
+  return test::tmp_dir() + "/" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+}
+
 std::string write_npy(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
-  const std::string path = test::tmp_dir() + "/" + name;
+  const std::string path = test_file(name);
   npy::write(path, Array{std::move(shape), data});
   return path;
 }
@@ -73,34 +79,32 @@ TEST(RunOutputs, BackwardWritesAllThreeNamedAndTheFirstAlone) {
   std::vector<float> dq(f.q.size()), dk(f.k.size()), dv(f.v.size());
   flash_attention_backward::run_teaching(Backend::Cpu, f.q.data(), f.k.data(), f.v.data(), nullptr, nullptr,
                                          f.dout.data(), dq.data(), dk.data(), dv.data(), s, o);
-  const std::string t = test::tmp_dir();
   std::string out;
-  ASSERT_EQ(test::run_cli("run flash-attention-backward --backend cpu --set causal=1" + f.args + " --out dq=" + t +
-                              "/bw_dq.npy --out dk=" + t + "/bw_dk.npy --out dv=" + t + "/bw_dv.npy",
+  ASSERT_EQ(test::run_cli("run flash-attention-backward --backend cpu --set causal=1" + f.args + " --out dq=" + test_file("bw_dq.npy") +
+                              " --out dk=" + test_file("bw_dk.npy") + " --out dv=" + test_file("bw_dv.npy"),
                           &out),
             0)
       << out;
   EXPECT_NE(out.find("(teaching, cpu backend)"), std::string::npos) << out;
-  const Array gq = npy::read(t + "/bw_dq.npy"), gk = npy::read(t + "/bw_dk.npy"), gv = npy::read(t + "/bw_dv.npy");
+  const Array gq = npy::read(test_file("bw_dq.npy")), gk = npy::read(test_file("bw_dk.npy")), gv = npy::read(test_file("bw_dv.npy"));
   EXPECT_EQ(gq.shape, (std::vector<int64_t>{lq, d}));
   EXPECT_EQ(gk.shape, (std::vector<int64_t>{lk, d}));
   EXPECT_EQ(gq.data, dq);
   EXPECT_EQ(gk.data, dk);
   EXPECT_EQ(gv.data, dv);
   // --out FILE alone: the first output, dQ
-  ASSERT_EQ(test::run_cli("run flash-attention-backward --backend cpu --set causal=1" + f.args + " --out " + t +
-                              "/bw_first.npy",
+  ASSERT_EQ(test::run_cli("run flash-attention-backward --backend cpu --set causal=1" + f.args + " --out " + test_file("bw_first.npy"),
                           &out),
             0)
       << out;
-  EXPECT_EQ(npy::read(t + "/bw_first.npy").data, dq);
+  EXPECT_EQ(npy::read(test_file("bw_first.npy")).data, dq);
   // the naive variant writes the same gradients to float32 rounding
   ASSERT_EQ(test::run_cli("run flash-attention-backward --variant naive --backend cpu --set causal=1" + f.args +
-                              " --out dv=" + t + "/bw_naive_dv.npy",
+                              " --out dv=" + test_file("bw_naive_dv.npy"),
                           &out),
             0)
       << out;
-  EXPECT_LT(test::rel_err(npy::read(t + "/bw_naive_dv.npy").data, std::vector<double>(dv.begin(), dv.end())), 1e-5);
+  EXPECT_LT(test::rel_err(npy::read(test_file("bw_naive_dv.npy")).data, std::vector<double>(dv.begin(), dv.end())), 1e-5);
 }
 
 TEST(RunOutputs, BackwardRefusalsExitTwoWithOneLine) {
@@ -109,7 +113,7 @@ TEST(RunOutputs, BackwardRefusalsExitTwoWithOneLine) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {f.args + " --out dz=" + t + "/x.npy", "dz is not an output"},
            {f.args + " --in o=" + write_npy("bw_o.npy", {8, 16}, f.q) + " --out " + t + "/x.npy", "--in o, --in lse"},
-           {f.args + " --in lse=" + write_npy("bw_l.npy", {8, 16}, f.q) + " --in o=" + t + "/bw_o.npy --out " + t +
+           {f.args + " --in lse=" + write_npy("bw_l.npy", {8, 16}, f.q) + " --in o=" + test_file("bw_o.npy") + " --out " + t +
                 "/x.npy",
             "--in lse: shape (8, 16) must be (8,)"}}) {
     std::string out;
