@@ -3,8 +3,8 @@
 // 1280x720 to 3840x2160, UI scales 1 and 2, the source pane shown and hidden. Each configuration must
 // report zero findings (the command exits 1 and prints one line per finding otherwise).
 //
-// Each panel's own test (test_layout_PANEL.cpp) runs the same matrix over that panel's stops alone, so a
-// finding names its panel's test; this one holds the whole window, every panel, in one process each.
+// Every panel at every one of its tour stops is audited in each configuration (`shot all`); a finding's
+// line names its panel and stop. One panel alone: `shot PANEL --stops --chrome --layout-report ...`.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,6 +60,14 @@ TEST(LayoutAuditCommand, ReportsWhatIsCutAndExitsOne) {
   EXPECT_NE(out.find("flash-attention 400x300 scale 1 chrome+source: "), std::string::npos) << out;
   EXPECT_NE(out.find(" leaves the visible region ["), std::string::npos) << out;
   EXPECT_EQ(out.find("layout report: 0 findings"), std::string::npos) << out;
+}
+
+// --stops audits one panel at each of its tour stops, and only those.
+TEST(LayoutAuditCommand, StopsAuditsOnePanelAtEachOfItsTourStops) {
+  std::string out;
+  EXPECT_EQ(test::run_cli("shot softmax --stops --chrome --layout-report --backend cpu --size 1400x900", &out), 0) << out;
+  EXPECT_NE(out.find("layout report: 0 findings over 3 views at 1400x900"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("shot softmax --stops --set n_cols=5 --layout-report --backend cpu", &out), 2) << out;
 }
 
 TEST(LayoutAuditCommand, ChromeShotIsWhatTheWindowShows) {
