@@ -15,53 +15,12 @@ Usage: python3 bench/torch_softmax.py [--rows 4096] [--quick] [--json FILE]
 """
 import argparse
 import json
-import statistics
+import os
 import sys
 
-import torch
-import torch.nn.functional as F
-
-
-def time_ms(fn, warmup=5, iters=30):
-    """Median of `iters` event-timed runs of fn, queued behind a ~10 ms spin on the GPU (as `kernel-ladder
-    bench` does), so the interpreter's launch overhead never falls inside a timed interval."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-    torch.cuda._sleep(20_000_000)  # 2e7 GPU cycles: ~10 ms at the H200's 1.98 GHz
-    for start, end in events:
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
-
-
-def cold_sets(bytes_per_set):
-    """As `kernel-ladder bench` does: rotate through enough (input, output) sets to span 4x the L2, so a
-    shape that fits the cache is not timed from it."""
-    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 60 << 20)
-    return max(1, -(-4 * l2 // bytes_per_set))
-
-
-def per_op_ms(fns, warmup=5, iters=30):
-    """Median time of one op, rotating through `fns` (one per buffer set), each run timed on its own."""
-    state = {"k": 0}
-
-    def step():
-        fns[state["k"]]()
-        state["k"] = (state["k"] + 1) % len(fns)
-    return time_ms(step, warmup, iters)
-
-
-def copy_gbs(nbytes, sets=1):
-    pairs = []
-    for _ in range(sets):
-        src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").fill_(1)
-        pairs.append((src, torch.empty_like(src)))
-    ms = per_op_ms([lambda s=s, d=d: d.copy_(s) for s, d in pairs])
-    return 2.0 * nbytes / (ms * 1e-3) / 1e9
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_common as pc  # noqa: E402  (the timing method shared with bench/triton_peers.py)
+from peers_common import copy_gbs, cold_sets, per_op_ms  # noqa: E402
 
 
 def main():
@@ -70,9 +29,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--json", help="also write the JSON line to this file")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("torch_softmax.py: no CUDA device; this script runs on the GPU machine only", file=sys.stderr)
-        return 2
+    torch, = pc.require("torch_softmax.py")
+    import torch.nn.functional as F
     torch.manual_seed(0)
     rows_out = []
     widths = [1024, 4096] if args.quick else [1024, 2048, 4096, 8192, 16384, 32768]
