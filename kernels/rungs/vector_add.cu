@@ -23,6 +23,7 @@ __global__ void vector_add_traced(const float* __restrict__ x, const float* __re
 }
 
 // Memory-bound: 16-byte loads and stores, several in flight per thread, grid sized to the machine.
+// `fast` candidate "grid-stride" (the default until issue 16's run picks one).
 __global__ void vector_add_fast(const float4* __restrict__ x, const float4* __restrict__ y,
                                 float4* __restrict__ out, int64_t n4) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -44,6 +45,54 @@ __global__ void vector_add_fast(const float4* __restrict__ x, const float4* __re
   }
 }
 
+// The other `fast` candidates: the array as tiles of kFastThreads * K float4s (4K floats per thread,
+// thread t taking float4s t, t + 256, ... of its tile, so each warp's accesses are 512 contiguous bytes),
+// block b taking tiles b, b + gridDim.x, ...: one tile per block when the grid has a block per tile
+// ("tile-*"), a full wave (SMs x resident blocks per SM) walking the tiles otherwise ("wave-*").
+// STREAM: __ldcs/__stcs (evict-first) or plain loads and stores.
+constexpr int kFastThreads = 256;
+
+template <bool STREAM>
+__device__ __forceinline__ float4 load4(const float4* p) {
+  if constexpr (STREAM) return __ldcs(p);
+  else return *p;
+}
+template <bool STREAM>
+__device__ __forceinline__ void store4(float4* p, float4 v) {
+  if constexpr (STREAM) __stcs(p, v);
+  else *p = v;
+}
+__device__ __forceinline__ float4 add4(float4 a, float4 b) {
+  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+template <int K, bool STREAM>
+__global__ void __launch_bounds__(kFastThreads) vector_add_tiles(const float4* __restrict__ x,
+                                                                 const float4* __restrict__ y,
+                                                                 float4* __restrict__ out, int64_t n4) {
+  constexpr int64_t kTile = int64_t(kFastThreads) * K;
+  const int64_t tiles = (n4 + kTile - 1) / kTile;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t base = t * kTile + threadIdx.x;
+    if (base + (K - 1) * kFastThreads < n4) {  // a whole tile: all K loads of x and y in flight at once
+      float4 a[K], b[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        a[k] = load4<STREAM>(x + base + k * kFastThreads);
+        b[k] = load4<STREAM>(y + base + k * kFastThreads);
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) store4<STREAM>(out + base + k * kFastThreads, add4(a[k], b[k]));
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int64_t i = base + k * kFastThreads;
+        if (i < n4) store4<STREAM>(out + i, add4(load4<STREAM>(x + i), load4<STREAM>(y + i)));
+      }
+    }
+  }
+}
+
 __global__ void vector_add_tail(const float* x, const float* y, float* out, int64_t begin, int64_t n) {
   const int64_t i = begin + threadIdx.x;
   if (i < n) out[i] = x[i] + y[i];
@@ -58,19 +107,71 @@ void run_cuda_traced(const float* x, const float* y, float* out, int64_t n, int 
                block_size, t, trace != nullptr);
 }
 
+namespace {
+
+// K = 0: the grid-stride kernel above; otherwise vector_add_tiles<K, stream>, one block per tile or a wave.
+struct FastCandidate {
+  const char* name;
+  int k;
+  bool stream, wave;
+};
+constexpr FastCandidate kFastCandidates[] = {
+    {"grid-stride", 0, true, false},    {"tile-k2-plain", 2, false, false}, {"tile-k2", 2, true, false},
+    {"tile-k4-plain", 4, false, false}, {"tile-k4", 4, true, false},        {"wave-k2-plain", 2, false, true},
+    {"wave-k4", 4, true, true},
+};
+// The candidate `fast` runs when KL_VECTOR_ADD_FAST is unset. Issue 16's GPU run picks the winner.
+constexpr const char* kDefaultFast = "grid-stride";
+
+const FastCandidate& fast_candidate() {
+  const char* v = std::getenv("KL_VECTOR_ADD_FAST");
+  const std::string name = v && *v ? v : kDefaultFast;
+  std::string allowed;
+  for (const FastCandidate& c : kFastCandidates) {
+    if (name == c.name) return c;
+    allowed += std::string(allowed.empty() ? "" : ", ") + c.name;
+  }
+  throw InputError(out_of_range_message("KL_VECTOR_ADD_FAST", name, allowed));
+}
+
+using TilesKernel = void (*)(const float4*, const float4*, float4*, int64_t);
+TilesKernel tiles_kernel(int k, bool stream) {
+  if (k == 2) return stream ? vector_add_tiles<2, true> : vector_add_tiles<2, false>;
+  return stream ? vector_add_tiles<4, true> : vector_add_tiles<4, false>;
+}
+
+void launch_tiles(const FastCandidate& c, const float4* x, const float4* y, float4* out, int64_t n4, int sms) {
+  const TilesKernel kernel = tiles_kernel(c.k, c.stream);
+  const int64_t tile = int64_t(kFastThreads) * c.k;
+  int64_t blocks = (n4 + tile - 1) / tile;
+  if (c.wave) {
+    int per_sm = 0;
+    KL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
+    const int64_t wave_blocks = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+    if (blocks > wave_blocks) blocks = wave_blocks;
+  }
+  cuda::launch("vector_add_tiles", kernel, dim3(unsigned(blocks)), dim3(kFastThreads), 0, 0, x, y, out, n4);
+}
+
+}  // namespace
+
 void run_cuda_fast(const float* x, const float* y, float* out, int64_t n) {
+  const FastCandidate& c = fast_candidate();
   int dev = 0, sms = 0;
   KL_CUDA_CHECK(cudaGetDevice(&dev));
   KL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const int64_t n4 = n / 4;
-  if (n4 > 0) {
+  const auto* x4 = reinterpret_cast<const float4*>(x);
+  const auto* y4 = reinterpret_cast<const float4*>(y);
+  auto* o4 = reinterpret_cast<float4*>(out);
+  if (n4 > 0 && c.k == 0) {
     const int threads = 256;
     int64_t blocks = (n4 + threads - 1) / threads;
     const int64_t cap = int64_t(sms) * 8;
     if (blocks > cap) blocks = cap;
-    cuda::launch("vector_add_fast", vector_add_fast, dim3(unsigned(blocks)), dim3(threads), 0, 0,
-                 reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(y),
-                 reinterpret_cast<float4*>(out), n4);
+    cuda::launch("vector_add_fast", vector_add_fast, dim3(unsigned(blocks)), dim3(threads), 0, 0, x4, y4, o4, n4);
+  } else if (n4 > 0) {
+    launch_tiles(c, x4, y4, o4, n4, sms);
   }
   if (n4 * 4 < n)
     cuda::launch("vector_add_tail", vector_add_tail, dim3(1), dim3(4), 0, 0, x, y, out, n4 * 4, n);
