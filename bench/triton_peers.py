@@ -46,12 +46,12 @@ def row(op, impl, shape, ms, op_bytes, copy, sets, **extra):
     r = {"op": op, "impl": impl, "shape": shape, "ms": ms, "gbs": gbs, "copy_gbs": copy, "ratio": gbs / copy,
          "sets": sets}
     r.update(extra)
-    print(f"{op:<13} {impl:<26} {shape:<14} {ms:9.4f} {gbs:9.1f} {copy:10.1f} {gbs / copy:7.3f}  ({sets} set{'s' * (sets > 1)})")
+    print(f"{op:<13} {impl:<30} {shape:<14} {ms:9.4f} {gbs:9.1f} {copy:10.1f} {gbs / copy:7.3f}  ({sets} set{'s' * (sets > 1)})")
     return r
 
 
 def failed(op, impl, shape, why):
-    print(f"{op:<13} {impl:<26} {shape:<14} NOT TIMED: {why}")
+    print(f"{op:<13} {impl:<30} {shape:<14} NOT TIMED: {why}")
     return {"op": op, "impl": impl, "shape": shape, "error": why}
 
 
@@ -246,7 +246,7 @@ def main():
     torch.manual_seed(0)
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}")
     ladder = ladder_rows(args.ladder, only, args.quick) if args.ladder else []
-    print(f"{'op':<13} {'impl':<26} {'shape':<14} {'ms':>9} {'GB/s':>9} {'copy GB/s':>10} {'ratio':>7}")
+    print(f"{'op':<13} {'impl':<30} {'shape':<14} {'ms':>9} {'GB/s':>9} {'copy GB/s':>10} {'ratio':>7}")
     rows = []
     if "vector-add" in only:
         rows += vector_add_rows(torch, tk, args.quick)
