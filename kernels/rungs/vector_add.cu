@@ -23,7 +23,6 @@ __global__ void vector_add_traced(const float* __restrict__ x, const float* __re
 }
 
 // Memory-bound: 16-byte loads and stores, several in flight per thread, grid sized to the machine.
-// `fast` candidate "grid-stride" (the default until issue 16's run picks one).
 __global__ void vector_add_fast(const float4* __restrict__ x, const float4* __restrict__ y,
                                 float4* __restrict__ out, int64_t n4) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -45,7 +44,7 @@ __global__ void vector_add_fast(const float4* __restrict__ x, const float4* __re
   }
 }
 
-// The other `fast` candidates: the array as tiles of kFastThreads * K float4s (4K floats per thread,
+// The `fast` candidates besides the grid-stride kernel above ("grid-stride"): the array as tiles of kFastThreads * K float4s (4K floats per thread,
 // thread t taking float4s t, t + 256, ... of its tile, so each warp's accesses are 512 contiguous bytes),
 // block b taking tiles b, b + gridDim.x, ...: one tile per block when the grid has a block per tile
 // ("tile-*"), a full wave (SMs x resident blocks per SM) walking the tiles otherwise ("wave-*").
