@@ -2,6 +2,10 @@
 a count of elements per program (Triton spreads it over num_warps x 32 threads; num_warps left at Triton's
 default). Imported by bench/triton_peers.py only after it has checked that triton is there.
 
+The write-up's source text is not in this repository: these are written from what the README and the
+assets' texts say the kernels do, in the form of Triton's own tutorials (01-vector-add, 02-fused-softmax,
+04-low-memory-dropout, whose keep rule `random > p` this follows; the project's kernels keep u >= p).
+
   vector add     program pid: offsets pid*BLOCK_SIZE + arange(BLOCK_SIZE), mask offsets < n, out = x + y
   relu+dropout   one load, relu, the keep decision from tl.rand(seed, offsets) (Philox word 0 at counter i,
                  not this project's mask, assets/text/relu_dropout.md), survivors scaled by 1/(1-p), one store
