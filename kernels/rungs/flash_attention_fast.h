@@ -104,7 +104,7 @@ struct FastTraits<64> {
   // and Q's A fragments re-read from shared memory each k-step (kQInRegs false); kBlockN = 128 or Q
   // held in registers spilled more under that cap. ptxas reported an 8-byte spill here (one 64-bit
   // value) until the grouped-query prologue (now 127 registers, no spill: the allocation moves with
-  // small changes); kMinBlocksPerSm = 1 gives 163 registers, one block per SM: measure both.
+  // small changes); kMinBlocksPerSm = 1 removed it then (163 registers, one block per SM): measure both.
   static constexpr int kMinBlocksPerSm = 2;
   static constexpr bool kQInRegs = false;
 };
