@@ -4,8 +4,12 @@ same shapes, with the flash backend (FlashAttention-2) and then the cuDNN backen
 
 Shapes (as the ladder's bench_fast): bf16, d in {64, 128}, L in {512, ..., 16384}, B*L = 16384,
 H*d = 2048, causal and not, Lq = Lk = L (so PyTorch's top-left causal mask equals the ladder's
-bottom-right one). TFLOP/s count 4*B*H*L*L*d, halved for causal. Each run is timed on its own with CUDA
-events after warm-up; the median is reported.
+bottom-right one). Then grouped-query attention: d = 128, H = 16 query heads over Hkv = 2 kv heads,
+L in {1024, 4096, 16384}, causal and not; k and v have Hkv heads and SDPA gets enable_gqa=True (torch
+2.5 and later). Where a backend or an older torch refuses that, the script times SDPA on k and v
+repeat_interleave'd to H heads (the repeat itself not timed) and says so in the row ("gqa_flash" /
+"gqa_cudnn": "enable_gqa" or "repeat_interleave") and in the table. TFLOP/s count 4*B*H*L*L*d, halved
+for causal. Each run is timed on its own with CUDA events after warm-up; the median is reported.
 
 Usage (on the GPU machine, in the same run as the ladder's bench):
   kernel-ladder bench flash-attention --json ladder.json
@@ -25,6 +29,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 TOKENS = 16384  # B * L
 WIDTH = 2048    # H * d
+GQA_KV_HEADS = 2            # the ladder's kGqaBenchKvHeads
+GQA_LENGTHS = [1024, 4096, 16384]
 
 
 def shapes(quick):
@@ -33,7 +39,10 @@ def shapes(quick):
     for d in (64, 128):
         for L in lengths:
             for causal in (False, True):
-                yield dict(B=tokens // L, H=WIDTH // d, L=L, d=d, causal=causal)
+                yield dict(B=tokens // L, H=WIDTH // d, Hkv=None, L=L, d=d, causal=causal)
+    for L in [512] if quick else GQA_LENGTHS:  # grouped-query attention, as the ladder's bench_fast
+        for causal in (False, True):
+            yield dict(B=tokens // L, H=WIDTH // 128, Hkv=GQA_KV_HEADS, L=L, d=128, causal=causal)
 
 
 def flops(s):
@@ -41,12 +50,30 @@ def flops(s):
     return f * 0.5 if s["causal"] else f
 
 
-def time_sdpa(s, backend, warmup, iters):
+def sdpa_call(s, backend):
+    """The timed call for shape s and how it does grouped-query attention (None for multi-head)."""
     torch.manual_seed(0)
-    q, k, v = (torch.randn(s["B"], s["H"], s["L"], s["d"], device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    hkv = s["Hkv"] or s["H"]
+    q = torch.randn(s["B"], s["H"], s["L"], s["d"], device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(s["B"], hkv, s["L"], s["d"], device="cuda", dtype=torch.bfloat16) for _ in range(2))
     scale = 1.0 / math.sqrt(s["d"])
+    if not s["Hkv"]:
+        return (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], scale=scale)), None
+    try:  # native GQA: k and v with Hkv heads
+        with sdpa_kernel(backend):
+            fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], scale=scale, enable_gqa=True)
+            fn()
+            torch.cuda.synchronize()
+        return fn, "enable_gqa"
+    except (TypeError, RuntimeError):  # torch < 2.5 (no enable_gqa) or this backend refuses it
+        group = s["H"] // hkv
+        kr, vr = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # query head h: kv h // group
+        return (lambda: F.scaled_dot_product_attention(q, kr, vr, is_causal=s["causal"], scale=scale)), "repeat_interleave"
+
+
+def time_sdpa(s, backend, warmup, iters):
+    fn, gqa = sdpa_call(s, backend)
     with sdpa_kernel(backend):
-        fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], scale=scale)
         for _ in range(warmup):
             fn()
         torch.cuda.synchronize()
@@ -60,14 +87,14 @@ def time_sdpa(s, backend, warmup, iters):
         torch.cuda.synchronize()
     ms = sorted(a.elapsed_time(b) for a, b in zip(starts, ends))
     n = len(ms)
-    return ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
+    return (ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])), gqa
 
 
-SHAPE_RE = re.compile(r"L=(\d+)\s+d=(\d+)\s+(non-causal|causal)")
+SHAPE_RE = re.compile(r"(?:Hkv=(\d+)\s+)?L=(\d+)\s+d=(\d+)\s+(non-causal|causal)")
 
 
 def ladder_rows(path):
-    """(L, d, causal) -> TFLOP/s of the ladder's fast variant, from its --json file (any nesting)."""
+    """(L, d, causal, Hkv or None) -> TFLOP/s of the ladder's fast variant, from its --json file (any nesting)."""
     with open(path) as f:
         doc = json.load(f)
     found = {}
@@ -77,7 +104,8 @@ def ladder_rows(path):
             if "shape" in x and "tflops" in x and x.get("variant", "fast") == "fast":
                 m = SHAPE_RE.search(str(x["shape"]))
                 if m:
-                    found[(int(m.group(1)), int(m.group(2)), m.group(3) == "causal")] = float(x["tflops"])
+                    hkv = int(m.group(1)) if m.group(1) else None
+                    found[(int(m.group(2)), int(m.group(3)), m.group(4) == "causal", hkv)] = float(x["tflops"])
             for v in x.values():
                 walk(v)
         elif isinstance(x, list):
@@ -104,16 +132,19 @@ def main():
     results = []
     for s in shapes(args.quick):
         r = dict(s)
-        r["shape"] = f"B={s['B']} H={s['H']} L={s['L']} d={s['d']} {'causal' if s['causal'] else 'non-causal'} bf16"
+        hkv = f" Hkv={s['Hkv']}" if s["Hkv"] else ""
+        r["shape"] = f"B={s['B']} H={s['H']}{hkv} L={s['L']} d={s['d']} {'causal' if s['causal'] else 'non-causal'} bf16"
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             try:
-                ms = time_sdpa(s, backend, args.warmup, args.iters)
+                ms, gqa = time_sdpa(s, backend, args.warmup, args.iters)
                 r[f"{name}_ms"] = ms
+                if gqa:
+                    r[f"gqa_{name}"] = gqa
                 r[f"{name}_tflops"] = flops(s) / (ms * 1e-3) / 1e12
             except RuntimeError as e:  # backend not available for this shape / build
                 r[f"{name}_error"] = str(e).splitlines()[0][:200]
                 r[f"{name}_tflops"] = None
-        lt = ladder.get((s["L"], s["d"], s["causal"]))
+        lt = ladder.get((s["L"], s["d"], s["causal"], s["Hkv"]))
         r["ladder_tflops"] = lt
         for name in ("flash", "cudnn"):
             peer = r.get(f"{name}_tflops")
@@ -128,10 +159,12 @@ def main():
         return format(x, spec) if x is not None else "-".rjust(int(spec.split(".")[0]))
 
     print()
-    print(f"{'shape':44s} {'ladder':>8s} {'flash':>8s} {'cudnn':>8s} {'/flash':>7s} {'/cudnn':>7s}  (TFLOP/s)")
+    print(f"{'shape':50s} {'ladder':>8s} {'flash':>8s} {'cudnn':>8s} {'/flash':>7s} {'/cudnn':>7s}  (TFLOP/s)")
     for r in results:
-        print(f"{r['shape']:44s} {fmt(r['ladder_tflops'], '8.1f')} {fmt(r['flash_tflops'], '8.1f')} "
-              f"{fmt(r['cudnn_tflops'], '8.1f')} {fmt(r['ladder_over_flash'], '7.2f')} {fmt(r['ladder_over_cudnn'], '7.2f')}")
+        gqa = " ".join(f"{n}:{r[f'gqa_{n}']}" for n in ("flash", "cudnn") if r.get(f"gqa_{n}"))
+        print(f"{r['shape']:50s} {fmt(r['ladder_tflops'], '8.1f')} {fmt(r['flash_tflops'], '8.1f')} "
+              f"{fmt(r['cudnn_tflops'], '8.1f')} {fmt(r['ladder_over_flash'], '7.2f')} {fmt(r['ladder_over_cudnn'], '7.2f')}"
+              + (f"  GQA by {gqa}" if gqa else ""))
     return 0
 
 

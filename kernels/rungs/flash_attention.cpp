@@ -15,6 +15,53 @@
 
 namespace kl::flash_attention {
 
+// [SECTION] Shapes, with grouped-query attention ------------------------------------------------------
+
+std::string Shape::text() const {
+  const std::string t = attention::Shape::text();  // "B=1 H=8 Lq=5 Lk=15 d=32"
+  if (kv() == heads) return t;
+  const size_t at = t.find(" Lq=");
+  return t.substr(0, at) + " Hkv=" + std::to_string(kv()) + t.substr(at);
+}
+
+std::string gqa_heads_message(int64_t kv_heads, int64_t q_heads) {
+  return out_of_range_message("Hkv (heads of k and v)", std::to_string(kv_heads),
+                              "a divisor of Hq=" + std::to_string(q_heads) +
+                                  " (grouped-query attention: query head h reads kv head h / (Hq / Hkv))");
+}
+
+void check_kv_heads(int64_t kv_heads, int64_t heads) {
+  if (kv_heads < 1 || kv_heads > heads || heads % kv_heads != 0)
+    throw InputError(gqa_heads_message(kv_heads, heads));
+}
+
+Shape shape_from_arrays(const Array& q, const Array& k, const Array& v) {
+  // Grouped-query attention: q [B, Hq, L, d] with k and v [B, Hkv, Lk, d]. The head rule first; then
+  // rung 4's checks of everything else, on k and v's shapes with q's head count.
+  const bool rank4 = q.shape.size() == 4 && k.shape.size() == 4 && k.shape == v.shape;
+  if (!rank4 || q.shape[1] == k.shape[1]) return Shape(attention::shape_from_arrays(q, k, v));
+  check_kv_heads(k.shape[1], q.shape[1]);
+  Array k_as_mha{k.shape, {}};
+  k_as_mha.shape[1] = q.shape[1];
+  Shape s(attention::shape_from_arrays(q, k_as_mha, k_as_mha));
+  s.kv_heads = k.shape[1];
+  return s;
+}
+
+void reference(const float* q, const float* k, const float* v, const Shape& s, const Options& o, double* out) {
+  // Each query head on its own (rung 4's reference, B = H = 1), reading its kv head: h / (Hq / Hkv).
+  attention::Shape one;
+  one.lq = s.lq;
+  one.lk = s.lk;
+  one.d = s.d;
+  const int64_t q_len = s.lq * s.d, kv_len = s.lk * s.d;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t bh = b * s.heads + h, kv = b * s.kv() + h / s.group();
+      attention::reference(q + bh * q_len, k + kv * kv_len, v + kv * kv_len, one, o, out + bh * q_len);
+    }
+}
+
 // [SECTION] Tile shapes -------------------------------------------------------------------------------
 
 int64_t smem_bytes(int block_m, int block_n, int d) {
@@ -126,6 +173,7 @@ void program(int64_t qb, int64_t bh, const float* q, const float* k, const float
              float scale, bool causal, int bm, int bn, FlashTraceView* t, Smem& sm) {
   const int d = s.d;
   const int64_t lq = s.lq, lk = s.lk, q0 = qb * bm;
+  const int64_t kv = kv_bh_of(bh, s.heads, s.group());  // grouped-query attention: this head's K/V
   const int rows_here = int(std::min<int64_t>(bm, lq - q0));
   const float ninf = -std::numeric_limits<float>::infinity();
   for (int r = 0; r < bm; ++r)
@@ -144,8 +192,8 @@ void program(int64_t qb, int64_t bh, const float* q, const float* k, const float
     for (int jj = 0; jj < bn; ++jj)
       for (int c = 0; c < d; ++c) {
         const int64_t j = k0 + jj;
-        sm.Ks[size_t(jj * d + c)] = j < lk ? k[(bh * lk + j) * d + c] : 0.0f;
-        sm.Vs[size_t(jj * d + c)] = j < lk ? v[(bh * lk + j) * d + c] : 0.0f;
+        sm.Ks[size_t(jj * d + c)] = j < lk ? k[(kv * lk + j) * d + c] : 0.0f;
+        sm.Vs[size_t(jj * d + c)] = j < lk ? v[(kv * lk + j) * d + c] : 0.0f;
       }
     // S = Q K^T * scale, masked -inf
     for (int r = 0; r < bm; ++r) {
@@ -234,6 +282,7 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, flo
   require_range("Lq", s.lq, 1, int64_t(1) << 24);
   require_range("Lk", s.lk, 1, int64_t(1) << 24);
   require_range("B*H", s.bh(), 1, 65535);
+  check_kv_heads(s.kv(), s.heads);
   check_tiles(b, block_m, block_n, s.d);
   if (trace && (trace->rows != s.bh() * s.lq || trace->block_m != block_m || trace->block_n != block_n ||
                 trace->steps != (s.lk + block_n - 1) / block_n || trace->d != s.d))
@@ -325,7 +374,7 @@ KernelEntry entry() {
     const Array& q = r.inputs.at("q");
     const Array& k = r.inputs.at("k");
     const Array& v = r.inputs.at("v");
-    const Shape s = attention::shape_from_arrays(q, k, v);
+    const Shape s = shape_from_arrays(q, k, v);  // k and v may have fewer heads (grouped-query attention)
     Options o;
     o.causal = r.params.get_bool("causal");
     o.scale = r.params.get_float("scale");

@@ -31,7 +31,8 @@ __device__ __forceinline__ void record_row(const FlashTraceView& t, int64_t row,
 template <int D>
 __global__ void flash_teaching(const float* __restrict__ q, const float* __restrict__ k,
                                const float* __restrict__ v, float* __restrict__ out, int64_t lq, int64_t lk,
-                               float scale, bool causal, int bm, int bn, FlashTraceView t, bool record) {
+                               int64_t heads, int64_t group, float scale, bool causal, int bm, int bn,
+                               FlashTraceView t, bool record) {
   extern __shared__ float4 smem4[];
   float* Qs = reinterpret_cast<float*>(smem4);
   float* Ks = Qs + bm * D;
@@ -43,6 +44,7 @@ __global__ void flash_teaching(const float* __restrict__ q, const float* __restr
   float* a_s = l_s + bm;
 
   const int64_t bh = blockIdx.y, qb = blockIdx.x, q0 = qb * bm;
+  const int64_t kv = kv_bh_of(bh, heads, group);  // grouped-query attention: this head's K/V
   const int rows_here = int(lq - q0 < bm ? lq - q0 : bm);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, warps = blockDim.x / 32;
 
@@ -65,8 +67,8 @@ __global__ void flash_teaching(const float* __restrict__ q, const float* __restr
     // load the K/V tile (keys past Lk: zeros)
     for (int idx = tid; idx < bn * D; idx += blockDim.x) {
       const int64_t j = k0 + idx / D;
-      Ks[idx] = j < lk ? k[(bh * lk + j) * D + idx % D] : 0.0f;
-      Vs[idx] = j < lk ? v[(bh * lk + j) * D + idx % D] : 0.0f;
+      Ks[idx] = j < lk ? k[(kv * lk + j) * D + idx % D] : 0.0f;
+      Vs[idx] = j < lk ? v[(kv * lk + j) * D + idx % D] : 0.0f;
     }
     __syncthreads();
     // S = Q K^T * scale, masked -inf
@@ -191,7 +193,7 @@ static void launch_d(const float* q, const float* k, const float* v, float* out,
   const dim3 grid(unsigned((s.lq + bm - 1) / bm), unsigned(s.bh()));
   const FlashTraceView tv = t ? *t : FlashTraceView{};
   cuda::launch("flash_teaching", flash_teaching<D>, grid, dim3(kThreads), size_t(smem_bytes(bm, bn, D)), 0, q, k,
-               v, out, s.lq, s.lk, scale, causal, bm, bn, tv, t != nullptr);
+               v, out, s.lq, s.lk, s.heads, s.group(), scale, causal, bm, bn, tv, t != nullptr);
 }
 
 void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,

@@ -1,6 +1,8 @@
 // Rung 5: FlashAttention's tiled online softmax (the `teaching` variant), out = softmax(Q K^T * scale) V
 // without ever holding all of K and V on chip. Same inputs, masks and conventions as rung 4
-// (kernels/rungs/attention.h: Shape, Options, bottom-right causal alignment, rows that see nothing give 0).
+// (kernels/rungs/attention.h: Shape, Options, bottom-right causal alignment, rows that see nothing give 0),
+// plus grouped-query attention: k and v may have Hkv heads where Hkv divides q's Hq, and query head h
+// reads kv head h / (Hq / Hkv) (kv_head_of; Shape::kv_heads). Hkv = Hq is rung 4's multi-head case.
 //
 // One program (CUDA block) owns BLOCK_M query rows of one (batch, head) and streams K/V in tiles of
 // BLOCK_N keys. Per query row it keeps a running max m, a running sum l and a partial output O
@@ -17,6 +19,7 @@
 // row of the block can see are skipped (never loaded); the trace marks them.
 //
 // Versions:
+//   reference float64 on the host: rung 4's reference (attention::reference) per query head, on its kv head.
 //   teaching  (CPU and CUDA) the loop above with plain loops over shared memory, 128 threads per block,
 //             instrumented: an optional FlashTrace records from inside the kernel, for every query row
 //             and every K/V tile step, m before/after, alpha, l before/after and the tile's row sum,
@@ -26,6 +29,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/rungs/attention.h"
@@ -35,7 +39,40 @@
 namespace kl::flash_attention {
 
 using attention::Options;
-using attention::Shape;
+
+// [SECTION] Shapes, with grouped-query attention ------------------------------------------------------
+// Rung 4's shape (batch, heads = Hq, lq, lk, d) and the heads of k and v. Made implicitly from a rung-4
+// shape (kv_heads 0: as many as q). Buffers: q and out [batch, heads, lq, d], k and v [batch, kv(), lk, d].
+struct Shape : attention::Shape {
+  int64_t kv_heads = 0;  // Hkv, dividing heads; 0 means heads (multi-head attention)
+  Shape() = default;
+  Shape(const attention::Shape& s) : attention::Shape(s) {}  // implicit: Hkv = Hq
+  int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  int64_t kv_bh() const { return batch * kv(); }
+  int64_t group() const { return heads / kv(); }  // query heads per kv head, Hq / Hkv
+  std::string text() const;                        // rung 4's, with " Hkv=N" when Hkv != Hq
+};
+
+// Grouped-query attention's index map: query head h reads kv head h / group, group = Hq / Hkv >= 1 (1: h
+// itself), computed once on the host so a kernel pays one unsigned division in its prologue. Both
+// teaching backends and the fast kernels call it (host and device).
+KL_ATTN_HD inline int kv_head_of(int h, int group) { return int(unsigned(h) / unsigned(group)); }
+// The same on a flattened (batch, head) index bh = b * heads + h: the kv buffer's b * Hkv + h / group.
+KL_ATTN_HD inline int64_t kv_bh_of(int64_t bh, int64_t heads, int64_t group) {
+  return (bh / heads) * (heads / group) + kv_head_of(int(bh % heads), int(group));
+}
+
+// The one line that refuses kv heads not dividing q's: names Hkv, its value and the rule.
+std::string gqa_heads_message(int64_t kv_heads, int64_t q_heads);
+// Throws InputError (gqa_heads_message) unless 1 <= kv_heads <= heads and kv_heads divides heads.
+void check_kv_heads(int64_t kv_heads, int64_t heads);
+
+// Parses q ([L, d] or [B, Hq, L, d]) and k, v ([Lk, d] or [B, Hkv, Lk, d], Hkv dividing Hq) into a shape;
+// otherwise rung 4's checks and messages (attention::shape_from_arrays).
+Shape shape_from_arrays(const Array& q, const Array& k, const Array& v);
+
+// float64 reference (grouped-query attention included): out [batch*heads, lq, d].
+void reference(const float* q, const float* k, const float* v, const Shape& s, const Options& o, double* out);
 
 constexpr int kMinBlock = 16, kMaxBlock = 128;  // BLOCK_M, BLOCK_N: powers of two in [16, 128]
 constexpr int kThreads = 128;                   // threads per CUDA block (4 warps)
@@ -117,7 +154,8 @@ void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk,
                      int channels);
 
 // [SECTION] Running it ------------------------------------------------------------------------------
-// The teaching kernel on backend b; pointers live there. out [bh, lq, d]. `trace` (optional) must have
+// The teaching kernel on backend b; pointers live there. q, out [bh, lq, d]; k, v [kv_bh, lk, d] (grouped-
+// query attention: each program loads the K/V of its query head's kv head). `trace` (optional) must have
 // been reset() for this shape and tile on the same backend. Throws InputError for bad shapes/tiles.
 void run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
                   const Options& o, int block_m, int block_n, FlashTraceView* trace = nullptr);

@@ -242,7 +242,7 @@ __device__ __forceinline__ void process_tile(WarpState<T, kHeadDim, kBlockN, kQI
 // Shared memory: sQ [kBlockM][d], sK [kStages][kBlockN][d], sV [kStages][kBlockN][d], all swizzled.
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(FastTraits<kHeadDim>::kNWarps * 32, FastTraits<kHeadDim>::kMinBlocksPerSm)
-    flash_fwd_kernel(const FastParams p) {
+    flash_fwd_kernel(const FastParams p, const int kv_group) {
   using Tr = FastTraits<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kThreads = Tr::kNWarps * 32;
   static_assert(kBlockM == Tr::kNWarps * 16, "one warp per 16 query rows");
@@ -259,9 +259,11 @@ __global__ void __launch_bounds__(FastTraits<kHeadDim>::kNWarps * 32, FastTraits
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int m0 = m_block * kBlockM;
 
+  const int h_kv = kv_head_of(h, kv_group);  // grouped-query attention: h / (H / H_kv)
+
   const T* q = static_cast<const T*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
-  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
+  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride;
+  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
   T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
 
   const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
@@ -389,7 +391,8 @@ void launch_fwd(const FastParams& p) {
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
   const char* name = std::is_same<T, __half>::value ? (kHeadDim == 64 ? "flash_fwd_fast_d64_fp16" : "flash_fwd_fast_d128_fp16")
                                                     : (kHeadDim == 64 ? "flash_fwd_fast_d64_bf16" : "flash_fwd_fast_d128_bf16");
-  cuda::launch(name, flash_fwd_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32), size_t(fast_smem_bytes<Tr>()), 0, p);
+  cuda::launch(name, flash_fwd_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32), size_t(fast_smem_bytes<Tr>()), 0, p,
+               kv_group(p));
 }
 
 template <class T>
@@ -496,32 +499,42 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
   const FastPath path = fast_path();
+  // One row; h_kv = 0: multi-head (k and v with H heads), else grouped-query (k and v with h_kv heads).
+  auto row = [&](int d, int L, bool causal, int h_kv) {
+    FastParams p;
+    p.B = int(tokens / L), p.H = int(width / d), p.H_kv = h_kv, p.Lq = p.Lk = L, p.d = d;
+    p.scale = 1.0f / std::sqrt(float(d));
+    p.causal = causal;
+    p.dtype = FastDtype::Bf16;
+    p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
+    set_contiguous_strides(p);
+    const bench::Timing t =
+        quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
+    const double flops = 4.0 * p.B * p.H * double(p.Lq) * p.Lk * d * (causal ? 0.5 : 1.0);
+    bench::Row r;
+    r.kernel = "flash-attention";
+    r.variant = "fast";
+    r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) +
+              (h_kv > 0 ? " Hkv=" + std::to_string(h_kv) : std::string()) + " L=" + std::to_string(L) +
+              " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 " + fast_path_name(path);
+    r.ms = t.median_ms;
+    r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+    // Q and O once each, K and V once each at H_kv heads: the fewest bytes (K/V are re-read per query
+    // block from L2).
+    const double kv_share = double(kv_heads(p)) / p.H;
+    r.gbs = t.median_ms > 0 ? double(n) * 2 * (2 + 2 * kv_share) / (t.median_ms * 1e-3) / 1e9 : 0;
+    r.ratio = 0;  // the peer (PyTorch SDPA) is timed by bench/torch_flash.py, which prints the ratios
+    r.baseline = "torch: bench/torch_flash.py";
+    rows.push_back(r);
+  };
   for (int d : {64, 128})
     for (int L : lengths)
-      for (bool causal : {false, true}) {
-        FastParams p;
-        p.B = int(tokens / L), p.H = int(width / d), p.Lq = p.Lk = L, p.d = d;
-        p.scale = 1.0f / std::sqrt(float(d));
-        p.causal = causal;
-        p.dtype = FastDtype::Bf16;
-        p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
-        set_contiguous_strides(p);
-        const bench::Timing t =
-            quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
-        const double flops = 4.0 * p.B * p.H * double(p.Lq) * p.Lk * d * (causal ? 0.5 : 1.0);
-        bench::Row r;
-        r.kernel = "flash-attention";
-        r.variant = "fast";
-        r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) + " L=" + std::to_string(L) +
-                  " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 " + fast_path_name(path);
-        r.ms = t.median_ms;
-        r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
-        // Q, K, V read once and O written once: the fewest bytes (K/V are re-read per query block from L2).
-        r.gbs = t.median_ms > 0 ? 4.0 * double(n) * 2 / (t.median_ms * 1e-3) / 1e9 : 0;
-        r.ratio = 0;  // the peer (PyTorch SDPA) is timed by bench/torch_flash.py, which prints the ratios
-        r.baseline = "torch: bench/torch_flash.py";
-        rows.push_back(r);
-      }
+      for (bool causal : {false, true}) row(d, L, causal, 0);
+  // Grouped-query attention: H = 16 query heads over 2 kv heads at d = 128 (the ratio 8 of Llama-3-70B's
+  // 64 query heads over 8), the same B*L and H*d as above: each row compares with the H = 16 d = 128 row
+  // of the same L and mask.
+  for (int L : quick ? std::vector<int>{512} : std::vector<int>{1024, 4096, 16384})
+    for (bool causal : {false, true}) row(128, L, causal, kGqaBenchKvHeads);
   mem::synchronize(Backend::Cuda);
   return rows;
 }

@@ -33,12 +33,17 @@
 //   wgmma-cpasync d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB), 1 block/SM
 //   wgmma-cpasync d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB), 1 block/SM
 // Layout: [B, H, L, d] with the last dimension contiguous (strides in FastParams, in elements).
+// Grouped-query attention: k and v may have H_kv heads where H_kv divides H (the query heads); query
+// head h reads kv head h / (H / H_kv) (kv_head_of, kernels/rungs/flash_attention.h). The same kernels:
+// only the index map of the K/V pointers (and the K/V tensor maps' head coordinate) changes; H_kv = H
+// is plain multi-head attention.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/rungs/flash_attention.h"  // kv_head_of, gqa_heads_message: grouped-query attention
 #include "kernels/runtime/array.h"
 #include "kernels/runtime/backend.h"
 #include "kernels/measure/bench.h"
@@ -63,6 +68,7 @@ struct FastParams {
   const void* v = nullptr;
   void* o = nullptr;
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
+  int H_kv = 0;  // heads of k and v (grouped-query attention), dividing H; 0 means H
   int64_t q_batch_stride = 0, q_head_stride = 0, q_row_stride = 0;
   int64_t k_batch_stride = 0, k_head_stride = 0, k_row_stride = 0;
   int64_t v_batch_stride = 0, v_head_stride = 0, v_row_stride = 0;
@@ -73,14 +79,19 @@ struct FastParams {
 };
 using FlashParams = FastParams;
 
-// Fills the strides for contiguous [B, H, L, d] tensors.
+// The heads of k and v: H_kv, or H when H_kv is 0; and the query heads per kv head, H / H_kv, which
+// the launchers pass to the kernels beside p (kv_head_of(h, group) in their pointer prologues).
+inline int kv_heads(const FastParams& p) { return p.H_kv > 0 ? p.H_kv : p.H; }
+inline int kv_group(const FastParams& p) { return p.H / kv_heads(p); }
+
+// Fills the strides for contiguous tensors: q and o [B, H, Lq, d], k and v [B, H_kv, Lk, d].
 inline void set_contiguous_strides(FastParams& p) {
   const int64_t d = p.d;
   p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = d;
   p.q_head_stride = p.o_head_stride = int64_t(p.Lq) * d;
   p.k_head_stride = p.v_head_stride = int64_t(p.Lk) * d;
   p.q_batch_stride = p.o_batch_stride = int64_t(p.H) * p.Lq * d;
-  p.k_batch_stride = p.v_batch_stride = int64_t(p.H) * p.Lk * d;
+  p.k_batch_stride = p.v_batch_stride = int64_t(kv_heads(p)) * p.Lk * d;
 }
 
 // ---- [SECTION] tile shapes as compile-time traits ---------------------------------------------------
@@ -91,8 +102,9 @@ struct FastTraits<64> {
   static constexpr int kHeadDim = 64, kBlockM = 128, kBlockN = 64, kNWarps = 8, kStages = 2;
   // Two blocks per SM (16 warps): 48 KiB smem each, registers capped at 128 per thread: O (32) + S (32)
   // and Q's A fragments re-read from shared memory each k-step (kQInRegs false); kBlockN = 128 or Q
-  // held in registers spilled more under that cap. ptxas still reports an 8-byte spill here (one
-  // 64-bit value); kMinBlocksPerSm = 1 removes it (163 registers, one block per SM): measure both.
+  // held in registers spilled more under that cap. ptxas reported an 8-byte spill here (one 64-bit
+  // value) until the grouped-query prologue (now 127 registers, no spill: the allocation moves with
+  // small changes); kMinBlocksPerSm = 1 removed it then (163 registers, one block per SM): measure both.
   static constexpr int kMinBlocksPerSm = 2;
   static constexpr bool kQInRegs = false;
 };
@@ -198,6 +210,8 @@ inline void validate(const FastParams& p) {
   if (p.d != 64 && p.d != 128) bad("d", std::to_string(p.d), "{64, 128} for --variant fast");
   if (p.B < 1 || p.B > 65535) bad("B", std::to_string(p.B), "[1, 65535]");
   if (p.H < 1 || p.H > 65535) bad("H", std::to_string(p.H), "[1, 65535]");
+  if (p.H_kv < 0 || p.H_kv > p.H || (p.H_kv > 0 && p.H % p.H_kv != 0))
+    bad("H_kv", std::to_string(p.H_kv), "a divisor of H=" + std::to_string(p.H) + " (grouped-query attention), or 0 for H");
   constexpr int kMaxL = 1 << 30;
   if (p.Lq < 1 || p.Lq > kMaxL) bad("Lq", std::to_string(p.Lq), "[1, 2^30]");
   if (p.Lk < 1 || p.Lk > kMaxL) bad("Lk", std::to_string(p.Lk), "[1, 2^30]");
@@ -226,7 +240,8 @@ inline FastDtype parse_fast_dtype(const std::string& s) {
 }
 
 // Checks the shapes run_fast_host takes: q [.., Lq, d], k and v [.., Lk, d] with rank 2, 3 or 4
-// ([L, d], [H, L, d], [B, H, L, d]) and equal leading dimensions. Fills B, H, Lq, Lk, d.
+// ([L, d], [H, L, d], [B, H, L, d]) and equal batch; k and v's heads H_kv divide q's H (grouped-query
+// attention). Fills B, H, H_kv, Lq, Lk, d.
 inline void check_host_shapes(const Array& q, const Array& k, const Array& v, FastParams& p) {
   const size_t r = q.shape.size();
   if (r < 2 || r > 4)
@@ -236,9 +251,10 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
                      ": q, k and v must have the same rank");
   if (k.shape != v.shape)
     throw InputError("k " + k.shape_text() + " and v " + v.shape_text() + " must have the same shape");
-  for (size_t i = 0; i + 2 < r; ++i)
-    if (q.shape[i] != k.shape[i])
-      throw InputError("q " + q.shape_text() + " and k " + k.shape_text() + " differ in a batch/head dimension");
+  if (r == 4 && q.shape[0] != k.shape[0])
+    throw InputError("q " + q.shape_text() + " and k " + k.shape_text() + " differ in the batch dimension");
+  const int64_t h_kv = r >= 3 ? k.shape[r - 3] : 1, h_q = r >= 3 ? q.shape[r - 3] : 1;
+  check_kv_heads(h_kv, h_q);
   if (q.shape[r - 1] != k.shape[r - 1])
     throw InputError("q " + q.shape_text() + " and k " + k.shape_text() + " differ in d");
   const int64_t d = q.shape[r - 1];
@@ -249,10 +265,12 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
   if (H < 1 || H > 65535) throw InputError(out_of_range_message("H", std::to_string(H), "[1, 65535]"));
   if (Lq < 1 || Lq > (1 << 30)) throw InputError(out_of_range_message("Lq", std::to_string(Lq), "[1, 2^30]"));
   if (Lk < 1 || Lk > (1 << 30)) throw InputError(out_of_range_message("Lk", std::to_string(Lk), "[1, 2^30]"));
-  p.B = int(B), p.H = int(H), p.Lq = int(Lq), p.Lk = int(Lk), p.d = int(d);
+  p.B = int(B), p.H = int(H), p.H_kv = int(h_kv), p.Lq = int(Lq), p.Lk = int(Lk), p.d = int(d);
 }
 
 // ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
+constexpr int kGqaBenchKvHeads = 2;  // bench_fast's grouped-query rows: H = 16 over 2 kv heads at d = 128
+
 #ifdef KL_HAS_CUDA
 // Runs the forward pass on the current device, default stream, asynchronously. Validates first.
 // Takes the kernel fast_path() names.
@@ -270,7 +288,7 @@ bool run_fast_wgmma(const FastParams& p, bool tma);
 // True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
 bool fast_wgmma_kernels_loaded();
 
-// float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]), converted to `dtype` ("bf16" | "fp16") on
+// float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]; k and v may have fewer heads, dividing q's), converted to `dtype` ("bf16" | "fp16") on
 // the device, the fast kernel, float32 out (shape of q). InputError for unsupported d, shapes, dtype,
 // scale, or no CUDA device.
 Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal, float scale,
@@ -278,6 +296,8 @@ Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal,
 
 // `bench flash-attention` rows for the fast variant: bf16, d in {64, 128}, L in {512, ..., 16384} with
 // B*L = 16384 and H*d = 2048, causal and not; TFLOP/s counting 4*B*H*Lq*Lk*d (halved for causal).
+// Then grouped-query rows: d = 128, H = 16 query heads over kGqaBenchKvHeads kv heads ("Hkv=2" in the
+// shape), L in {1024, 4096, 16384}, causal and not.
 // `quick`: L = 512 only, few iterations. The CPU backend has no fast variant: no rows.
 std::vector<bench::Row> bench_fast(Backend b, bool quick);
 #else

@@ -392,7 +392,7 @@ struct WarpgroupState {
 // sQ [kBlockM x d], sK [kStages][kBlockN x d], sV [kStages][kBlockN x d].
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
-    flash_fwd_wgmma_kernel(const FastParams p) {
+    flash_fwd_wgmma_kernel(const FastParams p, const int kv_group) {
 #ifdef KL_FA_SM90A
   using Tr = FastTraitsSm90<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
@@ -412,9 +412,11 @@ __global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
   const int t4 = lane & 3;
   const int m0 = m_block * kBlockM;
 
+  const int h_kv = kv_head_of(h, kv_group);  // grouped-query attention: h / (H / H_kv)
+
   const T* q = static_cast<const T*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
-  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
+  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride;
+  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
   T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
 
   const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
@@ -581,7 +583,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int n_
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
     flash_fwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                               const __grid_constant__ CUtensorMap tm_v, const FastParams p) {
+                               const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
 #ifdef KL_FA_SM90A
   using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
@@ -623,6 +625,7 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
   if (warp_id >= kConsumerWarps) {  // ---- producer warpgroup: one lane works, 24 registers suffice
     setmaxnreg_dec<24>();
     if (warp_id == kConsumerWarps && lane == 0 && n_tiles > 0) {
+      const int h_kv = kv_head_of(h, kv_group);  // grouped-query attention: the K/V maps' head coordinate
       mbar_arrive_expect_tx(full_q, kQBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb) tma_load_4d(sQ + cb * kBlockM * 128, &tm_q, full_q, cb * 64, m0, h, b);
@@ -633,12 +636,12 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
         mbar_arrive_expect_tx(full_k(s), kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < kHeadDim / 64; ++cb)
-          tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, &tm_k, full_k(s), cb * 64, t * kBlockN, h, b);
+          tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, &tm_k, full_k(s), cb * 64, t * kBlockN, h_kv, b);
         if (t >= kStages) mbar_wait(empty_v(s), parity);
         mbar_arrive_expect_tx(full_v(s), kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < kHeadDim / 64; ++cb)
-          tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, &tm_v, full_v(s), cb * 64, t * kBlockN, h, b);
+          tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, &tm_v, full_v(s), cb * 64, t * kBlockN, h_kv, b);
       }
     }
   } else {  // ---- consumer warpgroups: 240 registers each thread (O, S, P and the softmax state)
@@ -665,7 +668,7 @@ void launch(const FastParams& p) {
   const char* name = kHeadDim == 64 ? (half ? "flash_fwd_wgmma_d64_fp16" : "flash_fwd_wgmma_d64_bf16")
                                     : (half ? "flash_fwd_wgmma_d128_fp16" : "flash_fwd_wgmma_d128_bf16");
   cuda::launch(name, flash_fwd_wgmma_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32),
-               size_t(fast_smem_bytes<Tr>() + 1024), 0, p);
+               size_t(fast_smem_bytes<Tr>() + 1024), 0, p, kv_group(p));
 }
 
 // The driver's tensor-map encoder, reached through the runtime (no -lcuda); null when unavailable.
@@ -679,7 +682,7 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// A 4-D map over [B, H, L, d] (innermost first: d, L, H, B), boxes of 64 columns (128 bytes) x `rows`
+// A 4-D map over [B, H, L, d] (innermost first: d, L, H, B; H = H_kv for k and v), boxes of 64 columns (128 bytes) x `rows`
 // rows, 128-byte swizzle, zeros outside. False when the driver refuses (e.g. unusual strides).
 bool make_tensor_map(CUtensorMap* map, const void* ptr, FastDtype dtype, int d, int L, int H, int B,
                      int64_t row_stride, int64_t head_stride, int64_t batch_stride, int rows) {
@@ -703,9 +706,9 @@ bool launch_tma(const FastParams& p) {
   CUtensorMap mq, mk, mv;
   if (!make_tensor_map(&mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
                        Tr::kBlockM) ||
-      !make_tensor_map(&mk, p.k, p.dtype, p.d, p.Lk, p.H, p.B, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+      !make_tensor_map(&mk, p.k, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
                        Tr::kBlockN) ||
-      !make_tensor_map(&mv, p.v, p.dtype, p.d, p.Lk, p.H, p.B, p.v_row_stride, p.v_head_stride, p.v_batch_stride,
+      !make_tensor_map(&mv, p.v, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.v_row_stride, p.v_head_stride, p.v_batch_stride,
                        Tr::kBlockN))
     return false;
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
@@ -714,7 +717,7 @@ bool launch_tma(const FastParams& p) {
                                     : (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16");
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (1 + 4 * Tr::kStages);
   cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, kHeadDim>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv,
-               p);
+               p, kv_group(p));
   return true;
 }
 

@@ -2,7 +2,10 @@
 // reference of rung 4 (kernels/rungs/attention.h). Shapes: rung 4's, plus Lk = 65536 at d = 128, every tile
 // size offered, causal with Lq < Lk, = and >. The trace: the recurrence l_after = alpha * l_before +
 // rowsum(P), m never decreasing, alpha = exp(m_before - m_after), steps chained, skipped tiles exactly
-// those past the causal diagonal; CPU and CUDA traces agree to float32 rounding.
+// those past the causal diagonal; CPU and CUDA traces agree to float32 rounding. Grouped-query attention
+// (k and v with Hkv heads dividing q's Hq): the index map against brute force, the float64 reference
+// against rung 4's on k and v repeated per query head, both backends over ratios 1, 2, 4, 8 with odd
+// lengths, Lq != Lk and causal, the trace's recurrence, `run`, and the one-line refusal.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -392,6 +395,138 @@ TEST(FlashAttention, ComposedWeightsAreThePartialSoftmax) {
     }
 }
 
+// [SECTION] Grouped-query attention -------------------------------------------------------------------------
+
+Shape gqa_shape(int64_t lq, int64_t lk, int d, int64_t batch, int64_t heads, int64_t kv_heads) {
+  Shape s = shape(lq, lk, d, batch, heads);
+  s.kv_heads = kv_heads;
+  return s;
+}
+
+// q with batch*heads heads, k and v with batch*kv_heads.
+Inputs gqa_inputs(const Shape& s, float magnitude = 1.0f) {
+  Inputs in;
+  in.q = test::random_floats(size_t(s.bh() * s.lq * s.d), -magnitude, magnitude);
+  in.k = test::random_floats(size_t(s.kv_bh() * s.lk * s.d), -magnitude, magnitude);
+  in.v = test::random_floats(size_t(s.kv_bh() * s.lk * s.d));
+  return in;
+}
+
+// k or v [batch, kv_heads, lk, d] made [batch, heads, lk, d]: query head h gets kv head h / group
+// (interleaved, PyTorch's repeat_interleave), or h % kv_heads (tiled, the wrong map) when `tiled`.
+std::vector<float> repeat_kv(const std::vector<float>& x, const Shape& s, bool tiled = false) {
+  const size_t head = size_t(s.lk * s.d);
+  std::vector<float> r(size_t(s.bh()) * head);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t src = b * s.kv() + (tiled ? h % s.kv() : h / (s.heads / s.kv()));
+      std::copy_n(&x[size_t(src) * head], head, &r[size_t(b * s.heads + h) * head]);
+    }
+  return r;
+}
+
+TEST(FlashAttention, KvHeadIndexMapMatchesBruteForce) {
+  for (int64_t batch : {1, 3})
+    for (int64_t heads : {1, 2, 6, 8, 16})
+      for (int64_t kv = 1; kv <= heads; ++kv) {
+        if (heads % kv != 0) continue;
+        const int64_t group = heads / kv;
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t h = 0; h < heads; ++h) {
+            // query head h of batch b reads kv head floor(h * kv / heads) of batch b
+            int64_t want = 0;
+            while ((want + 1) * heads <= h * kv) ++want;
+            ASSERT_EQ(kv_head_of(int(h), int(group)), want) << heads << "/" << kv << " h=" << h;
+            ASSERT_EQ(kv_bh_of(b * heads + h, heads, group), b * kv + want);
+          }
+      }
+  Shape s = shape(4, 4, 16, 2, 8);
+  EXPECT_EQ(s.kv(), 8);  // kv_heads 0: as many as q
+  EXPECT_EQ(s.group(), 1);
+  s.kv_heads = 2;
+  EXPECT_EQ(s.kv_bh(), 4);
+  EXPECT_EQ(s.group(), 4);
+  EXPECT_EQ(s.text(), "B=2 H=8 Hkv=2 Lq=4 Lk=4 d=16");
+}
+
+// The GQA reference equals rung 4's reference on k and v repeated per query head (repeat_interleave),
+// and differs from it on the tiled repetition (so the comparison can tell the two maps apart).
+TEST(FlashAttention, GqaReferenceIsRung4sOnRepeatedKv) {
+  for (bool causal : {false, true}) {
+    Options o;
+    o.causal = causal;
+    const Shape s = gqa_shape(9, 13, 16, 2, 8, 2);
+    const Inputs in = gqa_inputs(s);
+    std::vector<double> got(in.q.size()), want(in.q.size()), tiled(in.q.size());
+    reference(in.q.data(), in.k.data(), in.v.data(), s, o, got.data());
+    const attention::Shape mha = shape(9, 13, 16, 2, 8);
+    attention::reference(in.q.data(), repeat_kv(in.k, s).data(), repeat_kv(in.v, s).data(), mha, o, want.data());
+    attention::reference(in.q.data(), repeat_kv(in.k, s, true).data(), repeat_kv(in.v, s, true).data(), mha, o,
+                         tiled.data());
+    EXPECT_EQ(got, want);
+    EXPECT_NE(got, tiled);
+  }
+}
+
+// The teaching kernel on both backends: Hq / Hkv in {1, 2, 4, 8}, odd lengths, Lq < Lk, = and >,
+// causal and not, against the float64 GQA reference.
+TEST(FlashAttention, GroupedQueryAttentionOnBothBackends) {
+  struct Case {
+    int64_t lq, lk;
+    int d, bm, bn;
+  };
+  const Case cases[] = {{17, 33, 16, 16, 16}, {33, 17, 32, 16, 32}, {45, 45, 64, 32, 16}, {5, 71, 128, 16, 64}};
+  int index = 0;
+  for (int64_t ratio : {1, 2, 4, 8})
+    for (const Case& c : cases)
+      for (bool causal : {false, true}) {
+        const int64_t kv = 1 + index % 2, batch = 1 + (index / 2) % 2;
+        ++index;
+        const Shape s = gqa_shape(c.lq, c.lk, c.d, batch, ratio * kv, kv);
+        Options o;
+        o.causal = causal;
+        const Inputs in = gqa_inputs(s);
+        std::vector<double> ref(in.q.size());
+        reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data());
+        for (Backend b : test::backends()) {
+          SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text() + (causal ? " causal" : ""));
+          const std::vector<float> got = run_on(b, in, s, o, c.bm, c.bn);
+          EXPECT_EQ(nan_count(got), 0u);
+          EXPECT_LT(rel_err(got, ref), tolerance(s, 1.0f));
+        }
+      }
+}
+
+TEST(FlashAttention, GroupedQueryTraceSatisfiesTheRecurrence) {
+  const Shape s = gqa_shape(37, 50, 32, 2, 4, 2);
+  for (bool causal : {false, true})
+    for (Backend b : test::backends()) {
+      SCOPED_TRACE(std::string(backend_name(b)) + (causal ? " causal" : ""));
+      Options o;
+      o.causal = causal;
+      const Inputs in = gqa_inputs(s, 2.0f);
+      HostTrace t;
+      const std::vector<float> out = run_on(b, in, s, o, 16, 16, &t, 1);
+      check_trace(t, s, o, 16, 16);
+      std::vector<double> ref(in.q.size());
+      reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data());
+      EXPECT_LT(rel_err(out, ref), tolerance(s, 2.0f));
+    }
+}
+
+TEST(FlashAttention, TeachingRefusesKvHeadsNotDividingQs) {
+  for (auto [heads, kv] : {std::pair<int64_t, int64_t>{4, 3}, {2, 4}, {6, 4}}) {
+    const Shape s = gqa_shape(4, 4, 16, 1, heads, kv);
+    std::vector<float> q(size_t(s.bh() * 4 * 16), 0.5f), k(size_t(s.kv_bh() * 4 * 16), 0.5f), v = k, out(q.size());
+    try {
+      run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), out.data(), s, {}, 16, 16);
+      ADD_FAILURE() << "Hq=" << heads << " Hkv=" << kv << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), gqa_heads_message(kv, heads));
+    }
+  }
+}
+
 // [SECTION] The command-line entry -----------------------------------------------------------------------
 
 Array arr(std::vector<int64_t> shape) {
@@ -433,6 +568,68 @@ TEST(FlashAttention, EntryRunsWithTrace) {
   r.inputs["k"] = arr({5, 128});
   r.inputs["v"] = arr({5, 128});
   EXPECT_THROW(e.run(r), InputError);  // the tile does not fit at d = 128
+}
+
+// `run flash-attention` with k and v of fewer heads (grouped-query attention): q [2, 8, 21, 16],
+// k and v [2, 2, 70, 16]; the trace is per query row as before.
+TEST(FlashAttention, EntryRunsGroupedQuery) {
+  const KernelEntry e = entry();
+  KernelRunRequest r;
+  r.backend = Backend::Cpu;
+  r.variant = "teaching";
+  r.params = ParamValues(e.params);
+  r.params.set("block_m=16");
+  r.params.set("block_n=32");
+  r.params.set("causal=1");
+  r.inputs["q"] = arr({2, 8, 21, 16});
+  r.inputs["k"] = arr({2, 2, 70, 16});
+  r.inputs["v"] = arr({2, 2, 70, 16});
+  const KernelRunResult res = e.run(r);
+  EXPECT_EQ(res.outputs.at("out").shape, (std::vector<int64_t>{2, 8, 21, 16}));
+  EXPECT_EQ(res.outputs.at("trace_m").shape, (std::vector<int64_t>{2 * 8 * 21, 3}));
+  Options o;
+  o.causal = true;
+  std::vector<double> ref(size_t(2 * 8 * 21 * 16));
+  reference(r.inputs["q"].data.data(), r.inputs["k"].data.data(), r.inputs["v"].data.data(),
+            gqa_shape(21, 70, 16, 2, 8, 2), o, ref.data());
+  EXPECT_LT(rel_err(res.outputs.at("out").data, ref), 2e-6);
+}
+
+// Hkv not dividing Hq (or larger): one line naming Hkv, its value and the rule; an InputError (exit 2).
+TEST(FlashAttention, EntryRefusesKvHeadsNotDividingQs) {
+  const KernelEntry e = entry();
+  for (auto [heads, kv] : {std::pair<int64_t, int64_t>{8, 3}, {4, 8}, {6, 4}}) {
+    KernelRunRequest r;
+    r.backend = Backend::Cpu;
+    r.variant = "teaching";
+    r.params = ParamValues(e.params);
+    r.inputs["q"] = arr({1, heads, 5, 16});
+    r.inputs["k"] = arr({1, kv, 7, 16});
+    r.inputs["v"] = arr({1, kv, 7, 16});
+    try {
+      e.run(r);
+      ADD_FAILURE() << "Hq=" << heads << " Hkv=" << kv << " accepted";
+    } catch (const InputError& err) {
+      const std::string m = err.what();
+      EXPECT_EQ(m, "Hkv (heads of k and v)=" + std::to_string(kv) + " is out of range: allowed a divisor of Hq=" +
+                       std::to_string(heads) + " (grouped-query attention: query head h reads kv head h / (Hq / Hkv))");
+    }
+  }
+  // k and v must still agree with each other, and in batch with q (rung 4's checks and messages).
+  KernelRunRequest r;
+  r.backend = Backend::Cpu;
+  r.variant = "teaching";
+  r.params = ParamValues(e.params);
+  r.inputs["q"] = arr({1, 8, 5, 16});
+  r.inputs["k"] = arr({1, 2, 7, 16});
+  r.inputs["v"] = arr({1, 4, 7, 16});
+  EXPECT_THROW(e.run(r), InputError);
+  r.inputs["v"] = arr({2, 2, 7, 16});
+  r.inputs["k"] = arr({2, 2, 7, 16});
+  EXPECT_THROW(e.run(r), InputError);  // batch 2 against q's 1
+  r.inputs["k"] = arr({1, 2, 7, 32});
+  r.inputs["v"] = arr({1, 2, 7, 32});
+  EXPECT_THROW(e.run(r), InputError);  // head dimension 32 against q's 16
 }
 
 }  // namespace

@@ -7,12 +7,15 @@
 //   is poisoned with NaN before the launch).
 //   Shapes: Lq, Lk in {1, 17, 64, 127, 128, 129, 1000} (every pair), d in {64, 128}, causal and not,
 //   bf16 and fp16, (B, H) cycling through {1,2,3}^2; a peaked-softmax sweep (scale 1); rows that see no
-//   key; determinism (a race shows as a moving result).
+//   key; determinism (a race shows as a moving result). Grouped-query attention: H / H_kv in {1, 2, 4, 8}
+//   over odd lengths, Lq != Lk, causal, on every kernel; and GQA's output bit-identical to the same
+//   kernel's on k and v repeated per query head (repeat_interleave: query head h reads kv head h / group).
 //   CPU-only: the tile-count, causal-skip and mask bounds against brute force; parameter validation.
 #include "kernels/rungs/flash_attention_fast.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -64,13 +67,15 @@ float round_to(const std::string& dtype, float x) { return dtype == "bf16" ? rou
 
 struct Shape {
   int B = 1, H = 1, Lq = 1, Lk = 1, d = 64;
+  int H_kv = 0;  // heads of k and v (grouped-query attention); 0: H
   bool causal = false;
   std::string dtype = "bf16";
   float scale = 0;  // 0: 1/sqrt(d)
+  int kv() const { return H_kv > 0 ? H_kv : H; }
   std::string text() const {
     std::ostringstream s;
-    s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << (causal ? " causal" : " non-causal")
-      << " " << dtype << " scale=" << scale;
+    s << "B=" << B << " H=" << H << " H_kv=" << kv() << " Lq=" << Lq << " Lk=" << Lk << " d=" << d
+      << (causal ? " causal" : " non-causal") << " " << dtype << " scale=" << scale;
     return s.str();
   }
 };
@@ -81,7 +86,8 @@ struct References {
   std::vector<char> empty_row;  // per (b, h, i): the row sees no key
 };
 
-// Both references in one pass over the scores.
+// Both references in one pass over the scores. k and v hold B * H_kv heads; query head h (of H) reads
+// kv head h / (H / H_kv), written out here independently of the kernels' kv_head_of.
 References references(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                       const std::vector<float>& v) {
   References r;
@@ -93,12 +99,14 @@ References references(const Shape& s, const std::vector<float>& q, const std::ve
   std::vector<float> sf(size_t(s.Lk));
   std::vector<double> od(size_t(s.d));
   std::vector<float> of(size_t(s.d));
+  const int group = s.H / s.kv();
   for (int bh = 0; bh < s.B * s.H; ++bh)
     for (int i = 0; i < s.Lq; ++i) {
       const int64_t row = int64_t(bh) * s.Lq + i;
+      const int kv_bh = (bh / s.H) * s.kv() + (bh % s.H) / group;
       const float* qi = &q[size_t(row) * s.d];
-      const float* kb = &k[size_t(bh) * s.Lk * s.d];
-      const float* vb = &v[size_t(bh) * s.Lk * s.d];
+      const float* kb = &k[size_t(kv_bh) * s.Lk * s.d];
+      const float* vb = &v[size_t(kv_bh) * s.Lk * s.d];
       int visible = 0;
       double md = -INFINITY;
       float mf = -INFINITY;
@@ -171,7 +179,7 @@ Array make_array(std::vector<int64_t> shape, std::vector<float> data) {
 void check_case(Shape s, float input_range = 1.5f) {
   if (s.scale == 0) s.scale = 1.0f / std::sqrt(float(s.d));
   SCOPED_TRACE(s.text());
-  const size_t nq = size_t(s.B) * s.H * s.Lq * s.d, nk = size_t(s.B) * s.H * s.Lk * s.d;
+  const size_t nq = size_t(s.B) * s.H * s.Lq * s.d, nk = size_t(s.B) * s.kv() * s.Lk * s.d;
   std::vector<float> q = test::random_floats(nq, -input_range, input_range);
   std::vector<float> k = test::random_floats(nk, -input_range, input_range);
   std::vector<float> v = test::random_floats(nk, -1.f, 1.f);
@@ -179,8 +187,8 @@ void check_case(Shape s, float input_range = 1.5f) {
   for (float& x : k) x = round_to(s.dtype, x);
   for (float& x : v) x = round_to(s.dtype, x);
 
-  const Array out = run_fast_host(make_array({s.B, s.H, s.Lq, s.d}, q), make_array({s.B, s.H, s.Lk, s.d}, k),
-                                  make_array({s.B, s.H, s.Lk, s.d}, v), s.causal, s.scale, s.dtype);
+  const Array out = run_fast_host(make_array({s.B, s.H, s.Lq, s.d}, q), make_array({s.B, s.kv(), s.Lk, s.d}, k),
+                                  make_array({s.B, s.kv(), s.Lk, s.d}, v), s.causal, s.scale, s.dtype);
   ASSERT_EQ(out.shape, (std::vector<int64_t>{s.B, s.H, s.Lq, s.d}));
   ASSERT_EQ(out.data.size(), nq);
 
@@ -226,6 +234,28 @@ void sweep(std::initializer_list<int> lengths) {
           }
 }
 
+// Grouped-query attention: H = ratio * H_kv query heads over H_kv in {1, 2} kv heads, ratios 1, 2, 4, 8;
+// odd lengths and Lq != Lk (every pair of `lengths`), causal and not, d in {64, 128}, bf16 and fp16
+// alternating, B in {1, 2}. Long pairs take H_kv = 1 and B = 1 (the float64 reference is on the host).
+void gqa_sweep(std::initializer_list<int> lengths) {
+  int index = 0;
+  for (int ratio : {1, 2, 4, 8})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int Lq : lengths)
+          for (int Lk : lengths) {
+            const bool long_pair = Lq >= 1000 || Lk >= 1000;
+            Shape s;
+            s.H_kv = long_pair ? 1 : 1 + index % 2;
+            s.H = ratio * s.H_kv;
+            s.B = long_pair ? 1 : 1 + (index / 2) % 2;
+            s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = causal;
+            s.dtype = index++ % 3 == 2 ? "fp16" : "bf16";
+            check_case(s);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+}
+
 // ---- [SECTION] GPU tests ------------------------------------------------------------------------------
 TEST(FlashAttentionFast, MatchesReferenceOnEveryLengthPair) {
   KL_REQUIRE_CUDA();
@@ -243,6 +273,11 @@ TEST(FlashAttentionFast, EveryBatchHeadCombination) {
         check_case(s);
         if (HasFatalFailure()) return;
       }
+}
+
+TEST(FlashAttentionFast, GroupedQueryAttentionMatchesReference) {
+  KL_REQUIRE_CUDA();
+  gqa_sweep({1, 17, 127, 129, 1000});
 }
 
 // Large scores (scale 1, inputs up to 2): the max moves often and alpha is far from 1, so a wrong
@@ -323,6 +358,8 @@ void reduced_sweep(const char* path, FastPath expected) {
   ScopedEnv env("KL_FLASH_FAST_PATH", path);
   ASSERT_EQ(fast_path(), expected);
   sweep({1, 64, 127, 129, 1000});
+  if (::testing::Test::HasFatalFailure()) return;
+  gqa_sweep({17, 129, 1000});
 }
 
 // On an H100/H200 the sweeps above run the wgmma (TMA) kernel; the mma.sync kernel (the fallback
@@ -336,6 +373,43 @@ TEST(FlashAttentionFast, CpAsyncWgmmaKernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   reduced_sweep("wgmma-cpasync", FastPath::WgmmaCpAsync);
+}
+
+// Each query head of a GQA call gives exactly what the same kernel gives on multi-head inputs whose k and
+// v repeat each kv head `group` times in a row (PyTorch's repeat_interleave(group, dim=1)): the index map
+// is h / group, the arithmetic unchanged. Bit-identical, on every kernel the device has.
+TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
+  KL_REQUIRE_CUDA();
+  std::vector<const char*> paths = {"mma"};
+  if (fast_wgmma_kernels_loaded()) paths.insert(paths.end(), {"wgmma-cpasync", "wgmma"});
+  for (const char* path : paths)
+    for (int d : {64, 128})
+      for (auto [H, H_kv] : {std::pair<int, int>{8, 1}, {8, 2}, {8, 4}, {6, 3}})
+        for (bool causal : {false, true}) {
+          ScopedEnv env("KL_FLASH_FAST_PATH", path);
+          const int B = 2, Lq = 333, Lk = 517, group = H / H_kv;
+          SCOPED_TRACE(std::string(path) + " d=" + std::to_string(d) + " H=" + std::to_string(H) +
+                       " H_kv=" + std::to_string(H_kv) + (causal ? " causal" : ""));
+          const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
+          const Array k = make_array({B, H_kv, Lk, d}, test::random_floats(size_t(B) * H_kv * Lk * d));
+          const Array v = make_array({B, H_kv, Lk, d}, test::random_floats(size_t(B) * H_kv * Lk * d));
+          auto repeat = [&](const Array& a) {
+            Array r = make_array({B, H, Lk, d}, std::vector<float>(size_t(B) * H * Lk * d));
+            const size_t head = size_t(Lk) * d;
+            for (int b = 0; b < B; ++b)
+              for (int h = 0; h < H; ++h)
+                std::copy_n(&a.data[(size_t(b) * H_kv + h / group) * head], head, &r.data[(size_t(b) * H + h) * head]);
+            return r;
+          };
+          const float scale = 1.0f / std::sqrt(float(d));
+          const Array gqa = run_fast_host(q, k, v, causal, scale, "bf16");
+          const Array mha = run_fast_host(q, repeat(k), repeat(v), causal, scale, "bf16");
+          ASSERT_EQ(gqa.data.size(), mha.data.size());
+          size_t nan = 0;
+          for (float x : gqa.data) nan += std::isnan(x) ? 1 : 0;
+          ASSERT_EQ(nan, 0u);
+          EXPECT_EQ(0, std::memcmp(gqa.data.data(), mha.data.data(), gqa.data.size() * sizeof(float)));
+        }
 }
 
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
@@ -361,11 +435,14 @@ TEST(FlashAttentionFast, PathChoice) {
   }
   if (fast_wgmma_kernels_loaded()) {
     // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to cp.async).
+    // Grouped-query shapes too (the K/V maps have H_kv heads).
     for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {1000, 17}, {129, 2049}})
-      for (int d : {64, 128}) {
-        SCOPED_TRACE("Lq=" + std::to_string(Lq) + " Lk=" + std::to_string(Lk) + " d=" + std::to_string(d));
+      for (int d : {64, 128})
+        for (int h_kv : {0, 1}) {
+        SCOPED_TRACE("Lq=" + std::to_string(Lq) + " Lk=" + std::to_string(Lk) + " d=" + std::to_string(d) +
+                     " H_kv=" + std::to_string(h_kv));
         FastParams p;
-        p.B = 2, p.H = 3, p.Lq = Lq, p.Lk = Lk, p.d = d, p.scale = 0.1f;
+        p.B = 2, p.H = 3, p.H_kv = h_kv, p.Lq = Lq, p.Lk = Lk, p.d = d, p.scale = 0.1f;
         Buffer<uint16_t> q(Backend::Cuda, size_t(6) * Lq * d), k(Backend::Cuda, size_t(6) * Lk * d),
             v(Backend::Cuda, size_t(6) * Lk * d), o(Backend::Cuda, size_t(6) * Lq * d);
         q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
@@ -373,19 +450,24 @@ TEST(FlashAttentionFast, PathChoice) {
         set_contiguous_strides(p);
         EXPECT_TRUE(run_fast_wgmma(p, true));
         mem::synchronize(Backend::Cuda);
-      }
+        }
   }
 }
 
 TEST(FlashAttentionFast, BenchQuickGivesRows) {
   KL_REQUIRE_CUDA();
   const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
-  ASSERT_EQ(rows.size(), 4u);  // d in {64, 128} x causal in {no, yes}, L = 512
+  // d in {64, 128} x causal in {no, yes}, L = 512; then the grouped-query rows (d = 128, causal and not)
+  ASSERT_EQ(rows.size(), 6u);
   for (const bench::Row& r : rows) {
     SCOPED_TRACE(r.shape);
     EXPECT_GT(r.ms, 0);
     EXPECT_GT(r.tflops, 0);
   }
+  for (size_t i = 0; i < rows.size(); ++i)
+    EXPECT_EQ(rows[i].shape.find(" H=16 Hkv=" + std::to_string(kGqaBenchKvHeads) + " L=512 d=128") != std::string::npos,
+              i >= 4)
+        << rows[i].shape;
 }
 
 // ---- [SECTION] CPU tests: input checks ------------------------------------------------------------------
@@ -402,8 +484,16 @@ TEST(FlashAttentionFastHost, RunFastHostRejectsBadInput) {
                InputError);  // d = 32
   EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 1, 9, 64}), arr({1, 1, 8, 64}), false, 0.1f, "bf16"),
                InputError);  // k, v differ
-  EXPECT_THROW(run_fast_host(arr({1, 2, 8, 64}), arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), false, 0.1f, "bf16"),
-               InputError);  // heads differ
+  // k and v's heads must divide q's (grouped-query attention): 2 of 3, and 2 of 1, are refused.
+  EXPECT_THROW(run_fast_host(arr({1, 3, 8, 64}), arr({1, 2, 8, 64}), arr({1, 2, 8, 64}), false, 0.1f, "bf16"),
+               InputError);
+  EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 2, 8, 64}), arr({1, 2, 8, 64}), false, 0.1f, "bf16"),
+               InputError);
+  EXPECT_THROW(run_fast_host(arr({3, 8, 64}), arr({2, 8, 64}), arr({2, 8, 64}), false, 0.1f, "bf16"), InputError);
+  EXPECT_THROW(run_fast_host(arr({2, 2, 8, 64}), arr({1, 2, 8, 64}), arr({1, 2, 8, 64}), false, 0.1f, "bf16"),
+               InputError);  // batch differs
+  EXPECT_THROW(run_fast_host(arr({1, 4, 8, 64}), arr({1, 2, 8, 64}), arr({1, 1, 8, 64}), false, 0.1f, "bf16"),
+               InputError);  // k and v differ in heads
   EXPECT_THROW(run_fast_host(arr({8, 64}), arr({1, 8, 64}), arr({1, 8, 64}), false, 0.1f, "bf16"), InputError);
   EXPECT_THROW(run_fast_host(arr({64}), arr({64}), arr({64}), false, 0.1f, "bf16"), InputError);  // rank 1
   EXPECT_THROW(run_fast_host(arr({8, 64}), arr({8, 128}), arr({8, 128}), false, 0.1f, "bf16"), InputError);
@@ -451,6 +541,17 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
   expect_bad(p, "B=");
   p = valid_params(), p.H = 70000;
   expect_bad(p, "H=");
+  p = valid_params(), p.H_kv = 2;  // does not divide H = 3
+  expect_bad(p, "H_kv=");
+  p = valid_params(), p.H_kv = 6;  // more kv heads than query heads
+  expect_bad(p, "H_kv=");
+  p = valid_params(), p.H_kv = -1;
+  expect_bad(p, "H_kv=");
+  for (int h_kv : {0, 1, 3}) {
+    p = valid_params(), p.H_kv = h_kv;
+    set_contiguous_strides(p);
+    EXPECT_NO_THROW(validate(p)) << "H_kv=" << h_kv;
+  }
   p = valid_params(), p.scale = 0;
   expect_bad(p, "scale=");
   p = valid_params(), p.scale = INFINITY;
@@ -548,6 +649,43 @@ TEST(FlashAttentionFastHost, CheckHostShapesFillsDimensions) {
   EXPECT_EQ(p.H, 1);
   EXPECT_EQ(p.Lq, 7);
   EXPECT_THROW(check_host_shapes(arr({0, 64}), arr({9, 64}), arr({9, 64}), p), InputError);  // Lq = 0
+  // Grouped-query attention: k and v with H_kv heads dividing q's H.
+  check_host_shapes(arr({3, 8, 7, 64}), arr({3, 2, 9, 64}), arr({3, 2, 9, 64}), p);
+  EXPECT_EQ(p.H, 8);
+  EXPECT_EQ(p.H_kv, 2);
+  check_host_shapes(arr({6, 7, 128}), arr({3, 9, 128}), arr({3, 9, 128}), p);
+  EXPECT_EQ(p.H, 6);
+  EXPECT_EQ(p.H_kv, 3);
+  check_host_shapes(arr({3, 5, 7, 64}), arr({3, 5, 9, 64}), arr({3, 5, 9, 64}), p);
+  EXPECT_EQ(p.H_kv, 5);
+  for (auto [h_q, h_kv] : {std::pair<int64_t, int64_t>{8, 3}, {2, 4}, {5, 2}}) {
+    try {
+      check_host_shapes(arr({1, h_q, 7, 64}), arr({1, h_kv, 9, 64}), arr({1, h_kv, 9, 64}), p);
+      ADD_FAILURE() << "Hq=" << h_q << " Hkv=" << h_kv << " accepted";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind("Hkv (heads of k and v)=" + std::to_string(h_kv) + " is out of range", 0), 0u) << m;
+      EXPECT_NE(m.find("a divisor of Hq=" + std::to_string(h_q)), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+}
+
+// The strides for grouped-query inputs: k and v's batch stride counts H_kv heads, q's and o's H.
+TEST(FlashAttentionFastHost, ContiguousStridesWithFewerKvHeads) {
+  FastParams p;
+  p.B = 2, p.H = 8, p.H_kv = 2, p.Lq = 100, p.Lk = 50, p.d = 64;
+  set_contiguous_strides(p);
+  EXPECT_EQ(p.q_batch_stride, 8 * 100 * 64);
+  EXPECT_EQ(p.o_batch_stride, 8 * 100 * 64);
+  EXPECT_EQ(p.k_batch_stride, 2 * 50 * 64);
+  EXPECT_EQ(p.v_batch_stride, 2 * 50 * 64);
+  EXPECT_EQ(p.k_head_stride, 50 * 64);
+  EXPECT_EQ(kv_heads(p), 2);
+  p.H_kv = 0;
+  set_contiguous_strides(p);
+  EXPECT_EQ(p.k_batch_stride, 8 * 50 * 64);
+  EXPECT_EQ(kv_heads(p), 8);
 }
 
 TEST(FlashAttentionFastHost, HostRoundingMatchesKnownValues) {
