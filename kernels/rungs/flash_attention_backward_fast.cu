@@ -107,6 +107,16 @@ __device__ __forceinline__ void softmax_grad(float (&s)[kTiles][4], float (&dp)[
     }
 }
 
+// dst[0] += a, dst[1] += b in global memory (fp32 atomics; one 8-byte vector atomic on sm_90, dst even).
+__device__ __forceinline__ void add_pair(float* dst, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
+#else
+  atomicAdd(dst, a);
+  atomicAdd(dst + 1, b);
+#endif
+}
+
 // ---- [SECTION] preprocess and convert -----------------------------------------------------------------
 // One warp per row: D = rowsum(dO ∘ O) in fp32; the dQ accumulator's row set to 0 (atomic mode).
 template <class T>
@@ -270,10 +280,7 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
           if (row + 8 * r >= p.Lq) continue;
           float* dst = dq_accum + int64_t(row + 8 * r) * D + wc * kHalf + 2 * t;
 #pragma unroll
-          for (int j = 0; j < kHalfTiles; ++j) {
-            atomicAdd(dst + j * 8, acc_dq[j][2 * r]);
-            atomicAdd(dst + j * 8 + 1, acc_dq[j][2 * r + 1]);
-          }
+          for (int j = 0; j < kHalfTiles; ++j) add_pair(dst + j * 8, acc_dq[j][2 * r], acc_dq[j][2 * r + 1]);
         }
       }
     }

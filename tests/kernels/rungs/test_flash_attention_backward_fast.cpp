@@ -318,9 +318,9 @@ TEST(FlashAttentionBackwardFast, DeterministicModeIsBitwiseRepeatable) {
       const FastHostResult x = run_case(c, in), y = run_case(c, in);
       EXPECT_EQ(0, std::memcmp(x.dk.data.data(), y.dk.data.data(), x.dk.data.size() * sizeof(float)));
       EXPECT_EQ(0, std::memcmp(x.dv.data.data(), y.dv.data.data(), x.dv.data.size() * sizeof(float)));
-      // dK and dV come from the same kernel in both modes.
-      EXPECT_EQ(0, std::memcmp(a.dk.data.data(), x.dk.data.data(), a.dk.data.size() * sizeof(float)));
-      EXPECT_EQ(0, std::memcmp(a.dv.data.data(), x.dv.data.data(), a.dv.data.size() * sizeof(float)));
+      // dK and dV: the same arithmetic in both modes (the main kernel with and without its dQ part).
+      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), 1e-6);
+      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
       const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
       EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
     }
