@@ -38,37 +38,22 @@ using namespace flash_attention::fast_detail;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- [SECTION] fragments ------------------------------------------------------------------------------
-// The A fragment (16 rows x k16 step kk) of a swizzled row-major tile of kRowLen columns, from this
-// warp's 16-row slice `base` (a multiple of 8 rows into the tile, so the swizzle is the same relative to it).
+// ldmatrix.x4 at the addresses frag:: gives (the header says which operand each one is).
 template <int kRowLen, class T>
-__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* base, int lane, int kk) {
-  ldmatrix_x4(a, smem_u32(base + swizzled<kRowLen>(lane & 15, kk * 2 + (lane >> 4))));
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* slice, int lane, int kk) {
+  ldmatrix_x4(a, smem_u32(slice + frag::a_offset(kRowLen, lane, kk)));
 }
-
-// The A fragment of X^T (16 columns of X from col0, k16 step kk over X's rows) where X is a swizzled
-// [rows][kRowLen] tile: matrix i of ldmatrix.x4.trans covers X rows kk*16 + 8*(i/2).., columns col0 + 8*(i%2)..,
-// so register i holds X^T's (m = col, k = row) elements in the A layout.
 template <int kRowLen, class T>
 __device__ __forceinline__ void load_a_trans(uint32_t (&a)[4], const T* tile, int lane, int kk, int col0) {
-  const int i = lane >> 3;
-  const int row = kk * 16 + (lane & 7) + ((i >> 1) << 3);
-  ldmatrix_x4_trans(a, smem_u32(tile + swizzled<kRowLen>(row, (col0 >> 3) + (i & 1))));
+  ldmatrix_x4_trans(a, smem_u32(tile + frag::a_trans_offset(kRowLen, lane, kk, col0)));
 }
-
-// B fragments of two n8 tiles (columns col0.., col0+8..) for k16 step kk of a swizzled row-major tile whose
-// rows are k (V in the forward's P V): b[0], b[1] for the first n8 tile, b[2], b[3] for the second.
 template <int kRowLen, class T>
 __device__ __forceinline__ void load_b_rows_are_k(uint32_t (&b)[4], const T* tile, int lane, int kk, int col0) {
-  const int row = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
-  ldmatrix_x4_trans(b, smem_u32(tile + swizzled<kRowLen>(row, (col0 >> 3) + (lane >> 4))));
+  ldmatrix_x4_trans(b, smem_u32(tile + frag::b_rows_are_k_offset(kRowLen, lane, kk, col0)));
 }
-
-// B fragments of two n8 tiles (rows row0.., row0+8.. of the tile are n) for k16 step kk of a swizzled
-// row-major tile whose columns are k (K in S = Q K^T).
 template <int kRowLen, class T>
 __device__ __forceinline__ void load_b_rows_are_n(uint32_t (&b)[4], const T* tile, int lane, int kk, int row0) {
-  const int row = row0 + (lane & 7) + ((lane >> 4) << 3);
-  ldmatrix_x4(b, smem_u32(tile + swizzled<kRowLen>(row, kk * 2 + ((lane >> 3) & 1))));
+  ldmatrix_x4(b, smem_u32(tile + frag::b_rows_are_n_offset(kRowLen, lane, kk, row0)));
 }
 
 template <int kTiles>
@@ -234,7 +219,7 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int srow = wr * 16 + g + 8 * r, col = wc * 32 + j * 8 + 2 * t;
-          const int off = swizzled<BN>(srow, col >> 3) + (col & 7);
+          const int off = frag::swizzled(BN, srow, col >> 3) + (col & 7);
           *reinterpret_cast<uint32_t*>(sP + off) = pack2<T>(acc_s[j][2 * r], acc_s[j][2 * r + 1]);
           *reinterpret_cast<uint32_t*>(sdS + off) = pack2<T>(acc_dp[j][2 * r], acc_dp[j][2 * r + 1]);
         }

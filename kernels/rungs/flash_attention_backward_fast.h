@@ -93,6 +93,33 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
   return flash_attention::tile_needs_mask(m_block, n_block, Lq, Lk, block_m, block_n, causal);
 }
 
+// ---- [SECTION] fragment addressing: where each lane points ldmatrix.x4 (pure index logic, CPU-tested) ----
+// Offsets in elements into an XOR-swizzled row-major tile of row_len columns (rung 5's layout: chunk c of
+// row r at chunk position c ^ (r & 7)). Matrix i of an ldmatrix.x4 takes its 8 row addresses from lanes
+// 8i .. 8i+7.
+namespace frag {
+KL_FA_HD int swizzled(int row_len, int row, int chunk) { return row * row_len + ((chunk ^ (row & 7)) << 3); }
+// A (16 rows x k16 step kk) of a 16-row slice starting a multiple of 8 rows into the tile (offset from it):
+// matrices (rows +0, k +0) (rows +8, k +0) (rows +0, k +8) (rows +8, k +8) = a0 a1 a2 a3.
+KL_FA_HD int a_offset(int row_len, int lane, int kk) { return swizzled(row_len, lane & 15, kk * 2 + (lane >> 4)); }
+// A of X^T for X the tile: m = X's columns col0 .. col0+15, k = X's rows kk*16 .. +15, read with .trans:
+// matrix i covers X rows kk*16 + 8 (i / 2).., columns col0 + 8 (i % 2)...
+KL_FA_HD int a_trans_offset(int row_len, int lane, int kk, int col0) {
+  const int i = lane >> 3;
+  return swizzled(row_len, kk * 16 + (lane & 7) + ((i >> 1) << 3), (col0 >> 3) + (i & 1));
+}
+// B of two n8 tiles (n = columns col0.., col0+8..) where the tile's rows are k (V in P V), read with .trans:
+// matrices (k +0, n +0) (k +8, n +0) (k +0, n +8) (k +8, n +8) = b0 b1 of the first n8 tile, b0 b1 of the second.
+KL_FA_HD int b_rows_are_k_offset(int row_len, int lane, int kk, int col0) {
+  return swizzled(row_len, kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), (col0 >> 3) + (lane >> 4));
+}
+// B of two n8 tiles (n = the tile's rows row0.., row0+8..) where the tile's columns are k (K in Q K^T):
+// matrices (n +0, k +0) (n +0, k +8) (n +8, k +0) (n +8, k +8).
+KL_FA_HD int b_rows_are_n_offset(int row_len, int lane, int kk, int row0) {
+  return swizzled(row_len, row0 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1));
+}
+}  // namespace frag
+
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.
 inline void validate_fast(const FastBackwardParams& p) {
   auto bad = [](const char* name, const std::string& value, const std::string& allowed) {

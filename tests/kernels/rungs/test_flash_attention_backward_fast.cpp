@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -432,6 +433,200 @@ TEST(FlashAttentionBackwardFastHost, FirstQueryTileIsTheFirstThatSeesTheBlock) {
                   << "Lq=" << Lq << " Lk=" << Lk << " bm=" << bm << " bn=" << bn << " n_block=" << nb
                   << (causal ? " causal" : "");
             }
+}
+
+// ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------
+// ldmatrix.x4 and mma.m16n8k16 as the PTX ISA defines them (g = lane / 4, t = lane % 4): matrix i's row r
+// comes from the address of lane 8i + r; register i of lane l holds matrix i's (row l/4, columns 2(l%4)..+1),
+// with .trans its (rows 2(l%4)..+1, column l/4). A regs: a0 (g, 2t..) a1 (g+8, 2t..) a2 (g, 2t+8..)
+// a3 (g+8, 2t+8..); B: b0 (k 2t.., n g) b1 (k 2t+8.., n g); C: c0 c1 (g, 2t..) c2 c3 (g+8, 2t..).
+// One step of the main kernel (all 8 warps: S, dP, the P / dS store, dV, dK, dQ) and of the dQ pass
+// (4 warps, dS as the A operand from the accumulators) through frag::'s addresses, against plain products.
+using Reg = std::array<double, 2>;
+using WarpRegs = std::array<std::array<Reg, 4>, 32>;
+using Acc = std::array<std::array<double, 4>, 32>;
+
+struct Tile {
+  int rows, row_len;
+  std::vector<double> dense, swz;  // [rows][row_len] and the swizzled copy the kernel's shared memory holds
+};
+Tile make_tile(int rows, int row_len) {
+  const std::vector<float> r = test::random_floats(size_t(rows) * row_len);
+  Tile t{rows, row_len, std::vector<double>(r.begin(), r.end()), {}};
+  t.swz.assign(t.dense.size(), 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < row_len; ++c) t.swz[size_t(frag::swizzled(row_len, r, c >> 3) + (c & 7))] = t.dense[size_t(r * row_len + c)];
+  return t;
+}
+
+template <class F>
+WarpRegs ldmatrix_x4(const std::vector<double>& swz, bool trans, F offset) {
+  WarpRegs out{};
+  for (int i = 0; i < 4; ++i)
+    for (int l = 0; l < 32; ++l) {
+      const int r0 = trans ? 2 * (l % 4) : l / 4, c0 = trans ? l / 4 : 2 * (l % 4);
+      for (int h = 0; h < 2; ++h) {
+        const int r = trans ? r0 + h : r0, c = trans ? c0 : c0 + h;
+        out[size_t(l)][size_t(i)][size_t(h)] = swz[size_t(offset(8 * i + r) + c)];
+      }
+    }
+  return out;
+}
+
+void mma(Acc& acc, const WarpRegs& a, const WarpRegs& b, int b_lo) {  // B regs b_lo, b_lo + 1 of `b`
+  double A[16][16] = {}, B[16][8] = {};
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int h = 0; h < 2; ++h) {
+      A[g][2 * t + h] = a[size_t(l)][0][size_t(h)];
+      A[g + 8][2 * t + h] = a[size_t(l)][1][size_t(h)];
+      A[g][2 * t + 8 + h] = a[size_t(l)][2][size_t(h)];
+      A[g + 8][2 * t + 8 + h] = a[size_t(l)][3][size_t(h)];
+      B[2 * t + h][g] = b[size_t(l)][size_t(b_lo)][size_t(h)];
+      B[2 * t + 8 + h][g] = b[size_t(l)][size_t(b_lo + 1)][size_t(h)];
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int e = 0; e < 4; ++e) {
+      const int m = l / 4 + 8 * (e >> 1), n = 2 * (l % 4) + (e & 1);
+      for (int k = 0; k < 16; ++k) acc[size_t(l)][size_t(e)] += A[m][k] * B[k][n];
+    }
+}
+
+double dense_product(const Tile& x, bool x_t, const Tile& y, bool y_t, int i, int j) {  // (op(X) op(Y))[i][j]
+  const int inner = x_t ? x.rows : x.row_len;
+  double acc = 0;
+  for (int k = 0; k < inner; ++k) {
+    const double a = x_t ? x.dense[size_t(k * x.row_len + i)] : x.dense[size_t(i * x.row_len + k)];
+    const double b = y_t ? y.dense[size_t(j * y.row_len + k)] : y.dense[size_t(k * y.row_len + j)];
+    acc += a * b;
+  }
+  return acc;
+}
+
+// acc[j] holds rows row0 + g (+8), columns col0 + 8j + 2t (+1) of `want` (i, j) -> value.
+template <class F>
+void expect_acc(const std::vector<Acc>& acc, int row0, int col0, F want, const char* what) {
+  for (size_t j = 0; j < acc.size(); ++j)
+    for (int l = 0; l < 32; ++l)
+      for (int e = 0; e < 4; ++e) {
+        const int r = row0 + l / 4 + 8 * (e >> 1), c = col0 + int(j) * 8 + 2 * (l % 4) + (e & 1);
+        ASSERT_NEAR(acc[j][size_t(l)][size_t(e)], want(r, c), 1e-9) << what << " row " << r << " col " << c;
+      }
+}
+
+void emulate_main_step(int D) {
+  constexpr int BM = 64, BN = 64;
+  const int half = D / 2;
+  const Tile Q = make_tile(BM, D), dO = make_tile(BM, D), K = make_tile(BN, D), V = make_tile(BN, D);
+  Tile P{BM, BN, std::vector<double>(BM * BN), std::vector<double>(BM * BN)}, dS = P;
+  for (int warp = 0; warp < 8; ++warp) {  // S = Q K^T, dP = dO V^T; stored as the kernel stores P and dS
+    const int wr = warp & 3, wc = warp >> 2;
+    std::vector<Acc> s(4, Acc{}), dp(4, Acc{});
+    for (int kk = 0; kk < D / 16; ++kk) {
+      auto a_at = [&](int lane) { return wr * 16 * D + frag::a_offset(D, lane, kk); };
+      const WarpRegs aq = ldmatrix_x4(Q.swz, false, a_at), ado = ldmatrix_x4(dO.swz, false, a_at);
+      for (int nn = 0; nn < 2; ++nn) {
+        auto b_at = [&](int lane) { return frag::b_rows_are_n_offset(D, lane, kk, wc * 32 + nn * 16); };
+        const WarpRegs bk = ldmatrix_x4(K.swz, false, b_at), bv = ldmatrix_x4(V.swz, false, b_at);
+        mma(s[size_t(2 * nn)], aq, bk, 0);
+        mma(s[size_t(2 * nn + 1)], aq, bk, 2);
+        mma(dp[size_t(2 * nn)], ado, bv, 0);
+        mma(dp[size_t(2 * nn + 1)], ado, bv, 2);
+      }
+    }
+    expect_acc(s, wr * 16, wc * 32, [&](int i, int j) { return dense_product(Q, false, K, true, i, j); }, "S");
+    expect_acc(dp, wr * 16, wc * 32, [&](int i, int j) { return dense_product(dO, false, V, true, i, j); }, "dP");
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l)
+        for (int e = 0; e < 4; ++e) {
+          const int srow = wr * 16 + l / 4 + 8 * (e >> 1), col = wc * 32 + j * 8 + 2 * (l % 4) + (e & 1);
+          const size_t off = size_t(frag::swizzled(BN, srow, col >> 3) + (col & 7));
+          P.swz[off] = s[size_t(j)][size_t(l)][size_t(e)];
+          dS.swz[off] = dp[size_t(j)][size_t(l)][size_t(e)];
+          P.dense[size_t(srow * BN + col)] = s[size_t(j)][size_t(l)][size_t(e)];
+          dS.dense[size_t(srow * BN + col)] = dp[size_t(j)][size_t(l)][size_t(e)];
+        }
+  }
+  for (int warp = 0; warp < 8; ++warp) {  // dV += P^T dO, dK += dS^T Q, dQ = dS K
+    const int wr = warp & 3, wc = warp >> 2;
+    std::vector<Acc> dv(size_t(half / 8), Acc{}), dk = dv, dq = dv;
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      auto at_at = [&](int lane) { return frag::a_trans_offset(BN, lane, kk, wr * 16); };
+      const WarpRegs ap = ldmatrix_x4(P.swz, true, at_at), ads = ldmatrix_x4(dS.swz, true, at_at);
+      for (int dn = 0; dn < half / 16; ++dn) {
+        auto b_at = [&](int lane) { return frag::b_rows_are_k_offset(D, lane, kk, wc * half + dn * 16); };
+        const WarpRegs bdo = ldmatrix_x4(dO.swz, true, b_at), bq = ldmatrix_x4(Q.swz, true, b_at);
+        mma(dv[size_t(2 * dn)], ap, bdo, 0);
+        mma(dv[size_t(2 * dn + 1)], ap, bdo, 2);
+        mma(dk[size_t(2 * dn)], ads, bq, 0);
+        mma(dk[size_t(2 * dn + 1)], ads, bq, 2);
+      }
+    }
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const WarpRegs a =
+          ldmatrix_x4(dS.swz, false, [&](int lane) { return wr * 16 * BN + frag::a_offset(BN, lane, kk); });
+      for (int dn = 0; dn < half / 16; ++dn) {
+        const WarpRegs bk = ldmatrix_x4(
+            K.swz, true, [&](int lane) { return frag::b_rows_are_k_offset(D, lane, kk, wc * half + dn * 16); });
+        mma(dq[size_t(2 * dn)], a, bk, 0);
+        mma(dq[size_t(2 * dn + 1)], a, bk, 2);
+      }
+    }
+    expect_acc(dv, wr * 16, wc * half, [&](int i, int j) { return dense_product(P, true, dO, false, i, j); }, "dV");
+    expect_acc(dk, wr * 16, wc * half, [&](int i, int j) { return dense_product(dS, true, Q, false, i, j); }, "dK");
+    expect_acc(dq, wr * 16, wc * half, [&](int i, int j) { return dense_product(dS, false, K, false, i, j); }, "dQ");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+void emulate_dq_pass_step(int D) {
+  constexpr int BN = 64;
+  const Tile dO = make_tile(64, D), K = make_tile(BN, D), V = make_tile(BN, D);
+  for (int warp = 0; warp < 4; ++warp) {
+    std::vector<Acc> dp(BN / 8, Acc{}), dq(size_t(D / 8), Acc{});
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const WarpRegs ado =
+          ldmatrix_x4(dO.swz, false, [&](int lane) { return warp * 16 * D + frag::a_offset(D, lane, kk); });
+      for (int nn = 0; nn < BN / 16; ++nn) {
+        const WarpRegs bv =
+            ldmatrix_x4(V.swz, false, [&](int lane) { return frag::b_rows_are_n_offset(D, lane, kk, nn * 16); });
+        mma(dp[size_t(2 * nn)], ado, bv, 0);
+        mma(dp[size_t(2 * nn + 1)], ado, bv, 2);
+      }
+    }
+    for (int kk = 0; kk < BN / 16; ++kk) {  // the accumulators of tiles 2kk, 2kk+1 as the A fragment
+      WarpRegs a{};
+      for (int l = 0; l < 32; ++l)
+        for (int h = 0; h < 2; ++h) {
+          a[size_t(l)][0][size_t(h)] = dp[size_t(2 * kk)][size_t(l)][size_t(h)];
+          a[size_t(l)][1][size_t(h)] = dp[size_t(2 * kk)][size_t(l)][size_t(2 + h)];
+          a[size_t(l)][2][size_t(h)] = dp[size_t(2 * kk + 1)][size_t(l)][size_t(h)];
+          a[size_t(l)][3][size_t(h)] = dp[size_t(2 * kk + 1)][size_t(l)][size_t(2 + h)];
+        }
+      for (int dn = 0; dn < D / 16; ++dn) {
+        const WarpRegs bk =
+            ldmatrix_x4(K.swz, true, [&](int lane) { return frag::b_rows_are_k_offset(D, lane, kk, dn * 16); });
+        mma(dq[size_t(2 * dn)], a, bk, 0);
+        mma(dq[size_t(2 * dn + 1)], a, bk, 2);
+      }
+    }
+    Tile dS{64, BN, std::vector<double>(64 * BN), {}};
+    for (int i = 0; i < 64; ++i)
+      for (int j = 0; j < BN; ++j) dS.dense[size_t(i * BN + j)] = dense_product(dO, false, V, true, i, j);
+    expect_acc(dq, warp * 16, 0, [&](int i, int j) { return dense_product(dS, false, K, false, i, j); }, "dQ pass");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(FlashAttentionBackwardFastHost, FragmentAddressingOnAnEmulatedWarp) {
+  for (int D : {64, 128}) {
+    SCOPED_TRACE("d=" + std::to_string(D));
+    emulate_main_step(D);
+    if (HasFatalFailure()) return;
+    emulate_dq_pass_step(D);
+    if (HasFatalFailure()) return;
+  }
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
