@@ -152,9 +152,9 @@ constexpr FusedCandidate kFusedCandidates[] = {
     {"u32-t128", true, true, 128, false},  {"u32-t512", true, true, 512, false}, {"wave-u32", true, true, 256, true},
     {"wave-u32-t512", true, true, 512, true},
 };
-// The candidate `fused` runs on the CUDA backend when KL_RELU_DROPOUT_FAST is unset. Issue 16's GPU run
-// picks the winner.
-constexpr const char* kDefaultFused = "tile-k4";
+// The candidate `fused` runs on the CUDA backend when KL_RELU_DROPOUT_FAST is unset: u32-plain, the fastest
+// on the H200 (0.963 of copy at 2^26; tile-k4 0.922 in the same run; docs/perf-log.md).
+constexpr const char* kDefaultFused = "u32-plain";
 
 const FusedCandidate& fused_candidate() {
   const char* v = std::getenv("KL_RELU_DROPOUT_FAST");

@@ -6,9 +6,9 @@
 // arange(BLOCK_SIZE) (BLOCK_SIZE a multiple of 4, so a Philox group of 4 never straddles two programs).
 // Versions:
 //   reference  plain loop on the host, float64 scale: out = float(relu(x) / (1 - p)); the ground truth.
-//   fused      one load, relu, drop, scale, one store. CUDA: 16-byte loads and stores, one Philox call
-//              per 4 consecutive elements (its 4 words are their 4 uniforms), up to 4 groups in flight
-//              per thread. CPU: the same grid, program by program. What `bench` times.
+//   fused      one load, relu, drop, scale, one store. CUDA: 16-byte plain loads and stores, 32-bit
+//              indices, one Philox call per 4 consecutive elements (its 4 words are their 4 uniforms), up to
+//              4 groups in flight per thread. CPU: the same grid, program by program. What `bench` times.
 //   traced     same math element by element, one Philox call per element (word i % 4 of group i / 4, so
 //              the same bits); records the keep mask and the ElementTrace (writer, offsets) for the views.
 // The mask is not Triton's tl.rand mask: tl.rand(seed, i) takes word 0 of Philox at counter i.

@@ -119,8 +119,9 @@ constexpr FastCandidate kFastCandidates[] = {
     {"tile-k4-plain", 4, false, false}, {"tile-k4", 4, true, false},        {"wave-k2-plain", 2, false, true},
     {"wave-k4", 4, true, true},
 };
-// The candidate `fast` runs when KL_VECTOR_ADD_FAST is unset. Issue 16's GPU run picks the winner.
-constexpr const char* kDefaultFast = "grid-stride";
+// The candidate `fast` runs when KL_VECTOR_ADD_FAST is unset: tile-k2-plain, the fastest on the H200
+// (1.024 of copy at 2^26; grid-stride 0.93-0.96 in the same run; docs/perf-log.md).
+constexpr const char* kDefaultFast = "tile-k2-plain";
 
 const FastCandidate& fast_candidate() {
   const char* v = std::getenv("KL_VECTOR_ADD_FAST");

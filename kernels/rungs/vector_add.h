@@ -5,7 +5,8 @@
 //   reference  plain loop on the host, the ground truth.
 //   traced     (CPU and CUDA) one program per launch-grid entry, offset by offset; records which program
 //              stored each element and every offset's mask bit. This is what the panel draws.
-//   fast       (CUDA only) float4 loads and stores in a grid-stride loop, no trace; what `bench` times.
+//   fast       (CUDA only) float4 loads and stores, one 256-thread block per tile of 2 float4 per thread,
+//              plain (not evict-first) loads and stores, no trace; what `bench` times.
 #pragma once
 #include <cstdint>
 

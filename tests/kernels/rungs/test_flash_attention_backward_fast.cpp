@@ -191,20 +191,29 @@ Errors errors_against(const std::vector<float>& got, const std::vector<double>& 
 }
 
 // The 2x rule for one output, in norms and in the largest element error. The floors: 1e-5 of the norm,
-// and one ulp of the dtype at the larger of the output's magnitude and 1e-3 (per element; in the norm,
-// times sqrt(n)). They matter where the exact gradient is ~0 (Lk = 1: P = 1, dS = 0 up to fp32 noise
-// in dP - D, which the kernel and the plain step sum in different orders).
+// one ulp of the dtype at the larger of the output's magnitude and 1e-3 (per element; in the norm, times
+// sqrt(n)), and fp32 accumulation noise, 2^-16 of the largest exact gradient of the three (`problem_max`).
+// They matter where the exact gradient is ~0: at Lk = 1, P = 1 and dS = dP - D is 0 up to fp32 rounding,
+// which the kernel and the plain step (which cancels exactly there) sum in different orders; dK's error
+// is then that noise times Q, on the scale of dV, not of dK's exact 0 (on the H200: 2.3e-6 at Lq = 129).
 void expect_within_twice_plain(const char* name, const std::vector<float>& fast, const std::vector<float>& plain,
-                               const std::vector<double>& exact, const std::string& dtype) {
+                               const std::vector<double>& exact, const std::string& dtype, double problem_max) {
   ASSERT_EQ(fast.size(), exact.size()) << name;
   const Errors f = errors_against(fast, exact), p = errors_against(plain, exact);
   const double ref_norm = f.ref_norm;
   const double ulp_1e3 = (dtype == "bf16" ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11)) * 1e-3;
-  const double ulp = ulp_1e3 * std::max(f.ref_max / 1e-3, 1.0);
-  const double norm_floor = 1e-5 * ref_norm + ulp_1e3 * std::sqrt(double(exact.size()));
+  const double fp32_noise = std::ldexp(problem_max, -16);
+  const double ulp = ulp_1e3 * std::max(f.ref_max / 1e-3, 1.0) + fp32_noise;
+  const double norm_floor = 1e-5 * ref_norm + (ulp_1e3 + fp32_noise) * std::sqrt(double(exact.size()));
   EXPECT_LE(f.norm, 2 * p.norm + norm_floor)
       << name << ": relative-norm error fast " << f.rel << ", plain " << p.rel << " (norm of the exact " << ref_norm << ")";
   EXPECT_LE(f.max_abs, 2 * p.max_abs + ulp) << name << ": max abs error fast " << f.max_abs << ", plain " << p.max_abs;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
 }
 
 Array make_array(std::vector<int64_t> shape, std::vector<float> data) {
@@ -238,9 +247,10 @@ void check_case(Case c, float qk_range = 1.5f) {
     if (plain.empty_row[x / size_t(c.d)] && got.dq.data[x] != 0.f) ++nonzero_empty;
   ASSERT_EQ(nonzero_empty, 0u) << "rows that see no key must have dQ exactly 0";
   const Exact exact = exact_reference(c, in);
-  expect_within_twice_plain("dq", got.dq.data, plain.dq, exact.dq, c.dtype);
-  expect_within_twice_plain("dk", got.dk.data, plain.dk, exact.dk, c.dtype);
-  expect_within_twice_plain("dv", got.dv.data, plain.dv, exact.dv, c.dtype);
+  const double problem_max = std::max({max_abs(exact.dq), max_abs(exact.dk), max_abs(exact.dv)});
+  expect_within_twice_plain("dq", got.dq.data, plain.dq, exact.dq, c.dtype, problem_max);
+  expect_within_twice_plain("dk", got.dk.data, plain.dk, exact.dk, c.dtype, problem_max);
+  expect_within_twice_plain("dv", got.dv.data, plain.dv, exact.dv, c.dtype, problem_max);
 }
 
 const int kBatchHeads[6][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 1}, {1, 3}};
@@ -354,9 +364,10 @@ TEST(FlashAttentionBackwardFast, GivenForwardState) {
     const FastHostResult got = run_case(c, in, &ao, &al);
     const Plain plain = plain_reference(c, in);
     const Exact exact = exact_reference(c, in);
-    expect_within_twice_plain("dq", got.dq.data, plain.dq, exact.dq, c.dtype);
-    expect_within_twice_plain("dk", got.dk.data, plain.dk, exact.dk, c.dtype);
-    expect_within_twice_plain("dv", got.dv.data, plain.dv, exact.dv, c.dtype);
+    const double problem_max = std::max({max_abs(exact.dq), max_abs(exact.dk), max_abs(exact.dv)});
+    expect_within_twice_plain("dq", got.dq.data, plain.dq, exact.dq, c.dtype, problem_max);
+    expect_within_twice_plain("dk", got.dk.data, plain.dk, exact.dk, c.dtype, problem_max);
+    expect_within_twice_plain("dv", got.dv.data, plain.dv, exact.dv, c.dtype, problem_max);
   }
 }
 
