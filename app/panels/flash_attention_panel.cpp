@@ -517,6 +517,7 @@ class FlashAttentionPanel : public Panel {
     for (const fs::Budget& b : res_.budget) scale_max = std::max(scale_max, double(b.total));
     const float bar_h = ui::px(14);
     ImDrawList* dl = ImGui::GetWindowDrawList();
+    wrapped_in(width, "shared-memory budget per block, by part (white line: the limit; red: past it)");
     for (const fs::Budget& b : res_.budget) {
       char head[200];
       std::snprintf(head, sizeof head, "%s: %s of %s%s", b.label.c_str(), mem::bytes_text(uint64_t(b.total)).c_str(),
@@ -534,7 +535,7 @@ class FlashAttentionPanel : public Panel {
         x += w;
       }
       const float lim_x = p0.x + float(double(b.limit)) * px_per_byte;
-      if (!b.fits) dl->AddRectFilled(ImVec2(lim_x, p0.y + bar_h * 0.35f), ImVec2(x, p0.y + bar_h * 0.65f), IM_COL32(230, 60, 60, 255));
+      if (!b.fits) dl->AddRectFilled(ImVec2(lim_x, p0.y + bar_h * 0.8f), ImVec2(x, p0.y + bar_h), IM_COL32(230, 60, 60, 255));
       dl->AddLine(ImVec2(lim_x, p0.y - ui::px(2)), ImVec2(lim_x, p0.y + bar_h + ui::px(2)), IM_COL32(240, 240, 240, 255),
                   ui::px(2));
       ImGui::Dummy(ImVec2(width, bar_h + ui::px(4)));

@@ -168,7 +168,7 @@ std::string budget_caption(int d, int64_t limit) {
   const Budget fast = fast_budget("", t128.block_m, t128.block_n, t128.stages, 256, limit);
   std::snprintf(buf, sizeof buf,
                 "At d=256 every row of Q, K, V and O is twice as long as at d=128, so the tiles d=128 uses do not "
-                "fit the limit of %s: teaching %s needs %s (the default here is %s), and the fast kernel's %s x %d "
+                "fit the limit of %s: teaching %s needs %s (`run` takes %s here when no tile is given), and the fast kernel's %s x %d "
                 "stages needs %s, so it keeps %s keys in %d stages (%s).",
                 kib_text(double(limit)).c_str(), tile_text(dm, dn).c_str(), kib_text(double(teach.total)).c_str(),
                 tile_text(sm, sn).c_str(), tile_text(t128.block_m, t128.block_n).c_str(), t128.stages,
