@@ -58,8 +58,8 @@ if has bench; then
   timeout 600 "$bin" bench --backend cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
   tail -60 "$out/bench.txt" >> "$out/summary.txt"
   log "peers"
-  { timeout 300 python3 bench/torch_softmax.py; timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json"; } \
-    > "$out/peers.txt" 2>&1
+  { timeout 300 python3 bench/torch_softmax.py; timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json"
+    timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json"; } > "$out/peers.txt" 2>&1
 fi
 if has measure; then
   log "measure, bench-frame, soak"
@@ -79,13 +79,14 @@ if has sanitize; then
   : > "$out/sanitizer.txt"
   tools=${KL_SANITIZERS:-memcheck racecheck initcheck synccheck}
   for tool in $tools; do
-    for t in ${KL_SANITIZE_TESTS:-test_vector_add test_relu_dropout test_softmax test_attention test_flash_attention test_flash_attention_fast test_data_texture}; do
+    for t in ${KL_SANITIZE_TESTS:-test_vector_add test_relu_dropout test_softmax test_attention test_flash_attention test_flash_attention_fast test_flash_attention_backward_fast test_data_texture}; do
       exe=$(find build-cuda/tests -name "$t" -type f | head -1)
       [ -n "$exe" ] || continue
       filter='*Cuda*:*Gpu*:*Device*:*Fast*:*Unaligned*'
       # The fast kernels' full sweeps take minutes under the sanitizers: small shapes of every path.
       [ "$t" = test_flash_attention_fast ] && filter='*Deterministic*:*RowsThatSee*:*PathChoice*:*LowerRank*'
       [ "$t" = test_flash_attention ] && filter='*Cuda*:*Gpu*-*Lk65536*'
+      [ "$t" = test_flash_attention_backward_fast ] && filter='*CausalRowsThatSee*:*LowerRank*:*RegistryRuns*'
       r=$(timeout "${KL_SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --gtest_filter="$filter" 2>&1 | tail -4 | tr '\n' ' ')
       echo "$tool $t: $r" >> "$out/sanitizer.txt"
     done

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kernels/rungs/flash_attention.h"
+#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/runtime/errors.h"
 
 namespace kl::flash_attention_backward {
@@ -411,6 +412,28 @@ void require_shape(const KernelRunRequest& r, const char* name, const std::vecto
   }
 }
 
+// --variant fast (kernels/rungs/flash_attention_backward_fast.h): bf16 / fp16 on the device, CUDA only.
+KernelRunResult run_fast_entry(const KernelRunRequest& r, float scale) {
+  if (r.backend != Backend::Cuda)
+    throw InputError(std::string("--variant fast: flash-attention-backward runs it on the CUDA backend only, not ") +
+                     backend_name(r.backend) + "; use --variant teaching there");
+#ifdef KL_HAS_CUDA
+  const bool has_o = r.inputs.count("o") > 0;
+  const FastHostResult g = run_fast_host(r.inputs.at("q"), r.inputs.at("k"), r.inputs.at("v"), r.inputs.at("do"),
+                                         has_o ? &r.inputs.at("o") : nullptr, has_o ? &r.inputs.at("lse") : nullptr,
+                                         r.params.get_bool("causal"), scale, r.params.get_text("dtype"),
+                                         r.params.get_bool("deterministic"));
+  KernelRunResult res;
+  res.outputs["dq"] = g.dq;
+  res.outputs["dk"] = g.dk;
+  res.outputs["dv"] = g.dv;
+  return res;
+#else
+  (void)scale;
+  throw InputError("--variant fast: flash-attention-backward needs the CUDA backend; this build has no CUDA");
+#endif
+}
+
 KernelRunResult run_entry(const KernelRunRequest& r) {
   const Array& q = r.inputs.at("q");
   const Array& k = r.inputs.at("k");
@@ -428,6 +451,7 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
   Options opt;
   opt.causal = r.params.get_bool("causal");
   opt.scale = r.params.get_float("scale");
+  if (r.variant == "fast") return run_fast_entry(r, opt.resolved_scale(s.d));
   const int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
   if (r.variant == "naive") check_naive_wall(r.backend, s);
   else check_tiles(r.backend, bm, bn, s.d);
@@ -477,17 +501,67 @@ ParamSpec param::block_n() {
   return s;
 }
 
+ParamSpec param::dtype() { return flash_attention::param::dtype(); }
+ParamSpec param::deterministic() {
+  return bool_param("deterministic", false,
+                    "--variant fast: dQ by a separate pass per query tile, bitwise repeatable (0: fp32 atomics)");
+}
+
+namespace {
+// `bench flash-attention-backward`: the teaching variant at one small shape (no baseline: it is for
+// reading), then the fast variant's rows (CUDA; their peers come from bench/torch_flash_backward.py).
+std::vector<bench::Row> bench_entry(Backend b, bool quick) {
+  std::vector<bench::Row> rows;
+  Shape s;
+  s.batch = 1;
+  s.heads = quick ? 1 : 4;
+  s.lq = s.lk = quick ? 64 : 1024;
+  s.d = 64;
+  const size_t n = size_t(s.bh() * s.lq * s.d);
+  std::vector<float> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = float((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  Buffer<float> q(b, 0), k(b, 0), v(b, 0), dout(b, 0), dq(b, n), dk(b, n), dv(b, n);
+  q.upload(h);
+  k.upload(h);
+  v.upload(h);
+  dout.upload(h);
+  Buffer<float> o(b, n), lse(b, size_t(s.bh() * s.lq));
+  const Options opt;
+  forward(b, q.data(), k.data(), v.data(), o.data(), lse.data(), s, opt);
+  const bench::Timing t = bench::time(
+      b,
+      [&] {
+        run_teaching(b, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
+                     dv.data(), s, opt);
+      },
+      quick ? 1 : 3, quick ? 3 : 10);
+  bench::Row row;
+  row.kernel = "flash-attention-backward";
+  row.variant = "teaching";
+  row.shape = s.text();
+  row.ms = t.median_ms;
+  const double flops = 2.5 * 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * s.d;
+  row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+  row.baseline = "none (the teaching variant; `fast` is the one to time)";
+  rows.push_back(row);
+  for (bench::Row& r : bench_fast(b, quick)) rows.push_back(std::move(r));
+  return rows;
+}
+}  // namespace
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "flash-attention-backward";
   e.summary = "dQ, dK, dV of softmax(Q K^T * scale) V from dO: naive keeps P, teaching recomputes it from L";
-  e.variants = {"teaching", "naive"};
+  e.variants = {"teaching", "naive", "fast"};
   e.default_variant = "teaching";
   e.inputs = {"q", "k", "v", "do"};
   e.optional_inputs = {"o", "lse"};
   e.outputs = {"dq", "dk", "dv"};
-  e.params = {param::causal(), param::scale(), param::block_m(), param::block_n()};
+  e.params = {param::causal(), param::scale(), param::block_m(), param::block_n(), param::dtype(),
+              param::deterministic()};
   e.run = run_entry;
+  e.bench = bench_entry;
   return e;
 }
 

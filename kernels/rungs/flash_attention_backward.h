@@ -29,7 +29,9 @@
 //             caller does not give them: L = m + log l read from its trace's last step.
 //             An optional BackwardTrace records what the views need (see below).
 //   reference float64 on the host, the chain rule row by row; the ground truth.
-//   fast      (Hopper, bf16/fp16) not in this rung yet.
+//   fast      (CUDA only, bf16/fp16, d 64 and 128) FlashAttention-2's backward on the tensor cores
+//             (mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by fp32 atomics by default;
+//             `--set deterministic=1` computes dQ in a separate pass per query tile instead, no atomics.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -140,6 +142,8 @@ ParamSpec causal();   // flash_attention::param::causal()
 ParamSpec scale();    // flash_attention::param::scale()
 ParamSpec block_m();  // flash_attention::param::block_m(), help: query rows per (inner) query tile
 ParamSpec block_n();  // flash_attention::param::block_n(), help: keys per K/V tile, one program each
+ParamSpec dtype();          // flash_attention::param::dtype(): --variant fast's input precision
+ParamSpec deterministic();  // --variant fast: dQ by a separate pass instead of atomics (default 0)
 }  // namespace param
 
 // `flash-attention-backward` for the command line: inputs q, k, v, do (optional o, lse), outputs

@@ -1,6 +1,8 @@
-// Small device helpers shared by both FlashAttention fast kernels (flash_attention_fast.cu, mma.sync;
-// flash_attention_fast.sm90a.cu, wgmma): packing, exp2 on the special-function unit, and reductions
-// across the 4 threads (a quad) that share an accumulator row. Included by .cu files only.
+// Small device helpers shared by the FlashAttention fast kernels (flash_attention_fast.cu, mma.sync;
+// flash_attention_fast.sm90a.cu, wgmma; flash_attention_backward_fast.cu, mma.sync): packing, exp2 on the
+// special-function unit, reductions across the 4 threads (a quad) that share an accumulator row, and
+// (namespace fast_detail) the PTX wrappers of the mma.sync kernels: cp.async, ldmatrix, mma.m16n8k16 and
+// the XOR-swizzled shared-memory tiles. Included by .cu files only.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -44,5 +46,127 @@ __device__ __forceinline__ float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
+
+namespace fast_detail {
+
+// ---- [SECTION] PTX wrappers --------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, bypassing L1. src_bytes = 0 writes 16 zero bytes and reads nothing (the
+// masked tail: rows past Lq / Lk arrive as zeros, so 0 * garbage never makes a NaN).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// D = A B + D, m16n8k16, fp32 accumulate.
+template <class T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- [SECTION] shared-memory tiles ------------------------------------------------------------------
+// A tile of `rows` x kHeadDim elements, row-major, each row kHeadDim/8 chunks of 16 bytes; chunk c of
+// row r is stored at chunk position c ^ (r & 7). Eight consecutive rows' chunk c then sit in eight
+// different 16-byte bank groups: ldmatrix (8 row addresses per phase) and the cp.async stores are
+// conflict free.
+template <int kHeadDim>
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
+}
+
+// Rows [row0, row0 + kRows) of a [L, d] matrix (row stride in elements) into a swizzled shared tile;
+// rows >= rows_valid are zero-filled.
+template <class T, int kRows, int kHeadDim, int kThreads>
+__device__ __forceinline__ void load_tile_async(T* s, const T* g, int64_t row_stride, int row0, int rows_valid,
+                                                int tid) {
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kTotal = kRows * kChunks;
+  static_assert(kTotal % kThreads == 0, "tile chunks must divide evenly among the threads");
+#pragma unroll
+  for (int i = 0; i < kTotal / kThreads; ++i) {
+    const int c = tid + i * kThreads;
+    const int r = c / kChunks, chunk = c % kChunks;
+    const int gr = row0 + r;
+    const bool valid = gr < rows_valid;
+    const T* src = valid ? g + int64_t(gr) * row_stride + chunk * 8 : g;
+    cp_async_16(smem_u32(s + swizzled<kHeadDim>(r, chunk)), src, valid);
+  }
+}
+
+// ---- [SECTION] conversions and bench inputs ---------------------------------------------------------
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <class T>
+__global__ void convert_from_float(const float* __restrict__ in, T* __restrict__ out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = from_float<T>(in[i]);
+}
+template <class T>
+__global__ void convert_to_float(const T* __restrict__ in, float* __restrict__ out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = float(in[i]);
+}
+// Uniform values in [-1, 1) from a hash of (seed, index): bench inputs, never zeros.
+template <class T>
+__global__ void fill_uniform(T* __restrict__ out, int64_t n, uint32_t seed) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 0x9E3779B1u ^ uint32_t(i >> 32) * 0x85EBCA77u ^ seed;
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    out[i] = from_float<T>(float(x) * (2.0f / 4294967296.0f) - 1.0f);
+  }
+}
+
+inline dim3 elementwise_grid(int64_t n) {
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 4096) blocks = 4096;
+  if (blocks < 1) blocks = 1;
+  return dim3(unsigned(blocks));
+}
+
+}  // namespace fast_detail
 
 }  // namespace kl::flash_attention

@@ -532,13 +532,15 @@ void expect_same_spec(const ParamSpec& a, const ParamSpec& b, bool same_help) {
 
 TEST(FlashAttentionBackwardParams, RegistryTakesTheRungsSpecsWhichAreRungFives) {
   const KernelEntry e = entry();
-  ASSERT_EQ(e.params.size(), 4u);
-  const std::vector<ParamSpec> mine = {param::causal(), param::scale(), param::block_m(), param::block_n()};
+  ASSERT_EQ(e.params.size(), 6u);
+  const std::vector<ParamSpec> mine = {param::causal(), param::scale(),  param::block_m(),
+                                       param::block_n(), param::dtype(), param::deterministic()};
   for (size_t i = 0; i < mine.size(); ++i) expect_same_spec(e.params[i], mine[i], true);
   expect_same_spec(param::causal(), flash_attention::param::causal(), true);
   expect_same_spec(param::scale(), flash_attention::param::scale(), true);
   expect_same_spec(param::block_m(), flash_attention::param::block_m(), false);
   expect_same_spec(param::block_n(), flash_attention::param::block_n(), false);
+  expect_same_spec(param::dtype(), flash_attention::param::dtype(), true);  // --variant fast's, as rung 5's
 }
 
 }  // namespace

@@ -1,0 +1,603 @@
+// Rung 6, fast variant, CUDA side: FlashAttention-2's backward with mma.sync m16n8k16 (the design, the
+// tile shapes and the two dQ modes are in flash_attention_backward_fast.h). Paper notation
+// (FlashAttention-2, Algorithm 2); the PTX wrappers, the swizzled tiles and the fragment layouts are rung
+// 5's (flash_attention_fast_device.cuh; the layouts are spelled out at the top of flash_attention_fast.cu):
+//   A (16 x 16, row-major):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
+//   B (16 x 8, "col"):       b0 (k = 2t..2t+1, n = g)  b1 (k = 2t+8.., n = g)
+//   C/D (16 x 8, fp32):      c0 c1 (g, 2t..2t+1)  c2 c3 (g+8, 2t..2t+1)        g = lane / 4, t = lane % 4
+// The GEMMs of one step (query tile i, K/V tile j), with which operand comes from where:
+//   S = Q K^T, dP = dO V^T      A: Q, dO rows (ldmatrix)       B: K, V rows (ldmatrix, keys are n)
+//   dV += P^T dO, dK += dS^T Q  A: P, dS stored [query][key], read transposed (ldmatrix.trans)
+//                               B: dO, Q rows (ldmatrix.trans, queries are k)
+//   dQ += dS K                  A: dS (ldmatrix, or the registers in the dQ pass)   B: K (ldmatrix.trans)
+#include "kernels/rungs/flash_attention_backward_fast.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/rungs/flash_attention.h"
+#include "kernels/rungs/flash_attention_backward.h"
+#include "kernels/rungs/flash_attention_fast_device.cuh"
+#include "kernels/runtime/buffer.h"
+#include "kernels/runtime/cuda_launch.cuh"
+
+namespace kl::flash_attention_backward {
+namespace fast_bwd {
+
+using flash_attention::ceil_div;
+using flash_attention::fast_exp2;
+using flash_attention::key_tiles_for_block;
+using flash_attention::key_visible;
+using flash_attention::pack2;
+using namespace flash_attention::fast_detail;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// ---- [SECTION] fragments ------------------------------------------------------------------------------
+// ldmatrix.x4 at the addresses frag:: gives (the header says which operand each one is).
+template <int kRowLen, class T>
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const T* slice, int lane, int kk) {
+  ldmatrix_x4(a, smem_u32(slice + frag::a_offset(kRowLen, lane, kk)));
+}
+template <int kRowLen, class T>
+__device__ __forceinline__ void load_a_trans(uint32_t (&a)[4], const T* tile, int lane, int kk, int col0) {
+  ldmatrix_x4_trans(a, smem_u32(tile + frag::a_trans_offset(kRowLen, lane, kk, col0)));
+}
+template <int kRowLen, class T>
+__device__ __forceinline__ void load_b_rows_are_k(uint32_t (&b)[4], const T* tile, int lane, int kk, int col0) {
+  ldmatrix_x4_trans(b, smem_u32(tile + frag::b_rows_are_k_offset(kRowLen, lane, kk, col0)));
+}
+template <int kRowLen, class T>
+__device__ __forceinline__ void load_b_rows_are_n(uint32_t (&b)[4], const T* tile, int lane, int kk, int row0) {
+  ldmatrix_x4(b, smem_u32(tile + frag::b_rows_are_n_offset(kRowLen, lane, kk, row0)));
+}
+
+template <int kTiles>
+__device__ __forceinline__ void zero(float (&acc)[kTiles][4]) {
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+}
+
+// The row statistics one thread needs for its rows `row` and `row + 8`: L * log2(e) (+inf for rows past
+// Lq and rows that see nothing, so P = exp2(S * scale*log2e - that) is exactly 0) and D.
+__device__ __forceinline__ void row_stats(const float* lse, const float* drow, int row, int Lq, float (&lse2)[2],
+                                          float (&dr)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row + 8 * r;
+    const float L = i < Lq ? lse[i] : -INFINITY;
+    lse2[r] = L == -INFINITY ? INFINITY : L * kLog2e;
+    dr[r] = i < Lq ? drow[i] : 0.f;
+  }
+}
+
+// S -> P = exp2(S * scale*log2e - L*log2e) and dP -> dS = P (dP - D), in place, for kTiles n8 tiles of keys
+// starting at key0 (this thread's keys key0 + 8j + 2t + {0, 1}); masked pairs (kMask) give P = dS = 0.
+template <bool kMask, int kTiles>
+__device__ __forceinline__ void softmax_grad(float (&s)[kTiles][4], float (&dp)[kTiles][4], const float (&lse2)[2],
+                                             const float (&dr)[2], float scale_log2, int row, int key0, int t,
+                                             const FastBackwardParams& p) {
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float pv = fast_exp2(fmaf(s[j][e], scale_log2, -lse2[e >> 1]));
+      if (kMask && !key_visible(row + 8 * (e >> 1), key0 + j * 8 + 2 * t + (e & 1), p.Lq, p.Lk, p.causal)) pv = 0.f;
+      s[j][e] = pv;
+      dp[j][e] = pv * (dp[j][e] - dr[e >> 1]);
+    }
+}
+
+// dst[0] += a, dst[1] += b in global memory (fp32 atomics; one 8-byte vector atomic on sm_90, dst even).
+__device__ __forceinline__ void add_pair(float* dst, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
+#else
+  atomicAdd(dst, a);
+  atomicAdd(dst + 1, b);
+#endif
+}
+
+// ---- [SECTION] preprocess and convert -----------------------------------------------------------------
+// One warp per row: D = rowsum(dO ∘ O) in fp32; the dQ accumulator's row set to 0 (atomic mode).
+template <class T>
+__global__ void bwd_preprocess(const T* __restrict__ o, const T* __restrict__ dout, float* __restrict__ drow,
+                               float* __restrict__ dq_accum, int64_t rows, int d) {
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;  // the whole warp
+  float acc = 0.f;
+  for (int c = lane; c < d; c += 32) acc = fmaf(float(dout[row * d + c]), float(o[row * d + c]), acc);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) drow[row] = acc;
+  if (dq_accum)
+    for (int c = lane; c < d; c += 32) dq_accum[row * d + c] = 0.f;
+}
+
+// dQ = scale * accumulator, rounded to T.
+template <class T>
+__global__ void bwd_convert_dq(const float* __restrict__ acc, T* __restrict__ dq, float scale, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dq[i] = from_float<T>(scale * acc[i]);
+}
+
+// ---- [SECTION] the main kernel: one CTA per K/V tile ---------------------------------------------------
+// Grid (ceil(Lk / kBlockN), H, B), 8 warps. Warp w: wr = w % 4, wc = w / 4.
+//   S, dP, P, dS:  query rows 16 wr.. of the step's tile, keys 32 wc.. of the CTA's tile
+//   dV_j, dK_j:    keys 16 wr.., columns (d/2) wc..      (registers for the whole CTA)
+//   dQ_i:          query rows 16 wr.., columns (d/2) wc.. (kAtomicDq; added into the accumulator)
+// Shared memory: sK, sV [kBlockN][d]; sQ, sdO [2][kBlockM][d]; sP, sdS [kBlockM][kBlockN]; all swizzled.
+template <class T, int kHeadDim, bool kAtomicDq>
+__global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadDim == 64 ? 2 : 1)
+    flash_bwd_kernel(const FastBackwardParams p) {
+  using Tr = FastBackwardTraits<kHeadDim>;
+  constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
+  constexpr int kHalf = D / 2, kHalfTiles = kHalf / 8;
+  static_assert(BM == 64 && BN == 64 && Tr::kNWarps == 8, "the warp layout below is written for 64 x 64 and 8 warps");
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);
+  T* sV = sK + BN * D;
+  T* sQ = sV + BN * D;
+  T* sdO = sQ + 2 * BM * D;
+  T* sP = sdO + 2 * BM * D;
+  T* sdS = sP + BM * BN;
+
+  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int wr = warp & 3, wc = warp >> 2, g = lane >> 2, t = lane & 3;
+  const int64_t bh = int64_t(b) * p.H + h;
+  const T* q = static_cast<const T*>(p.q) + bh * p.Lq * D;
+  const T* dout = static_cast<const T*>(p.dout) + bh * p.Lq * D;
+  const T* k = static_cast<const T*>(p.k) + bh * p.Lk * D;
+  const T* v = static_cast<const T*>(p.v) + bh * p.Lk * D;
+  const float* lse = p.lse + bh * p.Lq;
+  const float* drow = p.drow + bh * p.Lq;
+  const int n0 = n_block * BN;
+  const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
+  const int m_blocks = ceil_div(p.Lq, BM);
+  const float scale_log2 = p.scale * kLog2e;
+
+  float acc_dk[kHalfTiles][4], acc_dv[kHalfTiles][4];
+  zero(acc_dk);
+  zero(acc_dv);
+
+  if (m_first < m_blocks) {  // uniform across the CTA
+    load_tile_async<T, BN, D, kThreads>(sK, k, D, n0, p.Lk, tid);
+    load_tile_async<T, BN, D, kThreads>(sV, v, D, n0, p.Lk, tid);
+    load_tile_async<T, BM, D, kThreads>(sQ, q, D, m_first * BM, p.Lq, tid);
+    load_tile_async<T, BM, D, kThreads>(sdO, dout, D, m_first * BM, p.Lq, tid);
+    cp_async_commit();
+    for (int m = m_first; m < m_blocks; ++m) {
+      const int stage = (m - m_first) & 1;
+      T* sQs = sQ + stage * BM * D;
+      T* sdOs = sdO + stage * BM * D;
+      cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) have landed
+      __syncthreads();     // ... for every thread; and every warp is done with the previous step
+      if (m + 1 < m_blocks) {  // the next step's Q, dO into the other stage, while this one computes
+        load_tile_async<T, BM, D, kThreads>(sQ + (stage ^ 1) * BM * D, q, D, (m + 1) * BM, p.Lq, tid);
+        load_tile_async<T, BM, D, kThreads>(sdO + (stage ^ 1) * BM * D, dout, D, (m + 1) * BM, p.Lq, tid);
+      }
+      cp_async_commit();
+
+      // S = Q_i K_j^T and dP = dO_i V_j^T: rows 16 wr.., keys 32 wc.. (4 n8 tiles).
+      float acc_s[4][4], acc_dp[4][4];
+      zero(acc_s);
+      zero(acc_dp);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t aq[4], ado[4];
+        load_a<D>(aq, sQs + wr * 16 * D, lane, kk);
+        load_a<D>(ado, sdOs + wr * 16 * D, lane, kk);
+#pragma unroll
+        for (int nn = 0; nn < 2; ++nn) {
+          uint32_t bk[4], bv[4];
+          load_b_rows_are_n<D>(bk, sK, lane, kk, wc * 32 + nn * 16);
+          load_b_rows_are_n<D>(bv, sV, lane, kk, wc * 32 + nn * 16);
+          mma_16816<T>(acc_s[2 * nn], aq, bk[0], bk[1]);
+          mma_16816<T>(acc_s[2 * nn + 1], aq, bk[2], bk[3]);
+          mma_16816<T>(acc_dp[2 * nn], ado, bv[0], bv[1]);
+          mma_16816<T>(acc_dp[2 * nn + 1], ado, bv[2], bv[3]);
+        }
+      }
+
+      // P and dS, then into shared memory (rounded to T): dV and dK read them transposed.
+      const int row = m * BM + wr * 16 + g;
+      float lse2[2], dr[2];
+      row_stats(lse, drow, row, p.Lq, lse2, dr);
+      if (backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal))
+        softmax_grad<true>(acc_s, acc_dp, lse2, dr, scale_log2, row, n0 + wc * 32, t, p);
+      else
+        softmax_grad<false>(acc_s, acc_dp, lse2, dr, scale_log2, row, n0 + wc * 32, t, p);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int srow = wr * 16 + g + 8 * r, col = wc * 32 + j * 8 + 2 * t;
+          const int off = frag::swizzled(BN, srow, col >> 3) + (col & 7);
+          *reinterpret_cast<uint32_t*>(sP + off) = pack2<T>(acc_s[j][2 * r], acc_s[j][2 * r + 1]);
+          *reinterpret_cast<uint32_t*>(sdS + off) = pack2<T>(acc_dp[j][2 * r], acc_dp[j][2 * r + 1]);
+        }
+      __syncthreads();
+
+      // dV_j += P^T dO_i and dK_j += dS^T Q_i: keys 16 wr.., columns kHalf wc.. (k = the tile's 64 queries).
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        uint32_t ap[4], ads[4];
+        load_a_trans<BN>(ap, sP, lane, kk, wr * 16);
+        load_a_trans<BN>(ads, sdS, lane, kk, wr * 16);
+#pragma unroll
+        for (int dn = 0; dn < kHalf / 16; ++dn) {
+          uint32_t bdo[4], bq[4];
+          load_b_rows_are_k<D>(bdo, sdOs, lane, kk, wc * kHalf + dn * 16);
+          load_b_rows_are_k<D>(bq, sQs, lane, kk, wc * kHalf + dn * 16);
+          mma_16816<T>(acc_dv[2 * dn], ap, bdo[0], bdo[1]);
+          mma_16816<T>(acc_dv[2 * dn + 1], ap, bdo[2], bdo[3]);
+          mma_16816<T>(acc_dk[2 * dn], ads, bq[0], bq[1]);
+          mma_16816<T>(acc_dk[2 * dn + 1], ads, bq[2], bq[3]);
+        }
+      }
+
+      // dQ_i += dS K_j: query rows 16 wr.., columns kHalf wc.. (k = the CTA's 64 keys), fp32 atomics.
+      if constexpr (kAtomicDq) {
+        float acc_dq[kHalfTiles][4];
+        zero(acc_dq);
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          uint32_t a[4];
+          load_a<BN>(a, sdS + wr * 16 * BN, lane, kk);
+#pragma unroll
+          for (int dn = 0; dn < kHalf / 16; ++dn) {
+            uint32_t bk[4];
+            load_b_rows_are_k<D>(bk, sK, lane, kk, wc * kHalf + dn * 16);
+            mma_16816<T>(acc_dq[2 * dn], a, bk[0], bk[1]);
+            mma_16816<T>(acc_dq[2 * dn + 1], a, bk[2], bk[3]);
+          }
+        }
+        float* dq_accum = p.dq_accum + bh * p.Lq * D;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if (row + 8 * r >= p.Lq) continue;
+          float* dst = dq_accum + int64_t(row + 8 * r) * D + wc * kHalf + 2 * t;
+#pragma unroll
+          for (int j = 0; j < kHalfTiles; ++j) add_pair(dst + j * 8, acc_dq[j][2 * r], acc_dq[j][2 * r + 1]);
+        }
+      }
+    }
+    cp_async_wait<0>();
+  }
+
+  // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
+  T* dk = static_cast<T*>(p.dk) + bh * p.Lk * D;
+  T* dv = static_cast<T*>(p.dv) + bh * p.Lk * D;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = n0 + wr * 16 + g + 8 * r;
+    if (key >= p.Lk) continue;
+#pragma unroll
+    for (int j = 0; j < kHalfTiles; ++j) {
+      const int64_t off = int64_t(key) * D + wc * kHalf + j * 8 + 2 * t;
+      *reinterpret_cast<uint32_t*>(dk + off) = pack2<T>(acc_dk[j][2 * r] * p.scale, acc_dk[j][2 * r + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[j][2 * r], acc_dv[j][2 * r + 1]);
+    }
+  }
+}
+
+// ---- [SECTION] the deterministic mode's dQ pass: one CTA per query tile --------------------------------
+// Grid (ceil(Lq / kBlockM), H, B), 4 warps; warp w owns query rows 16 w.. and walks the K/V tiles the tile
+// sees in order (K/V two stages, as rung 5's forward): S, dP, P, dS recomputed in registers, dQ_i += dS K_j
+// with dS as the A operand straight from the accumulators. One writer per dQ element: no atomics.
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq_kernel(const FastBackwardParams p) {
+  using Tr = FastDqTraits<kHeadDim>;
+  constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
+  constexpr int kNTiles = BN / 8;
+  static_assert(BM == Tr::kNWarps * 16, "one warp per 16 query rows");
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sdO = sQ + BM * D;
+  T* sK = sdO + BM * D;  // [2][BN][D]
+  T* sV = sK + 2 * BN * D;
+
+  // Causal: the heaviest query tiles (the last ones) start first.
+  const int m_block = p.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int64_t bh = int64_t(b) * p.H + h;
+  const T* q = static_cast<const T*>(p.q) + bh * p.Lq * D;
+  const T* dout = static_cast<const T*>(p.dout) + bh * p.Lq * D;
+  const T* k = static_cast<const T*>(p.k) + bh * p.Lk * D;
+  const T* v = static_cast<const T*>(p.v) + bh * p.Lk * D;
+  const int m0 = m_block * BM, row = m0 + warp * 16 + g;
+  const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, BM, BN, p.causal);
+  const float scale_log2 = p.scale * kLog2e;
+
+  float acc_dq[D / 8][4];
+  zero(acc_dq);
+  if (n_tiles > 0) {  // uniform across the CTA
+    float lse2[2], dr[2];
+    row_stats(p.lse + bh * p.Lq, p.drow + bh * p.Lq, row, p.Lq, lse2, dr);
+    load_tile_async<T, BM, D, kThreads>(sQ, q, D, m0, p.Lq, tid);
+    load_tile_async<T, BM, D, kThreads>(sdO, dout, D, m0, p.Lq, tid);
+    load_tile_async<T, BN, D, kThreads>(sK, k, D, 0, p.Lk, tid);
+    load_tile_async<T, BN, D, kThreads>(sV, v, D, 0, p.Lk, tid);
+    cp_async_commit();
+    if (n_tiles > 1) {
+      load_tile_async<T, BN, D, kThreads>(sK + BN * D, k, D, BN, p.Lk, tid);
+      load_tile_async<T, BN, D, kThreads>(sV + BN * D, v, D, BN, p.Lk, tid);
+    }
+    cp_async_commit();
+    for (int n = 0; n < n_tiles; ++n) {
+      cp_async_wait<1>();  // tile n's group (and Q, dO) have landed; tile n+1's may be in flight
+      __syncthreads();
+      const T* sKs = sK + (n & 1) * BN * D;
+      const T* sVs = sV + (n & 1) * BN * D;
+      float acc_s[kNTiles][4], acc_dp[kNTiles][4];
+      zero(acc_s);
+      zero(acc_dp);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t aq[4], ado[4];
+        load_a<D>(aq, sQ + warp * 16 * D, lane, kk);
+        load_a<D>(ado, sdO + warp * 16 * D, lane, kk);
+#pragma unroll
+        for (int nn = 0; nn < BN / 16; ++nn) {
+          uint32_t bk[4], bv[4];
+          load_b_rows_are_n<D>(bk, sKs, lane, kk, nn * 16);
+          load_b_rows_are_n<D>(bv, sVs, lane, kk, nn * 16);
+          mma_16816<T>(acc_s[2 * nn], aq, bk[0], bk[1]);
+          mma_16816<T>(acc_s[2 * nn + 1], aq, bk[2], bk[3]);
+          mma_16816<T>(acc_dp[2 * nn], ado, bv[0], bv[1]);
+          mma_16816<T>(acc_dp[2 * nn + 1], ado, bv[2], bv[3]);
+        }
+      }
+      if (backward_tile_needs_mask(m_block, n, p.Lq, p.Lk, BM, BN, p.causal))
+        softmax_grad<true>(acc_s, acc_dp, lse2, dr, scale_log2, row, n * BN, t, p);
+      else
+        softmax_grad<false>(acc_s, acc_dp, lse2, dr, scale_log2, row, n * BN, t, p);
+      // dQ_i += dS K_j: dS's accumulator tiles 2kk, 2kk+1 are the A fragment of key step kk (rounded to T).
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        const uint32_t a[4] = {pack2<T>(acc_dp[2 * kk][0], acc_dp[2 * kk][1]),
+                               pack2<T>(acc_dp[2 * kk][2], acc_dp[2 * kk][3]),
+                               pack2<T>(acc_dp[2 * kk + 1][0], acc_dp[2 * kk + 1][1]),
+                               pack2<T>(acc_dp[2 * kk + 1][2], acc_dp[2 * kk + 1][3])};
+#pragma unroll
+        for (int dn = 0; dn < D / 16; ++dn) {
+          uint32_t bk[4];
+          load_b_rows_are_k<D>(bk, sKs, lane, kk, dn * 16);
+          mma_16816<T>(acc_dq[2 * dn], a, bk[0], bk[1]);
+          mma_16816<T>(acc_dq[2 * dn + 1], a, bk[2], bk[3]);
+        }
+      }
+      __syncthreads();  // every warp is done with this stage before it is refilled
+      if (n + 2 < n_tiles) {
+        load_tile_async<T, BN, D, kThreads>(const_cast<T*>(sKs), k, D, (n + 2) * BN, p.Lk, tid);
+        load_tile_async<T, BN, D, kThreads>(const_cast<T*>(sVs), v, D, (n + 2) * BN, p.Lk, tid);
+      }
+      cp_async_commit();  // always (maybe empty): one group per tile
+    }
+    cp_async_wait<0>();
+  }
+  T* dq = static_cast<T*>(p.dq) + bh * p.Lq * D;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row + 8 * r >= p.Lq) continue;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+      *reinterpret_cast<uint32_t*>(dq + int64_t(row + 8 * r) * D + j * 8 + 2 * t) =
+          pack2<T>(acc_dq[j][2 * r] * p.scale, acc_dq[j][2 * r + 1] * p.scale);
+  }
+}
+
+// ---- [SECTION] launches --------------------------------------------------------------------------------
+template <class T, int D>
+void launch_all(const FastBackwardParams& p) {
+  using Tr = FastBackwardTraits<D>;
+  using Dq = FastDqTraits<D>;
+  const int64_t rows = int64_t(p.B) * p.H * p.Lq;
+  const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
+  cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
+               dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
+               static_cast<const T*>(p.dout), p.drow, p.deterministic ? nullptr : p.dq_accum, rows, D);
+  const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
+  if (p.deterministic) {
+    cuda::launch(D == 64 ? "flash_bwd_fast_dkdv_d64" : "flash_bwd_fast_dkdv_d128", flash_bwd_kernel<T, D, false>,
+                 grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+    const dim3 dq_grid(unsigned(ceil_div(p.Lq, Dq::kBlockM)), unsigned(p.H), unsigned(p.B));
+    cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : "flash_bwd_fast_dq_d128", flash_bwd_dq_kernel<T, D>, dq_grid,
+                 dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
+    return;
+  }
+  cuda::launch(D == 64 ? "flash_bwd_fast_d64" : "flash_bwd_fast_d128", flash_bwd_kernel<T, D, true>, grid,
+               dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D), dim3(256), 0, 0,
+               p.dq_accum, static_cast<T*>(p.dq), p.scale, rows * D);
+}
+
+template <class T>
+void run_typed(const FastBackwardParams& p) {
+  if (p.d == 64) launch_all<T, 64>(p);
+  else launch_all<T, 128>(p);
+}
+
+void require_device() {
+  std::string why;
+  if (cuda_device_count(&why) == 0)
+    throw InputError("flash-attention-backward --variant fast needs a CUDA device: " + why);
+}
+
+template <class T>
+void convert_in(const std::vector<float>& host, Buffer<float>& staging, Buffer<T>& dst) {
+  staging.upload(host);
+  dst.resize(Backend::Cuda, host.size());
+  cuda::launch("flash_bwd_fast_convert_in", convert_from_float<T>, elementwise_grid(int64_t(host.size())), dim3(256),
+               0, 0, staging.data(), dst.data(), int64_t(host.size()));
+}
+
+template <class T>
+void to_float(const Buffer<T>& src, Buffer<float>& dst) {
+  dst.resize(Backend::Cuda, src.size());
+  cuda::launch("flash_bwd_fast_convert_out", convert_to_float<T>, elementwise_grid(int64_t(src.size())), dim3(256),
+               0, 0, src.data(), dst.data(), int64_t(src.size()));
+}
+
+// The forward's O (rounded to T) and L for inputs already in T: rung 5's teaching forward in float32 on
+// the rounded values (the tiles it offers at d: 64 x 64, or 32 x 32 where 64 x 64 does not fit).
+template <class T>
+void forward_state(const Buffer<T>& q, const Buffer<T>& k, const Buffer<T>& v, Buffer<T>& o, Buffer<float>& lse,
+                   const FastBackwardParams& p) {
+  Shape s;
+  s.batch = p.B, s.heads = p.H, s.lq = p.Lq, s.lk = p.Lk, s.d = p.d;
+  Options opt;
+  opt.causal = p.causal;
+  opt.scale = p.scale;
+  Buffer<float> qf, kf, vf, of(Backend::Cuda, q.size());
+  to_float(q, qf);
+  to_float(k, kf);
+  to_float(v, vf);
+  lse.resize(Backend::Cuda, size_t(s.bh() * s.lq));
+  int tile = kDefaultBlockM;
+  try {
+    flash_attention::check_tiles(Backend::Cuda, tile, tile, p.d);
+  } catch (const InputError&) {
+    tile = 32;
+  }
+  forward(Backend::Cuda, qf.data(), kf.data(), vf.data(), of.data(), lse.data(), s, opt, tile, tile);
+  o.resize(Backend::Cuda, q.size());
+  cuda::launch("flash_bwd_fast_convert_in", convert_from_float<T>, elementwise_grid(int64_t(q.size())), dim3(256), 0,
+               0, of.data(), o.data(), int64_t(q.size()));
+  mem::synchronize(Backend::Cuda);  // the float copies are freed on return
+}
+
+template <class T>
+FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, const Array& dout, const Array* o,
+                              const Array* lse, FastBackwardParams p) {
+  Buffer<float> staging(Backend::Cuda, 0);
+  Buffer<T> tq, tk, tv, tdo, to;
+  convert_in(q.data, staging, tq);
+  convert_in(k.data, staging, tk);
+  convert_in(v.data, staging, tv);
+  convert_in(dout.data, staging, tdo);
+  Buffer<float> tlse(Backend::Cuda, 0);
+  if (o) {
+    convert_in(o->data, staging, to);
+    tlse.upload(lse->data);
+  } else {
+    forward_state(tq, tk, tv, to, tlse, p);
+  }
+  const size_t nq = q.data.size(), nk = k.data.size(), rows = nq / size_t(p.d);
+  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, p.deterministic ? 0 : nq);
+  Buffer<T> dq(Backend::Cuda, nq), dk(Backend::Cuda, nk), dv(Backend::Cuda, nk);
+  for (Buffer<T>* b : {&dq, &dk, &dv}) b->fill_bytes(0xFF);  // 0xFFFF is NaN in bf16 and fp16
+  p.q = tq.data(), p.k = tk.data(), p.v = tv.data(), p.o = to.data(), p.dout = tdo.data(), p.lse = tlse.data();
+  p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data();
+  p.dq_accum = p.deterministic ? nullptr : accum.data();
+  run_fast(p);
+  Buffer<float> fq, fk, fv;
+  to_float(dq, fq);
+  to_float(dk, fk);
+  to_float(dv, fv);
+  mem::synchronize(Backend::Cuda);
+  return FastHostResult{Array{q.shape, fq.to_host()}, Array{k.shape, fk.to_host()}, Array{v.shape, fv.to_host()}};
+}
+
+}  // namespace fast_bwd
+
+// ---- [SECTION] entry points ----------------------------------------------------------------------------
+void run_fast(const FastBackwardParams& p) {
+  validate_fast(p);
+  if (p.dtype == FastDtype::Bf16) fast_bwd::run_typed<__nv_bfloat16>(p);
+  else fast_bwd::run_typed<__half>(p);
+}
+
+FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, const Array& dout, const Array* o,
+                             const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic) {
+  flash_attention::FastParams shape;
+  flash_attention::check_host_shapes(q, k, v, shape);
+  if (dout.shape != q.shape)
+    throw InputError("--in do: shape " + dout.shape_text() + " must be " + q.shape_text() + " (q's shape)");
+  if ((o == nullptr) != (lse == nullptr))
+    throw InputError("--in o, --in lse: give both (the forward's O and L = m + log l) or neither");
+  if (o) {
+    if (o->shape != q.shape)
+      throw InputError("--in o: shape " + o->shape_text() + " must be " + q.shape_text() + " (q's shape)");
+    Array want;
+    want.shape.assign(q.shape.begin(), q.shape.end() - 1);
+    if (lse->shape != want.shape)
+      throw InputError("--in lse: shape " + lse->shape_text() + " must be " + want.shape_text() +
+                       " (q's shape without d)");
+  }
+  FastBackwardParams p;
+  p.B = shape.B, p.H = shape.H, p.Lq = shape.Lq, p.Lk = shape.Lk, p.d = shape.d;
+  p.dtype = flash_attention::parse_fast_dtype(dtype);
+  p.causal = causal;
+  p.scale = scale;
+  p.deterministic = deterministic;
+  if (!(std::isfinite(scale) && scale > 0))
+    throw InputError(out_of_range_message("scale", std::to_string(scale), "finite and > 0"));
+  fast_bwd::require_device();
+  if (p.dtype == FastDtype::Bf16) return fast_bwd::run_host_typed<__nv_bfloat16>(q, k, v, dout, o, lse, p);
+  return fast_bwd::run_host_typed<__half>(q, k, v, dout, o, lse, p);
+}
+
+std::vector<bench::Row> bench_fast(Backend b, bool quick) {
+  using namespace fast_bwd;
+  std::vector<bench::Row> rows;
+  if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
+  require_device();
+  const std::vector<int> lengths = quick ? std::vector<int>{512} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
+  const int64_t tokens = quick ? 1024 : 16384;  // B * L
+  const int64_t width = 2048;                   // H * d
+  const int64_t n = tokens * width;
+  Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
+      dout(Backend::Cuda, size_t(n)), o(Backend::Cuda, size_t(n)), dq(Backend::Cuda, size_t(n)),
+      dk(Backend::Cuda, size_t(n)), dv(Backend::Cuda, size_t(n));
+  Buffer<float> lse(Backend::Cuda, size_t(n / 64)), drow(Backend::Cuda, size_t(n / 64)), accum(Backend::Cuda, size_t(n));
+  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
+  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
+  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
+  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, dout.data(), n,
+               4u);
+  for (int d : {64, 128})
+    for (int L : lengths)
+      for (bool causal : {false, true}) {
+        FastBackwardParams p;
+        p.B = int(tokens / L), p.H = int(width / d), p.Lq = p.Lk = L, p.d = d;
+        p.scale = 1.0f / std::sqrt(float(d));
+        p.causal = causal;
+        p.dtype = FastDtype::Bf16;
+        forward_state(q, k, v, o, lse, p);  // O and L of these inputs, once per shape, not timed
+        p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data(), p.dout = dout.data(), p.lse = lse.data();
+        p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data(), p.dq_accum = accum.data();
+        for (bool det : {false, true}) {
+          p.deterministic = det;
+          const bench::Timing t =
+              quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
+          const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (causal ? 0.5 : 1.0);
+          bench::Row r;
+          r.kernel = "flash-attention-backward";
+          r.variant = "fast";
+          r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) + " L=" + std::to_string(L) +
+                    " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 dq=" +
+                    (det ? "deterministic" : "atomic");
+          r.ms = t.median_ms;
+          r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+          // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.
+          r.gbs = t.median_ms > 0 ? 8.0 * double(p.B) * p.H * L * d * 2 / (t.median_ms * 1e-3) / 1e9 : 0;
+          r.ratio = 0;  // the peers (PyTorch's flash and cuDNN backward) are timed by bench/torch_flash_backward.py
+          r.baseline = "torch: bench/torch_flash_backward.py";
+          rows.push_back(r);
+        }
+      }
+  mem::synchronize(Backend::Cuda);
+  return rows;
+}
+
+}  // namespace kl::flash_attention_backward

@@ -1,0 +1,170 @@
+// Rung 6, fast variant: FlashAttention-2's backward pass on the tensor cores (bf16 / fp16 in, float32
+// accumulation, bf16 / fp16 dQ, dK, dV out), CUDA only. Same algorithm and names as the teaching variant
+// (kernels/rungs/flash_attention_backward.h); what differs is how it runs:
+//   1. preprocess (one warp per query row): D = rowsum(dO ∘ O) in fp32 and, in the default mode, the
+//      fp32 dQ accumulator set to 0.
+//   2. the main kernel: one CTA per (K/V tile j of kBlockN keys, batch, head); K_j, V_j stay in shared
+//      memory while the CTA walks the query tiles i of kBlockM rows (causal: from the first tile that
+//      sees a key of tile j; the tiles entirely above the diagonal are never loaded), Q_i and dO_i
+//      streamed with cp.async, two stages (tile i+1 in flight while tile i is computed). Per step, on
+//      mma.sync.m16n8k16 (ldmatrix operands from XOR-swizzled shared memory, as rung 5's fast forward):
+//          S = Q_i K_j^T                        P = exp2(S * scale*log2e - L_i * log2e)   (L: the forward's)
+//          dP = dO_i V_j^T                      dS = P ∘ (dP - D_i)
+//          dV_j += P^T dO_i                     dK_j += dS^T Q_i
+//          dQ_i += dS K_j                       (fp32 atomicAdd into the accumulator)
+//      P and dS go through shared memory (rounded to bf16 / fp16) because dV and dK need them transposed;
+//      dK_j and dV_j stay in registers and are written once, dK scaled by `scale`.
+//   3. convert: dQ = scale * accumulator, rounded to bf16 / fp16.
+// dQ's two modes (FastBackwardParams::deterministic, `--set deterministic=1` on the command line):
+//   atomics (the default, as FlashAttention): every K/V CTA adds its dS K_j into dQ_i with fp32
+//            atomicAdd. The order of the adds varies between runs, so dQ may differ in its last bits
+//            from run to run; dK and dV do not.
+//   deterministic: the main kernel skips dQ, and a separate pass (one CTA per query tile, looping over
+//            the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps dQ_i in registers: no
+//            atomics, bitwise the same run after run, at the price of computing S and dP twice.
+// Causal masks are bottom-right aligned (query i sees key j <= i + Lk - Lq); rows that see no key have
+// L = -inf and zero gradient. Tile shapes (compile-time, FastBackwardTraits):
+//   main kernel:  kBlockN 64 keys per CTA, kBlockM 64 query rows per step, 8 warps (warp w: rows / keys
+//                 16 (w % 4).., columns half w / 4); shared memory d 64: 64 KiB, d 128: 112 KiB
+//   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
+// Layout: contiguous [B, H, L, d] (q, o, dout, dq [B, H, Lq, d]; k, v, dk, dv [B, H, Lk, d]; lse, D
+// [B, H, Lq]); every pointer 16-byte aligned.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/measure/bench.h"
+#include "kernels/rungs/flash_attention_fast.h"
+#include "kernels/runtime/array.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/params.h"
+
+namespace kl::flash_attention_backward {
+
+using flash_attention::FastDtype;
+
+template <int kHeadDim_>
+struct FastBackwardTraits {
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 64, kBlockN = 64, kNWarps = 8;
+  static constexpr int kThreads = kNWarps * 32;
+  // Shared memory: K_j, V_j [kBlockN][d]; two stages of Q_i, dO_i [kBlockM][d]; P, dS [kBlockM][kBlockN].
+  static constexpr int64_t kSmemBytes = int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + 2 * kBlockM * kBlockN) * 2;
+};
+template <int kHeadDim_>
+struct FastDqTraits {  // the deterministic mode's dQ pass
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 64, kBlockN = 64, kNWarps = 4;
+  static constexpr int kThreads = kNWarps * 32;
+  // Q_i, dO_i [kBlockM][d]; two stages of K_j, V_j [kBlockN][d].
+  static constexpr int64_t kSmemBytes = int64_t(2 * kBlockM * kHeadDim + 4 * kBlockN * kHeadDim) * 2;
+};
+
+struct FastBackwardParams {
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;  // dtype
+  const float* lse = nullptr;  // the forward's L = m + log l (natural log, scaled scores), -inf: sees nothing
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr;  // dtype, written
+  float* dq_accum = nullptr;  // fp32 [B, H, Lq, d] workspace (atomic mode; unused when deterministic)
+  float* drow = nullptr;      // fp32 [B, H, Lq] workspace: D
+  int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
+  float scale = 0;  // finite and > 0
+  bool causal = false;
+  bool deterministic = false;  // false: dQ by atomics (the default)
+  FastDtype dtype = FastDtype::Bf16;
+};
+
+// ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
+// The first query tile (of block_m rows) with a row that sees a key of K/V tile n_block (causal,
+// bottom-right): the first row that sees key n_block*block_n is n_block*block_n - (Lk - Lq). 0 without
+// the mask; ceil(Lq / block_m) when no row does. Every later tile sees the block too.
+KL_FA_HD int first_query_tile(int n_block, int Lq, int Lk, int block_m, int block_n, bool causal) {
+  if (!causal) return 0;
+  const int64_t first_row = int64_t(n_block) * block_n - (int64_t(Lk) - Lq);
+  if (first_row <= 0) return 0;
+  if (first_row >= Lq) return flash_attention::ceil_div(Lq, block_m);
+  return int(first_row / block_m);
+}
+
+// True when some (row, key) pair of query tile m_block and K/V tile n_block that exists (row < Lq) is
+// masked: the Lk tail or (causal) the diagonal crosses the pair. Rows past Lq need no mask (their L is
+// taken as +inf, so P = 0).
+KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int block_m, int block_n,
+                                       bool causal) {
+  return flash_attention::tile_needs_mask(m_block, n_block, Lq, Lk, block_m, block_n, causal);
+}
+
+// ---- [SECTION] fragment addressing: where each lane points ldmatrix.x4 (pure index logic, CPU-tested) ----
+// Offsets in elements into an XOR-swizzled row-major tile of row_len columns (rung 5's layout: chunk c of
+// row r at chunk position c ^ (r & 7)). Matrix i of an ldmatrix.x4 takes its 8 row addresses from lanes
+// 8i .. 8i+7.
+namespace frag {
+KL_FA_HD int swizzled(int row_len, int row, int chunk) { return row * row_len + ((chunk ^ (row & 7)) << 3); }
+// A (16 rows x k16 step kk) of a 16-row slice starting a multiple of 8 rows into the tile (offset from it):
+// matrices (rows +0, k +0) (rows +8, k +0) (rows +0, k +8) (rows +8, k +8) = a0 a1 a2 a3.
+KL_FA_HD int a_offset(int row_len, int lane, int kk) { return swizzled(row_len, lane & 15, kk * 2 + (lane >> 4)); }
+// A of X^T for X the tile: m = X's columns col0 .. col0+15, k = X's rows kk*16 .. +15, read with .trans:
+// matrix i covers X rows kk*16 + 8 (i / 2).., columns col0 + 8 (i % 2)...
+KL_FA_HD int a_trans_offset(int row_len, int lane, int kk, int col0) {
+  const int i = lane >> 3;
+  return swizzled(row_len, kk * 16 + (lane & 7) + ((i >> 1) << 3), (col0 >> 3) + (i & 1));
+}
+// B of two n8 tiles (n = columns col0.., col0+8..) where the tile's rows are k (V in P V), read with .trans:
+// matrices (k +0, n +0) (k +8, n +0) (k +0, n +8) (k +8, n +8) = b0 b1 of the first n8 tile, b0 b1 of the second.
+KL_FA_HD int b_rows_are_k_offset(int row_len, int lane, int kk, int col0) {
+  return swizzled(row_len, kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), (col0 >> 3) + (lane >> 4));
+}
+// B of two n8 tiles (n = the tile's rows row0.., row0+8..) where the tile's columns are k (K in Q K^T):
+// matrices (n +0, k +0) (n +0, k +8) (n +8, k +0) (n +8, k +8).
+KL_FA_HD int b_rows_are_n_offset(int row_len, int lane, int kk, int row0) {
+  return swizzled(row_len, row0 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1));
+}
+}  // namespace frag
+
+// Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.
+inline void validate_fast(const FastBackwardParams& p) {
+  auto bad = [](const char* name, const std::string& value, const std::string& allowed) {
+    throw InputError(out_of_range_message(name, value, allowed));
+  };
+  if (p.d != 64 && p.d != 128) bad("d", std::to_string(p.d), "{64, 128} for --variant fast");
+  if (p.B < 1 || p.B > 65535) bad("B", std::to_string(p.B), "[1, 65535]");
+  if (p.H < 1 || p.H > 65535) bad("H", std::to_string(p.H), "[1, 65535]");
+  if (p.Lq < 1 || p.Lq > (1 << 30)) bad("Lq", std::to_string(p.Lq), "[1, 2^30]");
+  if (p.Lk < 1 || p.Lk > (1 << 30)) bad("Lk", std::to_string(p.Lk), "[1, 2^30]");
+  if (!(std::isfinite(p.scale) && p.scale > 0)) bad("scale", std::to_string(p.scale), "finite and > 0");
+  if (p.dtype != FastDtype::Bf16 && p.dtype != FastDtype::Fp16) bad("dtype", "?", "bf16, fp16");
+  const void* ptrs[11] = {p.q, p.k, p.v, p.o, p.dout, p.lse, p.dq, p.dk, p.dv, p.drow,
+                          p.deterministic ? p.drow : static_cast<const void*>(p.dq_accum)};
+  const char* names[11] = {"q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv", "drow", "dq_accum"};
+  for (int i = 0; i < 11; ++i)
+    if (!ptrs[i] || reinterpret_cast<uintptr_t>(ptrs[i]) % 16 != 0)
+      bad(names[i], ptrs[i] ? "misaligned pointer" : "null", "a 16-byte aligned device pointer");
+}
+
+#ifdef KL_HAS_CUDA
+// The three (atomic mode) or three (deterministic: preprocess, main kernel without dQ, dQ pass) launches on
+// the default stream, asynchronously. Validates first.
+void run_fast(const FastBackwardParams& p);
+
+// float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]): q, k, v, dout converted to `dtype` on the
+// device; o and lse the forward's (both nullptr: computed by rung 5's teaching forward, float32, from the
+// rounded q, k, v; o is then rounded to `dtype`). Returns dq, dk, dv as float32 (shapes of q, k, v).
+struct FastHostResult {
+  Array dq, dk, dv;
+};
+FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, const Array& dout, const Array* o,
+                             const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic);
+
+// `bench flash-attention-backward` rows for the fast variant: bf16, d in {64, 128}, L in {512, ..., 16384}
+// with B*L = 16384 and H*d = 2048, causal and not, both dQ modes; the backward alone is timed (the
+// forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
+// (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024.
+std::vector<bench::Row> bench_fast(Backend b, bool quick);
+#else
+inline void run_fast(const FastBackwardParams& p) {
+  validate_fast(p);
+  throw InputError("flash-attention-backward --variant fast needs the CUDA backend: this build has no CUDA");
+}
+inline std::vector<bench::Row> bench_fast(Backend, bool) { return {}; }
+#endif
+
+}  // namespace kl::flash_attention_backward

@@ -1,0 +1,704 @@
+// Tests for kernels/rungs/flash_attention_backward_fast.{h,cu}: rung 6's fast (tensor-core) backward.
+//   The rule (issue: "within twice the error of a plain bf16 reference"): on inputs rounded to bf16 / fp16
+//   (so the kernel and the references see the same numbers), the fast dQ, dK, dV's error against the
+//   float64 backward (kernels/rungs/flash_attention_backward.h, reference()) is at most twice the error of
+//   a plain low-precision training step against it, plus a small floor. The plain step, written here:
+//     forward as rung 5's plain reference: fp32 scores and softmax, P rounded before P V, O rounded;
+//     backward: dP = dO V^T and D = rowsum(dO ∘ O) in fp32, dS = P ∘ (dP - D) in fp32; P and dS rounded
+//     before they meet dO, Q and K (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, fp32 sums); the
+//     three outputs rounded.
+//   GPU: lengths on both sides of the 64-row / 64-key tiles, Lq != Lk, causal and not, d 64 and 128,
+//   bf16 and fp16, (B, H) > 1, both dQ modes; rows that see no key (dQ exactly 0); outputs poisoned with
+//   NaN before the launch; the deterministic mode bitwise repeatable, the atomic mode's dK and dV too; the
+//   forward's O and L given or computed; lower-rank inputs; `run` and `bench` wiring.
+//   CPU: the first-query-tile bound against brute force, parameter checks, the plain reference's own
+//   accuracy, and --variant fast refused on the CPU backend.
+#include "kernels/rungs/flash_attention_backward_fast.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/rungs/flash_attention_backward.h"
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/registry.h"
+#include "test_util.h"
+
+namespace kl::flash_attention_backward {
+namespace {
+
+using flash_attention::key_visible;
+
+// ---- [SECTION] low-precision rounding on the host (round to nearest even, held in a float) ----------
+// The same rounding as rung 5's test (tests/kernels/rungs/test_flash_attention_fast.cpp).
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u) return x;
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  u &= 0xFFFF0000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+float round_fp16(float x) {
+  const float a = std::fabs(x);
+  if (a >= 65520.f) return std::copysign(INFINITY, x);
+  if (a < 6.103515625e-05f) return std::nearbyint(x * 16777216.f) / 16777216.f;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0xFFFu + ((u >> 13) & 1u);
+  u &= 0xFFFFE000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+// "fp32": no rounding (the plain reference's own check).
+float round_to(const std::string& dtype, float x) {
+  return dtype == "bf16" ? round_bf16(x) : dtype == "fp16" ? round_fp16(x) : x;
+}
+
+struct Case {
+  int B = 1, H = 1, Lq = 1, Lk = 1, d = 64;
+  bool causal = false, deterministic = false;
+  std::string dtype = "bf16";
+  float scale = 0;  // 0: 1/sqrt(d)
+  std::string text() const {
+    std::ostringstream s;
+    s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << (causal ? " causal" : " non-causal")
+      << " " << dtype << " scale=" << scale << (deterministic ? " dq=deterministic" : " dq=atomic");
+    return s.str();
+  }
+};
+
+struct Inputs {
+  std::vector<float> q, k, v, dout;
+};
+
+Inputs rounded_inputs(const Case& c, float qk_range = 1.5f) {
+  const size_t nq = size_t(c.B) * c.H * c.Lq * c.d, nk = size_t(c.B) * c.H * c.Lk * c.d;
+  Inputs in{test::random_floats(nq, -qk_range, qk_range), test::random_floats(nk, -qk_range, qk_range),
+            test::random_floats(nk, -1.f, 1.f), test::random_floats(nq, -1.f, 1.f)};
+  for (std::vector<float>* x : {&in.q, &in.k, &in.v, &in.dout})
+    for (float& e : *x) e = round_to(c.dtype, e);
+  return in;
+}
+
+// ---- [SECTION] the plain low-precision training step ---------------------------------------------------
+struct Plain {
+  std::vector<float> dq, dk, dv;
+  std::vector<char> empty_row;  // per (bh, i): the row sees no key
+};
+
+Plain plain_reference(const Case& c, const Inputs& in) {
+  const int64_t d = c.d, lq = c.Lq, lk = c.Lk;
+  const auto rd = [&](float x) { return round_to(c.dtype, x); };
+  Plain r;
+  r.dq.assign(in.q.size(), 0.f);
+  r.empty_row.assign(size_t(c.B) * c.H * lq, 0);
+  std::vector<float> dk_acc(in.k.size(), 0.f), dv_acc(in.v.size(), 0.f);
+  std::vector<float> p(static_cast<size_t>(lk)), dp(static_cast<size_t>(lk)), o(static_cast<size_t>(d)),
+      dq(static_cast<size_t>(d));
+  for (int64_t bh = 0; bh < int64_t(c.B) * c.H; ++bh)
+    for (int64_t i = 0; i < lq; ++i) {
+      const float* qi = &in.q[size_t((bh * lq + i) * d)];
+      const float* doi = &in.dout[size_t((bh * lq + i) * d)];
+      const float* kb = &in.k[size_t(bh * lk * d)];
+      const float* vb = &in.v[size_t(bh * lk * d)];
+      int64_t n = 0;
+      float m = -INFINITY;
+      for (int64_t j = 0; j < lk; ++j) {
+        if (!key_visible(int(i), int(j), c.Lq, c.Lk, c.causal)) continue;
+        ++n;
+        float s = 0, g = 0;
+        for (int64_t e = 0; e < d; ++e) {
+          s += qi[e] * kb[j * d + e];
+          g += doi[e] * vb[j * d + e];
+        }
+        p[size_t(j)] = s * c.scale;
+        dp[size_t(j)] = g;
+        m = std::max(m, p[size_t(j)]);
+      }
+      if (n == 0) {
+        r.empty_row[size_t(bh * lq + i)] = 1;
+        continue;
+      }
+      float l = 0;
+      std::fill(o.begin(), o.end(), 0.f);
+      for (int64_t j = 0; j < n; ++j) {
+        const float e = std::exp(p[size_t(j)] - m);
+        l += e;
+        for (int64_t x = 0; x < d; ++x) o[size_t(x)] += rd(e) * vb[j * d + x];
+        p[size_t(j)] = e;
+      }
+      float D = 0;
+      for (int64_t x = 0; x < d; ++x) D += doi[x] * rd(o[size_t(x)] / l);
+      std::fill(dq.begin(), dq.end(), 0.f);
+      for (int64_t j = 0; j < n; ++j) {
+        const float pj = p[size_t(j)] / l, ds = rd(pj * (dp[size_t(j)] - D)), pr = rd(pj);
+        for (int64_t x = 0; x < d; ++x) {
+          dv_acc[size_t((bh * lk + j) * d + x)] += pr * doi[x];
+          dk_acc[size_t((bh * lk + j) * d + x)] += ds * qi[x];
+          dq[size_t(x)] += ds * kb[j * d + x];
+        }
+      }
+      for (int64_t x = 0; x < d; ++x) r.dq[size_t((bh * lq + i) * d + x)] = rd(c.scale * dq[size_t(x)]);
+    }
+  r.dk.resize(dk_acc.size());
+  r.dv.resize(dv_acc.size());
+  for (size_t x = 0; x < dk_acc.size(); ++x) {
+    r.dk[x] = rd(c.scale * dk_acc[x]);
+    r.dv[x] = rd(dv_acc[x]);
+  }
+  return r;
+}
+
+struct Exact {
+  std::vector<double> dq, dk, dv;
+};
+
+Exact exact_reference(const Case& c, const Inputs& in) {
+  Shape s;
+  s.batch = c.B, s.heads = c.H, s.lq = c.Lq, s.lk = c.Lk, s.d = c.d;
+  Options o;
+  o.causal = c.causal;
+  o.scale = c.scale;
+  Exact e{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()), std::vector<double>(in.v.size())};
+  reference(in.q.data(), in.k.data(), in.v.data(), in.dout.data(), s, o, e.dq.data(), e.dk.data(), e.dv.data());
+  return e;
+}
+
+struct Errors {
+  double rel = 0, max_abs = 0, ref_max = 0, norm = 0, ref_norm = 0;  // norm: of the error
+};
+Errors errors_against(const std::vector<float>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0, mx = 0, rmax = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double e = double(got[i]) - ref[i];
+    num += e * e;
+    den += ref[i] * ref[i];
+    mx = std::max(mx, std::fabs(e));
+    rmax = std::max(rmax, std::fabs(ref[i]));
+  }
+  return {den > 0 ? std::sqrt(num / den) : std::sqrt(num), mx, rmax, std::sqrt(num), std::sqrt(den)};
+}
+
+// The 2x rule for one output, in norms and in the largest element error. The floors: 1e-5 of the norm,
+// and one ulp of the dtype at the larger of the output's magnitude and 1e-3 (per element; in the norm,
+// times sqrt(n)). They matter where the exact gradient is ~0 (Lk = 1: P = 1, dS = 0 up to fp32 noise
+// in dP - D, which the kernel and the plain step sum in different orders).
+void expect_within_twice_plain(const char* name, const std::vector<float>& fast, const std::vector<float>& plain,
+                               const std::vector<double>& exact, const std::string& dtype) {
+  ASSERT_EQ(fast.size(), exact.size()) << name;
+  const Errors f = errors_against(fast, exact), p = errors_against(plain, exact);
+  const double ref_norm = f.ref_norm;
+  const double ulp_1e3 = (dtype == "bf16" ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11)) * 1e-3;
+  const double ulp = ulp_1e3 * std::max(f.ref_max / 1e-3, 1.0);
+  const double norm_floor = 1e-5 * ref_norm + ulp_1e3 * std::sqrt(double(exact.size()));
+  EXPECT_LE(f.norm, 2 * p.norm + norm_floor)
+      << name << ": relative-norm error fast " << f.rel << ", plain " << p.rel << " (norm of the exact " << ref_norm << ")";
+  EXPECT_LE(f.max_abs, 2 * p.max_abs + ulp) << name << ": max abs error fast " << f.max_abs << ", plain " << p.max_abs;
+}
+
+Array make_array(std::vector<int64_t> shape, std::vector<float> data) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = std::move(data);
+  return a;
+}
+
+#ifdef KL_HAS_CUDA
+FastHostResult run_case(const Case& c, const Inputs& in, const Array* o = nullptr, const Array* lse = nullptr) {
+  return run_fast_host(make_array({c.B, c.H, c.Lq, c.d}, in.q), make_array({c.B, c.H, c.Lk, c.d}, in.k),
+                       make_array({c.B, c.H, c.Lk, c.d}, in.v), make_array({c.B, c.H, c.Lq, c.d}, in.dout), o, lse,
+                       c.causal, c.scale, c.dtype, c.deterministic);
+}
+
+// One case: fresh rounded inputs, the kernel, both references; NaN, empty rows, and the 2x rule.
+void check_case(Case c, float qk_range = 1.5f) {
+  if (c.scale == 0) c.scale = 1.0f / std::sqrt(float(c.d));
+  SCOPED_TRACE(c.text());
+  const Inputs in = rounded_inputs(c, qk_range);
+  const FastHostResult got = run_case(c, in);
+  ASSERT_EQ(got.dq.shape, (std::vector<int64_t>{c.B, c.H, c.Lq, c.d}));
+  ASSERT_EQ(got.dk.shape, (std::vector<int64_t>{c.B, c.H, c.Lk, c.d}));
+  ASSERT_EQ(got.dv.shape, got.dk.shape);
+  ASSERT_EQ(test::nan_count(got.dq.data) + test::nan_count(got.dk.data) + test::nan_count(got.dv.data), 0u)
+      << "NaN in an output (unwritten elements stay NaN)";
+  const Plain plain = plain_reference(c, in);
+  size_t nonzero_empty = 0;
+  for (size_t x = 0; x < got.dq.data.size(); ++x)
+    if (plain.empty_row[x / size_t(c.d)] && got.dq.data[x] != 0.f) ++nonzero_empty;
+  ASSERT_EQ(nonzero_empty, 0u) << "rows that see no key must have dQ exactly 0";
+  const Exact exact = exact_reference(c, in);
+  expect_within_twice_plain("dq", got.dq.data, plain.dq, exact.dq, c.dtype);
+  expect_within_twice_plain("dk", got.dk.data, plain.dk, exact.dk, c.dtype);
+  expect_within_twice_plain("dv", got.dv.data, plain.dv, exact.dv, c.dtype);
+}
+
+const int kBatchHeads[6][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 1}, {1, 3}};
+
+// Every (dtype, d, causal, Lq, Lk) from `lengths`, (B, H) cycling (1 x 1 on the longest pairs).
+void sweep(std::initializer_list<int> lengths, bool deterministic) {
+  int index = 0;
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int Lq : lengths)
+          for (int Lk : lengths) {
+            Case c;
+            const int* bh = kBatchHeads[index++ % 6];
+            const bool long_pair = Lq >= 200 && Lk >= 200;
+            c.B = long_pair ? 1 : bh[0], c.H = long_pair ? 1 : bh[1];
+            c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.dtype = dtype, c.deterministic = deterministic;
+            check_case(c);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+}
+#endif
+
+// ---- [SECTION] GPU tests ------------------------------------------------------------------------------
+#ifdef KL_HAS_CUDA
+// 63 | 64 | 65 and 127 | 128 | 129: one row or key short of a tile, exactly a tile, one past.
+TEST(FlashAttentionBackwardFast, AtomicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_CUDA();
+  sweep({1, 63, 64, 65, 129, 200}, false);
+}
+
+TEST(FlashAttentionBackwardFast, DeterministicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_CUDA();
+  sweep({1, 63, 65, 128, 200}, true);
+}
+
+// Scale 1 and inputs up to 2: peaked rows (P near one-hot), many tiles per CTA in both directions.
+TEST(FlashAttentionBackwardFast, PeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_CUDA();
+  for (bool det : {false, true})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Case c;
+        c.B = 1, c.H = 2, c.Lq = 300, c.Lk = 520, c.d = d, c.causal = causal, c.scale = 1.0f, c.deterministic = det;
+        check_case(c, 2.0f);
+        if (HasFatalFailure()) return;
+        std::swap(c.Lq, c.Lk);
+        check_case(c, 2.0f);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// Causal with Lq > Lk: the first Lq - Lk rows see nothing (dQ exactly 0), including whole query tiles
+// (Lq = 500, Lk = 17: rows 0..482) that no K/V CTA visits; single-key and single-query cases.
+TEST(FlashAttentionBackwardFast, CausalRowsThatSeeNothingOrOneKey) {
+  KL_REQUIRE_CUDA();
+  for (bool det : {false, true})
+    for (int d : {64, 128})
+      for (auto [Lq, Lk] : {std::pair<int, int>{500, 17}, {129, 1}, {300, 128}, {1, 300}, {65, 64}}) {
+        Case c;
+        c.B = 2, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = true, c.deterministic = det;
+        check_case(c);
+        if (HasFatalFailure()) return;
+      }
+}
+
+// The deterministic mode gives the same bits run after run (dQ included); the atomic mode's dK and dV do
+// too (one CTA owns each), and its dQ agrees with the deterministic one to fp32 summation order.
+TEST(FlashAttentionBackwardFast, DeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_CUDA();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      Case c;
+      c.B = 2, c.H = 2, c.Lq = 777, c.Lk = 1000, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+      SCOPED_TRACE(c.text());
+      const Inputs in = rounded_inputs(c);
+      c.deterministic = true;
+      const FastHostResult a = run_case(c, in), b = run_case(c, in);
+      EXPECT_EQ(0, std::memcmp(a.dq.data.data(), b.dq.data.data(), a.dq.data.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(a.dk.data.data(), b.dk.data.data(), a.dk.data.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(a.dv.data.data(), b.dv.data.data(), a.dv.data.size() * sizeof(float)));
+      c.deterministic = false;
+      const FastHostResult x = run_case(c, in), y = run_case(c, in);
+      EXPECT_EQ(0, std::memcmp(x.dk.data.data(), y.dk.data.data(), x.dk.data.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(x.dv.data.data(), y.dv.data.data(), x.dv.data.size() * sizeof(float)));
+      // dK and dV: the same arithmetic in both modes (the main kernel with and without its dQ part).
+      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), 1e-6);
+      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
+      const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
+      EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
+    }
+}
+
+// The forward's O and L given (rung 6's forward() on the host, from the rounded inputs) or computed
+// on the device: both pass the rule.
+TEST(FlashAttentionBackwardFast, GivenForwardState) {
+  KL_REQUIRE_CUDA();
+  for (int d : {64, 128}) {
+    Case c;
+    c.B = 1, c.H = 2, c.Lq = 150, c.Lk = 90, c.d = d, c.causal = true, c.scale = 0.1f;
+    SCOPED_TRACE(c.text());
+    const Inputs in = rounded_inputs(c);
+    Shape s;
+    s.batch = c.B, s.heads = c.H, s.lq = c.Lq, s.lk = c.Lk, s.d = c.d;
+    Options opt;
+    opt.causal = c.causal;
+    opt.scale = c.scale;
+    std::vector<float> o(in.q.size()), lse(size_t(s.bh() * s.lq));
+    forward(Backend::Cpu, in.q.data(), in.k.data(), in.v.data(), o.data(), lse.data(), s, opt, 32, 32);
+    const Array ao = make_array({c.B, c.H, c.Lq, c.d}, o), al = make_array({c.B, c.H, c.Lq}, lse);
+    const FastHostResult got = run_case(c, in, &ao, &al);
+    const Plain plain = plain_reference(c, in);
+    const Exact exact = exact_reference(c, in);
+    expect_within_twice_plain("dq", got.dq.data, plain.dq, exact.dq, c.dtype);
+    expect_within_twice_plain("dk", got.dk.data, plain.dk, exact.dk, c.dtype);
+    expect_within_twice_plain("dv", got.dv.data, plain.dv, exact.dv, c.dtype);
+  }
+}
+
+// [L, d] and [H, L, d] are the B = 1 (and H = 1) cases of the same kernels.
+TEST(FlashAttentionBackwardFast, LowerRankInputs) {
+  KL_REQUIRE_CUDA();
+  const int L = 70, d = 64;
+  Case c;
+  c.B = 1, c.H = 2, c.Lq = L, c.Lk = L, c.d = d, c.causal = true, c.scale = 0.125f, c.deterministic = true;
+  const Inputs in = rounded_inputs(c);
+  const FastHostResult r4 = run_case(c, in);
+  const FastHostResult r3 = run_fast_host(make_array({2, L, d}, in.q), make_array({2, L, d}, in.k),
+                                          make_array({2, L, d}, in.v), make_array({2, L, d}, in.dout), nullptr,
+                                          nullptr, true, 0.125f, "bf16", true);
+  EXPECT_EQ(r3.dq.shape, (std::vector<int64_t>{2, L, d}));
+  EXPECT_EQ(r3.dq.data, r4.dq.data);
+  EXPECT_EQ(r3.dk.data, r4.dk.data);
+  auto head0 = [&](const std::vector<float>& x) { return std::vector<float>(x.begin(), x.begin() + L * d); };
+  const FastHostResult r2 =
+      run_fast_host(make_array({L, d}, head0(in.q)), make_array({L, d}, head0(in.k)), make_array({L, d}, head0(in.v)),
+                    make_array({L, d}, head0(in.dout)), nullptr, nullptr, true, 0.125f, "bf16", true);
+  EXPECT_EQ(r2.dv.shape, (std::vector<int64_t>{L, d}));
+  EXPECT_EQ(r2.dv.data, head0(r4.dv.data));
+}
+
+// `run flash-attention-backward --variant fast` through the registry entry: dq, dk, dv of the right shapes.
+TEST(FlashAttentionBackwardFast, RegistryRunsTheFastVariant) {
+  KL_REQUIRE_CUDA();
+  KernelRunRequest r;
+  r.backend = Backend::Cuda;
+  r.variant = "fast";
+  const KernelEntry e = entry();
+  r.params = ParamValues(e.params);
+  r.params.set("causal=1");
+  r.params.set("deterministic=1");
+  const int64_t B = 1, H = 2, Lq = 33, Lk = 80, d = 128;
+  r.inputs["q"] = make_array({B, H, Lq, d}, test::random_floats(size_t(B * H * Lq * d)));
+  r.inputs["do"] = make_array({B, H, Lq, d}, test::random_floats(size_t(B * H * Lq * d)));
+  r.inputs["k"] = make_array({B, H, Lk, d}, test::random_floats(size_t(B * H * Lk * d)));
+  r.inputs["v"] = make_array({B, H, Lk, d}, test::random_floats(size_t(B * H * Lk * d)));
+  const KernelRunResult res = e.run(r);
+  ASSERT_EQ(res.outputs.count("dq"), 1u);
+  EXPECT_EQ(res.outputs.at("dq").shape, (std::vector<int64_t>{B, H, Lq, d}));
+  EXPECT_EQ(res.outputs.at("dk").shape, (std::vector<int64_t>{B, H, Lk, d}));
+  EXPECT_EQ(res.outputs.at("dv").shape, (std::vector<int64_t>{B, H, Lk, d}));
+  EXPECT_EQ(test::nan_count(res.outputs.at("dq").data), 0u);
+}
+
+TEST(FlashAttentionBackwardFast, BenchQuickGivesRows) {
+  KL_REQUIRE_CUDA();
+  const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
+  ASSERT_EQ(rows.size(), 8u);  // d in {64, 128} x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
+  for (const bench::Row& r : rows) {
+    SCOPED_TRACE(r.shape);
+    EXPECT_EQ(r.variant, "fast");
+    EXPECT_GT(r.ms, 0);
+    EXPECT_GT(r.tflops, 0);
+  }
+}
+#endif
+
+// ---- [SECTION] CPU tests ------------------------------------------------------------------------------
+// first_query_tile against brute force: the first query tile with a row that sees a key of the K/V tile.
+TEST(FlashAttentionBackwardFastHost, FirstQueryTileIsTheFirstThatSeesTheBlock) {
+  for (bool causal : {false, true})
+    for (int Lq : {1, 17, 63, 64, 65, 130, 300})
+      for (int Lk : {1, 17, 63, 64, 65, 130, 300})
+        for (int bm : {16, 64})
+          for (int bn : {16, 64})
+            for (int nb = 0; nb < flash_attention::ceil_div(Lk, bn); ++nb) {
+              const int m_blocks = flash_attention::ceil_div(Lq, bm);
+              int want = m_blocks;
+              for (int mb = m_blocks - 1; mb >= 0; --mb) {
+                bool sees = false;
+                for (int i = mb * bm; i < std::min(Lq, mb * bm + bm) && !sees; ++i)
+                  for (int j = nb * bn; j < std::min(Lk, nb * bn + bn) && !sees; ++j) sees = key_visible(i, j, Lq, Lk, causal);
+                if (sees) want = mb;
+                else if (want != m_blocks) break;  // tiles before the first that sees it see nothing
+              }
+              ASSERT_EQ(first_query_tile(nb, Lq, Lk, bm, bn, causal), want)
+                  << "Lq=" << Lq << " Lk=" << Lk << " bm=" << bm << " bn=" << bn << " n_block=" << nb
+                  << (causal ? " causal" : "");
+            }
+}
+
+// ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------
+// ldmatrix.x4 and mma.m16n8k16 as the PTX ISA defines them (g = lane / 4, t = lane % 4): matrix i's row r
+// comes from the address of lane 8i + r; register i of lane l holds matrix i's (row l/4, columns 2(l%4)..+1),
+// with .trans its (rows 2(l%4)..+1, column l/4). A regs: a0 (g, 2t..) a1 (g+8, 2t..) a2 (g, 2t+8..)
+// a3 (g+8, 2t+8..); B: b0 (k 2t.., n g) b1 (k 2t+8.., n g); C: c0 c1 (g, 2t..) c2 c3 (g+8, 2t..).
+// One step of the main kernel (all 8 warps: S, dP, the P / dS store, dV, dK, dQ) and of the dQ pass
+// (4 warps, dS as the A operand from the accumulators) through frag::'s addresses, against plain products.
+using Reg = std::array<double, 2>;
+using WarpRegs = std::array<std::array<Reg, 4>, 32>;
+using Acc = std::array<std::array<double, 4>, 32>;
+
+struct Tile {
+  int rows, row_len;
+  std::vector<double> dense, swz;  // [rows][row_len] and the swizzled copy the kernel's shared memory holds
+};
+Tile make_tile(int rows, int row_len) {
+  const std::vector<float> r = test::random_floats(size_t(rows) * row_len);
+  Tile t{rows, row_len, std::vector<double>(r.begin(), r.end()), {}};
+  t.swz.assign(t.dense.size(), 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < row_len; ++c) t.swz[size_t(frag::swizzled(row_len, r, c >> 3) + (c & 7))] = t.dense[size_t(r * row_len + c)];
+  return t;
+}
+
+template <class F>
+WarpRegs ldmatrix_x4(const std::vector<double>& swz, bool trans, F offset) {
+  WarpRegs out{};
+  for (int i = 0; i < 4; ++i)
+    for (int l = 0; l < 32; ++l) {
+      const int r0 = trans ? 2 * (l % 4) : l / 4, c0 = trans ? l / 4 : 2 * (l % 4);
+      for (int h = 0; h < 2; ++h) {
+        const int r = trans ? r0 + h : r0, c = trans ? c0 : c0 + h;
+        out[size_t(l)][size_t(i)][size_t(h)] = swz[size_t(offset(8 * i + r) + c)];
+      }
+    }
+  return out;
+}
+
+void mma(Acc& acc, const WarpRegs& a, const WarpRegs& b, int b_lo) {  // B regs b_lo, b_lo + 1 of `b`
+  double A[16][16] = {}, B[16][8] = {};
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int h = 0; h < 2; ++h) {
+      A[g][2 * t + h] = a[size_t(l)][0][size_t(h)];
+      A[g + 8][2 * t + h] = a[size_t(l)][1][size_t(h)];
+      A[g][2 * t + 8 + h] = a[size_t(l)][2][size_t(h)];
+      A[g + 8][2 * t + 8 + h] = a[size_t(l)][3][size_t(h)];
+      B[2 * t + h][g] = b[size_t(l)][size_t(b_lo)][size_t(h)];
+      B[2 * t + 8 + h][g] = b[size_t(l)][size_t(b_lo + 1)][size_t(h)];
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int e = 0; e < 4; ++e) {
+      const int m = l / 4 + 8 * (e >> 1), n = 2 * (l % 4) + (e & 1);
+      for (int k = 0; k < 16; ++k) acc[size_t(l)][size_t(e)] += A[m][k] * B[k][n];
+    }
+}
+
+double dense_product(const Tile& x, bool x_t, const Tile& y, bool y_t, int i, int j) {  // (op(X) op(Y))[i][j]
+  const int inner = x_t ? x.rows : x.row_len;
+  double acc = 0;
+  for (int k = 0; k < inner; ++k) {
+    const double a = x_t ? x.dense[size_t(k * x.row_len + i)] : x.dense[size_t(i * x.row_len + k)];
+    const double b = y_t ? y.dense[size_t(j * y.row_len + k)] : y.dense[size_t(k * y.row_len + j)];
+    acc += a * b;
+  }
+  return acc;
+}
+
+// acc[j] holds rows row0 + g (+8), columns col0 + 8j + 2t (+1) of `want` (i, j) -> value.
+template <class F>
+void expect_acc(const std::vector<Acc>& acc, int row0, int col0, F want, const char* what) {
+  for (size_t j = 0; j < acc.size(); ++j)
+    for (int l = 0; l < 32; ++l)
+      for (int e = 0; e < 4; ++e) {
+        const int r = row0 + l / 4 + 8 * (e >> 1), c = col0 + int(j) * 8 + 2 * (l % 4) + (e & 1);
+        ASSERT_NEAR(acc[j][size_t(l)][size_t(e)], want(r, c), 1e-9) << what << " row " << r << " col " << c;
+      }
+}
+
+void emulate_main_step(int D) {
+  constexpr int BM = 64, BN = 64;
+  const int half = D / 2;
+  const Tile Q = make_tile(BM, D), dO = make_tile(BM, D), K = make_tile(BN, D), V = make_tile(BN, D);
+  Tile P{BM, BN, std::vector<double>(BM * BN), std::vector<double>(BM * BN)}, dS = P;
+  for (int warp = 0; warp < 8; ++warp) {  // S = Q K^T, dP = dO V^T; stored as the kernel stores P and dS
+    const int wr = warp & 3, wc = warp >> 2;
+    std::vector<Acc> s(4, Acc{}), dp(4, Acc{});
+    for (int kk = 0; kk < D / 16; ++kk) {
+      auto a_at = [&](int lane) { return wr * 16 * D + frag::a_offset(D, lane, kk); };
+      const WarpRegs aq = ldmatrix_x4(Q.swz, false, a_at), ado = ldmatrix_x4(dO.swz, false, a_at);
+      for (int nn = 0; nn < 2; ++nn) {
+        auto b_at = [&](int lane) { return frag::b_rows_are_n_offset(D, lane, kk, wc * 32 + nn * 16); };
+        const WarpRegs bk = ldmatrix_x4(K.swz, false, b_at), bv = ldmatrix_x4(V.swz, false, b_at);
+        mma(s[size_t(2 * nn)], aq, bk, 0);
+        mma(s[size_t(2 * nn + 1)], aq, bk, 2);
+        mma(dp[size_t(2 * nn)], ado, bv, 0);
+        mma(dp[size_t(2 * nn + 1)], ado, bv, 2);
+      }
+    }
+    expect_acc(s, wr * 16, wc * 32, [&](int i, int j) { return dense_product(Q, false, K, true, i, j); }, "S");
+    expect_acc(dp, wr * 16, wc * 32, [&](int i, int j) { return dense_product(dO, false, V, true, i, j); }, "dP");
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l)
+        for (int e = 0; e < 4; ++e) {
+          const int srow = wr * 16 + l / 4 + 8 * (e >> 1), col = wc * 32 + j * 8 + 2 * (l % 4) + (e & 1);
+          const size_t off = size_t(frag::swizzled(BN, srow, col >> 3) + (col & 7));
+          P.swz[off] = s[size_t(j)][size_t(l)][size_t(e)];
+          dS.swz[off] = dp[size_t(j)][size_t(l)][size_t(e)];
+          P.dense[size_t(srow * BN + col)] = s[size_t(j)][size_t(l)][size_t(e)];
+          dS.dense[size_t(srow * BN + col)] = dp[size_t(j)][size_t(l)][size_t(e)];
+        }
+  }
+  for (int warp = 0; warp < 8; ++warp) {  // dV += P^T dO, dK += dS^T Q, dQ = dS K
+    const int wr = warp & 3, wc = warp >> 2;
+    std::vector<Acc> dv(size_t(half / 8), Acc{}), dk = dv, dq = dv;
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      auto at_at = [&](int lane) { return frag::a_trans_offset(BN, lane, kk, wr * 16); };
+      const WarpRegs ap = ldmatrix_x4(P.swz, true, at_at), ads = ldmatrix_x4(dS.swz, true, at_at);
+      for (int dn = 0; dn < half / 16; ++dn) {
+        auto b_at = [&](int lane) { return frag::b_rows_are_k_offset(D, lane, kk, wc * half + dn * 16); };
+        const WarpRegs bdo = ldmatrix_x4(dO.swz, true, b_at), bq = ldmatrix_x4(Q.swz, true, b_at);
+        mma(dv[size_t(2 * dn)], ap, bdo, 0);
+        mma(dv[size_t(2 * dn + 1)], ap, bdo, 2);
+        mma(dk[size_t(2 * dn)], ads, bq, 0);
+        mma(dk[size_t(2 * dn + 1)], ads, bq, 2);
+      }
+    }
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const WarpRegs a =
+          ldmatrix_x4(dS.swz, false, [&](int lane) { return wr * 16 * BN + frag::a_offset(BN, lane, kk); });
+      for (int dn = 0; dn < half / 16; ++dn) {
+        const WarpRegs bk = ldmatrix_x4(
+            K.swz, true, [&](int lane) { return frag::b_rows_are_k_offset(D, lane, kk, wc * half + dn * 16); });
+        mma(dq[size_t(2 * dn)], a, bk, 0);
+        mma(dq[size_t(2 * dn + 1)], a, bk, 2);
+      }
+    }
+    expect_acc(dv, wr * 16, wc * half, [&](int i, int j) { return dense_product(P, true, dO, false, i, j); }, "dV");
+    expect_acc(dk, wr * 16, wc * half, [&](int i, int j) { return dense_product(dS, true, Q, false, i, j); }, "dK");
+    expect_acc(dq, wr * 16, wc * half, [&](int i, int j) { return dense_product(dS, false, K, false, i, j); }, "dQ");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+void emulate_dq_pass_step(int D) {
+  constexpr int BN = 64;
+  const Tile dO = make_tile(64, D), K = make_tile(BN, D), V = make_tile(BN, D);
+  for (int warp = 0; warp < 4; ++warp) {
+    std::vector<Acc> dp(BN / 8, Acc{}), dq(size_t(D / 8), Acc{});
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const WarpRegs ado =
+          ldmatrix_x4(dO.swz, false, [&](int lane) { return warp * 16 * D + frag::a_offset(D, lane, kk); });
+      for (int nn = 0; nn < BN / 16; ++nn) {
+        const WarpRegs bv =
+            ldmatrix_x4(V.swz, false, [&](int lane) { return frag::b_rows_are_n_offset(D, lane, kk, nn * 16); });
+        mma(dp[size_t(2 * nn)], ado, bv, 0);
+        mma(dp[size_t(2 * nn + 1)], ado, bv, 2);
+      }
+    }
+    for (int kk = 0; kk < BN / 16; ++kk) {  // the accumulators of tiles 2kk, 2kk+1 as the A fragment
+      WarpRegs a{};
+      for (int l = 0; l < 32; ++l)
+        for (int h = 0; h < 2; ++h) {
+          a[size_t(l)][0][size_t(h)] = dp[size_t(2 * kk)][size_t(l)][size_t(h)];
+          a[size_t(l)][1][size_t(h)] = dp[size_t(2 * kk)][size_t(l)][size_t(2 + h)];
+          a[size_t(l)][2][size_t(h)] = dp[size_t(2 * kk + 1)][size_t(l)][size_t(h)];
+          a[size_t(l)][3][size_t(h)] = dp[size_t(2 * kk + 1)][size_t(l)][size_t(2 + h)];
+        }
+      for (int dn = 0; dn < D / 16; ++dn) {
+        const WarpRegs bk =
+            ldmatrix_x4(K.swz, true, [&](int lane) { return frag::b_rows_are_k_offset(D, lane, kk, dn * 16); });
+        mma(dq[size_t(2 * dn)], a, bk, 0);
+        mma(dq[size_t(2 * dn + 1)], a, bk, 2);
+      }
+    }
+    Tile dS{64, BN, std::vector<double>(64 * BN), {}};
+    for (int i = 0; i < 64; ++i)
+      for (int j = 0; j < BN; ++j) dS.dense[size_t(i * BN + j)] = dense_product(dO, false, V, true, i, j);
+    expect_acc(dq, warp * 16, 0, [&](int i, int j) { return dense_product(dS, false, K, false, i, j); }, "dQ pass");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(FlashAttentionBackwardFastHost, FragmentAddressingOnAnEmulatedWarp) {
+  for (int D : {64, 128}) {
+    SCOPED_TRACE("d=" + std::to_string(D));
+    emulate_main_step(D);
+    if (HasFatalFailure()) return;
+    emulate_dq_pass_step(D);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
+// accuracy; in bf16 / fp16 its error is that of the rounding, well above fp32's and well below 5%.
+TEST(FlashAttentionBackwardFastHost, PlainReferenceIsTheRoundedComputation) {
+  for (const char* dtype : {"fp32", "bf16", "fp16"}) {
+    Case c;
+    c.B = 1, c.H = 2, c.Lq = 70, c.Lk = 90, c.d = 64, c.causal = true, c.dtype = dtype, c.scale = 0.125f;
+    SCOPED_TRACE(dtype);
+    const Inputs in = rounded_inputs(c);
+    const Plain p = plain_reference(c, in);
+    const Exact e = exact_reference(c, in);
+    for (const auto& [name, got, ref] : {std::tuple<const char*, const std::vector<float>*, const std::vector<double>*>{
+                                             "dq", &p.dq, &e.dq},
+                                         {"dk", &p.dk, &e.dk},
+                                         {"dv", &p.dv, &e.dv}}) {
+      const double err = errors_against(*got, *ref).rel;
+      if (std::string(dtype) == "fp32") EXPECT_LT(err, 1e-5) << name;
+      else {
+        EXPECT_GT(err, std::string(dtype) == "bf16" ? 3e-4 : 4e-5) << name;
+        EXPECT_LT(err, 5e-2) << name;
+      }
+    }
+  }
+}
+
+TEST(FlashAttentionBackwardFastHost, ParamsAreChecked) {
+  FastBackwardParams p;
+  p.B = p.H = 1, p.Lq = p.Lk = 16, p.d = 32, p.scale = 0.1f;
+  try {
+    validate_fast(p);
+    FAIL() << "d = 32 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("{64, 128}"), std::string::npos) << e.what();
+  }
+  p.d = 64;
+  p.scale = 0;
+  EXPECT_THROW(validate_fast(p), InputError);
+  p.scale = 0.1f;
+  EXPECT_THROW(validate_fast(p), InputError);  // null pointers
+}
+
+// --variant fast on the CPU backend: one line naming the variant and the backend (exit 2 on the command line).
+TEST(FlashAttentionBackwardFastHost, RefusedOnTheCpuBackend) {
+  const KernelEntry e = entry();
+  ASSERT_NE(std::find(e.variants.begin(), e.variants.end(), "fast"), e.variants.end());
+  KernelRunRequest r;
+  r.backend = Backend::Cpu;
+  r.variant = "fast";
+  r.params = ParamValues(e.params);
+  r.inputs["q"] = make_array({4, 64}, std::vector<float>(256, 0.5f));
+  r.inputs["k"] = r.inputs["q"];
+  r.inputs["v"] = r.inputs["q"];
+  r.inputs["do"] = r.inputs["q"];
+  try {
+    e.run(r);
+    FAIL() << "fast ran on the CPU backend";
+  } catch (const InputError& err) {
+    const std::string m = err.what();
+    EXPECT_NE(m.find("--variant fast"), std::string::npos) << m;
+    EXPECT_NE(m.find("cpu"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace kl::flash_attention_backward
