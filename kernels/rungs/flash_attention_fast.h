@@ -312,7 +312,8 @@ void run_fast(const FastParams& p);
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With
 // tma, it runs the TMA kernel where tensor maps can be made for p's strides and returns true, else the
-// cp.async wgmma kernel (false).
+// cp.async wgmma kernel (false); at d = 256, which the cp.async kernel has no tiles for, the mma.sync
+// kernel (false), and without tma an InputError (wgmma_cpasync_d256_message).
 void run_fast_mma_sync(const FastParams& p);
 bool run_fast_wgmma(const FastParams& p, bool tma);
 // True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
