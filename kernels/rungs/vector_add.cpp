@@ -24,7 +24,7 @@ editable::Launch traced_launch(const float* x, const float* y, float* out, int64
   using editable::DType;
   editable::Launch l;
   l.rung = "vector-add";
-  l.kernel = "vector_add";
+  l.kernel = "vector_add_traced";
   const int64_t grid = (n + block - 1) / block;
   l.grid.x = uint32_t(grid);
   l.block.x = uint32_t(block < 1024 ? block : 1024);

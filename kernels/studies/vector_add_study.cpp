@@ -58,6 +58,11 @@ void check_trace(VectorAddResult& r) {
   c.sentence = printf_text("%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64
                            " masked offsets recorded (expected %" PRId64 ")",
                            r.stored_once, r.n, r.masked_recorded, r.masked);
+  // An edited kernel that misbehaved fails the trace check whatever it stored, and says what it did first.
+  if (r.fault.kind != editable::Fault::None) {
+    c.pass = false;
+    c.sentence = r.fault_line + "; " + c.sentence;
+  }
 }
 
 void describe(VectorAddResult& r) {

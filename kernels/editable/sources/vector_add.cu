@@ -1,6 +1,6 @@
 // Rung 1: vector add, the execution model. out = x + y.
 //
-// Kernel: vector_add(x, y, out, lane_state, n, BLOCK_SIZE), launched as ceil(n / BLOCK_SIZE) programs
+// Kernel: vector_add_traced(x, y, out, lane_state, n, BLOCK_SIZE), launched as ceil(n / BLOCK_SIZE) programs
 // (CUDA blocks) of min(BLOCK_SIZE, 1024) threads.
 //   x, y        the inputs, n elements each
 //   out         the output, n elements; its trace records which program stored each element, and how often
@@ -13,8 +13,8 @@
 // the last program's offsets past n. Without the mask those lanes load and store past the end.
 #include "kl.cuh"
 
-__global__ void vector_add(kl::Tensor<float> x, kl::Tensor<float> y, kl::Tensor<float> out,
-                           kl::Tensor<uint8_t> lane_state, int64_t n, int BLOCK_SIZE) {
+__global__ void vector_add_traced(kl::Tensor<float> x, kl::Tensor<float> y, kl::Tensor<float> out,
+                                  kl::Tensor<uint8_t> lane_state, int64_t n, int BLOCK_SIZE) {
   const int64_t pid = kl::program_id();
   for (int64_t lane = threadIdx.x; lane < BLOCK_SIZE; lane += blockDim.x) {
     const int64_t offset = pid * BLOCK_SIZE + lane;

@@ -66,7 +66,7 @@ editable::Source shipped_copy(const std::string& edit_from = "", const std::stri
 
 TEST(EditableLaunch, ShippedSourceIsEmbedded) {
   const std::string text = editable::shipped_source("vector-add");
-  EXPECT_NE(text.find("__global__ void vector_add("), std::string::npos);
+  EXPECT_NE(text.find("__global__ void vector_add_traced("), std::string::npos);
   EXPECT_NE(text.find("#include \"kl.cuh\""), std::string::npos);
   EXPECT_EQ(editable::shipped_file("vector-add"), "vector_add.cu");
   EXPECT_TRUE(editable::shipped_source("no-such-rung").empty());
@@ -195,13 +195,13 @@ TEST(EditableCompile, AChangedSignatureOrAMissingKernelIsRefusedInWords) {
     EXPECT_NE(m.find("my_vector_add.cu:"), std::string::npos) << m;
     EXPECT_NE(m.find("int64_t n"), std::string::npos) << m;
   }
-  const editable::Source renamed = shipped_copy("__global__ void vector_add(", "__global__ void vector_add2(");
+  const editable::Source renamed = shipped_copy("__global__ void vector_add_traced(", "__global__ void vector_add_traced2(");
   try {
     vector_add_on(Backend::Cpu, x, x, 32, &renamed);
     FAIL() << "ran";
   } catch (const editable::CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("no __global__ function named vector_add"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("vector_add2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no __global__ function named vector_add_traced"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("vector_add_traced2"), std::string::npos) << e.what();
   }
 }
 
