@@ -56,6 +56,7 @@ typedef int (*EntryFn)(Launch* launch, void** args);
 #define __shared__ thread_local  // one copy per CPU thread; the blocks of a launch run in turn on one
 #define __constant__ static const
 #define __grid_constant__
+#define __align__(n) alignas(n)
 #define KL_CPU_PRELUDE 1
 
 struct dim3 {
@@ -86,7 +87,8 @@ struct Fiber {
   void* fake_stack = nullptr;  // the sanitizer's save slot while this fiber is switched out
   bool started = false;
   FiberState state = kReady;
-  int site = 0;                // the barrier's source line
+  int site = 0;                // which barrier (one number per place in the source: __COUNTER__)
+  int line = 0;                // its source line, for the message
   unsigned mask = 0;           // a warp barrier's member mask
   int parity = 0;              // which shuffle slot the next exchange uses
   uint64_t slot[2] = {0, 0};   // the values a warp exchange publishes
@@ -283,12 +285,12 @@ inline bool release(Grid& g) {
   char what[200];
   const Fiber& o = g.fiber[other];
   if (first >= 0)
-    std::snprintf(what, sizeof what, "threads wait at different barriers: thread %lld at line %d, thread %lld at %s line %d",
-                  (long long)first, site, (long long)other, o.state == kAtWarpBarrier ? "a warp barrier or shuffle at" : "",
-                  o.site);
+    std::snprintf(what, sizeof what, "threads wait at different barriers: thread %lld at line %d, thread %lld at %sline %d",
+                  (long long)first, g.fiber[first].line, (long long)other,
+                  o.state == kAtWarpBarrier ? "a warp barrier or shuffle at " : "", o.line);
   else
     std::snprintf(what, sizeof what, "threads of one warp wait at different warp barriers or shuffles (thread %lld at line %d)",
-                  (long long)other, o.site);
+                  (long long)other, o.line);
   set_deadlock(g, what);
   return false;
 }
@@ -309,7 +311,7 @@ inline bool run_block_fibers(Grid& g) {
 }
 
 // ---- barriers and warp exchanges (called from kernel code) ------------------------------------------
-inline void wait_block(int line) {
+inline void wait_block(int line, int site) {
   Grid& g = *g_grid;
   if (g.nthreads == 1) return;
   if (!g.fibers) {
@@ -317,45 +319,47 @@ inline void wait_block(int line) {
     return;
   }
   g.current->state = kAtBlockBarrier;
-  g.current->site = line;
+  g.current->site = site;
+  g.current->line = line;
   yield();
 }
 
-inline void wait_warp(unsigned mask, int line) {
+inline void wait_warp(unsigned mask, int line, int site) {
   Grid& g = *g_grid;
   if (!g.fibers) {
     if (g.nthreads > 1) set_deadlock(g, "a warp barrier or shuffle reached in a kernel run without fibers");
     return;
   }
   g.current->state = kAtWarpBarrier;
-  g.current->site = line;
+  g.current->site = site;
+  g.current->line = line;
   g.current->mask = mask;
   yield();
 }
 
 // Publishes `bits`, waits for the warp, returns lane `src`'s published value (own value if src is not live).
-inline uint64_t exchange(unsigned mask, uint64_t bits, int64_t src, int line) {
+inline uint64_t exchange(unsigned mask, uint64_t bits, int64_t src, int line, int site) {
   Grid& g = *g_grid;
   if (!g.fibers) {
-    wait_warp(mask, line);
+    wait_warp(mask, line, site);
     return bits;
   }
   Fiber* me = g.current;
   const int p = me->parity;
   me->slot[p] = bits;
-  wait_warp(mask, line);
+  wait_warp(mask, line, site);
   me->parity ^= 1;
   if (src < 0 || src >= g.nthreads || g.fiber[src].state == kDone) return bits;
   return g.fiber[src].slot[p];
 }
 
-inline unsigned ballot(unsigned mask, bool pred, int line) {
+inline unsigned ballot(unsigned mask, bool pred, int line, int site) {
   Grid& g = *g_grid;
   if (!g.fibers) return pred ? 1u : 0u;
   Fiber* me = g.current;
   const int p = me->parity;
   me->slot[p] = pred ? 1 : 0;
-  wait_warp(mask, line);
+  wait_warp(mask, line, site);
   me->parity ^= 1;
   const int64_t self = me - g.fiber, base = self - self % 32;
   unsigned out = 0;
@@ -365,37 +369,37 @@ inline unsigned ballot(unsigned mask, bool pred, int line) {
 }
 
 template <class T>
-inline T shfl(unsigned mask, T v, int64_t src_in_warp, int line) {
+inline T shfl(unsigned mask, T v, int64_t src_in_warp, int line, int site) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "shuffles move values of up to 8 bytes");
   uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
   const int64_t self = linear_thread(), base = self - self % 32;
-  bits = exchange(mask, bits, src_in_warp < 0 ? -1 : base + src_in_warp, line);
+  bits = exchange(mask, bits, src_in_warp < 0 ? -1 : base + src_in_warp, line, site);
   T out;
   std::memcpy(&out, &bits, sizeof(T));
   return out;
 }
 inline int64_t lane_in_warp() { return linear_thread() % 32; }
-inline void syncwarp_at(int line, unsigned mask = 0xffffffffu) { wait_warp(mask, line); }
+inline void syncwarp_at(int line, int site, unsigned mask = 0xffffffffu) { wait_warp(mask, line, site); }
 template <class T>
-inline T shfl_idx(int line, unsigned mask, T v, int src, int width = 32) {
+inline T shfl_idx(int line, int site, unsigned mask, T v, int src, int width = 32) {
   const int64_t l = lane_in_warp();
-  return shfl(mask, v, (l & ~int64_t(width - 1)) + (src & (width - 1)), line);
+  return shfl(mask, v, (l & ~int64_t(width - 1)) + (src & (width - 1)), line, site);
 }
 template <class T>
-inline T shfl_xor(int line, unsigned mask, T v, int m, int width = 32) {
+inline T shfl_xor(int line, int site, unsigned mask, T v, int m, int width = 32) {
   const int64_t l = lane_in_warp(), s = l ^ m;
-  return shfl(mask, v, (s & ~int64_t(width - 1)) == (l & ~int64_t(width - 1)) ? s : l, line);
+  return shfl(mask, v, (s & ~int64_t(width - 1)) == (l & ~int64_t(width - 1)) ? s : l, line, site);
 }
 template <class T>
-inline T shfl_down(int line, unsigned mask, T v, unsigned d, int width = 32) {
+inline T shfl_down(int line, int site, unsigned mask, T v, unsigned d, int width = 32) {
   const int64_t l = lane_in_warp();
-  return shfl(mask, v, (l % width) + int64_t(d) < width ? l + int64_t(d) : l, line);
+  return shfl(mask, v, (l % width) + int64_t(d) < width ? l + int64_t(d) : l, line, site);
 }
 template <class T>
-inline T shfl_up(int line, unsigned mask, T v, unsigned d, int width = 32) {
+inline T shfl_up(int line, int site, unsigned mask, T v, unsigned d, int width = 32) {
   const int64_t l = lane_in_warp();
-  return shfl(mask, v, (l % width) >= int64_t(d) ? l - int64_t(d) : l, line);
+  return shfl(mask, v, (l % width) >= int64_t(d) ? l - int64_t(d) : l, line, site);
 }
 
 // ---- the entry the host calls: every block of the grid, in order ------------------------------------
@@ -467,15 +471,16 @@ constexpr size_t kDynamicShared = 227 * 1024;
 }  // namespace kl_cpu
 
 // ---- CUDA's device functions -----------------------------------------------------------------------
-#define __syncthreads() ::kl_cpu::wait_block(__LINE__)
-#define __syncwarp(...) ::kl_cpu::syncwarp_at(__LINE__, ##__VA_ARGS__)
-#define __shfl_sync(...) ::kl_cpu::shfl_idx(__LINE__, __VA_ARGS__)
-#define __shfl_xor_sync(...) ::kl_cpu::shfl_xor(__LINE__, __VA_ARGS__)
-#define __shfl_down_sync(...) ::kl_cpu::shfl_down(__LINE__, __VA_ARGS__)
-#define __shfl_up_sync(...) ::kl_cpu::shfl_up(__LINE__, __VA_ARGS__)
-#define __ballot_sync(mask, pred) ::kl_cpu::ballot((mask), bool(pred), __LINE__)
-#define __any_sync(mask, pred) (::kl_cpu::ballot((mask), bool(pred), __LINE__) != 0u)
-#define __all_sync(mask, pred) (::kl_cpu::ballot((mask), !(pred), __LINE__) == 0u)
+// Each textual use is its own barrier (__COUNTER__); __LINE__ names it in a deadlock's message.
+#define __syncthreads() ::kl_cpu::wait_block(__LINE__, __COUNTER__)
+#define __syncwarp(...) ::kl_cpu::syncwarp_at(__LINE__, __COUNTER__, ##__VA_ARGS__)
+#define __shfl_sync(...) ::kl_cpu::shfl_idx(__LINE__, __COUNTER__, __VA_ARGS__)
+#define __shfl_xor_sync(...) ::kl_cpu::shfl_xor(__LINE__, __COUNTER__, __VA_ARGS__)
+#define __shfl_down_sync(...) ::kl_cpu::shfl_down(__LINE__, __COUNTER__, __VA_ARGS__)
+#define __shfl_up_sync(...) ::kl_cpu::shfl_up(__LINE__, __COUNTER__, __VA_ARGS__)
+#define __ballot_sync(mask, pred) ::kl_cpu::ballot((mask), bool(pred), __LINE__, __COUNTER__)
+#define __any_sync(mask, pred) (::kl_cpu::ballot((mask), bool(pred), __LINE__, __COUNTER__) != 0u)
+#define __all_sync(mask, pred) (::kl_cpu::ballot((mask), !(pred), __LINE__, __COUNTER__) == 0u)
 #define __activemask() 0xffffffffu
 #define __threadfence() ((void)0)
 #define __threadfence_block() ((void)0)
@@ -503,6 +508,11 @@ inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; 
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }

@@ -258,6 +258,8 @@ Fault launch(Backend b, const Source* src, const Launch& l) {
   return worker::run(b, *src, l);
 }
 
+void check_compiles(Backend b, const Source& src) { worker::check(b, src); }
+
 std::string shipped_source(const std::string& rung) {
   const shipped::Source* s = shipped_for(rung);
   return s ? std::string(assets::find(s->asset)) : std::string();
@@ -297,6 +299,27 @@ std::optional<Source> edited(const std::string& rung) {
   auto it = edits().find(rung);
   if (it == edits().end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<GalleryBug> gallery(const std::string& rung) {
+  std::string stem = rung;
+  for (char& c : stem)
+    if (c == '-') c = '_';
+  const std::string prefix = "editable/gallery/" + stem + "/";
+  std::vector<GalleryBug> v;
+  for (std::string_view name : assets::names()) {
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    GalleryBug b;
+    b.file = std::string(name.substr(prefix.size()));
+    b.name = b.file.substr(0, b.file.rfind('.'));
+    for (char& c : b.name)
+      if (c == '_') c = ' ';
+    b.text = std::string(assets::find(name));
+    const std::string tag = "// Gallery: ";
+    if (b.text.rfind(tag, 0) == 0) b.sentence = b.text.substr(tag.size(), b.text.find('\n') - tag.size());
+    v.push_back(std::move(b));
+  }
+  return v;
 }
 
 std::string embedded_header(const std::string& name) { return std::string(assets::find("editable/" + name)); }

@@ -106,6 +106,10 @@ struct FaultError : std::runtime_error {
 // compile.h) when the edited source does not compile, InputError for a bad launch shape.
 Fault launch(Backend b, const Source* src, const Launch& l);
 
+// Compiles an edited source where launch() would run it (the worker) and runs nothing: throws CompileError
+// with the compiler's diagnostics, or returns. For the editor's Ctrl+Enter before the panel recomputes.
+void check_compiles(Backend b, const Source& src);
+
 // The same in this process: the shipped build (src == nullptr) or the edited source compiled here. The
 // worker runs its launches with it; tests call it directly. A kernel that crashes takes this process down.
 Fault run_in_process(Backend b, const Source* src, const Launch& l);
@@ -123,6 +127,16 @@ std::string embedded_header(const std::string& name);
 void set_edited(const Source& s);            // keyed by s.rung
 void reset_edited(const std::string& rung);  // back to the shipped source
 std::optional<Source> edited(const std::string& rung);
+
+// The rung's gallery of named bugs (kernels/editable/gallery/<rung>/<bug>.cu, embedded): each a small edit
+// of the shipped source whose first line is "// Gallery: <one sentence on what to look for>".
+struct GalleryBug {
+  std::string name;      // "no mask" (the file's name, underscores as spaces)
+  std::string sentence;  // what to look for
+  std::string file;      // "no_mask.cu"
+  std::string text;      // the whole source, ready to run as an edited one
+};
+std::vector<GalleryBug> gallery(const std::string& rung);
 
 // An absent tensor (an optional trace record the caller does not want): data null, size 0; stores to it
 // are dropped, loads return 0, neither is a fault.

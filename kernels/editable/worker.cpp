@@ -383,6 +383,8 @@ bool serve_one(int fd, const json& job, int shm) {
     return send_message(fd, error_json(e));
   }
   if (!send_message(fd, {{"stage", "compiled"}})) return false;
+  if (job.at("launch").at("kernel").get<std::string>().empty())  // a compile check only
+    return send_message(fd, {{"stage", "result"}, {"fault", fault_json(Fault{})}});
   const size_t bytes = job.at("bytes").get<size_t>();
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0);
   if (map == MAP_FAILED) return send_message(fd, {{"stage", "error"}, {"input", false}, {"message", "worker: mmap failed"}});
@@ -417,8 +419,14 @@ bool stop() {
 }
 int pid() { return int(g_worker.pid); }
 
+void check(Backend b, const Source& src) {
+  Launch none;  // no kernel: the worker compiles and answers
+  none.block.x = 1;
+  run(b, src, none);
+}
+
 Fault run(Backend b, const Source& src, const Launch& l) {
-  detail::check_shape(l);
+  if (!l.kernel.empty()) detail::check_shape(l);
   std::lock_guard<std::mutex> lock(g_mutex);
   size_t bytes = 0;
   const std::vector<Slot> slots = layout(l, &bytes);

@@ -16,6 +16,11 @@ namespace kl::editable::worker {
 // launch's tensors. Throws CompileError, InputError and RuntimeError as run_in_process would.
 Fault run(Backend b, const Source& src, const Launch& l);
 
+// Compiles the edited source in the worker (its modules cached there for the launches that follow) and
+// runs nothing: throws CompileError with the diagnostics, or returns. The app compiles this way, never in
+// its own process (a CPU build is loaded with dlopen, which runs the source's static initialisers).
+void check(Backend b, const Source& src);
+
 // The run's time limit in seconds (default 10; KL_EDIT_TIME_LIMIT in the environment overrides it).
 // Compiling is not counted (it has its own limit of 120 s).
 double time_limit();

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <regex>
 
@@ -276,6 +277,19 @@ __global__ void split(kl::Tensor<float> out) {
   EXPECT_NE(f.text().find("different barriers"), std::string::npos) << f.text();
   EXPECT_NE(f.text().find("line 4"), std::string::npos) << f.text();
   EXPECT_NE(f.text().find("line 6"), std::string::npos) << f.text();
+  // Two barriers on one line are still two barriers.
+  editable::Source one_line{"", "split1.cu",
+                            "#include \"kl.cuh\"\n__global__ void split(kl::Tensor<float> out) {\n"
+                            "  if (threadIdx.x < 32) { __syncthreads(); } else { __syncthreads(); }\n"
+                            "  out.store(threadIdx.x, 1.0f);\n}\n"};
+  EXPECT_EQ(editable::run_in_process(Backend::Cpu, &one_line, l).kind, editable::Fault::Deadlock);
+  // Threads that returned do not hold the others at a barrier (as on the GPU): no deadlock.
+  editable::Source early{"", "early.cu",
+                         "#include \"kl.cuh\"\n__global__ void split(kl::Tensor<float> out) {\n"
+                         "  if (threadIdx.x >= 40) return;\n  __syncthreads();\n  out.store(threadIdx.x, 1.0f);\n}\n"};
+  std::fill(out.begin(), out.end(), 0.0f);
+  EXPECT_EQ(editable::run_in_process(Backend::Cpu, &early, l).kind, editable::Fault::None);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(out[size_t(i)], i < 40 ? 1.0f : 0.0f) << i;
 }
 
 }  // namespace

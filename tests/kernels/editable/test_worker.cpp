@@ -13,6 +13,7 @@
 #include "kernels/editable/launch.h"
 #include "kernels/editable/worker.h"
 #include "kernels/rungs/vector_add.h"
+#include "kernels/studies/vector_add_study.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/trace.h"
 #include "test_util.h"
@@ -113,6 +114,13 @@ TEST(EditableWorker, CompileErrorsComeBackAsTheCompilersLines) {
   }
 }
 
+TEST(EditableWorker, CheckCompilesInTheWorker) {
+  EXPECT_NO_THROW(editable::check_compiles(Backend::Cpu, edited()));
+  EXPECT_GT(editable::worker::pid(), 0);
+  EXPECT_THROW(editable::check_compiles(Backend::Cpu, edited("const bool mask", "const bool mask mask")),
+               editable::CompileError);
+}
+
 const char* kHang = R"(#include "kl.cuh"
 __global__ void spin(kl::Tensor<float> out) {
   volatile int forever = 1;
@@ -160,6 +168,10 @@ TEST(EditableWorker, ACrashIsSurvivedAndTheNextLaunchRuns) {
   const editable::Fault f = editable::launch(Backend::Cpu, &wild, one_program("wild", out));
   ASSERT_EQ(f.kind, editable::Fault::Crash) << f.text();
   EXPECT_NE(f.text().find("while running wild"), std::string::npos) << f.text();
+  // A signal (SIGSEGV); under AddressSanitizer the worker reports the wild write and exits instead.
+  EXPECT_TRUE(f.text().rfind("crash: the worker was ended by signal 11 (Segmentation fault)", 0) == 0 ||
+              f.text().rfind("crash: the worker exited with status", 0) == 0)
+      << f.text();
   EXPECT_EQ(editable::worker::pid(), 0);
   const editable::Source ok = edited();
   const std::vector<float> x = test::random_small_ints(700), y = test::random_small_ints(700);
@@ -180,6 +192,60 @@ TEST(EditableWorker, AKilledIdleWorkerIsReplacedOnTheNextLaunch) {
   EXPECT_EQ(o.fault.kind, editable::Fault::None) << o.fault.text();
   for (size_t i = 0; i < 300; ++i) ASSERT_EQ(o.out[i], x[i] + y[i]) << i;
   EXPECT_NE(editable::worker::pid(), first);
+}
+
+TEST(EditableWorker, TheStudyOfAnEditedKernelStatesItsFault) {
+  ParamValues v(study::vector_add_params());
+  v.set("n=1000");
+  v.set("block_size=256");
+  const editable::Source unmasked = edited("out.store(offset, a + b, mask)", "out.store(offset, a + b)");
+  const study::VectorAddResult r = study::run_vector_add(Backend::Cpu, v, &unmasked);
+  EXPECT_TRUE(r.edited);
+  EXPECT_EQ(r.fault.kind, editable::Fault::OutOfBounds);
+  EXPECT_FALSE(r.trace_check.pass);
+  EXPECT_EQ(r.trace_check.sentence.rfind("edited kernel: out-of-bounds store to out[1000] (size 1000) by program 3, lane 232; ", 0), 0u)
+      << r.trace_check.sentence;
+  EXPECT_TRUE(r.matches_reference.pass) << "the faulty stores were not performed: the output is still right";
+  const study::Report rep = study::vector_add_report(r);
+  EXPECT_EQ(rep.numbers.at("fault"), 1);
+  // The edited source the app holds is what a study called without one runs; reset, the shipped one.
+  editable::set_edited(unmasked);
+  EXPECT_EQ(study::run_vector_add(Backend::Cpu, v).fault.kind, editable::Fault::OutOfBounds);
+  editable::reset_edited("vector-add");
+  const study::VectorAddResult shipped = study::run_vector_add(Backend::Cpu, v);
+  EXPECT_FALSE(shipped.edited);
+  EXPECT_TRUE(shipped.trace_check.pass) << shipped.trace_check.sentence;
+  EXPECT_FALSE(study::vector_add_report(shipped).numbers.contains("fault"));
+}
+
+// Each of vector add's gallery bugs shows its symptom in the study's numbers.
+TEST(EditableWorker, VectorAddGalleryBugsShowTheirSymptoms) {
+  const std::vector<editable::GalleryBug> bugs = editable::gallery("vector-add");
+  ASSERT_EQ(bugs.size(), 2u);
+  ParamValues v(study::vector_add_params());
+  v.set("n=1000");
+  v.set("block_size=256");
+  int seen = 0;
+  for (const editable::GalleryBug& b : bugs) {
+    SCOPED_TRACE(b.name);
+    EXPECT_FALSE(b.sentence.empty());
+    const editable::Source src{"vector-add", b.file, b.text};
+    const study::VectorAddResult r = study::run_vector_add(Backend::Cpu, v, &src);
+    if (b.name == "no mask") {
+      ++seen;
+      EXPECT_EQ(r.fault.text(), "out-of-bounds store to out[1000] (size 1000) by program 3, lane 232");
+      EXPECT_FALSE(r.trace_check.pass);
+    }
+    if (b.name == "off by one grid") {
+      ++seen;
+      EXPECT_EQ(r.fault.kind, editable::Fault::None) << r.fault.text();
+      EXPECT_EQ(r.never_written, 1000 - 3 * 256);  // the tail program's 232 elements
+      EXPECT_FALSE(r.matches_reference.pass);
+      EXPECT_EQ(r.matches_reference.sentence, "no, 232 elements never written");
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  EXPECT_TRUE(editable::gallery("no-such-rung").empty());
 }
 
 }  // namespace
