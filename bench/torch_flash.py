@@ -2,14 +2,16 @@
 """Peer timings for `kernel-ladder bench flash-attention`: PyTorch's scaled_dot_product_attention on the
 same shapes, with the flash backend (FlashAttention-2) and then the cuDNN backend forced in turn.
 
-Shapes (as the ladder's bench_fast): bf16, d in {64, 128}, L in {512, ..., 16384}, B*L = 16384,
-H*d = 2048, causal and not, Lq = Lk = L (so PyTorch's top-left causal mask equals the ladder's
+Shapes (as the ladder's bench_fast): bf16, d in {64, 128, 256}, L in {512, ..., 16384}, B*L = 16384,
+H*d = 2048 (H = 32, 16, 8), causal and not, Lq = Lk = L (so PyTorch's top-left causal mask equals the ladder's
 bottom-right one). Then grouped-query attention: d = 128, H = 16 query heads over Hkv = 2 kv heads,
 L in {1024, 4096, 16384}, causal and not; k and v have Hkv heads and SDPA gets enable_gqa=True (torch
 2.5 and later). Where a backend or an older torch refuses that, the script times SDPA on k and v
 repeat_interleave'd to H heads (the repeat itself not timed) and says so in the row ("gqa_flash" /
 "gqa_cudnn": "enable_gqa" or "repeat_interleave") and in the table. TFLOP/s count 4*B*H*L*L*d, halved
 for causal. Each run is timed on its own with CUDA events after warm-up; the median is reported.
+A backend that refuses a shape (e.g. one built without d = 256 kernels) is reported as refused: the
+row's "<backend>_error" holds its message, the table reads "refused" and lists the messages under it.
 
 Usage (on the GPU machine, in the same run as the ladder's bench):
   kernel-ladder bench flash-attention --json ladder.json
@@ -36,7 +38,7 @@ GQA_LENGTHS = [1024, 4096, 16384]
 def shapes(quick):
     lengths = [512] if quick else LENGTHS
     tokens = 1024 if quick else TOKENS
-    for d in (64, 128):
+    for d in (64, 128, 256):
         for L in lengths:
             for causal in (False, True):
                 yield dict(B=tokens // L, H=WIDTH // d, Hkv=None, L=L, d=d, causal=causal)
@@ -155,16 +157,23 @@ def main():
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
 
-    def fmt(x, spec):
-        return format(x, spec) if x is not None else "-".rjust(int(spec.split(".")[0]))
+    def fmt(x, spec, refused=False):
+        width = int(spec.split(".")[0])
+        return format(x, spec) if x is not None else ("refused" if refused else "-").rjust(width)
 
     print()
     print(f"{'shape':50s} {'ladder':>8s} {'flash':>8s} {'cudnn':>8s} {'/flash':>7s} {'/cudnn':>7s}  (TFLOP/s)")
     for r in results:
         gqa = " ".join(f"{n}:{r[f'gqa_{n}']}" for n in ("flash", "cudnn") if r.get(f"gqa_{n}"))
-        print(f"{r['shape']:50s} {fmt(r['ladder_tflops'], '8.1f')} {fmt(r['flash_tflops'], '8.1f')} "
-              f"{fmt(r['cudnn_tflops'], '8.1f')} {fmt(r['ladder_over_flash'], '7.2f')} {fmt(r['ladder_over_cudnn'], '7.2f')}"
+        print(f"{r['shape']:50s} {fmt(r['ladder_tflops'], '8.1f')} "
+              f"{fmt(r['flash_tflops'], '8.1f', 'flash_error' in r)} {fmt(r['cudnn_tflops'], '8.1f', 'cudnn_error' in r)} "
+              f"{fmt(r['ladder_over_flash'], '7.2f')} {fmt(r['ladder_over_cudnn'], '7.2f')}"
               + (f"  GQA by {gqa}" if gqa else ""))
+    refusals = [(n, r) for r in results for n in ("flash", "cudnn") if f"{n}_error" in r]
+    if refusals:
+        print()
+        for n, r in refusals:
+            print(f"refused by {n}: {r['shape']}: {r[f'{n}_error']}")
     return 0
 
 

@@ -483,9 +483,10 @@ class FlashAttentionPanel : public Panel {
     wrapped_in(bars_beside ? width - bars_w - gap : width, t.caption.c_str(), true);
     ImGui::EndGroup();
     wrapped_in(width, t.paper_line.c_str(), true);
+    draw_budget(width);
 
     // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
-    if (d == 64 || d == 128) {
+    if (fa::fast_head_dim(d)) {
       auto line = [&](fa::FastPath path, const char* where) {
         const fa::FastTileShape t = fa::fast_tile_shape(d, path);
         char buf[256];
@@ -504,6 +505,42 @@ class FlashAttentionPanel : public Panel {
         line(fa::FastPath::MmaSync, "other GPUs");
       }
     }
+  }
+
+  // The shared-memory budget bars (the study's fs::budgets): each tile's bytes by part on one scale, the
+  // limit as a line; a bar past it is drawn red past the line. Then the study's caption.
+  void draw_budget(float width) {
+    if (res_.budget.empty()) return;
+    const ImU32 part_col[6] = {IM_COL32(90, 150, 230, 255), IM_COL32(235, 170, 70, 255), IM_COL32(90, 200, 140, 255),
+                               IM_COL32(200, 120, 220, 255), IM_COL32(120, 200, 220, 255), IM_COL32(170, 170, 170, 255)};
+    double scale_max = double(res_.limit);
+    for (const fs::Budget& b : res_.budget) scale_max = std::max(scale_max, double(b.total));
+    const float bar_h = ui::px(14);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    wrapped_in(width, "shared-memory budget per block, by part (white line: the limit; red: past it)");
+    for (const fs::Budget& b : res_.budget) {
+      char head[200];
+      std::snprintf(head, sizeof head, "%s: %s of %s%s", b.label.c_str(), mem::bytes_text(uint64_t(b.total)).c_str(),
+                    mem::bytes_text(uint64_t(b.limit)).c_str(), b.fits ? "" : " -- does not fit");
+      wrapped_in(width, head, b.fits);
+      const ImVec2 p0 = ImGui::GetCursorScreenPos();
+      const float px_per_byte = float(double(width) / scale_max);
+      float x = p0.x;
+      for (size_t i = 0; i < b.parts.size(); ++i) {
+        const float w = float(double(b.parts[i].bytes)) * px_per_byte;
+        dl->AddRectFilled(ImVec2(x, p0.y), ImVec2(x + w, p0.y + bar_h), part_col[i % 6]);
+        const ImVec2 ts = ImGui::CalcTextSize(b.parts[i].name.c_str());
+        if (ts.x + ui::px(4) < w)
+          dl->AddText(ImVec2(x + ui::px(2), p0.y + (bar_h - ts.y) * 0.5f), IM_COL32(20, 20, 20, 255), b.parts[i].name.c_str());
+        x += w;
+      }
+      const float lim_x = p0.x + float(double(b.limit)) * px_per_byte;
+      if (!b.fits) dl->AddRectFilled(ImVec2(lim_x, p0.y + bar_h * 0.8f), ImVec2(x, p0.y + bar_h), IM_COL32(230, 60, 60, 255));
+      dl->AddLine(ImVec2(lim_x, p0.y - ui::px(2)), ImVec2(lim_x, p0.y + bar_h + ui::px(2)), IM_COL32(240, 240, 240, 255),
+                  ui::px(2));
+      ImGui::Dummy(ImVec2(width, bar_h + ui::px(4)));
+    }
+    wrapped_in(width, res_.budget_caption.c_str(), true);
   }
 
   ParamValues params_;

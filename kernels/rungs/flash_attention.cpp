@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "kernels/runtime/cell_state.h"
 #include "kernels/runtime/errors.h"
@@ -35,15 +36,36 @@ void check_kv_heads(int64_t kv_heads, int64_t heads) {
     throw InputError(gqa_heads_message(kv_heads, heads));
 }
 
+bool supported_head_dim(int d) { return attention::supported_head_dim(d) || d == 256; }
+const char* head_dims_text() { return "16, 32, 64, 128, 256"; }
+
+namespace {
+// Rung 4's shape checks on shape-only copies. Its head dims stop at 128: a d = 256 shared by q, k and v
+// is checked as 128 and put back.
+Shape rung4_shape(const Array& q, const Array& k, const Array& v) {
+  const bool d256 = !q.shape.empty() && q.shape.back() == 256 && !k.shape.empty() && k.shape.back() == 256 &&
+                    k.shape == v.shape;
+  if (!d256) return Shape(attention::shape_from_arrays(q, k, v));
+  Array q2{q.shape, {}}, k2{k.shape, {}};
+  q2.shape.back() = k2.shape.back() = 128;
+  Shape s(attention::shape_from_arrays(q2, k2, k2));
+  s.d = 256;
+  return s;
+}
+}  // namespace
+
 Shape shape_from_arrays(const Array& q, const Array& k, const Array& v) {
+  if (!q.shape.empty() && !supported_head_dim(int(q.shape.back())) && (q.shape.size() == 2 || q.shape.size() == 4))
+    throw InputError(out_of_range_message("d (last dimension of q)", std::to_string(q.shape.back()),
+                                          std::string("one of ") + head_dims_text()));
   // Grouped-query attention: q [B, Hq, L, d] with k and v [B, Hkv, Lk, d]. The head rule first; then
   // rung 4's checks of everything else, on k and v's shapes with q's head count.
   const bool rank4 = q.shape.size() == 4 && k.shape.size() == 4 && k.shape == v.shape;
-  if (!rank4 || q.shape[1] == k.shape[1]) return Shape(attention::shape_from_arrays(q, k, v));
+  if (!rank4 || q.shape[1] == k.shape[1]) return rung4_shape(q, k, v);
   check_kv_heads(k.shape[1], q.shape[1]);
   Array k_as_mha{k.shape, {}};
   k_as_mha.shape[1] = q.shape[1];
-  Shape s(attention::shape_from_arrays(q, k_as_mha, k_as_mha));
+  Shape s = rung4_shape(q, k_as_mha, k_as_mha);
   s.kv_heads = k.shape[1];
   return s;
 }
@@ -75,6 +97,10 @@ std::vector<std::pair<int, int>> offered_tiles(int d, int64_t limit) {
     for (int bn = kMinBlock; bn <= kMaxBlock; bn *= 2)
       if (smem_bytes(bm, bn, d) <= limit) v.emplace_back(bm, bn);
   return v;
+}
+
+std::pair<int, int> default_tiles(int d) {
+  return d == 256 ? std::pair<int, int>{kDefaultBlockM, kDefaultBlockN / 2} : std::pair<int, int>{kDefaultBlockM, kDefaultBlockN};
 }
 
 void check_tiles(Backend b, int block_m, int block_n, int d) {
@@ -276,9 +302,9 @@ void run_cpu(const float* q, const float* k, const float* v, float* out, const S
 
 void run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
                   const Options& o, int block_m, int block_n, FlashTraceView* trace) {
-  if (!attention::supported_head_dim(s.d))
+  if (!supported_head_dim(s.d))
     throw InputError(out_of_range_message("d (head dimension)", std::to_string(s.d),
-                                          std::string("one of ") + attention::head_dims_text()));
+                                          std::string("one of ") + head_dims_text()));
   require_range("Lq", s.lq, 1, int64_t(1) << 24);
   require_range("Lk", s.lk, 1, int64_t(1) << 24);
   require_range("B*H", s.bh(), 1, 65535);
@@ -352,7 +378,8 @@ ParamSpec param::block_m() {
   return pow2_param("block_m", kMinBlock, kMaxBlock, kDefaultBlockM, "BLOCK_M: query rows per program");
 }
 ParamSpec param::block_n() {
-  return pow2_param("block_n", kMinBlock, kMaxBlock, kDefaultBlockN, "BLOCK_N: keys per K/V tile");
+  return pow2_param("block_n", kMinBlock, kMaxBlock, kDefaultBlockN,
+                    "BLOCK_N: keys per K/V tile (32 at d=256 when neither tile size is given)");
 }
 ParamSpec param::dtype() { return choice_param("dtype", {"bf16", "fp16"}, "bf16", "--variant fast: input precision"); }
 
@@ -378,7 +405,8 @@ KernelEntry entry() {
     Options o;
     o.causal = r.params.get_bool("causal");
     o.scale = r.params.get_float("scale");
-    const int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
+    int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
+    if (!r.params.was_set("block_m") && !r.params.was_set("block_n")) std::tie(bm, bn) = default_tiles(s.d);
     KernelRunResult res;
     if (r.variant == "fast") {
 #ifdef KL_HAS_FLASH_FAST

@@ -203,7 +203,8 @@ void run_cuda(const float* q, const float* k, const float* v, float* out, const 
     case 32: return launch_d<32>(q, k, v, out, s, scale, causal, bm, bn, t);
     case 64: return launch_d<64>(q, k, v, out, s, scale, causal, bm, bn, t);
     case 128: return launch_d<128>(q, k, v, out, s, scale, causal, bm, bn, t);
-    default: throw InputError(out_of_range_message("d", std::to_string(s.d), "one of 16, 32, 64, 128"));
+    case 256: return launch_d<256>(q, k, v, out, s, scale, causal, bm, bn, t);
+    default: throw InputError(out_of_range_message("d", std::to_string(s.d), std::string("one of ") + head_dims_text()));
   }
 }
 

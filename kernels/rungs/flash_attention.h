@@ -67,8 +67,13 @@ std::string gqa_heads_message(int64_t kv_heads, int64_t q_heads);
 // Throws InputError (gqa_heads_message) unless 1 <= kv_heads <= heads and kv_heads divides heads.
 void check_kv_heads(int64_t kv_heads, int64_t heads);
 
+// The head dimensions this rung takes: rung 4's (16, 32, 64, 128) and 256 (its tiles then shrink to fit
+// shared memory: smem_bytes below; rung 4's K/V wall does not apply here).
+bool supported_head_dim(int d);
+const char* head_dims_text();  // "16, 32, 64, 128, 256"
+
 // Parses q ([L, d] or [B, Hq, L, d]) and k, v ([Lk, d] or [B, Hkv, Lk, d], Hkv dividing Hq) into a shape;
-// otherwise rung 4's checks and messages (attention::shape_from_arrays).
+// otherwise rung 4's checks and messages (attention::shape_from_arrays), d as supported_head_dim.
 Shape shape_from_arrays(const Array& q, const Array& k, const Array& v);
 
 // float64 reference (grouped-query attention included): out [batch*heads, lq, d].
@@ -77,6 +82,9 @@ void reference(const float* q, const float* k, const float* v, const Shape& s, c
 constexpr int kMinBlock = 16, kMaxBlock = 128;  // BLOCK_M, BLOCK_N: powers of two in [16, 128]
 constexpr int kThreads = 128;                   // threads per CUDA block (4 warps)
 constexpr int kDefaultBlockM = 64, kDefaultBlockN = 64;
+// The tile `run` takes when neither block_m nor block_n is given: 64 x 64, and 64 x 32 at d = 256, where
+// 64 x 64 needs smem_bytes(64, 64, 256) = 279296 bytes, past the 227 KiB a block may have (H100/H200).
+std::pair<int, int> default_tiles(int d);
 
 // [SECTION] The online-softmax step -----------------------------------------------------------------
 // The rescale of one query row's running state when a K/V tile arrives (both backends call this):

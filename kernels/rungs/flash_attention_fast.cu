@@ -276,8 +276,10 @@ template <class T, int kHeadDim>
 void launch_fwd(const FastParams& p) {
   using Tr = FastTraits<kHeadDim>;
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
-  const char* name = std::is_same<T, __half>::value ? (kHeadDim == 64 ? "flash_fwd_fast_d64_fp16" : "flash_fwd_fast_d128_fp16")
-                                                    : (kHeadDim == 64 ? "flash_fwd_fast_d64_bf16" : "flash_fwd_fast_d128_bf16");
+  const bool half = std::is_same<T, __half>::value;
+  const char* name = kHeadDim == 64    ? (half ? "flash_fwd_fast_d64_fp16" : "flash_fwd_fast_d64_bf16")
+                     : kHeadDim == 128 ? (half ? "flash_fwd_fast_d128_fp16" : "flash_fwd_fast_d128_bf16")
+                                       : (half ? "flash_fwd_fast_d256_fp16" : "flash_fwd_fast_d256_bf16");
   cuda::launch(name, flash_fwd_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32), size_t(fast_smem_bytes<Tr>()), 0, p,
                kv_group(p));
 }
@@ -286,8 +288,10 @@ template <class T>
 void run_typed(const FastParams& p) {
   if (p.d == 64)
     launch_fwd<T, 64>(p);
-  else
+  else if (p.d == 128)
     launch_fwd<T, 128>(p);
+  else
+    launch_fwd<T, 256>(p);
 }
 
 void require_device() {
@@ -414,7 +418,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     r.baseline = "torch: bench/torch_flash.py";
     rows.push_back(r);
   };
-  for (int d : {64, 128})
+  for (int d : {64, 128, 256})  // H = 2048 / d: 32, 16, 8 heads
     for (int L : lengths)
       for (bool causal : {false, true}) row(d, L, causal, 0);
   // Grouped-query attention: H = 16 query heads over 2 kv heads at d = 128 (the ratio 8 of Llama-3-70B's

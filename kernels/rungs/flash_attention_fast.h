@@ -28,8 +28,14 @@
 // Tile shapes (compile-time traits, FastTraits<kHeadDim> for mma.sync, FastTraitsSm90<kHeadDim> for wgmma):
 //   mma.sync d  64: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 48 KiB shared memory, 2 blocks/SM
 //   mma.sync d 128: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 96 KiB shared memory, 1 block/SM
+//   mma.sync d 256: kBlockM 128 (8 warps x 16 rows), kBlockN  32, 2 K/V stages, 128 KiB shared memory, 1 block/SM
+//                (O is 16 x 256 fp32 per warp: 128 registers a thread; Q re-read from shared memory)
 //   wgmma (TMA)  d 64, 128: kBlockM 128 (2 warpgroups x 64 rows + a producer warpgroup), kBlockN 128, 3 K/V stages,
 //                112 / 224 KiB (+1 KiB alignment, mbarriers), 1 block/SM
+//   wgmma (TMA)  d 256: kBlockM 128, kBlockN 80, 2 K/V stages: Q 64 KiB + 2 x (K 40 + V 40) KiB = 224 KiB
+//                (d 128's kBlockN 128 x 3 stages would need 448 KiB; the limit is 227 KiB); O is 64 x 256 fp32
+//                per warpgroup, 128 registers a thread (FlashAttention-3 uses the same 128 x 80 x 2 at d 256)
+//   wgmma-cpasync: d 64 and 128 only (d 256 takes the TMA kernel, or mma.sync where no tensor map can be made)
 //   wgmma-cpasync d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB), 1 block/SM
 //   wgmma-cpasync d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB), 1 block/SM
 // Layout: [B, H, L, d] with the last dimension contiguous (strides in FastParams, in elements).
@@ -115,6 +121,15 @@ struct FastTraits<128> {
   static constexpr int kMinBlocksPerSm = 1;
   static constexpr bool kQInRegs = true;
 };
+template <>
+struct FastTraits<256> {
+  static constexpr int kHeadDim = 256, kBlockM = 128, kBlockN = 32, kNWarps = 8, kStages = 2;
+  // One block per SM (8 warps, 128 KiB): O (128 regs) + S (16); Q's A fragments (64 more) would not fit
+  // under 255, so they are re-read from shared memory each k-step (kQInRegs false). ptxas (nvcc 13,
+  // sm_90): 250 registers, no spill; kBlockN = 64 spilled 216 bytes at 255.
+  static constexpr int kMinBlocksPerSm = 1;
+  static constexpr bool kQInRegs = false;
+};
 // The wgmma kernel (sm_90a): kBlockM = 64 rows per warpgroup, kNWarps = kBlockM / 16.
 template <int kHeadDim_>
 struct FastTraitsSm90;
@@ -128,16 +143,27 @@ struct FastTraitsSm90<128> {
 };
 // The wgmma kernel with bulk tensor copies (TMA): two consumer warpgroups (kNWarps = 8 compute warps)
 // and a producer warpgroup (its registers handed to the consumers with setmaxnreg; one lane issues the
-// copies): kThreads = 384. kBlockM 128 for both head dims.
+// copies): kThreads = 384. kBlockM 128 for every head dim; at d = 256 the shared-memory limit shrinks
+// the K/V tiles to 80 keys and the stages to 2 (Q 64 KiB + 2 x 80 KiB = 224 KiB of the 227 KiB).
 template <int kHeadDim_>
 struct FastTraitsSm90Tma {
-  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128;
+  static constexpr int kBlockN = kHeadDim_ == 256 ? 80 : 128, kStages = kHeadDim_ == 256 ? 2 : 3;
+  static constexpr int kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32 + 128;
 };
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
   // Q tile + kStages x (K tile + V tile), 2-byte elements.
   return int64_t(Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) * Tr::kHeadDim * 2;
+}
+
+// The head dimensions the fast kernels take, and the one line refusing d = 256 on the cp.async wgmma kernel.
+constexpr const char* kFastHeadDimsText = "{64, 128, 256} for --variant fast";
+inline bool fast_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+inline std::string wgmma_cpasync_d256_message() {
+  return "KL_FLASH_FAST_PATH=wgmma-cpasync: that kernel has no d=256 tiles (allowed there: 64, 128); unset it or "
+         "use wgmma or mma at d=256";
 }
 
 // The tile shapes at run time, for the panel and `list`. Throws InputError for an unsupported d.
@@ -165,7 +191,11 @@ inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
     return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<128>{})
            : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<128>{})
                                             : make(FastTraits<128>{});
-  throw InputError(out_of_range_message("d", std::to_string(d), "{64, 128} for --variant fast"));
+  if (d == 256) {
+    if (path == FastPath::WgmmaCpAsync) throw InputError(wgmma_cpasync_d256_message());
+    return path == FastPath::Wgmma ? make(FastTraitsSm90Tma<256>{}) : make(FastTraits<256>{});
+  }
+  throw InputError(out_of_range_message("d", std::to_string(d), kFastHeadDimsText));
 }
 
 // ---- [SECTION] pure index logic, shared by the kernel and the CPU tests ------------------------------
@@ -207,7 +237,7 @@ inline void validate(const FastParams& p) {
   auto bad = [](const char* name, const std::string& value, const std::string& allowed) {
     throw InputError(out_of_range_message(name, value, allowed));
   };
-  if (p.d != 64 && p.d != 128) bad("d", std::to_string(p.d), "{64, 128} for --variant fast");
+  if (!fast_head_dim(p.d)) bad("d", std::to_string(p.d), kFastHeadDimsText);
   if (p.B < 1 || p.B > 65535) bad("B", std::to_string(p.B), "[1, 65535]");
   if (p.H < 1 || p.H > 65535) bad("H", std::to_string(p.H), "[1, 65535]");
   if (p.H_kv < 0 || p.H_kv > p.H || (p.H_kv > 0 && p.H % p.H_kv != 0))
@@ -258,7 +288,7 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
   if (q.shape[r - 1] != k.shape[r - 1])
     throw InputError("q " + q.shape_text() + " and k " + k.shape_text() + " differ in d");
   const int64_t d = q.shape[r - 1];
-  if (d != 64 && d != 128) throw InputError(out_of_range_message("d", std::to_string(d), "{64, 128} for --variant fast"));
+  if (!fast_head_dim(d)) throw InputError(out_of_range_message("d", std::to_string(d), kFastHeadDimsText));
   const int64_t B = r == 4 ? q.shape[0] : 1, H = r >= 3 ? q.shape[r - 3] : 1;
   const int64_t Lq = q.shape[r - 2], Lk = k.shape[r - 2];
   if (B < 1 || B > 65535) throw InputError(out_of_range_message("B", std::to_string(B), "[1, 65535]"));
@@ -294,8 +324,8 @@ bool fast_wgmma_kernels_loaded();
 Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal, float scale,
                     const std::string& dtype);
 
-// `bench flash-attention` rows for the fast variant: bf16, d in {64, 128}, L in {512, ..., 16384} with
-// B*L = 16384 and H*d = 2048, causal and not; TFLOP/s counting 4*B*H*Lq*Lk*d (halved for causal).
+// `bench flash-attention` rows for the fast variant: bf16, d in {64, 128, 256}, L in {512, ..., 16384} with
+// B*L = 16384 and H*d = 2048 (H = 32, 16, 8), causal and not; TFLOP/s counting 4*B*H*Lq*Lk*d (halved for causal).
 // Then grouped-query rows: d = 128, H = 16 query heads over kGqaBenchKvHeads kv heads ("Hkv=2" in the
 // shape), L in {1024, 4096, 16384}, causal and not.
 // `quick`: L = 512 only, few iterations. The CPU backend has no fast variant: no rows.

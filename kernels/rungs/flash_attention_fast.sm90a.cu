@@ -188,8 +188,15 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define KL_ACC32(d) KL_ACC8(d, 0), KL_ACC8(d, 8), KL_ACC8(d, 16), KL_ACC8(d, 24)
 #define KL_ACC64(d) KL_ACC32(d), KL_ACC8(d, 32), KL_ACC8(d, 40), KL_ACC8(d, 48), KL_ACC8(d, 56)
+#define KL_ACC40(d) KL_ACC32(d), KL_ACC8(d, 32)
+#define KL_ACC128(d)                                                                                      \
+  KL_ACC64(d), KL_ACC8(d, 64), KL_ACC8(d, 72), KL_ACC8(d, 80), KL_ACC8(d, 88), KL_ACC8(d, 96), KL_ACC8(d, 104), \
+      KL_ACC8(d, 112), KL_ACC8(d, 120)
 #define KL_REGS_0_31 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define KL_REGS_32_63 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define KL_REGS_32_39 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define KL_REGS_64_95 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define KL_REGS_96_127 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
 // D (64 x 128) = A B (+ D when scale_d != 0), A and B from shared memory.
 #define KL_WGMMA_SS_N128(T, PTX_T)                                                                        \
@@ -223,12 +230,46 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));                      \
   }
 
+// D (64 x 80) = A B (+ D when scale_d != 0), A and B from shared memory: S at d = 256 (kBlockN 80).
+#define KL_WGMMA_SS_N80(T, PTX_T)                                                                         \
+  template <>                                                                                             \
+  __device__ __forceinline__ void wgmma_ss<T, 80>(float (&d)[40], uint64_t desc_a, uint64_t desc_b,       \
+                                                  int scale_d) {                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n80k16.f32." PTX_T "." PTX_T                           \
+                 " {" KL_REGS_0_31 ", " KL_REGS_32_39 "}, %40, %41, p, 1, 1, 0, 0;\n}\n"               \
+                 : KL_ACC40(d)                                                                            \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+  }
+// D (64 x 256) += A B, A in registers, B transposed from shared memory: O += P V at d = 256.
+#define KL_WGMMA_RS_N256(T, PTX_T)                                                                        \
+  template <>                                                                                             \
+  __device__ __forceinline__ void wgmma_rs<T, 256>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"                                           \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_T "." PTX_T                          \
+                 " {" KL_REGS_0_31 ", " KL_REGS_32_63 ", " KL_REGS_64_95 ", " KL_REGS_96_127 "}, "        \
+                 "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"                                       \
+                 : KL_ACC128(d)                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));                      \
+  }
+
 KL_WGMMA_SS_N128(__nv_bfloat16, "bf16")
 KL_WGMMA_SS_N128(__half, "f16")
 KL_WGMMA_RS_N128(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N128(__half, "f16")
 KL_WGMMA_RS_N64(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N64(__half, "f16")
+KL_WGMMA_SS_N80(__nv_bfloat16, "bf16")
+KL_WGMMA_SS_N80(__half, "f16")
+KL_WGMMA_RS_N256(__nv_bfloat16, "bf16")
+KL_WGMMA_RS_N256(__half, "f16")
+#undef KL_WGMMA_SS_N80
+#undef KL_WGMMA_RS_N256
+#undef KL_REGS_32_39
+#undef KL_REGS_64_95
+#undef KL_REGS_96_127
+#undef KL_ACC40
+#undef KL_ACC128
 #undef KL_WGMMA_SS_N128
 #undef KL_WGMMA_RS_N128
 #undef KL_WGMMA_RS_N64
@@ -713,8 +754,9 @@ bool launch_tma(const FastParams& p) {
     return false;
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
   const bool half = std::is_same<T, __half>::value;
-  const char* name = kHeadDim == 64 ? (half ? "flash_fwd_wgmma_tma_d64_fp16" : "flash_fwd_wgmma_tma_d64_bf16")
-                                    : (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16");
+  const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_tma_d64_fp16" : "flash_fwd_wgmma_tma_d64_bf16")
+                     : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16")
+                                       : (half ? "flash_fwd_wgmma_tma_d256_fp16" : "flash_fwd_wgmma_tma_d256_bf16");
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (1 + 4 * Tr::kStages);
   cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, kHeadDim>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv,
                p, kv_group(p));
@@ -750,6 +792,12 @@ bool fast_wgmma_kernels_loaded() {
 bool run_fast_wgmma(const FastParams& p, bool tma) {
   validate(p);
   const bool half = p.dtype == FastDtype::Fp16;
+  if (p.d == 256) {  // the TMA kernel only (the cp.async one has no d = 256 tiles): else mma.sync
+    if (!tma) throw InputError(wgmma_cpasync_d256_message());
+    if (half ? sm90_detail::launch_tma<__half, 256>(p) : sm90_detail::launch_tma<__nv_bfloat16, 256>(p)) return true;
+    run_fast_mma_sync(p);
+    return false;
+  }
   if (tma) {
     const bool ok = p.d == 64 ? (half ? sm90_detail::launch_tma<__half, 64>(p) : sm90_detail::launch_tma<__nv_bfloat16, 64>(p))
                               : (half ? sm90_detail::launch_tma<__half, 128>(p)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/rungs/flash_attention_fast.h"
 #include "kernels/runtime/errors.h"
 
 namespace kl::flash_attention_study {
@@ -32,7 +33,7 @@ std::vector<ParamSpec> params() {
   const char* why_tiles = "opens on Lq=48 x Lk=96 as a 3 x 6 grid of tiles to step";
   return {int_param("lq", 1, 512, 48, "Lq: number of queries"),
           int_param("lk", 1, 16384, 96, "Lk: number of keys (no wall: try past rung 4's)"),
-          pow2_param("d", 16, 128, 32, "d: head dimension"),
+          pow2_param("d", 16, 256, 32, "d: head dimension (at 256 the tiles shrink: the budget bars say why)"),
           fa::param::causal(),
           panel_override(fa::param::block_m(), "16", why_tiles),
           panel_override(fa::param::block_n(), "16", why_tiles),
@@ -92,6 +93,88 @@ Traffic traffic(Backend b, const attention::Shape& s, bool causal, int bm, int b
                 whole(t.paper_flash).c_str(), kib_text(double(fa::smem_bytes(bm, bn, s.d))).c_str());
   t.paper_line = buf;
   return t;
+}
+
+// [SECTION] The shared-memory budget --------------------------------------------------------------------------
+
+namespace {
+
+Budget teaching_budget(std::string label, int bm, int bn, int d, int64_t limit) {
+  const int64_t f = 4, m = bm, n = bn, dd = d;
+  Budget b;
+  b.label = std::move(label);
+  b.parts = {{"Q", f * m * dd}, {"K", f * n * dd}, {"V", f * n * dd}, {"S/P", f * m * n}, {"O", f * m * dd},
+             {"m, l, alpha", f * 3 * m}};
+  for (const BudgetPart& p : b.parts) b.total += p.bytes;
+  b.limit = limit;
+  b.fits = b.total <= limit;
+  return b;
+}
+
+// The TMA kernel's layout (flash_attention_fast.sm90a.cu, launch_tma): Q, kStages K tiles, kStages V tiles
+// (2-byte elements), then 1 KiB of alignment slack and 8-byte mbarriers (1 + 4 kStages).
+Budget fast_budget(std::string label, int bm, int bn, int stages, int d, int64_t limit) {
+  Budget b;
+  b.label = std::move(label);
+  const std::string x = " x " + std::to_string(stages);
+  b.parts = {{"Q", int64_t(bm) * d * 2},
+             {"K" + x, int64_t(stages) * bn * d * 2},
+             {"V" + x, int64_t(stages) * bn * d * 2},
+             {"align, mbarriers", 1024 + 8 * (1 + 4 * int64_t(stages))}};
+  for (const BudgetPart& p : b.parts) b.total += p.bytes;
+  b.limit = limit;
+  b.fits = b.total <= limit;
+  return b;
+}
+
+std::string tile_text(int bm, int bn) { return std::to_string(bm) + " x " + std::to_string(bn); }
+
+}  // namespace
+
+std::vector<Budget> budgets(int d, int block_m, int block_n, int64_t limit) {
+  std::vector<Budget> v;
+  v.push_back(teaching_budget("teaching " + tile_text(block_m, block_n) + " (this tile)", block_m, block_n, d, limit));
+  if (d == 256) {
+    const auto [dm, dn] = fa::default_tiles(128);
+    v.push_back(teaching_budget("teaching " + tile_text(dm, dn) + " (the default up to d=128)", dm, dn, d, limit));
+  }
+  if (fa::fast_head_dim(d)) {
+    const fa::FastTileShape t = fa::fast_tile_shape(d, fa::FastPath::Wgmma);
+    v.push_back(fast_budget("fast wgmma " + tile_text(t.block_m, t.block_n) + ", " + std::to_string(t.stages) +
+                                " stages (its tiles at d=" + std::to_string(d) + ")",
+                            t.block_m, t.block_n, t.stages, d, limit));
+    if (d == 256) {
+      const fa::FastTileShape t128 = fa::fast_tile_shape(128, fa::FastPath::Wgmma);
+      v.push_back(fast_budget("fast wgmma " + tile_text(t128.block_m, t128.block_n) + ", " +
+                                  std::to_string(t128.stages) + " stages (d=128's tiles)",
+                              t128.block_m, t128.block_n, t128.stages, d, limit));
+    }
+  }
+  return v;
+}
+
+std::string budget_caption(int d, int64_t limit) {
+  char buf[640];
+  if (d != 256) {
+    std::snprintf(buf, sizeof buf, "Shared memory per block, by part, against the limit of %s. Try d=256: the "
+                  "tiles d=128 uses no longer fit.", kib_text(double(limit)).c_str());
+    return buf;
+  }
+  const auto [dm, dn] = fa::default_tiles(128);
+  const auto [sm, sn] = fa::default_tiles(256);
+  const fa::FastTileShape t = fa::fast_tile_shape(256, fa::FastPath::Wgmma);
+  const fa::FastTileShape t128 = fa::fast_tile_shape(128, fa::FastPath::Wgmma);
+  const Budget teach = teaching_budget("", dm, dn, 256, limit);
+  const Budget fast = fast_budget("", t128.block_m, t128.block_n, t128.stages, 256, limit);
+  std::snprintf(buf, sizeof buf,
+                "At d=256 every row of Q, K, V and O is twice as long as at d=128, so the tiles d=128 uses do not "
+                "fit the limit of %s: teaching %s needs %s (`run` takes %s here when no tile is given), and the fast kernel's %s x %d "
+                "stages needs %s, so it keeps %s keys in %d stages (%s).",
+                kib_text(double(limit)).c_str(), tile_text(dm, dn).c_str(), kib_text(double(teach.total)).c_str(),
+                tile_text(sm, sn).c_str(), tile_text(t128.block_m, t128.block_n).c_str(), t128.stages,
+                kib_text(double(fast.total)).c_str(), tile_text(t.block_m, t.block_n).c_str(), t.stages,
+                kib_text(double(t.smem_bytes)).c_str());
+  return buf;
 }
 
 // [SECTION] Settings and the run -----------------------------------------------------------------------------
@@ -160,8 +243,12 @@ void check(Backend b, Result& r) {
                   mx);
   } catch (const InputError&) {
     r.rung4.ok = true;
-    std::snprintf(buf, sizeof buf, "rung 4 is refused here (Lk=%" PRId64 " is past its wall of %" PRId64
-                  " at d=%d); this rung runs", lk, r.wall, d);
+    if (!attention::supported_head_dim(d))
+      std::snprintf(buf, sizeof buf, "rung 4 is refused here (it takes d in %s, not %d); this rung runs",
+                    attention::head_dims_text(), d);
+    else
+      std::snprintf(buf, sizeof buf, "rung 4 is refused here (Lk=%" PRId64 " is past its wall of %" PRId64
+                    " at d=%d); this rung runs", lk, r.wall, d);
   }
   r.rung4.text = buf;
 }
@@ -222,6 +309,8 @@ Result run(Backend b, const ParamValues& p) {
   r.omax = 1e-6;
   for (float x : r.hout) r.omax = std::max(r.omax, double(std::fabs(x)));
   r.mem = traffic(b, r.shape, r.opt.causal, r.bm, r.bn);
+  r.budget = budgets(r.shape.d, r.bm, r.bn, r.limit);
+  r.budget_caption = budget_caption(r.shape.d, r.limit);
   return r;
 }
 
@@ -342,6 +431,13 @@ study::Report report(const Result& r, int64_t step) {
   n["traffic_bytes_rung5"] = r.mem.flash;
   n["paper_standard_elements"] = r.mem.paper_standard;
   n["paper_flash_elements"] = r.mem.paper_flash;
+  rep.lines.push_back(r.budget_caption);
+  for (size_t i = 0; i < r.budget.size(); ++i) {
+    const Budget& bu = r.budget[i];
+    rep.lines.push_back("budget: " + bu.label + ": " + std::to_string(bu.total) + " bytes of " +
+                        std::to_string(bu.limit) + (bu.fits ? " (fits)" : " (does not fit)"));
+    n["budget_bytes_" + std::to_string(i)] = bu.total;
+  }
   return rep;
 }
 

@@ -497,6 +497,65 @@ TEST(FlashAttention, GroupedQueryAttentionOnBothBackends) {
       }
 }
 
+// [SECTION] Head dimension 256 ------------------------------------------------------------------------------
+
+// d = 256 on both backends: odd lengths, Lq != Lk, causal and not, the tiles that fit (64 x 32, 32 x 64,
+// 16 x 16), and grouped-query ratios 1 and 4, against the float64 reference.
+TEST(FlashAttention, HeadDim256OnBothBackends) {
+  for (bool causal : {false, true}) {
+    Options o;
+    o.causal = causal;
+    for (auto [bm, bn] : {std::pair<int, int>{64, 32}, {32, 64}, {16, 16}}) check(shape(37, 53, 256), o, bm, bn);
+    check(shape(70, 33, 256, 2, 1), o, 64, 32);  // Lq > Lk: causal rows 0..36 see nothing
+    for (int64_t ratio : {1, 4}) {
+      const Shape s = gqa_shape(29, 67, 256, 1, ratio * 2, 2);
+      const Inputs in = gqa_inputs(s);
+      std::vector<double> ref(in.q.size());
+      reference(in.q.data(), in.k.data(), in.v.data(), s, o, ref.data());
+      for (Backend b : test::backends()) {
+        SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text() + (causal ? " causal" : ""));
+        const std::vector<float> got = run_on(b, in, s, o, 64, 32);
+        EXPECT_EQ(nan_count(got), 0u);
+        EXPECT_LT(rel_err(got, ref), tolerance(s, 1.0f));
+      }
+    }
+  }
+}
+
+// At d = 256 the d <= 128 default 64 x 64 needs 279296 bytes, past the 227 KiB limit: refused with the
+// bytes; the default there is 64 x 32 (205568 bytes), which fits.
+TEST(FlashAttention, HeadDim256ShrinksTheDefaultTile) {
+  EXPECT_EQ(smem_bytes(64, 64, 256), 279296);
+  EXPECT_EQ(smem_bytes(64, 32, 256), 205568);
+  EXPECT_EQ(default_tiles(128), (std::pair<int, int>{64, 64}));
+  EXPECT_EQ(default_tiles(256), (std::pair<int, int>{64, 32}));
+  const int64_t limit = device_info(Backend::Cpu).smem_per_block_optin;
+  EXPECT_GT(smem_bytes(64, 64, 256), limit);
+  EXPECT_LE(smem_bytes(64, 32, 256), limit);
+  for (int d : {16, 32, 64, 128, 256}) {
+    const auto [bm, bn] = default_tiles(d);
+    EXPECT_LE(smem_bytes(bm, bn, d), limit) << "d=" << d;
+  }
+  const Shape s = shape(4, 4, 256);
+  std::vector<float> q(size_t(4 * 256), 0.5f), k = q, v = q, out(q.size());
+  try {
+    run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), out.data(), s, {}, 64, 64);
+    ADD_FAILURE() << "64 x 64 at d=256 was not refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("279296"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), out.data(), s, {}, 64, 32));
+  // d past 256 (or between): one line listing the head dims this rung takes.
+  const Shape bad = shape(4, 4, 512);
+  std::vector<float> q2(size_t(4 * 512), 0.5f), o2(q2.size());
+  try {
+    run_teaching(Backend::Cpu, q2.data(), q2.data(), q2.data(), o2.data(), bad, {}, 16, 16);
+    ADD_FAILURE() << "d=512 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("16, 32, 64, 128, 256"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FlashAttention, GroupedQueryTraceSatisfiesTheRecurrence) {
   const Shape s = gqa_shape(37, 50, 32, 2, 4, 2);
   for (bool causal : {false, true})
@@ -568,6 +627,39 @@ TEST(FlashAttention, EntryRunsWithTrace) {
   r.inputs["k"] = arr({5, 128});
   r.inputs["v"] = arr({5, 128});
   EXPECT_THROW(e.run(r), InputError);  // the tile does not fit at d = 128
+}
+
+// `run flash-attention` at d = 256 with no tile given: the default shrinks to 64 x 32 (the trace has
+// ceil(45 / 32) = 2 steps); grouped-query k and v; a given 64 x 64 is refused, not shrunk; d = 512 refused.
+TEST(FlashAttention, EntryRunsHeadDim256) {
+  const KernelEntry e = entry();
+  KernelRunRequest r;
+  r.backend = Backend::Cpu;
+  r.variant = "teaching";
+  r.params = ParamValues(e.params);
+  r.inputs["q"] = arr({1, 4, 37, 256});
+  r.inputs["k"] = arr({1, 1, 45, 256});
+  r.inputs["v"] = arr({1, 1, 45, 256});
+  const KernelRunResult res = e.run(r);
+  EXPECT_EQ(res.outputs.at("out").shape, (std::vector<int64_t>{1, 4, 37, 256}));
+  EXPECT_EQ(res.outputs.at("trace_m").shape, (std::vector<int64_t>{4 * 37, 2}));
+  std::vector<double> ref(size_t(4 * 37 * 256));
+  reference(r.inputs["q"].data.data(), r.inputs["k"].data.data(), r.inputs["v"].data.data(),
+            gqa_shape(37, 45, 256, 1, 4, 1), {}, ref.data());
+  EXPECT_LT(rel_err(res.outputs.at("out").data, ref), 2e-6);
+  KernelRunRequest given = r;
+  given.params.set("block_m=64");
+  given.params.set("block_n=64");
+  EXPECT_THROW(e.run(given), InputError);
+  r.inputs["q"] = arr({3, 512});
+  r.inputs["k"] = arr({5, 512});
+  r.inputs["v"] = arr({5, 512});
+  try {
+    e.run(r);
+    ADD_FAILURE() << "d=512 accepted";
+  } catch (const InputError& ex) {
+    EXPECT_NE(std::string(ex.what()).find("16, 32, 64, 128, 256"), std::string::npos) << ex.what();
+  }
 }
 
 // `run flash-attention` with k and v of fewer heads (grouped-query attention): q [2, 8, 21, 16],

@@ -10,6 +10,9 @@
 //   key; determinism (a race shows as a moving result). Grouped-query attention: H / H_kv in {1, 2, 4, 8}
 //   over odd lengths, Lq != Lk, causal, on every kernel; and GQA's output bit-identical to the same
 //   kernel's on k and v repeated per query head (repeat_interleave: query head h reads kv head h / group).
+//   Head dimension 256 (its own, smaller tiles: mma.sync 128 x 32, wgmma 128 x 80 in 2 stages): odd lengths,
+//   Lq != Lk, causal, bf16 and fp16, grouped-query ratios 1 and 4, on every kernel that takes it; the
+//   cp.async wgmma kernel refuses it with one line.
 //   CPU-only: the tile-count, causal-skip and mask bounds against brute force; parameter validation.
 #include "kernels/rungs/flash_attention_fast.h"
 
@@ -217,10 +220,10 @@ const int kBatchHeads[9][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 2}, {3, 3}, {
 
 // Every (dtype, d, causal, Lq, Lk) with Lq and Lk from `lengths`, batch and heads cycling through
 // kBatchHeads (1 on the long pairs, to keep the float64 reference cheap).
-void sweep(std::initializer_list<int> lengths) {
+void sweep(std::initializer_list<int> lengths, std::initializer_list<int> dims = {64, 128}) {
   int index = 0;
   for (const char* dtype : {"bf16", "fp16"})
-    for (int d : {64, 128})
+    for (int d : dims)
       for (bool causal : {false, true})
         for (int Lq : lengths)
           for (int Lk : lengths) {
@@ -237,10 +240,11 @@ void sweep(std::initializer_list<int> lengths) {
 // Grouped-query attention: H = ratio * H_kv query heads over H_kv in {1, 2} kv heads, ratios 1, 2, 4, 8;
 // odd lengths and Lq != Lk (every pair of `lengths`), causal and not, d in {64, 128}, bf16 and fp16
 // alternating, B in {1, 2}. Long pairs take H_kv = 1 and B = 1 (the float64 reference is on the host).
-void gqa_sweep(std::initializer_list<int> lengths) {
+void gqa_sweep(std::initializer_list<int> lengths, std::initializer_list<int> dims = {64, 128},
+               std::initializer_list<int> ratios = {1, 2, 4, 8}) {
   int index = 0;
-  for (int ratio : {1, 2, 4, 8})
-    for (int d : {64, 128})
+  for (int ratio : ratios)
+    for (int d : dims)
       for (bool causal : {false, true})
         for (int Lq : lengths)
           for (int Lk : lengths) {
@@ -278,6 +282,56 @@ TEST(FlashAttentionFast, EveryBatchHeadCombination) {
 TEST(FlashAttentionFast, GroupedQueryAttentionMatchesReference) {
   KL_REQUIRE_CUDA();
   gqa_sweep({1, 17, 127, 129, 1000});
+}
+
+// Sets an environment variable for one scope (the kernel choice reads KL_FLASH_FAST_PATH per call).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// The kernels that take d = 256 on this device: the default (wgmma with TMA on an H100/H200) and mma.sync.
+std::vector<std::pair<const char*, FastPath>> d256_paths() {
+  std::vector<std::pair<const char*, FastPath>> v = {{"mma", FastPath::MmaSync}};
+  if (fast_wgmma_kernels_loaded()) v.insert(v.begin(), {"wgmma", FastPath::Wgmma});
+  return v;
+}
+
+// d = 256: every pair of odd lengths (around the tiles: 32 and 80 keys, 128 queries), Lq != Lk, causal and
+// not, bf16 and fp16, on each kernel; then grouped-query ratios 1 and 4 and long rows crossing many tiles.
+TEST(FlashAttentionFast, HeadDim256MatchesReference) {
+  KL_REQUIRE_CUDA();
+  for (auto [name, path] : d256_paths()) {
+    ScopedEnv env("KL_FLASH_FAST_PATH", name);
+    ASSERT_EQ(fast_path(), path);
+    SCOPED_TRACE(name);
+    sweep({1, 17, 79, 81, 129, 161}, {256});
+    if (HasFatalFailure()) return;
+    gqa_sweep({1, 33, 127, 1000}, {256}, {1, 4});
+    if (HasFatalFailure()) return;
+    for (bool causal : {false, true}) {
+      Shape s;
+      s.B = 1, s.H = 2, s.Lq = 257, s.Lk = 1201, s.d = 256, s.causal = causal, s.scale = 1.0f;
+      check_case(s, 2.0f);  // peaked scores: the max moves across many tiles
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// The cp.async wgmma kernel has no d = 256 tiles: asked for by name, one line says so (never a quiet
+// fallback to another kernel, never a launch).
+TEST(FlashAttentionFast, CpAsyncWgmmaRefusesHeadDim256) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-cpasync");
+  const Array a = make_array({1, 1, 16, 256}, test::random_floats(16 * 256));
+  try {
+    run_fast_host(a, a, a, false, 0.0625f, "bf16");
+    FAIL() << "wgmma-cpasync ran d=256";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d=256"), std::string::npos) << e.what();
+  }
 }
 
 // Large scores (scale 1, inputs up to 2): the max moves often and alpha is far from 1, so a wrong
@@ -346,13 +400,6 @@ TEST(FlashAttentionFast, LowerRankInputs) {
   EXPECT_EQ(o2.data, std::vector<float>(o4.data.begin(), o4.data.begin() + L * d));
 }
 
-// Sets an environment variable for one scope (the kernel choice reads KL_FLASH_FAST_PATH per call).
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
-
 // A reduced length-pair sweep through the kernel KL_FLASH_FAST_PATH names.
 void reduced_sweep(const char* path, FastPath expected) {
   ScopedEnv env("KL_FLASH_FAST_PATH", path);
@@ -383,9 +430,10 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
   std::vector<const char*> paths = {"mma"};
   if (fast_wgmma_kernels_loaded()) paths.insert(paths.end(), {"wgmma-cpasync", "wgmma"});
   for (const char* path : paths)
-    for (int d : {64, 128})
+    for (int d : {64, 128, 256})
       for (auto [H, H_kv] : {std::pair<int, int>{8, 1}, {8, 2}, {8, 4}, {6, 3}})
         for (bool causal : {false, true}) {
+          if (d == 256 && std::string(path) == "wgmma-cpasync") continue;  // no d = 256 tiles (refused above)
           ScopedEnv env("KL_FLASH_FAST_PATH", path);
           const int B = 2, Lq = 333, Lk = 517, group = H / H_kv;
           SCOPED_TRACE(std::string(path) + " d=" + std::to_string(d) + " H=" + std::to_string(H) +
@@ -437,7 +485,7 @@ TEST(FlashAttentionFast, PathChoice) {
     // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to cp.async).
     // Grouped-query shapes too (the K/V maps have H_kv heads).
     for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {1000, 17}, {129, 2049}})
-      for (int d : {64, 128})
+      for (int d : {64, 128, 256})
         for (int h_kv : {0, 1}) {
         SCOPED_TRACE("Lq=" + std::to_string(Lq) + " Lk=" + std::to_string(Lk) + " d=" + std::to_string(d) +
                      " H_kv=" + std::to_string(h_kv));
@@ -457,8 +505,8 @@ TEST(FlashAttentionFast, PathChoice) {
 TEST(FlashAttentionFast, BenchQuickGivesRows) {
   KL_REQUIRE_CUDA();
   const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
-  // d in {64, 128} x causal in {no, yes}, L = 512; then the grouped-query rows (d = 128, causal and not)
-  ASSERT_EQ(rows.size(), 6u);
+  // d in {64, 128, 256} x causal in {no, yes}, L = 512; then the grouped-query rows (d = 128, causal and not)
+  ASSERT_EQ(rows.size(), 8u);
   for (const bench::Row& r : rows) {
     SCOPED_TRACE(r.shape);
     EXPECT_GT(r.ms, 0);
@@ -466,8 +514,9 @@ TEST(FlashAttentionFast, BenchQuickGivesRows) {
   }
   for (size_t i = 0; i < rows.size(); ++i)
     EXPECT_EQ(rows[i].shape.find(" H=16 Hkv=" + std::to_string(kGqaBenchKvHeads) + " L=512 d=128") != std::string::npos,
-              i >= 4)
+              i >= 6)
         << rows[i].shape;
+  for (size_t i = 4; i < 6; ++i) EXPECT_NE(rows[i].shape.find(" H=8 L=512 d=256"), std::string::npos) << rows[i].shape;
 }
 
 // ---- [SECTION] CPU tests: input checks ------------------------------------------------------------------
@@ -503,11 +552,14 @@ TEST(FlashAttentionFastHost, RunFastHostRejectsBadInput) {
                InputError);
   EXPECT_THROW(run_fast_host(arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), arr({1, 1, 8, 64}), false, NAN, "bf16"),
                InputError);
-  try {
-    run_fast_host(arr({1, 1, 8, 96}), arr({1, 1, 8, 96}), arr({1, 1, 8, 96}), false, 0.1f, "bf16");
-    FAIL() << "d=96 accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("d=96"), std::string::npos) << e.what();
+  for (int64_t d : {96, 512}) {
+    try {
+      run_fast_host(arr({1, 1, 8, d}), arr({1, 1, 8, d}), arr({1, 1, 8, d}), false, 0.1f, "bf16");
+      FAIL() << "d=" << d << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("d=" + std::to_string(d)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("{64, 128, 256}"), std::string::npos) << e.what();
+    }
   }
 }
 
@@ -533,6 +585,11 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
   FastParams p = valid_params();
   p.d = 96;
   expect_bad(p, "d=");
+  p.d = 512;
+  expect_bad(p, "d=");
+  p = valid_params(), p.d = 256;
+  set_contiguous_strides(p);
+  EXPECT_NO_THROW(validate(p));
   p = valid_params(), p.Lq = 0;
   expect_bad(p, "Lq=");
   p = valid_params(), p.Lk = -1;
@@ -568,7 +625,8 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 
 TEST(FlashAttentionFastHost, TileShapes) {
   for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma})
-  for (int d : {64, 128}) {
+  for (int d : {64, 128, 256}) {
+    if (d == 256 && path == FastPath::WgmmaCpAsync) continue;  // refused: below
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
     const FastTileShape t = fast_tile_shape(d, path);
     if (path != FastPath::MmaSync) EXPECT_EQ(t.block_m % 64, 0);  // whole warpgroups of 64 rows
@@ -581,6 +639,19 @@ TEST(FlashAttentionFastHost, TileShapes) {
     EXPECT_LE(t.smem_bytes + (path != FastPath::MmaSync ? 1024 + 128 : 0), 227 * 1024);
   }
   EXPECT_THROW(fast_tile_shape(32), InputError);
+  EXPECT_THROW(fast_tile_shape(512), InputError);
+  EXPECT_THROW(fast_tile_shape(256, FastPath::WgmmaCpAsync), InputError);
+  // d = 256 shrinks the tiles: the TMA kernel keeps kBlockM 128 but 80 keys in 2 stages (224 KiB, where
+  // d = 128's 128 keys in 3 stages would need 448 KiB); mma.sync keeps 32 keys (128 KiB).
+  const FastTileShape w = fast_tile_shape(256, FastPath::Wgmma), w128 = fast_tile_shape(128, FastPath::Wgmma);
+  EXPECT_EQ(w.block_m, 128);
+  EXPECT_EQ(w.block_n, 80);
+  EXPECT_EQ(w.stages, 2);
+  EXPECT_EQ(w.smem_bytes, 224 * 1024);
+  EXPECT_EQ(int64_t(w128.block_m + 2 * w128.stages * w128.block_n) * 256 * 2, 448 * 1024);
+  const FastTileShape m = fast_tile_shape(256, FastPath::MmaSync);
+  EXPECT_EQ(m.block_n, 32);
+  EXPECT_EQ(m.smem_bytes, 128 * 1024);
 }
 
 // ---- [SECTION] CPU tests: the tile logic the kernel runs, against brute force ------------------------
@@ -596,7 +667,7 @@ TEST(FlashAttentionFastHost, LastVisibleKeyIsKeyVisible) {
 
 TEST(FlashAttentionFastHost, TileCountsAndMasksMatchBruteForce) {
   const int lengths[] = {1, 2, 17, 63, 64, 65, 127, 128, 129, 200, 257, 1000};
-  for (auto bm_bn : {std::pair<int, int>{128, 64}, {128, 128}, {64, 64}, {64, 128}})
+  for (auto bm_bn : {std::pair<int, int>{128, 64}, {128, 128}, {64, 64}, {64, 128}, {128, 80}, {128, 32}})
     for (int Lq : lengths)
       for (int Lk : lengths)
         for (bool causal : {false, true}) {
@@ -644,6 +715,9 @@ TEST(FlashAttentionFastHost, CheckHostShapesFillsDimensions) {
   check_host_shapes(arr({5, 7, 128}), arr({5, 9, 128}), arr({5, 9, 128}), p);
   EXPECT_EQ(p.B, 1);
   EXPECT_EQ(p.H, 5);
+  check_host_shapes(arr({2, 8, 7, 256}), arr({2, 2, 9, 256}), arr({2, 2, 9, 256}), p);
+  EXPECT_EQ(p.d, 256);
+  EXPECT_EQ(p.H_kv, 2);
   check_host_shapes(arr({7, 128}), arr({9, 128}), arr({9, 128}), p);
   EXPECT_EQ(p.B, 1);
   EXPECT_EQ(p.H, 1);

@@ -161,6 +161,62 @@ TEST(FlashAttentionStudy, PastRungFoursWallRungFourIsRefusedAndSaid) {
   EXPECT_TRUE(has(r.mem.caption, "refused here")) << r.mem.caption;
 }
 
+// The shared-memory budget bars: at d = 256 the tiles d = 128 uses do not fit (teaching 64 x 64: 279296
+// bytes; fast 128 x 128 in 3 stages: 448 KiB + 1 KiB + mbarriers), the ones taken do (64 x 32 is the
+// default; the fast kernel's 128 x 80 in 2 stages: 224 KiB + 1096 bytes), each bar the sum of its parts.
+TEST(FlashAttentionStudy, BudgetBarsSayWhyTheTilesShrinkAtD256) {
+  const int64_t limit = 227 * 1024;
+  const std::vector<Budget> v = budgets(256, 16, 16, limit);
+  ASSERT_EQ(v.size(), 4u);
+  for (const Budget& b : v) {
+    int64_t sum = 0;
+    for (const BudgetPart& p : b.parts) sum += p.bytes;
+    EXPECT_EQ(sum, b.total) << b.label;
+    EXPECT_EQ(b.limit, limit);
+    EXPECT_EQ(b.fits, b.total <= limit) << b.label;
+  }
+  EXPECT_EQ(v[0].total, flash_attention::smem_bytes(16, 16, 256));
+  EXPECT_TRUE(v[0].fits);
+  EXPECT_TRUE(has(v[1].label, "64 x 64"));
+  EXPECT_EQ(v[1].total, 279296);
+  EXPECT_FALSE(v[1].fits);
+  EXPECT_TRUE(has(v[2].label, "128 x 80, 2 stages"));
+  EXPECT_EQ(v[2].total, 224 * 1024 + 1024 + 8 * 9);
+  EXPECT_TRUE(v[2].fits);
+  EXPECT_EQ(v[2].parts[0].bytes, 64 * 1024);   // Q: 128 rows x 256 x 2 bytes
+  EXPECT_EQ(v[2].parts[1].bytes, 80 * 1024);   // K: 2 stages x 80 keys x 256 x 2 bytes
+  EXPECT_TRUE(has(v[3].label, "128 x 128, 3 stages"));
+  EXPECT_EQ(v[3].total, 448 * 1024 + 1024 + 8 * 13);
+  EXPECT_FALSE(v[3].fits);
+  const std::string c = budget_caption(256, limit);
+  EXPECT_TRUE(has(c, "272.8 KiB")) << c;  // 279296 bytes
+  EXPECT_TRUE(has(c, "449.1 KiB")) << c;  // 448 KiB + 1 KiB + 104 bytes
+  EXPECT_TRUE(has(c, "64 x 32")) << c;
+  EXPECT_TRUE(has(c, "128 x 80")) << c;
+  // At d = 128: the teaching tile and the fast kernel's, both fitting; no carried-over bars.
+  const std::vector<Budget> w = budgets(128, 64, 64, limit);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_TRUE(w[0].fits);
+  EXPECT_TRUE(w[1].fits);
+  EXPECT_EQ(budgets(32, 16, 16, limit).size(), 1u);  // no fast kernel at d = 32
+}
+
+// The panel's d = 256 runs on both backends: the check against float64 holds, rung 4 is refused for its
+// head dims (not for a wall), and the report carries the budget.
+TEST(FlashAttentionStudy, HeadDim256Runs) {
+  for (Backend b : test::backends()) {
+    SCOPED_TRACE(backend_name(b));
+    const Result r = run(b, settings({"d=256", "lq=40", "lk=70", "causal=1"}));
+    EXPECT_EQ(r.nans, 0);
+    EXPECT_TRUE(r.check.ok) << r.check.text;
+    EXPECT_FALSE(r.rung4_ran);
+    EXPECT_TRUE(has(r.rung4.text, "it takes d in 16, 32, 64, 128")) << r.rung4.text;
+    EXPECT_EQ(r.budget.size(), 4u);
+    const study::Report rep = report(r, r.step);
+    EXPECT_EQ(rep.numbers.count("budget_bytes_1"), 1u);
+  }
+}
+
 TEST(FlashAttentionStudy, ReportAndRegistry) {
   const study::Entry* e = study::find("flash-attention");
   ASSERT_NE(e, nullptr);
