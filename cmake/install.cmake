@@ -54,6 +54,8 @@ endif()
 set(CPACK_DEBIAN_PACKAGE_SECTION education)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Edited kernels (kernels/editable) are compiled at run time by the system C++ compiler on the CPU backend.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "g++")
 # Install into the staging root with DESTDIR and the real prefix, so the desktop entry's Exec reads
 # /usr/bin/kernel-ladder and not the staging path.
 set(CPACK_SET_DESTDIR ON)

@@ -15,10 +15,14 @@
 #include "app/cli/run.h"
 #include "app/cli/shot.h"
 #include "app/cli/soak.h"
+#include "app/cli/source.h"
 #include "app/cli/study.h"
 #include "app/cli/tour.h"
+#include "app/cli/worker.h"
 #include "app/cli/window.h"
 #include "app/version.h"
+#include "kernels/editable/compile.h"
+#include "kernels/editable/launch.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 
@@ -52,6 +56,7 @@ struct Commands {
   BenchFrameOptions bench_frame;
   cli::SoakCliOptions soak;
   cli::AnimateCliOptions animate;
+  cli::SourceOptions source;
 };
 
 // Parses argv; returns -1 to go on, else the exit code (help, version, a parse error: exit 2).
@@ -88,7 +93,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* bench_frame = cli::add_bench_frame(app, c.bench_frame, c.common);
   CLI::App* soak = cli::add_soak(app, c.soak, c.common);
   CLI::App* animate = cli::add_animate(app, c.animate, c.common);
+  CLI::App* source = cli::add_source(app, c.source);
+  CLI::App* worker = cli::add_worker(app);
   if (const int code = parse(app, argc, argv); code >= 0) return code;
+  if (*worker) return cli::run_worker();
   try {
     cli::validate_backend(c.common.backend);  // every command: a bad --backend or --size exits 2 before any work
     cli::parse_size(c.common.size, {});
@@ -100,9 +108,18 @@ int run_cli(int argc, char** argv) {
     if (*tour) return cli::run_tour(c.tour, c.common);
     if (*soak) return cli::run_soak(c.soak, c.common);
     if (*animate) return cli::run_animate(c.animate, c.common);
+    if (*source) return cli::run_source(c.source);
     if (*measure) return cli::run_measure(c.measure, c.common);
     if (*bench_frame) return cli::run_bench_frame(c.bench_frame, c.common);
     return cli::run_window(c.window, c.common);
+  } catch (const editable::CompileError& e) {
+    // An edited kernel that does not compile: the compiler's lines at the user's file, exit 2.
+    for (const editable::Diagnostic& d : e.diagnostics) std::fprintf(stderr, "%s\n", d.text().c_str());
+    return 2;
+  } catch (const editable::FaultError& e) {
+    // An edited kernel that misbehaved at run time (out of bounds, fault, time limit, crash): exit 3.
+    std::fprintf(stderr, "kernel-ladder: %s\n", e.what());
+    return 3;
   } catch (const InputError& e) {
     std::fprintf(stderr, "kernel-ladder: %s\n", e.what());
     return 2;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "app/cli/source.h"
 #include "app/run_outputs.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
@@ -79,6 +80,7 @@ CLI::App* add_run(CLI::App& app, RunOptions& o, Common& c) {
   add_backend_option(*cmd, c.backend);
   cmd->add_option("--weights", o.weights, "also write the attention weights (.npy)");
   cmd->add_option("--trace", o.trace, "also write the recorded trace (PREFIX_NAME.npy files)");
+  cmd->add_option("--source", o.source, "FILE.cu: run this edited copy of `source KERNEL` instead of the shipped kernel");
   return cmd;
 }
 
@@ -91,6 +93,11 @@ int run_run(const RunOptions& o, const Common& c) {
   read_inputs(e, o.ins, r);
   const auto outs = parse_outputs(e, o.out);
   r.backend = choose_backend(c.backend).backend;
+  editable::Source edited;
+  if (!o.source.empty()) {
+    edited = read_edited_source(e.name, r.variant, o.source);
+    r.source = &edited;
+  }
   KernelRunResult res = e.run(r);
   write_outputs(outs, res, "(" + r.variant + ", " + backend_name(r.backend) + " backend)");
   if (!o.weights.empty()) {

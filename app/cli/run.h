@@ -9,6 +9,7 @@ namespace kl::app::cli {
 
 struct RunOptions {
   std::string kernel, variant, weights, trace;
+  std::string source;            // --source FILE.cu: an edited copy of the rung's editable kernel
   std::vector<std::string> out;  // FILE.npy (the first output) or NAME=FILE.npy, repeatable
   std::vector<std::string> ins;  // NAME=FILE.npy
 };

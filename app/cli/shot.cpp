@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "app/cli/source.h"
 #include "app/layout_report.h"
+#include "kernels/studies/study.h"
 #include "kernels/runtime/errors.h"
 #include "viz/data_texture.h"
 #include "viz/gl_check.h"
@@ -22,6 +24,7 @@ CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c) {
   add_backend_option(*cmd, c.backend);
   add_set_option(*cmd, c.sets, "key=value (repeatable)");
   cmd->add_option("--frames", o.frames, "frames rendered before the capture")->check(CLI::Range(1, 1000));
+  cmd->add_option("--source", o.edited, "FILE.cu: the panel's views drawn from this edited copy of `source PANEL`");
   return cmd;
 }
 
@@ -39,9 +42,22 @@ int run_look(const ShotOptions& o, const Common& c) {
   return look_command(look);
 }
 
-}  // namespace
+// --source: the edited kernel held for the panel's rung, run once through the panel's study first so a
+// compile error exits 2 before anything renders. Returns the kernel's fault line ("" when it ran cleanly).
+std::string use_edited_source(const ShotOptions& o, const Common& c) {
+  if (o.panel == "all" || o.stops) throw InputError("--source: one panel at a time (not with `shot all` or --stops)");
+  editable::set_edited(read_edited_source(o.panel, "", o.edited));
+  const study::Entry* e = study::find(o.panel);
+  if (!e) throw InputError("--source: panel " + o.panel + " has no study to run the edited kernel");
+  ParamValues values(e->params());
+  for (const std::string& kv : c.sets) values.set(kv);
+  const study::Report r = e->run(choose_backend(c.backend).backend, values);
+  for (const std::string& line : r.lines)
+    if (line.rfind("edited kernel: ", 0) == 0) return line.substr(15);
+  return "";
+}
 
-int run_shot(const ShotOptions& o, const Common& c) {
+int shot_panel(const ShotOptions& o, const Common& c) {
   if (o.chrome || o.layout_report || o.stops || !o.ui_scale.empty() || o.panel == "all") return run_look(o, c);
   if (o.out.empty()) throw InputError("--out: required (a PNG file)");
   Shell s = make_shell(c.backend);
@@ -59,6 +75,17 @@ int run_shot(const ShotOptions& o, const Common& c) {
   std::printf("wrote %s (%dx%d, %s, GL_RENDERER %s; %s)\n", o.out.c_str(), host->width(), host->height(),
               s.ctx.backend.reason.c_str(), s.gl_renderer.c_str(), viz::DataTexture::last_interop_status().c_str());
   return viz::gl_error_count() ? 1 : 0;
+}
+
+}  // namespace
+
+int run_shot(const ShotOptions& o, const Common& c) {
+  if (o.edited.empty()) return shot_panel(o, c);
+  const std::string fault = use_edited_source(o, c);
+  const int rc = shot_panel(o, c);
+  if (fault.empty() || rc != 0) return rc;
+  std::fprintf(stderr, "kernel-ladder: %s\n", fault.c_str());
+  return 3;
 }
 
 }  // namespace kl::app::cli

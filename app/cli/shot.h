@@ -15,6 +15,7 @@ struct ShotOptions {
   bool layout_report = false;
   bool stops = false;      // one panel at each of its tour stops (the audit's per-panel matrix)
   std::string ui_scale;    // as typed; empty: 1
+  std::string edited;      // --source FILE.cu: the panel's kernel replaced by this edited copy
 };
 
 CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c);

@@ -1,10 +1,9 @@
-// Rung 1, host side: the reference, the CPU backend's program-by-program launch, and `run` wiring.
+// Rung 1, host side: the reference, the traced launch of the editable kernel, and `run` wiring.
 #include "kernels/rungs/vector_add.h"
 
 #include <cstdio>
 
 #include "kernels/runtime/errors.h"
-#include "kernels/runtime/fault.h"
 
 namespace kl::vector_add {
 
@@ -21,43 +20,33 @@ void check_shape(int64_t n, int block_size) {
                                           "powers of two in [32, 4096]"));
 }
 
-// One program of the launch grid, exactly as the CUDA kernel's block runs it.
-static void program(int64_t pid, const float* x, const float* y, float* out, int64_t n, int block,
-                    ElementTraceView* t) {
-  for (int lane = 0; lane < block; ++lane) {
-    const int64_t offset = pid * block + lane;
-    const bool mask = offset < n;
-    if (t) t->lane_state[pid * block + lane] = mask ? kLaneActive : kLaneMasked;
-    if (!mask) continue;
-    out[offset] = x[offset] + y[offset];
-    if (t) {
-      t->writer[offset] = int32_t(pid);
-      t->write_count[offset] += 1;
-    }
-  }
-}
-
-void run_cpu(const float* x, const float* y, float* out, int64_t n, int block, ElementTraceView* t) {
+editable::Launch traced_launch(const float* x, const float* y, float* out, int64_t n, int block, ElementTraceView* t) {
+  using editable::DType;
+  editable::Launch l;
+  l.rung = "vector-add";
+  l.kernel = "vector_add_traced";
   const int64_t grid = (n + block - 1) / block;
-  for (int64_t pid = 0; pid < grid; ++pid) program(pid, x, y, out, n, block, t);
+  l.grid.x = uint32_t(grid);
+  l.block.x = uint32_t(block < 1024 ? block : 1024);
+  l.args = {editable::tensor("x", DType::F32, const_cast<float*>(x), n, false),
+            editable::tensor("y", DType::F32, const_cast<float*>(y), n, false),
+            editable::tensor("out", DType::F32, out, n, true, t ? t->writer : nullptr, t ? t->write_count : nullptr),
+            t ? editable::tensor("lane_state", DType::U8, t->lane_state, grid * block, true)
+              : editable::absent("lane_state", DType::U8),
+            editable::i64("n", n), editable::i32("BLOCK_SIZE", block)};
+  return l;
 }
 
 }  // namespace detail
 
-void run_traced(Backend b, const float* x, const float* y, float* out, int64_t n, int block_size,
-                ElementTraceView* trace) {
+editable::Fault run_traced(Backend b, const float* x, const float* y, float* out, int64_t n, int block_size,
+                           ElementTraceView* trace, const editable::Source* src) {
   detail::check_shape(n, block_size);
   if (trace && (trace->n != n || trace->block_size != block_size))
     throw RuntimeError("vector_add: trace was reset for another shape");
-  if (b == Backend::Cpu) {
-    fault::at_launch("vector_add_traced (CPU backend)");
-    return detail::run_cpu(x, y, out, n, block_size, trace);
-  }
-#ifdef KL_HAS_CUDA
-  detail::run_cuda_traced(x, y, out, n, block_size, trace);
-#else
-  throw RuntimeError("built without CUDA");
-#endif
+  const editable::Fault f = editable::launch(b, src, detail::traced_launch(x, y, out, n, block_size, trace));
+  if (!src && f.kind != editable::Fault::None) throw RuntimeError("vector_add (shipped): " + f.text());
+  return f;
 }
 
 void run_fast(Backend b, const float* x, const float* y, float* out, int64_t n) {
@@ -96,8 +85,14 @@ KernelEntry entry() {
     dx.upload(x.data);
     dy.upload(y.data);
     dout.fill_bytes(0xFF);  // poison: elements nobody writes come back as NaN
-    if (r.variant == "fast") run_fast(r.backend, dx.data(), dy.data(), dout.data(), n);
-    else run_traced(r.backend, dx.data(), dy.data(), dout.data(), n, block, nullptr);
+    if (r.variant == "fast" && r.source)
+      throw InputError("--source: --variant fast is not editable; the editable source is the traced version's");
+    if (r.variant == "fast") {
+      run_fast(r.backend, dx.data(), dy.data(), dout.data(), n);
+    } else {
+      const editable::Fault f = run_traced(r.backend, dx.data(), dy.data(), dout.data(), n, block, nullptr, r.source);
+      if (f.kind != editable::Fault::None) throw editable::FaultError(f);
+    }
     KernelRunResult res;
     res.outputs["out"] = Array{x.shape, dout.to_host()};
     return res;

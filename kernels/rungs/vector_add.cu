@@ -1,26 +1,9 @@
-// Rung 1, CUDA side. One CUDA block runs one program of BLOCK_SIZE offsets; when BLOCK_SIZE exceeds the
-// 1024 threads a block may have, each thread takes offsets lane, lane + blockDim.x, ... of its program.
+// Rung 1, CUDA side: the fast version. (The traced one is the editable source
+// kernels/editable/sources/vector_add.cu, built by nvcc into this library and launched by vector_add.cpp.)
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/vector_add.h"
 
 namespace kl::vector_add::detail {
-
-__global__ void vector_add_traced(const float* __restrict__ x, const float* __restrict__ y,
-                                  float* __restrict__ out, int64_t n, int block_size,
-                                  ElementTraceView t, bool record) {
-  const int64_t pid = blockIdx.x;
-  for (int lane = threadIdx.x; lane < block_size; lane += blockDim.x) {
-    const int64_t offset = pid * block_size + lane;
-    const bool mask = offset < n;
-    if (record) t.lane_state[pid * block_size + lane] = mask ? kLaneActive : kLaneMasked;
-    if (!mask) continue;
-    out[offset] = x[offset] + y[offset];
-    if (record) {
-      t.writer[offset] = int32_t(pid);
-      atomicAdd(&t.write_count[offset], 1u);
-    }
-  }
-}
 
 // Memory-bound: 16-byte loads and stores, several in flight per thread, grid sized to the machine.
 __global__ void vector_add_fast(const float4* __restrict__ x, const float4* __restrict__ y,
@@ -95,15 +78,6 @@ __global__ void __launch_bounds__(kFastThreads) vector_add_tiles(const float4* _
 __global__ void vector_add_tail(const float* x, const float* y, float* out, int64_t begin, int64_t n) {
   const int64_t i = begin + threadIdx.x;
   if (i < n) out[i] = x[i] + y[i];
-}
-
-void run_cuda_traced(const float* x, const float* y, float* out, int64_t n, int block_size,
-                     ElementTraceView* trace) {
-  const int64_t grid = (n + block_size - 1) / block_size;
-  const int threads = block_size < 1024 ? block_size : 1024;
-  ElementTraceView t = trace ? *trace : ElementTraceView{};
-  cuda::launch("vector_add_traced", vector_add_traced, dim3(unsigned(grid)), dim3(threads), 0, 0, x, y, out, n,
-               block_size, t, trace != nullptr);
 }
 
 namespace {

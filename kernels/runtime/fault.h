@@ -1,8 +1,9 @@
 // Fault injection for testing the error paths a real GPU rarely takes on demand.
 //   KL_INJECT_FAULT=launch:N   the Nth kernel launch of the process (counted from 1) throws the
 //                              RuntimeError a failed CUDA launch throws; every other launch runs.
-// Launches counted: every kl::cuda::launch (kernels/runtime/cuda_launch.cuh) and, on the CPU backend, the
-// vector-add traced launch (the CPU backends have no common launch helper; rung 1 stands for them).
+// Launches counted: every kl::cuda::launch / launch_packed (kernels/runtime/cuda_launch.cuh) and, on the
+// CPU backend, every launch of an editable kernel (kernels/editable/launch.cpp: rung 1's traced kernel and
+// every rung converted to an editable source).
 // Unset, the cost is one load of a flag read once from the environment and a not-taken branch.
 #pragma once
 #include <atomic>

@@ -13,11 +13,18 @@
 
 namespace kl {
 
+namespace editable {
+struct Source;
+}
+
 struct KernelRunRequest {
   Backend backend = Backend::Cpu;
   std::string variant;
   ParamValues params;
   std::map<std::string, Array> inputs;
+  // `run --source FILE.cu`: an edited copy of the rung's editable source, run instead of the shipped one
+  // (kernels/editable/launch.h); a misbehaving kernel throws editable::FaultError.
+  const editable::Source* source = nullptr;
 };
 
 struct KernelRunResult {

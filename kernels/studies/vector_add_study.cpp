@@ -58,6 +58,11 @@ void check_trace(VectorAddResult& r) {
   c.sentence = printf_text("%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64
                            " masked offsets recorded (expected %" PRId64 ")",
                            r.stored_once, r.n, r.masked_recorded, r.masked);
+  // An edited kernel that misbehaved fails the trace check whatever it stored, and says what it did first.
+  if (r.fault.kind != editable::Fault::None) {
+    c.pass = false;
+    c.sentence = r.fault_line + "; " + c.sentence;
+  }
 }
 
 void describe(VectorAddResult& r) {
@@ -94,6 +99,11 @@ std::vector<ParamSpec> vector_add_params() {
 }
 
 VectorAddResult run_vector_add(Backend b, const ParamValues& settings) {
+  const std::optional<editable::Source> e = editable::edited("vector-add");
+  return run_vector_add(b, settings, e ? &*e : nullptr);
+}
+
+VectorAddResult run_vector_add(Backend b, const ParamValues& settings, const editable::Source* src) {
   VectorAddResult r;
   r.backend = b;
   r.n = settings.get_int("n");
@@ -114,7 +124,10 @@ VectorAddResult run_vector_add(Backend b, const ParamValues& settings) {
   r.out.fill_bytes(0xFF);  // poison: NaN wherever no program stores
   r.trace.reset(b, r.n, r.block_size);
   ElementTraceView tv = r.trace.view();
-  vector_add::run_traced(b, x.data(), y.data(), r.out.data(), r.n, r.block_size, &tv);
+  r.edited = src != nullptr;
+  r.source_file = src ? src->file : editable::shipped_file("vector-add");
+  r.fault = vector_add::run_traced(b, x.data(), y.data(), r.out.data(), r.n, r.block_size, &tv, src);
+  if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
   check_output(r);
   check_trace(r);
   describe(r);
@@ -127,6 +140,10 @@ Report vector_add_report(const VectorAddResult& r) {
   rep.checks = {{r.matches_reference.name, r.matches_reference.pass, "matches reference: " + r.matches_reference.sentence},
                 {r.trace_check.name, r.trace_check.pass, "trace: " + r.trace_check.sentence}};
   rep.lines = {r.grid_line, r.block_line, r.tail_line};
+  if (r.edited) {
+    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
+    if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);
+  }
   rep.numbers = {{"n", r.n},
                  {"block_size", r.block_size},
                  {"programs", r.grid},
@@ -136,6 +153,7 @@ Report vector_add_report(const VectorAddResult& r) {
                  {"never_written", r.never_written},
                  {"stored_once", r.stored_once},
                  {"masked_recorded", r.masked_recorded}};
+  if (r.edited) rep.numbers["fault"] = r.fault.kind == editable::Fault::None ? 0 : 1;
   return rep;
 }
 

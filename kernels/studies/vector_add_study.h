@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/trace.h"
 #include "kernels/studies/study.h"
@@ -33,10 +34,21 @@ struct VectorAddResult {
   std::string grid_line;       // "grid = ceil(n / BLOCK_SIZE) = ... programs, ... offsets, ... masked"
   std::string block_line;      // what BLOCK_SIZE counts (elements, not threads)
   std::string tail_line;       // the last program's offsets: which store, which are masked
+  // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
+  // ran cleanly; the checks above then read what it did write).
+  bool edited = false;
+  std::string source_file;     // "vector_add.cu" (shipped) or the edited source's file name
+  editable::Fault fault;
+  std::string fault_line;      // "edited kernel: out-of-bounds store to out[1000] ..." or empty
 };
 
-// Throws InputError for settings out of range (and for more host memory than there is).
+// Throws InputError for settings out of range (and for more host memory than there is). `src`: an
+// edited copy of kernels/editable/sources/vector_add.cu run instead of the shipped kernel (CompileError
+// when it does not compile). Without the argument, the rung's edited source the app holds
+// (editable::edited("vector-add")) if any, else the shipped one.
+VectorAddResult run_vector_add(Backend b, const ParamValues& settings, const editable::Source* src);
 VectorAddResult run_vector_add(Backend b, const ParamValues& settings);
+// An edited kernel's fault adds a `fault` line and the `fault` number 1 (0 when it ran cleanly).
 Report vector_add_report(const VectorAddResult& r);
 Entry vector_add_entry();
 
