@@ -1,7 +1,7 @@
 // Rung 1: vector add, the execution model. out = x + y.
 //
-// Kernel: vector_add_traced(x, y, out, lane_state, n, BLOCK_SIZE), launched as ceil(n / BLOCK_SIZE) programs
-// (CUDA blocks) of min(BLOCK_SIZE, 1024) threads.
+// Kernel: vector_add_traced, launched as ceil(n / BLOCK_SIZE) programs (CUDA blocks) of
+// min(BLOCK_SIZE, 1024) threads. Its parameters:
 //   x, y        the inputs, n elements each
 //   out         the output, n elements; its trace records which program stored each element, and how often
 //   lane_state  one entry per (program, offset): 1 when the offset's mask is on, 0 when masked off
