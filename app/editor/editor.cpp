@@ -159,7 +159,7 @@ void dim(const std::string& text) { ui::wrapped_colored(ImGui::GetColorU32(ImGui
 void forget_undo() {
   // Dear ImGui keeps one text field's undo history and reuses it when that field is activated again;
   // after the text was replaced from outside it would undo into the old text.
-  if (g_edit_id && GImGui->InputTextState.ID == g_edit_id) {
+  if (g_edit_id && ImGui::GetCurrentContext() && GImGui->InputTextState.ID == g_edit_id) {
     if (GImGui->ActiveId == g_edit_id) ImGui::ClearActiveID();
     GImGui->InputTextState.ID = 0;
   }
@@ -572,17 +572,45 @@ void edit_field(Editor& e, RungEdit& r, const std::string& rung, const std::vect
   ImGui::PopFont();
 }
 
+// The rows the diff view shows: indices into `d` of changed lines and of `context` lines around each,
+// and -N for a stretch of N unchanged lines left out.
+std::vector<int> diff_rows(const std::vector<DiffLine>& d, int context) {
+  std::vector<bool> keep(d.size(), false);
+  for (size_t i = 0; i < d.size(); ++i)
+    if (d[i].kind != DiffLine::Same)
+      for (int k = -context; k <= context; ++k)
+        if (int(i) + k >= 0 && int(i) + k < int(d.size())) keep[size_t(int(i) + k)] = true;
+  std::vector<int> rows;
+  for (size_t i = 0; i < d.size();) {
+    if (keep[i]) {
+      rows.push_back(int(i++));
+      continue;
+    }
+    size_t j = i;
+    while (j < d.size() && !keep[j]) ++j;
+    rows.push_back(-int(j - i));
+    i = j;
+  }
+  return rows;
+}
+
 void diff_view(const RungEdit& r, float height) {
   const std::vector<DiffLine> d = line_diff(r.shipped, r.text);
   const DiffSummary s = summarize(d);
   ImGui::BeginChild("##diff", ImVec2(0, height), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImGui::PushFont(mono());
   if (s.added == 0 && s.removed == 0) ImGui::TextDisabled("no changes against the shipped source");
+  // The changes with three lines of context each; longer unchanged stretches are one line that says so.
+  const std::vector<int> rows = diff_rows(d, 3);
   ImGuiListClipper clip;
-  clip.Begin(int(d.size()));
+  clip.Begin(int(rows.size()));
   while (clip.Step())
-    for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
-      const DiffLine& l = d[size_t(i)];
+    for (int k = clip.DisplayStart; k < clip.DisplayEnd; ++k) {
+      if (rows[size_t(k)] < 0) {
+        ImGui::TextDisabled("          ... %d unchanged line%s", -rows[size_t(k)], rows[size_t(k)] == -1 ? "" : "s");
+        continue;
+      }
+      const DiffLine& l = d[size_t(rows[size_t(k)])];
       char nums[32];
       if (l.kind == DiffLine::Added) std::snprintf(nums, sizeof nums, "    %4d +", l.new_line);
       else if (l.kind == DiffLine::Removed) std::snprintf(nums, sizeof nums, "%4d      -", l.old_line);
