@@ -101,8 +101,16 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   // scale 1); else the source goes under the view, and where the window is too low for both, the
   // view alone (the sidebar's "Kernel source" box shows that the pane is asked for).
   const bool side = avail.x >= kViewMinEm * em + kSourceMinEm * em + bar;
-  const bool below = !side && avail.y >= 30 * em;
+  // In edit mode the editor gets room first: under a shorter view, or alone where even that has none.
+  const bool editing = s.editor.editing && s.show_source && !focus.file.empty();
+  const bool below = !side && avail.y >= (editing ? 20 : 30) * em;
   const bool split = s.show_source && !focus.file.empty() && (side || below);
+  if (!split && editing) {
+    ImGui::BeginChild("code", ImVec2(0, 0), false);
+    editor::draw_pane(s.editor, p, focus.file, focus.functions);
+    ImGui::EndChild();
+    return;
+  }
   if (!split) {
     ImGui::BeginChild("view", ImVec2(0, 0), false);
     p.draw(s.ctx);
@@ -110,7 +118,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
     return;
   }
   const float total = side ? avail.x : avail.y;
-  const float min_src = side ? kSourceMinEm * em : 8 * em, min_view = side ? kViewMinEm * em : 20 * em;
+  const float min_src = side ? kSourceMinEm * em : 8 * em, min_view = side ? kViewMinEm * em : (editing ? 10 : 20) * em;
   const float src = std::floor(std::clamp(total * s.source_frac, min_src, total - min_view - bar));
   const ImVec2 view_size = side ? ImVec2(avail.x - src - bar, 0) : ImVec2(0, avail.y - src - bar);
   ImGui::BeginChild("view", view_size, false);

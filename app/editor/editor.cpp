@@ -631,16 +631,22 @@ void diff_view(const RungEdit& r, float height) {
   ImGui::EndChild();
 }
 
-// Under the editor: each diagnostic (a click goes to its line) and the status line.
-float footer_height(const RungEdit& r, float width) {
-  float h = 0;
+// Under the editor: each diagnostic (a click goes to its line; a list that would take more than
+// `cap` scrolls in its own region) and the status line.
+struct Footer {
+  float list = 0, status = 0;
+};
+Footer footer_height(const RungEdit& r, float width, float cap) {
+  Footer f;
   const float sp = ImGui::GetStyle().ItemSpacing.y;
-  for (const Diagnostic& d : r.diagnostics) h += ImGui::CalcTextSize(d.text().c_str(), nullptr, false, width).y + sp;
-  if (!r.status.empty()) h += ImGui::CalcTextSize(r.status.c_str(), nullptr, false, width).y + sp;
-  return std::min(h, ImGui::GetFontSize() * 10);
+  for (const Diagnostic& d : r.diagnostics) f.list += ImGui::CalcTextSize(d.text().c_str(), nullptr, false, width).y + sp;
+  if (f.list > cap) f.list = std::floor(cap);
+  if (!r.status.empty()) f.status = ImGui::CalcTextSize(r.status.c_str(), nullptr, false, width).y + sp;
+  return f;
 }
 
-void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& rung) {
+void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& rung, const Footer& size) {
+  if (!r.diagnostics.empty()) ImGui::BeginChild("##diagnostics", ImVec2(0, size.list), false);
   for (size_t i = 0; i < r.diagnostics.size(); ++i) {
     const Diagnostic& x = r.diagnostics[i];
     const bool here = x.file.empty() || x.file == edited_file_name(rung);
@@ -658,6 +664,7 @@ void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& r
     ImGui::PopID();
     ImGui::GetWindowDrawList()->AddText(nullptr, 0.0f, pos, x.warning ? kWarning : kError, text.c_str(), nullptr, wrap);
   }
+  if (!r.diagnostics.empty()) ImGui::EndChild();
   if (!r.status.empty()) ui::wrapped_colored(r.status_ok ? kOk : kError, r.status);
 }
 
@@ -703,14 +710,15 @@ void draw_pane(Editor& e, Panel& panel, const std::string& file, const std::vect
   dim(info);
   if (!r.bug.empty()) ui::wrapped_colored(kWarning, "bug '" + r.bug + "': " + r.bug_sentence);
   if (e.find_open && !e.diff) find_bar(e, derive(e, rung, r, functions));
-  const float width = ImGui::GetContentRegionAvail().x;
-  const float foot = footer_height(r, width);
-  const float height = std::max(ImGui::GetFontSize() * 8, ImGui::GetContentRegionAvail().y - foot - ImGui::GetStyle().ItemSpacing.y);
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float sp = ImGui::GetStyle().ItemSpacing.y;
+  const Footer foot = footer_height(r, avail.x - ImGui::GetStyle().ScrollbarSize, std::max(ImGui::GetFontSize() * 2.5f, avail.y * 0.3f));
+  const float height = std::floor(std::max(ImGui::GetFontSize() * 6, avail.y - foot.list - foot.status - sp * 2));
   if (e.diff) diff_view(r, height);
   else edit_field(e, r, rung, functions, height);
   const Derived& after = derive(e, rung, r, functions);
   log_edits(e, rung, after);
-  footer(e, r, after, rung);
+  footer(e, r, after, rung, foot);
 }
 
 }  // namespace kl::app::editor
