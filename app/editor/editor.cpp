@@ -671,8 +671,10 @@ void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& r
 void shortcuts(Editor& e, bool editing) {
   const ImGuiIO& io = ImGui::GetIO();
   if (!editing || !io.KeyCtrl) return;
-  const ImGuiID active = ImGui::GetActiveID();
-  if (active != 0 && active != g_edit_id && active != g_find_id) return;  // typing elsewhere
+  // Typing elsewhere: a field other than the editor's has the keyboard, or had it last frame (a panel's
+  // input drawn before the pane may have let go of it on this very Enter).
+  for (const ImGuiID active : {ImGui::GetActiveID(), GImGui->ActiveIdPreviousFrame})
+    if (active != 0 && active != g_edit_id && active != g_find_id) return;
   if (ImGui::IsKeyPressed(70 /* GLFW_KEY_F */, false)) e.find_open = true, e.focus_find = true, e.diff = false;
   if (ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_Enter], false) || ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_KeyPadEnter], false))
     e.run_requested = true;

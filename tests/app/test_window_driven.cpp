@@ -301,5 +301,81 @@ TEST_F(Driven, EveryInputAUserGivesTheWindow) {
   EXPECT_NE(read_file(dir_ + "/app.out").find(", 0 GL errors"), std::string::npos) << read_file(dir_ + "/app.out");
 }
 
+// The source pane as an editor, in the window with the editor test binary's canned hooks
+// (tests/app/editor_test_hooks.h: compiling reports one error per line that differs from the shipped
+// source) until the editable kernels are merged: Edit clicked, a line typed at the top of the source,
+// Ctrl+Enter pressed once, its error shown on line 1; Ctrl+Enter in a panel's input compiles nothing;
+// the edit is in the settings file after Ctrl+Q and is back on the next start.
+TEST_F(Driven, EditorTypedIntoAndCtrlEnterOnce) {
+  const std::string start = "cd '" + dir_ + "' && DISPLAY=" + display_ + " XDG_CONFIG_HOME='" + dir_ + "/config' exec " +
+                            std::string(KL_EDITOR_TEST_BINARY) + " --backend " + test::window_backend() +
+                            " --size 1920x1080 --panel vector-add --ui-log '" + dir_ + "/ui.log'";
+  app_ = spawn(start + " > '" + dir_ + "/app.out' 2>&1");
+  wait_for("panel vector-add");
+  wait_for("size ");
+  wid_ = x("search --sync --name 'Kernel Ladder'");
+  while (!wid_.empty() && (wid_.back() == '\n' || wid_.back() == ' ')) wid_.pop_back();
+  ASSERT_FALSE(wid_.empty()) << "no X window named Kernel Ladder";
+  if (wid_.find('\n') != std::string::npos) wid_ = wid_.substr(wid_.rfind('\n') + 1);
+  x("windowfocus --sync " + wid_);
+  step("editor-start");
+
+  {
+    const size_t from = log().size();
+    const Rect r = place("button edit vector-add");
+    click(r.cx(), r.cy());
+    wait_for("editor open vector-add", from);
+    step("editor-open");
+  }
+  {
+    const size_t from = log().size();
+    wait_for("place editor vector-add ");
+    const Rect r = place("editor vector-add");
+    click(r.x0 + (r.x1 - r.x0) / 2, r.y0 + 40);
+    key("ctrl+Home");
+    x("type --delay 30 'int typo = undefined_name;'");
+    key("Return");
+    const std::string line = wait_for("editor edited vector-add +1 -0", from);
+    EXPECT_NE(line, "");
+    step("editor-typed");
+  }
+  {
+    const size_t from = log().size();
+    key("ctrl+Return");
+    const std::string run = wait_for("editor run vector-add: ", from);
+    EXPECT_NE(run.find("compile errors, 1 errors"), std::string::npos) << run;
+    const std::string diag = wait_for("editor diagnostic vector-add ", from);
+    EXPECT_NE(diag.find("vector-add 1:1: error: canned diagnostic"), std::string::npos) << diag;
+    EXPECT_NE(wait_for("editor status vector-add 1 compile error", from), "");
+    step("editor-ctrl-enter");
+  }
+  {
+    // Ctrl+Enter while typing into a panel's input: no compile.
+    const size_t from = log().size();
+    const Rect r = place("control vector-add n");
+    click(r.x0 + 30, r.cy());
+    key("ctrl+Return");
+    sleep_ms(600);
+    EXPECT_EQ(log().find("editor run ", from), std::string::npos) << log().substr(from);
+    step("editor-ctrl-enter-elsewhere");
+  }
+  key("ctrl+q");
+  int status = -1;
+  for (int t = 0; t < 200 && waitpid(app_, &status, WNOHANG) == 0; ++t) sleep_ms(50);
+  app_ = -1;
+  ASSERT_TRUE(WIFEXITED(status)) << read_file(dir_ + "/app.out");
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir_ + "/app.out");
+  const std::string ini = read_file(dir_ + "/config/kernel-ladder/imgui.ini");
+  EXPECT_NE(ini.find("\neditor=1\n"), std::string::npos) << ini;
+  EXPECT_NE(ini.find("\nedit.vector-add=int typo = undefined_name;\\n"), std::string::npos) << ini;
+
+  // The next start: the edit is back, in the editor.
+  const size_t from = log().size();
+  app_ = spawn(start + " --frames 20 > '" + dir_ + "/app2.out' 2>&1");
+  for (int t = 0; t < 400 && waitpid(app_, &status, WNOHANG) == 0; ++t) sleep_ms(50);
+  app_ = -1;
+  EXPECT_NE(wait_for("editor edited vector-add +1 -0", from), "");
+}
+
 }  // namespace
 }  // namespace kl
