@@ -405,9 +405,13 @@ struct HiddenKeys {
     keys[i] = key, saved[i] = ImGui::GetIO().KeysDownDuration[key];
     ImGui::GetIO().KeysDownDuration[key] = -1.0f;
   }
+  // Keyboard navigation maps Escape to its Cancel input too, which the field also reads as "revert".
+  float saved_cancel = ImGui::GetIO().NavInputsDownDuration[ImGuiNavInput_Cancel];
+  void hide_cancel() { ImGui::GetIO().NavInputsDownDuration[ImGuiNavInput_Cancel] = -1.0f; }
   ~HiddenKeys() {
     for (int i = 0; i < 3; ++i)
       if (keys[i] >= 0) ImGui::GetIO().KeysDownDuration[keys[i]] = saved[i];
+    ImGui::GetIO().NavInputsDownDuration[ImGuiNavInput_Cancel] = saved_cancel;
   }
 };
 
@@ -530,6 +534,7 @@ void edit_field(Editor& e, RungEdit& r, const std::string& rung, const std::vect
     HiddenKeys hidden;
     ImGuiIO& io = ImGui::GetIO();
     hidden.hide(0, io.KeyMap[ImGuiKey_Escape]);
+    hidden.hide_cancel();
     if (io.KeyCtrl) hidden.hide(1, io.KeyMap[ImGuiKey_Enter]), hidden.hide(2, io.KeyMap[ImGuiKey_KeyPadEnter]);
     if (e.focus_editor) ImGui::SetKeyboardFocusHere(), e.focus_editor = false;
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(0, 0, 0, 0));

@@ -337,6 +337,9 @@ TEST_F(Driven, EditorTypedIntoAndCtrlEnterOnce) {
     key("Return");
     const std::string line = wait_for("editor edited vector-add +1 -0", from);
     EXPECT_NE(line, "");
+    key("Escape");  // not a revert of everything typed (Dear ImGui's text field alone would)
+    sleep_ms(300);
+    EXPECT_EQ(log().find("editor edited vector-add +0 -0", from), std::string::npos) << log().substr(from);
     step("editor-typed");
   }
   {
@@ -348,6 +351,17 @@ TEST_F(Driven, EditorTypedIntoAndCtrlEnterOnce) {
     EXPECT_NE(diag.find("vector-add 1:1: error: canned diagnostic"), std::string::npos) << diag;
     EXPECT_NE(wait_for("editor status vector-add 1 compile error", from), "");
     step("editor-ctrl-enter");
+  }
+  {
+    // Ctrl+F, a word, Enter: the next match, scrolled into view.
+    const size_t from = log().size();
+    key("ctrl+f");
+    x("type --delay 30 'pid'");
+    key("Return");
+    const std::string line = wait_for("editor find 'pid' 2 of ", from);
+    EXPECT_NE(line, "");
+    step("editor-find");
+    key("Escape");
   }
   {
     // Ctrl+Enter while typing into a panel's input: no compile.
