@@ -59,7 +59,7 @@ void open_editor(Shell& s, const std::string& mode, const std::string& text) {
   if (f.file.empty()) return;
   const std::string rung = editor::rung_of_file(f.file);
   if (!text.empty()) editor::set_text(s.editor, rung, text);
-  if (mode == "run") editor::compile_and_run(s.editor, *s.panels[s.current], rung);
+  if (mode == "run") editor::compile_and_run(s.editor, *s.panels[s.current], s.ctx, rung);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   const bool split = s.show_source && !focus.file.empty() && (side || below);
   if (!split && editing) {
     ImGui::BeginChild("code", ImVec2(0, 0), false);
-    editor::draw_pane(s.editor, p, focus.file, focus.functions);
+    editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);
     ImGui::EndChild();
     return;
   }
@@ -141,7 +141,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   else dl->AddLine(ImVec2(b0.x, b0.y + bar * 0.5f), ImVec2(b0.x + bsz.x, b0.y + bar * 0.5f), col, 2.0f);
   if (side) ImGui::SameLine(0, 0);
   ImGui::BeginChild("code", ImVec2(0, 0), false);
-  editor::draw_pane(s.editor, p, focus.file, focus.functions);  // the source, read-only or in the editor
+  editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);  // the source, read-only or in the editor
   ImGui::EndChild();
 }
 

@@ -197,7 +197,7 @@ void reset(Editor& e, Panel& panel, const std::string& rung) {
   viz::ui_log::event("editor reset " + rung);
 }
 
-void compile_and_run(Editor& e, Panel& panel, const std::string& rung) {
+void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::string& rung) {
   RungEdit& r = rung_state(e, rung);
   const std::string file = edited_file_name(rung);
   if (!hooks().compile_and_run) {
@@ -205,7 +205,7 @@ void compile_and_run(Editor& e, Panel& panel, const std::string& rung) {
     r.result.message = "this build cannot compile edited kernels (it has no kernels/editable); the edit is kept";
   } else {
     try {
-      r.result = hooks().compile_and_run(panel, rung, file, r.text);
+      r.result = hooks().compile_and_run(panel, ctx, rung, file, r.text);
     } catch (const std::exception& ex) {
       r.result = RunResult();
       r.result.message = ui::error_text(ex);
@@ -266,7 +266,8 @@ void view_mode(Editor& e, RungEdit& r, const std::string& rung, const std::strin
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
   ui::wrapped(r.edited ? file + ", edited (not the shipped source: Edit, then Reset, brings it back); highlighted: "
                          "the code this view draws"
-                       : "kernels/rungs/" + file + ", embedded at build time; highlighted: the code this view draws");
+                       : (hooks().shipped_path ? hooks().shipped_path(rung) : file) +
+                             ", embedded at build time; highlighted: the code this view draws");
   ImGui::PopStyleColor();
   ImGui::BeginChild("source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImGui::PushFont(mono());
@@ -693,7 +694,8 @@ void log_edits(Editor& e, const std::string& rung, const Derived& d) {
 
 }  // namespace
 
-void draw_pane(Editor& e, Panel& panel, const std::string& file, const std::vector<std::string>& functions) {
+void draw_pane(Editor& e, Panel& panel, const AppContext& ctx, const std::string& file,
+               const std::vector<std::string>& functions) {
   const std::string rung = rung_of_file(file);
   RungEdit& r = rung_state(e, rung);
   if (r.text.empty() && r.shipped.empty()) {
@@ -707,7 +709,7 @@ void draw_pane(Editor& e, Panel& panel, const std::string& file, const std::vect
   }
   if (e.run_requested) {
     e.run_requested = false;
-    compile_and_run(e, panel, rung);
+    compile_and_run(e, panel, ctx, rung);
   }
   toolbar(e, panel, r, rung);
   const Derived& d = derive(e, rung, r, functions);

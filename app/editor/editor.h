@@ -20,6 +20,7 @@
 
 namespace kl::app {
 class Panel;
+struct AppContext;
 }
 
 namespace kl::app::editor {
@@ -63,7 +64,8 @@ struct Editor {
 };
 
 // The source pane for `panel`, whose source is `file` (a rung's .cu) with `functions` highlighted.
-void draw_pane(Editor& e, Panel& panel, const std::string& file, const std::vector<std::string>& functions);
+void draw_pane(Editor& e, Panel& panel, const AppContext& ctx, const std::string& file,
+               const std::vector<std::string>& functions);
 
 // The rung's state, its text loaded from the shipped source the first time.
 RungEdit& rung_state(Editor& e, const std::string& rung);
@@ -71,6 +73,6 @@ RungEdit& rung_state(Editor& e, const std::string& rung);
 // starts again from it.
 void set_text(Editor& e, const std::string& rung, const std::string& text);
 void reset(Editor& e, Panel& panel, const std::string& rung);
-void compile_and_run(Editor& e, Panel& panel, const std::string& rung);
+void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::string& rung);
 
 }  // namespace kl::app::editor

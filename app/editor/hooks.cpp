@@ -28,6 +28,12 @@ EditorHooks default_hooks() {
     while (!text.empty() && text.back() == '\0') text.pop_back();  // assets end in a zero byte
     return text;
   };
+  h.shipped_path = [](const std::string& rung) {
+    std::string file = rung;
+    for (char& c : file)
+      if (c == '-') c = '_';
+    return "kernels/rungs/" + file + ".cu";
+  };
   return h;  // no compile_and_run, use_shipped or gallery in this build
 }
 

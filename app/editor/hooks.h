@@ -16,6 +16,7 @@
 
 namespace kl::app {
 class Panel;
+struct AppContext;
 }
 
 namespace kl::app::editor {
@@ -42,9 +43,12 @@ struct GalleryItem {
 struct EditorHooks {
   // The rung's shipped editable source (rung: the registry's name, "vector-add"); empty: none.
   std::function<std::string(const std::string& rung)> shipped;
-  // Compiles `text` (named `file` in its diagnostics) and runs it for `panel`, whose views then draw
-  // from the edited kernel. Empty: this build cannot compile edited kernels.
-  std::function<RunResult(Panel& panel, const std::string& rung, const std::string& file, const std::string& text)>
+  // Where that text is in the repository ("kernels/rungs/vector_add.cu"), for the pane's caption.
+  std::function<std::string(const std::string& rung)> shipped_path;
+  // Compiles `text` (named `file` in its diagnostics) for the backend of `ctx` and runs it for `panel`,
+  // whose views then draw from the edited kernel. Empty: this build cannot compile edited kernels.
+  std::function<RunResult(Panel& panel, const AppContext& ctx, const std::string& rung, const std::string& file,
+                          const std::string& text)>
       compile_and_run;
   // The panel's views go back to the shipped kernel (Reset). May be empty.
   std::function<void(Panel& panel, const std::string& rung)> use_shipped;

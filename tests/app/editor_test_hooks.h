@@ -16,7 +16,7 @@ inline app::editor::EditorHooks canned_editor_hooks() {
   using namespace app::editor;
   EditorHooks h = default_hooks();
   const auto shipped = h.shipped;
-  h.compile_and_run = [shipped](app::Panel&, const std::string& rung, const std::string& file, const std::string& text) {
+  h.compile_and_run = [shipped](app::Panel&, const app::AppContext&, const std::string& rung, const std::string& file, const std::string& text) {
     RunResult r;
     if (text.find("KL_CANNED_FAULT") != std::string::npos) {
       r.kind = RunResult::Kind::Fault;

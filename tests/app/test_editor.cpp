@@ -226,7 +226,7 @@ TEST(EditorActions, WithoutACompilerTheEditIsKeptAndSaidPlainly) {
   Editor e;
   NoPanel p;
   set_text(e, "vector-add", "edited\n");
-  compile_and_run(e, p, "vector-add");
+  compile_and_run(e, p, app::AppContext{}, "vector-add");
   const RungEdit& r = e.rungs["vector-add"];
   EXPECT_EQ(r.result.kind, RunResult::Kind::Refused);
   EXPECT_EQ(r.status, "not run: this build cannot compile edited kernels (it has no kernels/editable); the edit is kept");
@@ -242,21 +242,21 @@ TEST(EditorActions, DiagnosticsFaultsCleanRunsAndReset) {
   const std::string shipped = r.shipped;
   ASSERT_FALSE(shipped.empty());
   EXPECT_FALSE(r.edited);
-  compile_and_run(e, p, "vector-add");
+  compile_and_run(e, p, app::AppContext{}, "vector-add");
   EXPECT_EQ(r.result.kind, RunResult::Kind::Ran);
   EXPECT_EQ(r.status, "ran the edited kernel: views redrawn");
   EXPECT_TRUE(r.status_ok);
 
   set_text(e, "vector-add", "  int typo = undefined_name;\n" + shipped);
   EXPECT_TRUE(r.edited);
-  compile_and_run(e, p, "vector-add");
+  compile_and_run(e, p, app::AppContext{}, "vector-add");
   ASSERT_EQ(r.diagnostics.size(), 1u);
   EXPECT_EQ(r.diagnostics[0].line, 1);
   EXPECT_EQ(r.diagnostics[0].col, 3);
   EXPECT_EQ(r.status, "1 compile error: the marked lines say what");
 
   set_text(e, "vector-add", shipped + "// KL_CANNED_FAULT\n");
-  compile_and_run(e, p, "vector-add");
+  compile_and_run(e, p, app::AppContext{}, "vector-add");
   EXPECT_EQ(r.status, "run-time fault: out-of-bounds store to out[1000] (size 1000) by program 0, lane 1000");
   EXPECT_FALSE(r.status_ok);
 
