@@ -7,7 +7,9 @@
 // (-fbdir, XWD format) and kept as a PNG under the test's scratch directory (window-driven/NN-STEP.png).
 // Skips only where Xvfb or xdotool is not installed (./ladder.sh installs both).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,7 +78,12 @@ class Driven : public ::testing::Test {
   void SetUp() override {
     if (!have("Xvfb")) GTEST_SKIP() << "Xvfb is not installed (./ladder.sh installs it)";
     if (!have("xdotool")) GTEST_SKIP() << "xdotool is not installed (./ladder.sh installs it)";
-    dir_ = test::tmp_dir() + "/window-driven";
+    // One test of this file at a time (ctest runs them in parallel processes): they pick displays from
+    // the same range. Each has its own directory (the editor's: window-driven-editor/).
+    lock_ = ::open((test::tmp_dir() + "/window-driven.lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock_ >= 0) ::flock(lock_, LOCK_EX);
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = test::tmp_dir() + "/window-driven" + (name.rfind("Editor", 0) == 0 ? "-editor" : "");
     test::run_shell("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "/fb' '" + dir_ + "/config'", nullptr);
     // This suite's display numbers: the first of :45..:49 with no server.
     for (int n = 45; n <= 49 && display_.empty(); ++n)
@@ -92,6 +99,7 @@ class Driven : public ::testing::Test {
   void TearDown() override {
     if (app_ > 0) kill(app_, SIGKILL), waitpid(app_, nullptr, 0);
     if (xvfb_ > 0) kill(xvfb_, SIGTERM), waitpid(xvfb_, nullptr, 0);
+    if (lock_ >= 0) ::close(lock_);  // lets the next test of this file go
   }
 
   pid_t spawn(const std::string& cmd) {
@@ -166,6 +174,7 @@ class Driven : public ::testing::Test {
   std::string dir_, display_, wid_;
   pid_t xvfb_ = -1, app_ = -1;
   int steps_ = 0;
+  int lock_ = -1;
 };
 
 TEST_F(Driven, EveryInputAUserGivesTheWindow) {
