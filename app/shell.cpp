@@ -119,7 +119,8 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   }
   const float total = side ? avail.x : avail.y;
   const float min_src = side ? kSourceMinEm * em : 8 * em, min_view = side ? kViewMinEm * em : (editing ? 10 : 20) * em;
-  const float src = std::floor(std::clamp(total * s.source_frac, min_src, total - min_view - bar));
+  float& frac = editing ? s.editor.frac : s.source_frac;  // the editor has its own share (it wants more room)
+  const float src = std::floor(std::clamp(total * frac, min_src, total - min_view - bar));
   const ImVec2 view_size = side ? ImVec2(avail.x - src - bar, 0) : ImVec2(0, avail.y - src - bar);
   ImGui::BeginChild("view", view_size, false);
   p.draw(s.ctx);
@@ -132,7 +133,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   if (hot) ImGui::SetMouseCursor(side ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
   if (ImGui::IsItemActive()) {
     const float d = side ? ImGui::GetIO().MouseDelta.x : ImGui::GetIO().MouseDelta.y;
-    s.source_frac = std::clamp((src - d) / total, 0.1f, 0.9f);
+    frac = std::clamp((src - d) / total, 0.1f, 0.9f);
   }
   if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) s.show_source = false;
   const ImU32 col = ImGui::GetColorU32(hot ? ImGuiCol_SeparatorHovered : ImGuiCol_Separator);

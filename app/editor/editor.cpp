@@ -169,7 +169,7 @@ void scroll_to_match(Editor& e, const Derived& d) {
   if (d.matches.empty()) return;
   const size_t at = d.matches[size_t(e.find_current)];
   const int line = line_of(d, at);
-  e.scroll_to_line = line;
+  e.scroll_to_line = line, e.scroll_frames = 3;
   e.scroll_to_col = int(at - d.starts[size_t(line - 1)]);
   e.select_from = int(at), e.select_to = int(at + std::strlen(e.find));
 }
@@ -561,7 +561,11 @@ void edit_field(Editor& e, RungEdit& r, const std::string& rung, const std::vect
   // Follow the caret while typing, and go to a requested line (find, a diagnostic's line).
   const ImRect clip = ImGui::GetCurrentWindow()->ClipRect;
   int line = 0, col = 0;
-  if (e.scroll_to_line > 0) line = e.scroll_to_line, col = e.scroll_to_col, e.scroll_to_line = 0;
+  const bool forced = e.scroll_to_line > 0;  // re-asserted while the field takes the keyboard
+  if (e.scroll_to_line > 0) {
+    line = e.scroll_to_line, col = e.scroll_to_col;
+    if (--e.scroll_frames <= 0) e.scroll_to_line = 0;
+  }
   else if (changed) line = now.starts.empty() ? 1 : line_of(now, size_t(e.cursor)), col = -1;
   if (line > 0 && line <= int(now.lines.size())) {
     const size_t ls = now.starts[size_t(line - 1)];
@@ -570,8 +574,10 @@ void edit_field(Editor& e, RungEdit& r, const std::string& rung, const std::vect
     const float y = float(line - 1) * fs;
     const float top = origin.y + y, vis_h = clip.GetHeight();
     if (top < clip.Min.y || top + fs > clip.Max.y) ImGui::SetScrollY(std::max(0.0f, y - vis_h * 0.3f));
+    else if (forced) ImGui::SetScrollY(ImGui::GetScrollY());
     const float left = origin.x + x;
     if (left < clip.Min.x + fs || left > clip.Max.x - fs * 2) ImGui::SetScrollX(std::max(0.0f, x - clip.GetWidth() * 0.5f));
+    else if (forced) ImGui::SetScrollX(ImGui::GetScrollX());
   }
   ImGui::EndChild();
   gutter(r, now, ImRect(g0, ImVec2(g0.x + gutter_w, g0.y + height)), origin, fs, clip);
@@ -662,7 +668,7 @@ void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& r
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     ImGui::PushID(int(i));
     if (ImGui::Selectable("##diag", false, 0, ImVec2(0, ts.y)) && x.line >= 1 && x.line <= int(d.lines.size())) {
-      e.scroll_to_line = x.line, e.scroll_to_col = std::max(0, x.col - 1);
+      e.scroll_to_line = x.line, e.scroll_to_col = std::max(0, x.col - 1), e.scroll_frames = 3;
       const size_t at = d.starts[size_t(x.line - 1)] + size_t(std::max(0, x.col - 1));
       e.select_from = e.select_to = int(at);
       e.focus_editor = true;

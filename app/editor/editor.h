@@ -47,6 +47,7 @@ struct RungEdit {
 struct Editor {
   bool editing = false;  // edit mode (else the read-only view); remembered
   bool diff = false;     // the diff against shipped instead of the editor
+  float frac = 0.55f;    // the source pane's share of the panel in edit mode (the splitter), remembered
   std::map<std::string, RungEdit> rungs;  // by rung ("vector-add")
   // Find.
   bool find_open = false;
@@ -57,6 +58,7 @@ struct Editor {
   bool focus_editor = false;
   int select_from = -1, select_to = -1;  // byte offsets to select once the editor has the keyboard
   int scroll_to_line = 0, scroll_to_col = 0;
+  int scroll_frames = 0;  // frames the request is repeated (giving the field the keyboard scrolls it to its top)
   bool run_requested = false;  // Ctrl+Enter, the button, or `shot --editor run`
   // The editor's caret (byte offset) as the text field last reported it.
   int cursor = 0;

@@ -1,5 +1,8 @@
 #include "app/editor/persist.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "app/editor/editor.h"
 
 namespace kl::app::editor {
@@ -36,6 +39,9 @@ std::string unescape_line(const std::string& line) {
 std::vector<std::string> settings_lines(const Editor& e) {
   std::vector<std::string> v;
   if (e.editing) v.push_back("editor=1");
+  char b[48];
+  std::snprintf(b, sizeof b, "editor_frac=%.3f", double(e.frac));
+  v.push_back(b);
   for (const auto& [rung, r] : e.rungs)
     if (r.edited) v.push_back("edit." + rung + "=" + escape_line(r.text));
   return v;
@@ -44,6 +50,11 @@ std::vector<std::string> settings_lines(const Editor& e) {
 bool apply_setting(Editor& e, const std::string& key, const std::string& value) {
   if (key == "editor") {
     e.editing = value == "1";
+    return true;
+  }
+  if (key == "editor_frac") {
+    const double f = std::atof(value.c_str());
+    if (f >= 0.1 && f <= 0.9) e.frac = float(f);
     return true;
   }
   if (key.rfind("edit.", 0) != 0 || key.size() == 5) return false;

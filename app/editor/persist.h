@@ -1,6 +1,7 @@
 // The editor's part of the window's settings (app/settings.*, one [KernelLadder][Settings] section of
 // key=value lines): whether the source pane is in edit mode, and each rung's edited text until Reset,
 //   editor=1
+//   editor_frac=0.550   (the source pane's share in edit mode, the splitter)
 //   edit.vector-add=// the whole text, escaped onto one line: \n newline, \r carriage return, \\ backslash
 // A rung whose text equals its shipped source has no line (Reset removes it).
 #pragma once

@@ -145,19 +145,21 @@ TEST(EditorPersist, EscapingRoundTripsAnyText) {
 TEST(EditorPersist, EditedRungsAndTheModeSurviveAndResetForgets) {
   Editor a;
   a.editing = true;
+  a.frac = 0.7f;
   RungEdit& r = a.rungs["softmax"];
   r.shipped = "x\n", r.have_shipped = true, r.loaded = true;
   r.text = "y = \"\\n\"\nz\n", r.edited = true;
   RungEdit& same = a.rungs["vector-add"];
   same.shipped = same.text = "s\n", same.have_shipped = same.loaded = true;
   const std::vector<std::string> lines = settings_lines(a);
-  ASSERT_EQ(lines.size(), 2u);  // the mode and the one edited rung
+  ASSERT_EQ(lines.size(), 3u);  // the mode, the splitter and the one edited rung
   Editor b;
   for (const std::string& l : lines) {
     const size_t eq = l.find('=');
     EXPECT_TRUE(apply_setting(b, l.substr(0, eq), l.substr(eq + 1))) << l;
   }
   EXPECT_TRUE(b.editing);
+  EXPECT_FLOAT_EQ(b.frac, 0.7f);
   ASSERT_EQ(b.rungs.count("softmax"), 1u);
   EXPECT_EQ(b.rungs["softmax"].text, r.text);
   EXPECT_EQ(b.rungs.count("vector-add"), 0u);
@@ -264,7 +266,7 @@ TEST(EditorActions, DiagnosticsFaultsCleanRunsAndReset) {
   EXPECT_EQ(r.text, shipped);
   EXPECT_FALSE(r.edited);
   EXPECT_FALSE(r.ran);
-  EXPECT_TRUE(settings_lines(e).empty());
+  for (const std::string& l : settings_lines(e)) EXPECT_EQ(l.rfind("edit.", 0), std::string::npos) << l;
   install_hooks(default_hooks());
 }
 
