@@ -191,7 +191,7 @@ void reset(Editor& e, Panel& panel, const std::string& rung) {
   r.ran = false;
   r.result = RunResult();
   r.diagnostics.clear();
-  if (hooks().use_shipped) hooks().use_shipped(panel, rung);
+  if (hooks().use_shipped) hooks().use_shipped(panel, rung), ui::source_changed();
   r.status = "reset to the shipped source";
   r.status_ok = true;
   viz::ui_log::event("editor reset " + rung);
@@ -230,6 +230,7 @@ void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::
     case RunResult::Kind::Refused: r.status = "not run: " + r.result.message; break;
   }
   r.status_ok = r.result.kind == RunResult::Kind::Ran;
+  if (r.result.kind == RunResult::Kind::Ran || r.result.kind == RunResult::Kind::Fault) ui::source_changed();
   static const char* kinds[] = {"ran", "compile errors", "fault", "refused"};
   viz::ui_log::event("editor run " + rung + ": " + kinds[int(r.result.kind)] + ", " + std::to_string(m.errors) +
                      " errors, " + std::to_string(m.warnings) + " warnings");

@@ -18,6 +18,7 @@
 #include "app/panels/panels.h"
 #include "app/settings.h"
 #include "app/shell.h"
+#include "app/ui.h"
 #include "editor_test_hooks.h"
 #include "test_util.h"
 
@@ -174,6 +175,7 @@ TEST(EditorPersist, ThroughTheWindowsSettingsFile) {
   const std::string edited = "// an edit\n#include \"kl.cuh\"\n\tint x = 1; // \\ and = and [brackets]\n";
   {
     ImGui::CreateContext();
+    ImGui::GetIO().IniFilename = nullptr;  // only the file the test names
     app::Shell s;
     s.panels = app::make_panels();
     {
@@ -191,6 +193,7 @@ TEST(EditorPersist, ThroughTheWindowsSettingsFile) {
   EXPECT_NE(ss.str().find("edit.softmax="), std::string::npos) << ss.str();
   EXPECT_NE(ss.str().find("editor=1\n"), std::string::npos) << ss.str();
   ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
   app::Shell s;
   s.panels = app::make_panels();
   { app::SettingsPersistence p(s, ini); }
@@ -267,6 +270,27 @@ TEST(EditorActions, DiagnosticsFaultsCleanRunsAndReset) {
   EXPECT_FALSE(r.edited);
   EXPECT_FALSE(r.ran);
   for (const std::string& l : settings_lines(e)) EXPECT_EQ(l.rfind("edit.", 0), std::string::npos) << l;
+  install_hooks(default_hooks());
+}
+
+// A run of an edited kernel (or a fault in it) changes every panel's settings key, so the views are
+// drawn again; a compile error or a refusal changes nothing.
+TEST(EditorActions, ARunRedrawsThePanelsACompileErrorDoesNot) {
+  install_hooks(test::canned_editor_hooks());
+  auto panels = app::make_panels();
+  ParamValues& v = panels[0]->params();
+  auto key = [&] { return app::ui::settings_key(v, {"n"}, Backend::Cpu); };
+  Editor e;
+  NoPanel p;
+  const std::string k0 = key();
+  set_text(e, "vector-add", "broken\n");
+  compile_and_run(e, p, app::AppContext{}, "vector-add");
+  EXPECT_EQ(key(), k0);
+  reset(e, p, "vector-add");
+  compile_and_run(e, p, app::AppContext{}, "vector-add");
+  const std::string k1 = key();
+  EXPECT_NE(k1, k0);
+  EXPECT_NE(k1.find("/src"), std::string::npos) << k1;
   install_hooks(default_hooks());
 }
 
