@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "app/shell.h"
 #include "kernels/runtime/errors.h"
@@ -49,6 +51,17 @@ void write_png(viz::RenderHost& host, const std::string& file) {
   std::printf("wrote %s\n", file.c_str());
 }
 
+// The source pane in the editor, as the window shows it after "Edit" (and a diff or one Ctrl+Enter).
+void open_editor(Shell& s, const std::string& mode, const std::string& text) {
+  const Panel::SourceFocus f = s.panels[s.current]->source_focus();
+  s.editor.editing = true;
+  s.editor.diff = mode == "diff";
+  if (f.file.empty()) return;
+  const std::string rung = editor::rung_of_file(f.file);
+  if (!text.empty()) editor::set_text(s.editor, rung, text);
+  if (mode == "run") editor::compile_and_run(s.editor, *s.panels[s.current], s.ctx, rung);
+}
+
 }  // namespace
 
 int look_command(const LookOptions& o) {
@@ -79,6 +92,13 @@ int look_command(const LookOptions& o) {
     for (const std::string& kv : o.sets) s.panels[size_t(only)]->params().set(kv);
     views.push_back({size_t(only), "", {}});
   }
+  std::string editor_text;
+  if (!o.editor_file.empty()) {
+    if (!one || o.stops) throw InputError("--editor-file: one panel only (each panel has its own source)");
+    std::ifstream f(o.editor_file, std::ios::binary);
+    if (!f) throw InputError("--editor-file " + o.editor_file + ": cannot be read");
+    editor_text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
   viz::set_ui_scale(o.ui_scale);
   viz::audit::set_enabled(o.report);
   viz::HostOptions ho;
@@ -104,6 +124,7 @@ int look_command(const LookOptions& o) {
       for (const std::string& kv : v.settings) s.panels[v.panel]->params().set(kv);
     }
     s.current = v.panel;
+    if (!o.editor.empty()) open_editor(s, o.editor, editor_text);
     const std::string name = s.panels[v.panel]->id() + (v.stop.empty() ? "" : "/" + v.stop);
     for (const std::string& line : render(s, *host, o.frames, name + " " + look)) {
       std::printf("%s\n", line.c_str());

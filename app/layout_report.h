@@ -19,6 +19,8 @@ struct LookOptions {
   bool report = false;  // run the layout audit
   bool stops = false;   // one panel: at each of its tour stops (as `all` does for every panel)
   float ui_scale = 1.0f;
+  std::string editor;       // with chrome: "edit", "diff" or "run" (Ctrl+Enter once, before the capture); empty: the read-only source
+  std::string editor_file;  // with editor, one panel: the editor's text from this file
 };
 
 int look_command(const LookOptions& o);

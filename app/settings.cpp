@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "app/editor/persist.h"
 #include "kernels/runtime/errors.h"
 
 namespace kl::app {
@@ -51,6 +52,7 @@ std::vector<std::string> collect(const Shell& s) {
   if (scale > 0) std::snprintf(b, sizeof b, "ui_scale=%.2f", double(scale)), lines.push_back(b);
   if (s.win_w > 0 && s.win_h > 0)
     std::snprintf(b, sizeof b, "window=%d,%d,%d,%d", s.win_x, s.win_y, s.win_w, s.win_h), lines.push_back(b);
+  for (std::string& l : editor::settings_lines(s.editor)) lines.push_back(std::move(l));
   for (const auto& p : s.panels)
     for (const ParamSpec& sp : p->params().specs()) {
       if (p->id() == "measure" && sp.name == "run") continue;  // a one-shot request, not a setting
@@ -96,6 +98,8 @@ SettingsPersistence::SettingsPersistence(Shell& s, const std::string& ini_path) 
       if (std::sscanf(value.c_str(), "%d,%d,%d,%d", &x, &y, &w, &h) == 4 && w >= 320 && h >= 240 && w <= 16384 &&
           h <= 16384)
         s.win_x = x, s.win_y = y, s.win_w = w, s.win_h = h;
+    } else if (editor::apply_setting(s.editor, key, value)) {
+      // the editor's mode and each rung's edited text (app/editor/persist.h)
     } else if (key.rfind("param.", 0) == 0) {
       const size_t dot = key.find('.', 6);
       if (dot == std::string::npos) continue;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/editor/editor.h"
 #include "app/ui.h"
 #include "assets/embedded.h"
 #include "kernels/runtime/errors.h"
@@ -39,48 +40,6 @@ float g_scale_override = 0;  // --ui-scale (0: none)
 constexpr float kViewMinEm = 56, kSourceMinEm = 22;  // widths side by side, in font sizes
 
 float effective_scale(const Shell& s) { return s.ui_scale > 0 ? s.ui_scale : s.base_scale; }
-
-// The panel's kernel source, with the lines of the functions the view is about highlighted: from the
-// line that names the function to the next line that closes a top-level block.
-void draw_source(const Panel::SourceFocus& f) {
-  const std::string_view text = assets::find("source/" + f.file);
-  if (text.empty()) {
-    ui::wrapped("no embedded source for " + f.file);
-    return;
-  }
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-  ui::wrapped("kernels/rungs/" + f.file + ", embedded at build time; highlighted: the code this view draws");
-  ImGui::PopStyleColor();
-  ImGui::BeginChild("source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
-  if (viz::font_mono()) ImGui::PushFont(viz::font_mono());
-  bool inside = false;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(pos, end - pos));
-    if (!line.empty() && line.back() == '\0') line.pop_back();
-    ++line_no;
-    bool starts = false;
-    for (const std::string& fn : f.functions)
-      starts = starts || (line.find(fn + "(") != std::string::npos && line.find(';') == std::string::npos);
-    if (starts) inside = true;
-    if (inside) {
-      const ImVec2 p = ImGui::GetCursorScreenPos();
-      ImGui::GetWindowDrawList()->AddRectFilled(
-          p, ImVec2(p.x + ImGui::GetContentRegionAvail().x + 2000.0f, p.y + ImGui::GetTextLineHeightWithSpacing()),
-          IM_COL32(70, 70, 20, 160));
-    }
-    ImGui::TextDisabled("%4d", line_no);
-    ImGui::SameLine();
-    ImGui::TextUnformatted(line.c_str());
-    if (inside && line == "}") inside = false;
-    pos = end + 1;
-  }
-  if (viz::font_mono()) ImGui::PopFont();
-  ImGui::EndChild();
-}
 
 // The sidebar's width: its longest entry where the window allows, else a fifth of the window (the
 // entries wrap).
@@ -142,8 +101,16 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   // scale 1); else the source goes under the view, and where the window is too low for both, the
   // view alone (the sidebar's "Kernel source" box shows that the pane is asked for).
   const bool side = avail.x >= kViewMinEm * em + kSourceMinEm * em + bar;
-  const bool below = !side && avail.y >= 30 * em;
+  // In edit mode the editor gets room first: under a shorter view, or alone where even that has none.
+  const bool editing = s.editor.editing && s.show_source && !focus.file.empty();
+  const bool below = !side && avail.y >= (editing ? 20 : 30) * em;
   const bool split = s.show_source && !focus.file.empty() && (side || below);
+  if (!split && editing) {
+    ImGui::BeginChild("code", ImVec2(0, 0), false);
+    editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);
+    ImGui::EndChild();
+    return;
+  }
   if (!split) {
     ImGui::BeginChild("view", ImVec2(0, 0), false);
     p.draw(s.ctx);
@@ -151,8 +118,9 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
     return;
   }
   const float total = side ? avail.x : avail.y;
-  const float min_src = side ? kSourceMinEm * em : 8 * em, min_view = side ? kViewMinEm * em : 20 * em;
-  const float src = std::floor(std::clamp(total * s.source_frac, min_src, total - min_view - bar));
+  const float min_src = side ? kSourceMinEm * em : 8 * em, min_view = side ? kViewMinEm * em : (editing ? 10 : 20) * em;
+  float& frac = editing ? s.editor.frac : s.source_frac;  // the editor has its own share (it wants more room)
+  const float src = std::floor(std::clamp(total * frac, min_src, total - min_view - bar));
   const ImVec2 view_size = side ? ImVec2(avail.x - src - bar, 0) : ImVec2(0, avail.y - src - bar);
   ImGui::BeginChild("view", view_size, false);
   p.draw(s.ctx);
@@ -165,7 +133,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   if (hot) ImGui::SetMouseCursor(side ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
   if (ImGui::IsItemActive()) {
     const float d = side ? ImGui::GetIO().MouseDelta.x : ImGui::GetIO().MouseDelta.y;
-    s.source_frac = std::clamp((src - d) / total, 0.1f, 0.9f);
+    frac = std::clamp((src - d) / total, 0.1f, 0.9f);
   }
   if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) s.show_source = false;
   const ImU32 col = ImGui::GetColorU32(hot ? ImGuiCol_SeparatorHovered : ImGuiCol_Separator);
@@ -174,7 +142,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   else dl->AddLine(ImVec2(b0.x, b0.y + bar * 0.5f), ImVec2(b0.x + bsz.x, b0.y + bar * 0.5f), col, 2.0f);
   if (side) ImGui::SameLine(0, 0);
   ImGui::BeginChild("code", ImVec2(0, 0), false);
-  draw_source(focus);
+  editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);  // the source, read-only or in the editor
   ImGui::EndChild();
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/editor/editor.h"
 #include "app/panel.h"
 
 namespace kl::viz {
@@ -21,6 +22,7 @@ struct Shell {
   bool sidebar = true;
   bool show_source = true;  // the kernel's source beside the view (below it in narrow windows)
   float source_frac = 0.38f;  // the source pane's share of the panel (the splitter), remembered
+  editor::Editor editor;  // the source pane's editor: edit mode, each rung's edit (kept until Reset)
   std::string message;  // last screenshot saved, etc. (shown in the status bar)
   long failures = 0;     // exceptions that escaped a panel's draw (each shown in the panel's window)
   bool screenshot_requested = false;

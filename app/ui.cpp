@@ -209,9 +209,16 @@ void table_headers_wrapped() {
   }
 }
 
+namespace {
+long g_source_generation = 0;  // 0: no edited kernel ever ran (the keys are as they always were)
+}  // namespace
+
+void source_changed() { ++g_source_generation; }
+
 std::string settings_key(const ParamValues& p, std::initializer_list<const char*> keys, Backend b) {
   std::string key = backend_name(b);
   for (const char* k : keys) key += "/" + p.get_text(k);
+  if (g_source_generation) key += "/src" + std::to_string(g_source_generation);
   return key;
 }
 

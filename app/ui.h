@@ -22,6 +22,9 @@ float param_width(const ParamValues& p, const std::string& key);
 // What a panel's result depends on, as one text: the backend, then the values of `keys`
 // ("cpu/2000/12/1"). A panel recomputes when it changes.
 std::string settings_key(const ParamValues& p, std::initializer_list<const char*> keys, Backend b);
+// An edited kernel started or stopped running (the editor's Ctrl+Enter, Reset): every settings_key
+// changes from now on ("/src1", ...), so each panel draws its views again from the kernel it now runs.
+void source_changed();
 
 void error_box(const std::string& message);          // red, wrapped, one per failure
 // Text wrapped at the content region's right edge (long check lines and captions never run off it).

@@ -19,6 +19,9 @@ CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c) {
   cmd->add_flag("--no-source", [&o](int64_t) { o.source = false; }, "with --chrome: the source pane hidden");
   cmd->add_flag("--layout-report", o.layout_report, "list what is cut, outside its region or overlapping; exit 1 if any");
   cmd->add_option("--ui-scale", o.ui_scale, "UI scale in [0.5, 4] (default 1)");
+  cmd->add_option("--editor", o.editor, "with --chrome: the source pane in the editor: edit, diff (against shipped) or run (Ctrl+Enter once)")
+      ->check(CLI::IsMember({"edit", "diff", "run"}));
+  cmd->add_option("--editor-file", o.editor_file, "with --editor: the editor's text, from this file (one panel)");
   cmd->add_flag("--stops", o.stops, "one panel at each of its tour stops (out: a directory), as `shot all` does");
   add_size_option(*cmd, c.size, "WIDTHxHEIGHT (default 1400x900)");
   add_backend_option(*cmd, c.backend);
@@ -34,6 +37,7 @@ int run_look(const ShotOptions& o, const Common& c) {
   LookOptions look;
   look.panel = o.panel, look.out = o.out, look.backend = c.backend, look.sets = c.sets;
   look.frames = o.frames;
+  look.editor = o.editor, look.editor_file = o.editor_file;
   look.chrome = o.chrome, look.source = o.source, look.report = o.layout_report, look.stops = o.stops;
   const Size sz = parse_size(c.size, {1400, 900});
   look.width = sz.w, look.height = sz.h;
@@ -58,6 +62,8 @@ std::string use_edited_source(const ShotOptions& o, const Common& c) {
 }
 
 int shot_panel(const ShotOptions& o, const Common& c) {
+  if (!o.editor.empty() && !o.chrome) throw InputError("--editor " + o.editor + ": only with --chrome (the editor is the source pane)");
+  if (!o.editor_file.empty() && o.editor.empty()) throw InputError("--editor-file " + o.editor_file + ": only with --editor");
   if (o.chrome || o.layout_report || o.stops || !o.ui_scale.empty() || o.panel == "all") return run_look(o, c);
   if (o.out.empty()) throw InputError("--out: required (a PNG file)");
   Shell s = make_shell(c.backend);

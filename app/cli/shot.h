@@ -16,6 +16,7 @@ struct ShotOptions {
   bool stops = false;      // one panel at each of its tour stops (the audit's per-panel matrix)
   std::string ui_scale;    // as typed; empty: 1
   std::string edited;      // --source FILE.cu: the panel's kernel replaced by this edited copy
+  std::string editor, editor_file;  // with --chrome: the source pane in the editor (edit, diff, run), its text from a file
 };
 
 CLI::App* add_shot(CLI::App& app, ShotOptions& o, Common& c);

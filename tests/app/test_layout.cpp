@@ -7,8 +7,10 @@
 // line names its panel and stop. One panel alone: `shot PANEL --stops --chrome --layout-report ...`.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
+#include "app/editor/hooks.h"
 #include "test_util.h"
 
 namespace kl {
@@ -50,6 +52,83 @@ INSTANTIATE_TEST_SUITE_P(Matrix, LayoutAudit,
                                          Look{"3840x2160", 1, true}, Look{"3840x2160", 1, false},
                                          Look{"3840x2160", 2, true}, Look{"3840x2160", 2, false}),
                          name_of);
+
+// The source pane in the editor (`--editor edit`): every panel at every stop, at every size and scale.
+struct EditorLook {
+  const char* size;
+  int scale;
+};
+class LayoutAuditEditor : public testing::TestWithParam<EditorLook> {};
+
+TEST_P(LayoutAuditEditor, EditorOpenOnEveryPanel) {
+  const EditorLook l = GetParam();
+  std::string out;
+  const int code = test::run_cli("shot all --chrome --layout-report --editor edit --backend " + test::window_backend() +
+                                     " --frames 3 --size " + l.size + " --ui-scale " + std::to_string(l.scale),
+                                 &out);
+  EXPECT_NE(out.find("layout report: 0 findings over "), std::string::npos) << out;
+  EXPECT_EQ(code, 0) << out;
+}
+
+// An edited source with compile errors shown (one Ctrl+Enter: `--editor run`; its message beside a
+// long line, the list under the editor) and the diff view, on the panels with the longest lines and
+// the narrowest source pane. Compile errors come from the canned hooks of the editor test binary
+// (tests/app/editor_test_hooks.h: one error per edited line) until the editable kernels are merged.
+class LayoutAuditEditorErrors : public testing::TestWithParam<EditorLook> {};
+
+TEST_P(LayoutAuditEditorErrors, CompileErrorsAndTheDiff) {
+  const EditorLook l = GetParam();
+  for (const char* panel : {"softmax", "flash-attention", "backward"}) {
+    const std::string rung = std::string(panel) == "backward" ? "flash-attention-backward" : panel;
+    std::string text = app::editor::default_hooks().shipped(rung);  // what the editor opens with
+    ASSERT_FALSE(text.empty()) << rung;
+    // Line 40 gets an error with a long message beside it, a line is added, one removed.
+    size_t at = 0;
+    for (int i = 0; i < 40; ++i) at = text.find('\n', at) + 1;
+    text.insert(at, "  float oops = 2  // a long inserted line whose message is drawn beside it, past the pane's right edge\n");
+    const size_t gone = text.find('\n', at + 2000);
+    text.erase(gone, text.find('\n', gone + 1) - gone);
+    const std::string edited = test::tmp_dir() + "/layout-editor-" + panel + ".cu";
+    std::ofstream(edited) << text;
+    for (const char* mode : {"run", "diff"}) {
+      std::string out;
+      const int code = test::run_shell(std::string(KL_EDITOR_TEST_BINARY) + " shot " + panel + " --chrome --layout-report --editor " + mode +
+                                           " --editor-file " + edited + " --backend " + test::window_backend() +
+                                           " --frames 3 --size " + l.size + " --ui-scale " + std::to_string(l.scale),
+                                       &out);
+      EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << panel << " " << mode << "\n" << out;
+      EXPECT_EQ(code, 0) << panel << " " << mode << "\n" << out;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, LayoutAuditEditor,
+                         testing::Values(EditorLook{"1280x720", 1}, EditorLook{"1280x720", 2}, EditorLook{"1400x900", 1},
+                                         EditorLook{"1400x900", 2}, EditorLook{"1920x1080", 1}, EditorLook{"1920x1080", 2},
+                                         EditorLook{"2560x1440", 1}, EditorLook{"2560x1440", 2}, EditorLook{"3840x2160", 1},
+                                         EditorLook{"3840x2160", 2}),
+                         [](const testing::TestParamInfo<EditorLook>& i) {
+                           return std::string("s") + i.param.size + "_x" + std::to_string(i.param.scale);
+                         });
+
+// The smallest, the most common and the largest window, at both scales.
+INSTANTIATE_TEST_SUITE_P(Matrix, LayoutAuditEditorErrors,
+                         testing::Values(EditorLook{"1280x720", 1}, EditorLook{"1280x720", 2}, EditorLook{"1920x1080", 1},
+                                         EditorLook{"1920x1080", 2}, EditorLook{"3840x2160", 1}, EditorLook{"3840x2160", 2}),
+                         [](const testing::TestParamInfo<EditorLook>& i) {
+                           return std::string("s") + i.param.size + "_x" + std::to_string(i.param.scale);
+                         });
+
+// --editor is the source pane's: only with --chrome; --editor-file only with --editor, one panel.
+TEST(LayoutAuditCommand, EditorOptionsAreChecked) {
+  std::string out;
+  EXPECT_EQ(test::run_cli("shot softmax --editor edit --layout-report --backend cpu", &out), 2) << out;
+  EXPECT_NE(out.find("--editor edit: only with --chrome"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("shot softmax --chrome --editor-file x.cu --layout-report --backend cpu", &out), 2) << out;
+  EXPECT_EQ(test::run_cli("shot all --chrome --editor diff --editor-file x.cu --layout-report --backend cpu", &out), 2) << out;
+  EXPECT_NE(out.find("--editor-file: one panel only"), std::string::npos) << out;
+  EXPECT_NE(test::run_cli("shot softmax --chrome --editor bogus --layout-report --backend cpu", &out), 0) << out;
+}
 
 // The audit finds what it is for: a panel drawn into a window too small for it is reported, one line
 // per finding naming the panel, the widget and the rectangles, and the command exits 1.

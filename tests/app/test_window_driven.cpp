@@ -7,7 +7,9 @@
 // (-fbdir, XWD format) and kept as a PNG under the test's scratch directory (window-driven/NN-STEP.png).
 // Skips only where Xvfb or xdotool is not installed (./ladder.sh installs both).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,7 +78,12 @@ class Driven : public ::testing::Test {
   void SetUp() override {
     if (!have("Xvfb")) GTEST_SKIP() << "Xvfb is not installed (./ladder.sh installs it)";
     if (!have("xdotool")) GTEST_SKIP() << "xdotool is not installed (./ladder.sh installs it)";
-    dir_ = test::tmp_dir() + "/window-driven";
+    // One test of this file at a time (ctest runs them in parallel processes): they pick displays from
+    // the same range. Each has its own directory (the editor's: window-driven-editor/).
+    lock_ = ::open((test::tmp_dir() + "/window-driven.lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock_ >= 0) ::flock(lock_, LOCK_EX);
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = test::tmp_dir() + "/window-driven" + (name.rfind("Editor", 0) == 0 ? "-editor" : "");
     test::run_shell("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "/fb' '" + dir_ + "/config'", nullptr);
     // This suite's display numbers: the first of :45..:49 with no server.
     for (int n = 45; n <= 49 && display_.empty(); ++n)
@@ -92,6 +99,7 @@ class Driven : public ::testing::Test {
   void TearDown() override {
     if (app_ > 0) kill(app_, SIGKILL), waitpid(app_, nullptr, 0);
     if (xvfb_ > 0) kill(xvfb_, SIGTERM), waitpid(xvfb_, nullptr, 0);
+    if (lock_ >= 0) ::close(lock_);  // lets the next test of this file go
   }
 
   pid_t spawn(const std::string& cmd) {
@@ -166,6 +174,7 @@ class Driven : public ::testing::Test {
   std::string dir_, display_, wid_;
   pid_t xvfb_ = -1, app_ = -1;
   int steps_ = 0;
+  int lock_ = -1;
 };
 
 TEST_F(Driven, EveryInputAUserGivesTheWindow) {
@@ -299,6 +308,96 @@ TEST_F(Driven, EveryInputAUserGivesTheWindow) {
   ASSERT_TRUE(WIFEXITED(status)) << read_file(dir_ + "/app.out");
   EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir_ + "/app.out");
   EXPECT_NE(read_file(dir_ + "/app.out").find(", 0 GL errors"), std::string::npos) << read_file(dir_ + "/app.out");
+}
+
+// The source pane as an editor, in the product binary (the edited kernel compiled for real, in the worker:
+// the host compiler on the CPU backend, NVRTC on CUDA): Edit clicked, a line typed at the top of the
+// source, Ctrl+Enter pressed once, the compiler's error shown on line 1; Ctrl+Enter in a panel's input
+// compiles nothing; the edit is in the settings file after Ctrl+Q and is back on the next start.
+TEST_F(Driven, EditorTypedIntoAndCtrlEnterOnce) {
+  const std::string start = "cd '" + dir_ + "' && DISPLAY=" + display_ + " XDG_CONFIG_HOME='" + dir_ + "/config' exec " +
+                            std::string(KL_BINARY) + " --backend " + test::window_backend() +
+                            " --size 1920x1080 --panel vector-add --ui-log '" + dir_ + "/ui.log'";
+  app_ = spawn(start + " > '" + dir_ + "/app.out' 2>&1");
+  wait_for("panel vector-add");
+  wait_for("size ");
+  wid_ = x("search --sync --name 'Kernel Ladder'");
+  while (!wid_.empty() && (wid_.back() == '\n' || wid_.back() == ' ')) wid_.pop_back();
+  ASSERT_FALSE(wid_.empty()) << "no X window named Kernel Ladder";
+  if (wid_.find('\n') != std::string::npos) wid_ = wid_.substr(wid_.rfind('\n') + 1);
+  x("windowfocus --sync " + wid_);
+  step("editor-start");
+
+  {
+    const size_t from = log().size();
+    const Rect r = place("button edit vector-add");
+    click(r.cx(), r.cy());
+    wait_for("editor open vector-add", from);
+    step("editor-open");
+  }
+  {
+    const size_t from = log().size();
+    wait_for("place editor vector-add ");
+    const Rect r = place("editor vector-add");
+    click(r.x0 + (r.x1 - r.x0) / 2, r.y0 + 40);
+    key("ctrl+Home");
+    x("type --delay 30 'int typo = undefined_name;'");
+    key("Return");
+    const std::string line = wait_for("editor edited vector-add +1 -0", from);
+    EXPECT_NE(line, "");
+    key("Escape");  // not a revert of everything typed (Dear ImGui's text field alone would)
+    sleep_ms(300);
+    EXPECT_EQ(log().find("editor edited vector-add +0 -0", from), std::string::npos) << log().substr(from);
+    step("editor-typed");
+  }
+  {
+    const size_t from = log().size();
+    key("ctrl+Return");
+    const std::string run = wait_for("editor run vector-add: ", from);
+    EXPECT_NE(run.find("compile errors, "), std::string::npos) << run;
+    const std::string diag = wait_for("editor diagnostic vector-add ", from);
+    EXPECT_NE(diag.find("vector-add 1:"), std::string::npos) << diag;  // the typed line, named by the compiler
+    EXPECT_NE(diag.find("undefined_name"), std::string::npos) << diag;
+    EXPECT_NE(wait_for("editor status vector-add ", from).find("compile error"), std::string::npos);
+    step("editor-ctrl-enter");
+  }
+  {
+    // Ctrl+F, a word, Enter: the next match, scrolled into view.
+    const size_t from = log().size();
+    key("ctrl+f");
+    x("type --delay 30 'pid'");
+    key("Return");
+    const std::string line = wait_for("editor find 'pid' 2 of ", from);
+    EXPECT_NE(line, "");
+    step("editor-find");
+    key("Escape");
+  }
+  {
+    // Ctrl+Enter while typing into a panel's input: no compile.
+    const size_t from = log().size();
+    const Rect r = place("control vector-add n");
+    click(r.x0 + 30, r.cy());
+    key("ctrl+Return");
+    sleep_ms(600);
+    EXPECT_EQ(log().find("editor run ", from), std::string::npos) << log().substr(from);
+    step("editor-ctrl-enter-elsewhere");
+  }
+  key("ctrl+q");
+  int status = -1;
+  for (int t = 0; t < 200 && waitpid(app_, &status, WNOHANG) == 0; ++t) sleep_ms(50);
+  app_ = -1;
+  ASSERT_TRUE(WIFEXITED(status)) << read_file(dir_ + "/app.out");
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir_ + "/app.out");
+  const std::string ini = read_file(dir_ + "/config/kernel-ladder/imgui.ini");
+  EXPECT_NE(ini.find("\neditor=1\n"), std::string::npos) << ini;
+  EXPECT_NE(ini.find("\nedit.vector-add=int typo = undefined_name;\\n"), std::string::npos) << ini;
+
+  // The next start: the edit is back, in the editor.
+  const size_t from = log().size();
+  app_ = spawn(start + " --frames 20 > '" + dir_ + "/app2.out' 2>&1");
+  for (int t = 0; t < 400 && waitpid(app_, &status, WNOHANG) == 0; ++t) sleep_ms(50);
+  app_ = -1;
+  EXPECT_NE(wait_for("editor edited vector-add +1 -0", from), "");
 }
 
 }  // namespace
