@@ -202,7 +202,7 @@ void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::
   const std::string file = edited_file_name(rung);
   if (!hooks().compile_and_run) {
     r.result = RunResult();
-    r.result.message = "this build cannot compile edited kernels (it has no kernels/editable); the edit is kept";
+    r.result.message = "no compiler is wired to the editor here; the edit is kept";
   } else {
     try {
       r.result = hooks().compile_and_run(panel, ctx, rung, file, r.text);

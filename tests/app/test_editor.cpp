@@ -227,14 +227,16 @@ struct NoPanel : app::Panel {
 };
 
 TEST(EditorActions, WithoutACompilerTheEditIsKeptAndSaidPlainly) {
-  install_hooks(default_hooks());
+  EditorHooks none = default_hooks();
+  none.compile_and_run = nullptr;  // hooks without a compiler (the product's default has one)
+  install_hooks(none);
   Editor e;
   NoPanel p;
   set_text(e, "vector-add", "edited\n");
   compile_and_run(e, p, app::AppContext{}, "vector-add");
   const RungEdit& r = e.rungs["vector-add"];
   EXPECT_EQ(r.result.kind, RunResult::Kind::Refused);
-  EXPECT_EQ(r.status, "not run: this build cannot compile edited kernels (it has no kernels/editable); the edit is kept");
+  EXPECT_EQ(r.status, "not run: no compiler is wired to the editor here; the edit is kept");
   EXPECT_FALSE(r.status_ok);
   EXPECT_TRUE(r.edited);
 }
