@@ -135,7 +135,7 @@ void tie_check(ReluDropoutResult& r, const editable::Source* src) {
       rd::run_unfused(r.backend, x.data(), tmp.data(), out.data(), n, r.tie_p, r.seed, r.block_size);
     else rd::run_traced(r.backend, x.data(), out.data(), n, r.tie_p, r.seed, r.block_size, nullptr, src);
     const std::vector<float> o = out.to_host();
-    return o[size_t(i)] == r.x[size_t(i)] * rd::keep_scale(r.tie_p) && o[size_t(i)] != 0.0f;
+    return o[size_t(i)] != 0.0f;  // x > 0: a kept element's output is not 0, whatever it was scaled by
   };
   r.tie_kept_traced = kept("traced");
   r.tie_kept_fused = kept("fused");
