@@ -41,7 +41,7 @@ class SoftmaxPanel : public Panel {
   std::string title() const override { return "3 · Softmax: the truncation bug"; }
   ParamValues& params() override { return params_; }
   SourceFocus source_focus() const override {
-    return {"softmax.cu", {"softmax_traced", "block_reduce"}};
+    return {"softmax.cu", {"softmax_traced", "block_reduce", "softmax_online_traced"}};
   }
   std::vector<TourStop> tour_stops() const override {
     return {{"bug-n2000", {"n_cols=2000"}},

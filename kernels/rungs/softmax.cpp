@@ -121,20 +121,33 @@ void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk) 
 }
 
 editable::Launch traced_launch(Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
-                               SoftmaxTraceView* t) {
+                               SoftmaxTraceView* t, int chunk) {
   using editable::DType;
-  const int64_t block = block_size(v, n_cols);
+  const int64_t block = block_size(v, n_cols, chunk);
   editable::Launch l;
   l.rung = "softmax";
-  l.kernel = "softmax_traced";
+  l.kernel = v == Variant::Online ? "softmax_online_traced" : "softmax_traced";
   l.grid.x = uint32_t(rows);
   // Triton's tutorial: num_warps 4, 8 from BLOCK_SIZE 2048, 16 from 4096; a block of 32 * num_warps threads.
   const int64_t threads = 32 * (block >= 4096 ? 16 : block >= 2048 ? 8 : 4);
   l.block.x = uint32_t(block < threads ? block : threads);
   l.args = {editable::tensor("x", DType::F32, const_cast<float*>(x), rows * n_cols, false),
             editable::tensor("out", DType::F32, out, rows * n_cols, true, t ? t->writer : nullptr,
-                             t ? t->write_count : nullptr),
-            editable::i64("n_cols", n_cols), editable::i32("BLOCK_SIZE", int32_t(block))};
+                             t ? t->write_count : nullptr)};
+  if (v == Variant::Online) {
+    const std::pair<const char*, float*> records[] = {{"chunk_max", t ? t->chunk_max : nullptr},
+                                                      {"running_max", t ? t->running_max : nullptr},
+                                                      {"running_sum", t ? t->running_sum : nullptr}};
+    for (const auto& [name, rec] : records)
+      l.args.push_back(rec ? editable::tensor(name, DType::F32, rec, t->n_chunks, true)
+                           : editable::absent(name, DType::F32));
+    l.args.push_back(editable::i64("n_cols", n_cols));
+    l.args.push_back(editable::i32("chunk", chunk));
+    l.args.push_back(editable::i64("trace_row", t ? t->trace_row : -1));
+    return l;
+  }
+  l.args.push_back(editable::i64("n_cols", n_cols));
+  l.args.push_back(editable::i32("BLOCK_SIZE", int32_t(block)));
   return l;
 }
 
@@ -265,12 +278,13 @@ editable::Fault run(Backend b, Variant v, const float* x, float* out, int64_t ro
   detail::check_shape(b, v, rows, n_cols, chunk);
   if (trace && (trace->rows != rows || trace->n_cols != n_cols || (v == Variant::Online && trace->chunk != chunk)))
     throw RuntimeError("softmax: trace was reset for another shape");
-  const bool editable_variant = v == Variant::Buggy || v == Variant::Fixed;
+  const bool editable_variant = v != Variant::ThreePass;
   if (src && !editable_variant)
     throw InputError(std::string("--source: --variant ") + variant_name(v) +
-                     " is not editable; the editable source holds buggy and fixed (softmax_traced)");
+                     " is not editable; the editable source holds buggy, fixed (softmax_traced) and online "
+                     "(softmax_online_traced)");
   if (editable_variant && (trace || src)) {
-    const editable::Fault f = editable::launch(b, src, detail::traced_launch(v, x, out, rows, n_cols, trace));
+    const editable::Fault f = editable::launch(b, src, detail::traced_launch(v, x, out, rows, n_cols, trace, chunk));
     if (!src && f.kind != editable::Fault::None) throw RuntimeError("softmax (shipped): " + f.text());
     return f;
   }

@@ -364,6 +364,11 @@ SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p, const editable::Sour
 }
 
 SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("softmax");
+  return softmax_online(b, p, e ? &*e : nullptr);
+}
+
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::Source* src) {
   SoftmaxOnline r;
   r.n_cols = p.get_int("n_cols");
   r.rows = p.get_int("rows");
@@ -381,7 +386,8 @@ SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
   softmax::SoftmaxTrace trace;
   trace.reset(b, rows, n, row, r.chunk);
   softmax::SoftmaxTraceView tv = trace.view();
-  softmax::run(b, Variant::Online, r.dev_x.data(), out.data(), rows, n, &tv, r.chunk);
+  const editable::Fault fault = softmax::run(b, Variant::Online, r.dev_x.data(), out.data(), rows, n, &tv, r.chunk,
+                                             nullptr, src);
   const std::vector<float> cmax = trace.chunk_max.to_host(), m = trace.running_max.to_host(),
                            l = trace.running_sum.to_host();
   r.row_x.assign(x.begin() + row * n, x.begin() + (row + 1) * n);
@@ -412,6 +418,8 @@ SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
   r.check.pass = !nan && diff < 1e-6;
   r.check.sentence = nan ? std::string("no: unwritten elements")
                          : format("%s, max abs diff %.3g", r.check.pass ? "yes" : "no", diff);
+  if (fault.kind != editable::Fault::None)
+    r.check.pass = false, r.check.sentence = "edited kernel: " + fault.text() + "; " + r.check.sentence;
   r.intro = format("One program walks row %" PRId64 " in %" PRId64 " chunks of %d columns, keeping only a running "
                    "max m and a running sum l:  m_new = max(m_old, rowmax(chunk)),  l_new = l_old * exp(m_old - m_new) "
                    "+ rowsum(exp(chunk - m_new)).  A second pass writes exp(x - m) / l.  Any width works: nothing "

@@ -119,7 +119,8 @@ struct SoftmaxOnline {
   std::string intro;                    // the paragraph over the check
 };
 // Throws InputError for trace_row >= rows (naming the range) and other out-of-range settings.
-SoftmaxOnline softmax_online(Backend b, const ParamValues& p);
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::Source* src);
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p);  // the app's edited source, if any
 
 // The common form: view=bug gives the two checks, row sums, the sweep and the limits; view=online the
 // online check and its steps.

@@ -211,11 +211,55 @@ TEST(EditableSoftmax, UneditedSourceCompiledAtRunTimeReproducesTheShippedTrace) 
   }
 }
 
-TEST(EditableSoftmax, ASourceForOnlineOrThreePassIsRefused) {
+TEST(EditableSoftmax, OnlineUneditedSourceReproducesTheShippedTraceAndItsChunkRecords) {
+  const editable::Source src = copy_of("softmax");
+  EXPECT_NE(src.text.find("__global__ void softmax_online_traced("), std::string::npos);
+  const int64_t rows = 3;
+  for (int chunk : {32, 256, 4096})
+    for (int64_t n : {int64_t(1), int64_t(300), int64_t(2000)}) {
+      SCOPED_TRACE("chunk=" + std::to_string(chunk) + " n=" + std::to_string(n));
+      const std::vector<float> x = test::random_floats(size_t(rows * n), -4.0f, 4.0f);
+      struct Run {
+        std::vector<float> out, cmax, m, l;
+        std::vector<int32_t> writer;
+        std::vector<uint32_t> count;
+      };
+      auto go = [&](bool edited) {
+        Buffer<float> dx(Backend::Cpu, x.size()), dout(Backend::Cpu, x.size());
+        dx.upload(x);
+        dout.fill_bytes(0xFF);
+        softmax::SoftmaxTrace t;
+        t.reset(Backend::Cpu, rows, n, 1, chunk);
+        softmax::SoftmaxTraceView tv = t.view();
+        editable::Fault f;
+        if (edited)
+          f = editable::run_in_process(Backend::Cpu, &src, softmax::detail::traced_launch(Variant::Online, dx.data(),
+                                                                                        dout.data(), rows, n, &tv, chunk));
+        else
+          f = softmax::run(Backend::Cpu, Variant::Online, dx.data(), dout.data(), rows, n, &tv, chunk);
+        EXPECT_EQ(f.kind, editable::Fault::None) << f.text();
+        return Run{dout.to_host(), t.chunk_max.to_host(), t.running_max.to_host(), t.running_sum.to_host(),
+                   t.writer.to_host(), t.write_count.to_host()};
+      };
+      const Run a = go(false), b = go(true);
+      EXPECT_EQ(0, std::memcmp(a.out.data(), b.out.data(), a.out.size() * 4));
+      EXPECT_EQ(0, std::memcmp(a.cmax.data(), b.cmax.data(), a.cmax.size() * 4));
+      EXPECT_EQ(0, std::memcmp(a.m.data(), b.m.data(), a.m.size() * 4));
+      EXPECT_EQ(0, std::memcmp(a.l.data(), b.l.data(), a.l.size() * 4));
+      EXPECT_EQ(a.writer, b.writer);
+      EXPECT_EQ(a.count, b.count);
+      // The records are row 1's: its last running max is its max.
+      const float row_max = *std::max_element(x.begin() + n, x.begin() + 2 * n);
+      EXPECT_EQ(a.m.back(), row_max);
+      for (float c : a.cmax) EXPECT_LE(c, row_max);
+    }
+}
+
+TEST(EditableSoftmax, ASourceForThreePassIsRefused) {
   const editable::Source src = copy_of("softmax");
   std::vector<float> x(8, 0.0f), out(8);
-  for (Variant v : {Variant::Online, Variant::ThreePass})
-    EXPECT_THROW(softmax::run(Backend::Cpu, v, x.data(), out.data(), 1, 8, nullptr, 256, nullptr, &src), InputError);
+  EXPECT_THROW(softmax::run(Backend::Cpu, Variant::ThreePass, x.data(), out.data(), 1, 8, nullptr, 256, nullptr, &src),
+               InputError);
 }
 
 ParamValues softmax_settings(const std::vector<std::string>& sets) {

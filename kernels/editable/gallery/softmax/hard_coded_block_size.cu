@@ -20,6 +20,15 @@
 // results are combined as a tree in shared memory, with __syncthreads between the steps (without it, a
 // thread reads a partial result its neighbour has not written yet: a race).
 // A row of all -inf has nothing to attend to and comes back all 0 (FlashAttention's rule, not NaN).
+//
+// Kernel: softmax_online_traced(x, out, chunk_max, running_max, running_sum, n_cols, chunk, trace_row), the
+// online form (Milakov & Gimelshein 2018, the idea FlashAttention is built on): one program per row walks
+// it in chunks of `chunk` columns keeping only a running max m and a running sum l,
+//     m_new = max(m_old, rowmax(chunk));   l_new = l_old * exp(m_old - m_new) + rowsum(exp(chunk - m_new))
+// then a second pass writes exp(x - m) / l. Any width works: nothing holds the whole row. Launched as one
+// program per row of min(chunk, 32 * num_warps) threads (num_warps as above, from the chunk).
+//   chunk_max, running_max, running_sum   the trace of row trace_row, one entry per chunk k: rowmax of
+//               chunk k alone, m after it and l after it (l relative to that m)
 #include "kl.cuh"
 
 #define MAX_PER_THREAD 64  // BLOCK_SIZE / blockDim.x: 32768 columns on 512 threads
@@ -62,4 +71,36 @@ __global__ void softmax_traced(kl::Tensor<float> x, kl::Tensor<float> out, int64
     const int64_t col = threadIdx.x + int64_t(j) * blockDim.x;
     out.store(row * n_cols + col, s > 0.0f ? v[j] / s : 0.0f, col < n_cols);  // tl.store(..., mask=mask)
   }
+}
+
+__global__ void softmax_online_traced(kl::Tensor<float> x, kl::Tensor<float> out, kl::Tensor<float> chunk_max,
+                                      kl::Tensor<float> running_max, kl::Tensor<float> running_sum, int64_t n_cols,
+                                      int chunk, int64_t trace_row) {
+  __shared__ float red[512];
+  const int64_t row = kl::program_id();
+  float m = -INFINITY, l = 0.0f;
+  int64_t k = 0;
+  for (int64_t c0 = 0; c0 < n_cols; c0 += chunk, ++k) {
+    float cmax = -INFINITY;
+    for (int64_t j = threadIdx.x; j < chunk; j += blockDim.x)
+      cmax = fmaxf(cmax, x.load(row * n_cols + c0 + j, c0 + j < n_cols, -INFINITY));
+    cmax = block_reduce(cmax, true, red);
+    const float m_new = fmaxf(m, cmax);                     // m_new = max(m_old, rowmax(chunk))
+    const float m_safe = m_new == -INFINITY ? 0.0f : m_new;  // nothing but -inf so far: every e is 0
+    float cs = 0.0f;
+    for (int64_t j = threadIdx.x; j < chunk; j += blockDim.x)
+      if (c0 + j < n_cols) cs += expf(x.load(row * n_cols + c0 + j) - m_safe);
+    cs = block_reduce(cs, false, red);
+    const float alpha = m == -INFINITY ? 0.0f : expf(m - m_new);  // rescale the old sum to the new max
+    l = l * alpha + cs;                                     // l_new = l_old * exp(m_old - m_new) + rowsum
+    m = m_new;
+    if (row == trace_row && threadIdx.x == 0) {
+      chunk_max.store(k, cmax);
+      running_max.store(k, m);
+      running_sum.store(k, l);
+    }
+  }
+  const float m_safe = m == -INFINITY ? 0.0f : m;
+  for (int64_t c = threadIdx.x; c < n_cols; c += blockDim.x)
+    out.store(row * n_cols + c, l > 0.0f ? expf(x.load(row * n_cols + c) - m_safe) / l : 0.0f);
 }
