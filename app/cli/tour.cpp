@@ -5,9 +5,38 @@
 
 #include "app/cli/cli.h"
 #include "app/tour_web.h"
+#include "kernels/editable/launch.h"
+#include "kernels/runtime/errors.h"
 #include "viz/gl_check.h"
 
 namespace kl::app::cli {
+namespace {
+
+// The gallery bugs the tour renders (kernels/editable/gallery/<rung>/<file>): each loaded as the rung's
+// edited source for one image of its panel, at the settings where its symptom shows, its sentence the caption.
+struct GalleryStop {
+  const char* panel;  // the panel's id, which is also the rung's name
+  const char* file;   // the gallery file
+  std::vector<std::string> settings;
+};
+const std::vector<GalleryStop>& gallery_stops() {
+  static const std::vector<GalleryStop> stops = {
+      {"vector-add", "no_mask.cu", {}},
+      {"relu-dropout", "scale_by_p.cu", {}},
+      {"softmax", "hard_coded_block_size.cu", {"n_cols=2000"}},
+      {"softmax", "no_max_subtraction.cu", {"n_cols=2000", "x_scale=100"}},
+      {"softmax", "missing_syncthreads.cu", {"n_cols=2000"}},
+  };
+  return stops;
+}
+
+editable::GalleryBug gallery_bug(const std::string& rung, const std::string& file) {
+  for (const editable::GalleryBug& g : editable::gallery(rung))
+    if (g.file == file) return g;
+  throw RuntimeError("tour: no gallery bug " + file + " for " + rung);
+}
+
+}  // namespace
 
 CLI::App* add_tour(CLI::App& app, TourOptions& o, Common& c) {
   CLI::App* cmd = app.add_subcommand("tour", "render every panel at named settings, with an index");
@@ -52,6 +81,37 @@ int run_tour(const TourOptions& o, const Common& c) {
                          shot_command_line(s.panels[i]->id(), stop.settings, size.w, size.h, s.ctx.backend.backend, name),
                          ""});
     }
+  }
+  index += "\n## Gallery: classic kernel bugs, each loaded as the edited kernel\n\n";
+  for (const GalleryStop& g : gallery_stops()) {
+    size_t i = 0;
+    while (i < s.panels.size() && s.panels[i]->id() != g.panel) ++i;
+    if (i == s.panels.size()) throw RuntimeError(std::string("tour: no panel ") + g.panel);
+    const editable::GalleryBug bug = gallery_bug(g.panel, g.file);
+    editable::set_edited({g.panel, bug.file, bug.text});
+    s.panels = make_panels();
+    s.current = i;
+    for (const std::string& kv : g.settings) s.panels[i]->params().set(kv);
+    std::string stem = bug.file.substr(0, bug.file.size() - 3);
+    char name[256];
+    std::snprintf(name, sizeof name, "%02d-%s-gallery-%s.png", ++k, g.panel, stem.c_str());
+    try {
+      render_shot(s, *host, dir + "/" + name, 3);
+    } catch (...) {
+      editable::reset_edited(g.panel);
+      throw;
+    }
+    editable::reset_edited(g.panel);
+    const std::string settings = join_settings(g.settings);
+    index += "- [" + s.panels[i]->title() + ", gallery: " + bug.name + "](" + name + "): " + bug.sentence +
+             " (" + bug.file + (g.settings.empty() ? "" : ", " + settings) + ")\n";
+    std::printf("wrote %s/%s\n", dir.c_str(), name);
+    entries.push_back({name, s.panels[i]->title(), "gallery: " + bug.name,
+                       bug.sentence + " (" + settings + ")",
+                       shot_command_line(g.panel, g.settings, size.w, size.h, s.ctx.backend.backend, name) +
+                           " --source " + bug.file + "  # kernel-ladder's gallery file " + std::string(g.panel) + "/" +
+                           bug.file,
+                       ""});
   }
   std::ofstream(dir + "/index.md") << index;
   std::printf("wrote %s/index.md (%d images)\n", dir.c_str(), k);

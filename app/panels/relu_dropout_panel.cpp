@@ -45,7 +45,7 @@ class ReluDropoutPanel : public Panel {
   std::string id() const override { return "relu-dropout"; }
   std::string title() const override { return "2 · Fused ReLU + dropout"; }
   ParamValues& params() override { return params_; }
-  SourceFocus source_focus() const override { return {"relu_dropout.cu", {"relu_dropout_kernel"}}; }
+  SourceFocus source_focus() const override { return {"relu_dropout.cu", {"relu_dropout_traced", "philox_word"}}; }
   std::vector<TourStop> tour_stops() const override {
     return {{"p0.5", {"p=0.5"}}, {"p0.1", {"p=0.1"}}, {"p0.9-n2pow20", {"p=0.9", "n=1048576"}}};
   }

@@ -41,7 +41,7 @@ class SoftmaxPanel : public Panel {
   std::string title() const override { return "3 · Softmax: the truncation bug"; }
   ParamValues& params() override { return params_; }
   SourceFocus source_focus() const override {
-    return {"softmax.cu", {"softmax_buggy", "softmax_fixed", "softmax_online_traced"}};
+    return {"softmax.cu", {"softmax_traced", "block_reduce", "softmax_online_traced"}};
   }
   std::vector<TourStop> tour_stops() const override {
     return {{"bug-n2000", {"n_cols=2000"}},
@@ -53,7 +53,7 @@ class SoftmaxPanel : public Panel {
   void draw(AppContext& ctx) override {
     const Backend b = ctx.backend.backend;
     ImGui::PushItemWidth(150);
-    ui::param_row(params_, {"n_cols", "rows", "seed"}, &control_error_);
+    ui::param_row(params_, {"n_cols", "rows", "seed", "x_scale"}, &control_error_);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
 
@@ -80,7 +80,7 @@ class SoftmaxPanel : public Panel {
  private:
   // [SECTION] the truncation bug view ----------------------------------------------------------------------
   void draw_bug(Backend b) {
-    const std::string key = ui::settings_key(params_, {"n_cols", "rows", "seed"}, b);
+    const std::string key = ui::settings_key(params_, {"n_cols", "rows", "seed", "x_scale"}, b);
     if (key != bug_key_) {
       bug_key_ = key;
       try {
@@ -124,6 +124,7 @@ class SoftmaxPanel : public Panel {
 
     ui::status_line("buggy matches reference:", r.buggy.sentence, r.buggy.pass);
     ui::status_line("fixed matches reference:", r.fixed.sentence, r.fixed.pass);
+    if (!r.nonfinite_sentence.empty()) ui::wrapped_colored(IM_COL32(255, 150, 130, 255), r.nonfinite_sentence);
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.inputs_sentence);
 
     // Row sums (left) and the max abs diff over n_cols (right), one above the other where the panel is

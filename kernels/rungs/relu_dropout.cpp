@@ -66,25 +66,28 @@ static void run_cpu(int mode, const float* x, float* out, int64_t n, uint32_t th
   for (int64_t pid = 0; pid < grid; ++pid) program(mode, pid, x, out, n, thr, scale, seed, block);
 }
 
-// The traced program: offset by offset, element i draws word i % 4 of group i / 4 (the same bits as fused).
-static void run_cpu_traced(const float* x, float* out, int64_t n, uint32_t thr, float scale, uint64_t seed,
-                           int block, DropoutTraceView* t) {
+editable::Launch traced_launch(const float* x, float* out, int64_t n, double p, uint64_t seed, int block,
+                               DropoutTraceView* t) {
+  using editable::DType;
+  editable::Launch l;
+  l.rung = "relu-dropout";
+  l.kernel = "relu_dropout_traced";
   const int64_t grid = (n + block - 1) / block;
-  for (int64_t pid = 0; pid < grid; ++pid) {
-    for (int lane = 0; lane < block; ++lane) {
-      const int64_t i = pid * block + lane;
-      const bool mask = i < n;
-      if (t) t->elements.lane_state[i] = mask ? kLaneActive : kLaneMasked;
-      if (!mask) continue;
-      const bool drop = philox::dropped(philox::element_word(seed, uint64_t(i)), thr);
-      out[i] = drop ? 0.0f : relu(x[i]) * scale;
-      if (t) {
-        t->keep[i] = drop ? kDropped : kKept;
-        t->elements.writer[i] = int32_t(pid);
-        t->elements.write_count[i] += 1;
-      }
-    }
-  }
+  l.grid.x = uint32_t(grid);
+  l.block.x = uint32_t(block < 1024 ? block : 1024);
+  l.args = {editable::tensor("x", DType::F32, const_cast<float*>(x), n, false),
+            editable::tensor("out", DType::F32, out, n, true, t ? t->elements.writer : nullptr,
+                             t ? t->elements.write_count : nullptr),
+            t ? editable::tensor("keep", DType::U8, t->keep, n, true) : editable::absent("keep", DType::U8),
+            t ? editable::tensor("lane_state", DType::U8, t->elements.lane_state, grid * block, true)
+              : editable::absent("lane_state", DType::U8),
+            editable::i64("n", n),
+            editable::f32("p", float(p)),
+            editable::i32("threshold", int32_t(philox::drop_threshold(p))),  // <= 2^24
+            editable::f32("scale", keep_scale(p)),
+            editable::i64("seed", int64_t(seed)),
+            editable::i32("BLOCK_SIZE", block)};
+  return l;
 }
 
 }  // namespace detail
@@ -119,19 +122,14 @@ void run_unfused(Backend b, const float* x, float* tmp, float* out, int64_t n, d
 #endif
 }
 
-void run_traced(Backend b, const float* x, float* out, int64_t n, double p, uint64_t seed, int block_size,
-                DropoutTraceView* trace) {
+editable::Fault run_traced(Backend b, const float* x, float* out, int64_t n, double p, uint64_t seed,
+                           int block_size, DropoutTraceView* trace, const editable::Source* src) {
   detail::check_args(n, p, block_size);
   if (trace && (trace->elements.n != n || trace->elements.block_size != block_size))
     throw RuntimeError("relu_dropout: trace was reset for another shape");
-  const uint32_t thr = philox::drop_threshold(p);
-  const float scale = keep_scale(p);
-  if (b == Backend::Cpu) return detail::run_cpu_traced(x, out, n, thr, scale, seed, block_size, trace);
-#ifdef KL_HAS_CUDA
-  detail::run_cuda_traced(x, out, n, thr, scale, seed, block_size, trace);
-#else
-  throw RuntimeError("built without CUDA");
-#endif
+  const editable::Fault f = editable::launch(b, src, detail::traced_launch(x, out, n, p, seed, block_size, trace));
+  if (!src && f.kind != editable::Fault::None) throw RuntimeError("relu_dropout (shipped): " + f.text());
+  return f;
 }
 
 Summary summarize(Backend b, const float* x, const float* out, const uint8_t* keep, int64_t n, double ratio_lo,
@@ -267,6 +265,9 @@ KernelEntry entry() {
     dx.upload(x.data);
     dout.fill_bytes(0xFF);  // poison: elements nobody writes come back as NaN
     KernelRunResult res;
+    if (r.source && r.variant != "traced")
+      throw InputError("--source: --variant " + r.variant + " is not editable; the editable source is the traced "
+                       "version's (add --variant traced)");
     if (r.variant == "unfused") {
       Buffer<float> tmp(r.backend, size_t(n));
       run_unfused(r.backend, dx.data(), tmp.data(), dout.data(), n, p, seed, block);
@@ -274,7 +275,8 @@ KernelEntry entry() {
       DropoutTrace t;
       t.reset(r.backend, n, block);
       DropoutTraceView v = t.view();
-      run_traced(r.backend, dx.data(), dout.data(), n, p, seed, block, &v);
+      const editable::Fault f = run_traced(r.backend, dx.data(), dout.data(), n, p, seed, block, &v, r.source);
+      if (f.kind != editable::Fault::None) throw editable::FaultError(f);
       const std::vector<uint8_t> keep = t.keep.to_host();
       Array k;
       k.shape = x.shape;

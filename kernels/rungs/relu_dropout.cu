@@ -215,36 +215,6 @@ void run_cuda_elementwise(int mode, const float* x, float* out, int64_t n, uint3
   else launch_mode<2>(x, out, n, threshold, scale, seed, block_size, vec);
 }
 
-// The traced kernel: one thread per element at a time (a block of up to 1024 threads loops over the
-// program's BLOCK_SIZE offsets).
-__global__ void relu_dropout_traced(const float* __restrict__ x, float* __restrict__ out, int64_t n,
-                                    uint32_t threshold, float scale, uint64_t seed, int block_size,
-                                    DropoutTraceView t, bool record) {
-  const int64_t pid = blockIdx.x;
-  for (int lane = threadIdx.x; lane < block_size; lane += blockDim.x) {
-    const int64_t i = pid * block_size + lane;
-    const bool mask = i < n;
-    if (record) t.elements.lane_state[i] = mask ? kLaneActive : kLaneMasked;
-    if (!mask) continue;
-    const bool drop = philox::dropped(philox::element_word(seed, uint64_t(i)), threshold);
-    out[i] = drop ? 0.0f : relu_d(x[i]) * scale;
-    if (record) {
-      t.keep[i] = drop ? kDropped : kKept;
-      t.elements.writer[i] = int32_t(pid);
-      atomicAdd(&t.elements.write_count[i], 1u);
-    }
-  }
-}
-
-void run_cuda_traced(const float* x, float* out, int64_t n, uint32_t threshold, float scale, uint64_t seed,
-                     int block_size, DropoutTraceView* trace) {
-  const int64_t grid = (n + block_size - 1) / block_size;
-  const int threads = block_size < 1024 ? block_size : 1024;
-  DropoutTraceView t = trace ? *trace : DropoutTraceView{};
-  cuda::launch("relu_dropout_traced", relu_dropout_traced, dim3(unsigned(grid)), dim3(threads), 0, 0, x, out,
-               n, threshold, scale, seed, block_size, t, trace != nullptr);
-}
-
 // ---- for the views -----------------------------------------------------------------------------------------
 __global__ void summarize_kernel(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo,
                                  float hi, int bins, unsigned long long* c) {

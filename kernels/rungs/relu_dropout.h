@@ -9,8 +9,11 @@
 //   fused      one load, relu, drop, scale, one store. CUDA: 16-byte plain loads and stores, 32-bit
 //              indices, one Philox call per 4 consecutive elements (its 4 words are their 4 uniforms), up to
 //              4 groups in flight per thread. CPU: the same grid, program by program. What `bench` times.
-//   traced     same math element by element, one Philox call per element (word i % 4 of group i / 4, so
-//              the same bits); records the keep mask and the ElementTrace (writer, offsets) for the views.
+//   traced     (CPU and CUDA) the editable source kernels/editable/sources/relu_dropout.cu: the same math
+//              element by element, one Philox call per element (word i % 4 of group i / 4, so the same
+//              bits; the source carries its own Philox-4x32-10); records the keep mask and the ElementTrace
+//              (writer, offsets) for the views. An edited copy of it runs instead when one is given
+//              (kernels/editable/launch.h).
 // The mask is not Triton's tl.rand mask: tl.rand(seed, i) takes word 0 of Philox at counter i.
 //   unfused    a ReLU kernel writing relu(x) to memory, then a dropout kernel reading it back: 16 bytes
 //              per element instead of 8. Same bits as fused; the Measure view shows what fusion saves.
@@ -18,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/runtime/backend.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/registry.h"
@@ -61,8 +65,11 @@ struct DropoutTrace {
 // [0, 1), or a block size that is not a power of two in [32, 4096].
 void run_fused(Backend b, const float* x, float* out, int64_t n, double p, uint64_t seed, int block_size);
 // `trace` may be null; when given it must have been reset() for (n, block_size) on the same backend.
-void run_traced(Backend b, const float* x, float* out, int64_t n, double p, uint64_t seed, int block_size,
-                DropoutTraceView* trace);
+// `src`: an edited copy of the editable source run instead of the shipped one (CompileError when it does
+// not compile). Returns the edited kernel's first misbehaviour (kind None when clean); the shipped kernel
+// misbehaving is a RuntimeError.
+editable::Fault run_traced(Backend b, const float* x, float* out, int64_t n, double p, uint64_t seed,
+                           int block_size, DropoutTraceView* trace, const editable::Source* src = nullptr);
 // `tmp` holds relu(x) between the two kernels ([n] floats).
 void run_unfused(Backend b, const float* x, float* tmp, float* out, int64_t n, double p, uint64_t seed,
                  int block_size);
@@ -101,12 +108,13 @@ ParamSpec block_size();
 
 namespace detail {
 void check_args(int64_t n, double p, int block_size);
+// The launch of the editable kernel: grid ceil(n / block_size), min(block_size, 1024) threads.
+editable::Launch traced_launch(const float* x, float* out, int64_t n, double p, uint64_t seed, int block_size,
+                               DropoutTraceView* t);
 #ifdef KL_HAS_CUDA
 // mode: 0 fused, 1 relu only (x -> out), 2 dropout only (x is already relu'd)
 void run_cuda_elementwise(int mode, const float* x, float* out, int64_t n, uint32_t threshold, float scale,
                           uint64_t seed, int block_size);
-void run_cuda_traced(const float* x, float* out, int64_t n, uint32_t threshold, float scale, uint64_t seed,
-                     int block_size, DropoutTraceView* trace);
 // counts: [bins + 5]: histogram, then below, above, kept, dropped, survivors (device memory)
 void summarize_cuda(const float* x, const float* out, const uint8_t* keep, int64_t n, float lo, float hi, int bins,
                     unsigned long long* counts);

@@ -1,5 +1,6 @@
-// Rung 3, host side: the float64 reference, the CPU backend's program-by-program versions (a program's
-// BLOCK_SIZE elements reduced as a tree, as a block reduces them), `run`, `bench` and the registry entry.
+// Rung 3, host side: the float64 reference, the traced launch of the editable kernel (buggy and fixed), the
+// CPU backend's untraced program-by-program versions (a program's BLOCK_SIZE elements reduced as a tree,
+// as a block reduces them), `run`, `bench` and the registry entry.
 #include "kernels/rungs/softmax.h"
 
 #include <algorithm>
@@ -117,6 +118,37 @@ void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk) 
                        std::to_string(kMaxRowRegsPerThread) +
                        " row values each in registers); use --variant online, which takes any width");
   }
+}
+
+editable::Launch traced_launch(Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
+                               SoftmaxTraceView* t, int chunk) {
+  using editable::DType;
+  const int64_t block = block_size(v, n_cols, chunk);
+  editable::Launch l;
+  l.rung = "softmax";
+  l.kernel = v == Variant::Online ? "softmax_online_traced" : "softmax_traced";
+  l.grid.x = uint32_t(rows);
+  // Triton's tutorial: num_warps 4, 8 from BLOCK_SIZE 2048, 16 from 4096; a block of 32 * num_warps threads.
+  const int64_t threads = 32 * (block >= 4096 ? 16 : block >= 2048 ? 8 : 4);
+  l.block.x = uint32_t(block < threads ? block : threads);
+  l.args = {editable::tensor("x", DType::F32, const_cast<float*>(x), rows * n_cols, false),
+            editable::tensor("out", DType::F32, out, rows * n_cols, true, t ? t->writer : nullptr,
+                             t ? t->write_count : nullptr)};
+  if (v == Variant::Online) {
+    const std::pair<const char*, float*> records[] = {{"chunk_max", t ? t->chunk_max : nullptr},
+                                                      {"running_max", t ? t->running_max : nullptr},
+                                                      {"running_sum", t ? t->running_sum : nullptr}};
+    for (const auto& [name, rec] : records)
+      l.args.push_back(rec ? editable::tensor(name, DType::F32, rec, t->n_chunks, true)
+                           : editable::absent(name, DType::F32));
+    l.args.push_back(editable::i64("n_cols", n_cols));
+    l.args.push_back(editable::i32("chunk", chunk));
+    l.args.push_back(editable::i64("trace_row", t ? t->trace_row : -1));
+    return l;
+  }
+  l.args.push_back(editable::i64("n_cols", n_cols));
+  l.args.push_back(editable::i32("BLOCK_SIZE", int32_t(block)));
+  return l;
 }
 
 // ---- the CPU backend: one program per row, its BLOCK_SIZE elements in the order a CUDA block reduces them -----------------------------
@@ -241,20 +273,34 @@ static void run_cpu(Variant v, const float* x, float* out, int64_t rows, int64_t
 
 }  // namespace detail
 
-void run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t n_cols, SoftmaxTraceView* trace,
-         int chunk, float* scratch) {
+editable::Fault run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
+                    SoftmaxTraceView* trace, int chunk, float* scratch, const editable::Source* src) {
   detail::check_shape(b, v, rows, n_cols, chunk);
   if (trace && (trace->rows != rows || trace->n_cols != n_cols || (v == Variant::Online && trace->chunk != chunk)))
     throw RuntimeError("softmax: trace was reset for another shape");
+  const bool editable_variant = v != Variant::ThreePass;
+  if (src && !editable_variant)
+    throw InputError(std::string("--source: --variant ") + variant_name(v) +
+                     " is not editable; the editable source holds buggy, fixed (softmax_traced) and online "
+                     "(softmax_online_traced)");
+  if (editable_variant && (trace || src)) {
+    const editable::Fault f = editable::launch(b, src, detail::traced_launch(v, x, out, rows, n_cols, trace, chunk));
+    if (!src && f.kind != editable::Fault::None) throw RuntimeError("softmax (shipped): " + f.text());
+    return f;
+  }
   Buffer<float> own;
   if (v == Variant::ThreePass && !scratch) {
     own.resize(b, size_t(2 * rows));
     scratch = own.data();
   }
-  if (b == Backend::Cpu) return detail::run_cpu(v, x, out, rows, n_cols, trace, chunk, scratch);
+  if (b == Backend::Cpu) {
+    detail::run_cpu(v, x, out, rows, n_cols, trace, chunk, scratch);
+    return {};
+  }
 #ifdef KL_HAS_CUDA
   detail::run_cuda(v, x, out, rows, n_cols, trace, chunk, scratch);
   if (own.size()) mem::synchronize(b);  // `own` is freed on return; the kernels must be done with it
+  return {};
 #else
   throw RuntimeError("built without CUDA");
 #endif
@@ -362,7 +408,8 @@ KernelEntry entry() {
     Buffer<float> dx(r.backend, size_t(rows * n_cols)), dout(r.backend, size_t(rows * n_cols));
     dx.upload(x.data);
     dout.fill_bytes(0xFF);  // poison: columns nobody writes (buggy) come back as NaN
-    run(r.backend, v, dx.data(), dout.data(), rows, n_cols, nullptr, chunk);
+    const editable::Fault f = run(r.backend, v, dx.data(), dout.data(), rows, n_cols, nullptr, chunk, nullptr, r.source);
+    if (f.kind != editable::Fault::None) throw editable::FaultError(f);
     KernelRunResult res;
     res.outputs["out"] = Array{x.shape, dout.to_host()};
     return res;

@@ -4,8 +4,8 @@
 //   fixed       softmax_fixed<BLOCK, TPR, RPC>: TPR threads per row, RPC rows per block, each thread
 //               holding BLOCK/TPR row values in registers (a warp or sub-warp per row up to BLOCK 1024,
 //               a block per row above); 16-byte loads and stores when n_cols % 4 == 0.
-//   online      fast: a block per row, every thread a running (m, l) over its columns, merged once;
-//               traced: chunk by chunk for the whole block, recording (m, l) after every chunk.
+//   online      fast: a block per row, every thread a running (m, l) over its columns, merged once.
+// (The traced forms of buggy, fixed and online are the editable source kernels/editable/sources/softmax.cu.)
 //   three_pass  rowmax kernel, exp-sum kernel, normalise kernel; intermediates in memory.
 #include <cfloat>
 
@@ -250,42 +250,6 @@ __global__ void __launch_bounds__(THREADS) softmax_online_fast(const float* __re
   }
 }
 
-// Traced: chunk by chunk for the whole block, (m, l) recorded after each chunk of row t.trace_row.
-__global__ void softmax_online_traced(const float* __restrict__ x, float* __restrict__ out, int n_cols, int chunk,
-                                      SoftmaxTraceView t) {
-  __shared__ float red[32];
-  const int64_t row = blockIdx.x;
-  const float* xr = x + row * int64_t(n_cols);
-  float m = neg_inf(), l = 0.0f;
-  int64_t k = 0;
-  for (int c0 = 0; c0 < n_cols; c0 += chunk, ++k) {
-    float cmax = neg_inf();
-    for (int j = threadIdx.x; j < chunk; j += blockDim.x)
-      if (c0 + j < n_cols) cmax = fmaxf(cmax, xr[c0 + j]);
-    cmax = block_reduce(cmax, MaxOp{}, red);
-    const float m_new = fmaxf(m, cmax);                    // m_new = max(m_old, rowmax(chunk))
-    const float m_safe = m_new == neg_inf() ? 0.0f : m_new;
-    float cs = 0.0f;
-    for (int j = threadIdx.x; j < chunk; j += blockDim.x)
-      if (c0 + j < n_cols) cs += fexp(xr[c0 + j] - m_safe);
-    cs = block_reduce(cs, SumOp{}, red);
-    const float alpha = m == neg_inf() ? 0.0f : fexp(m - m_new);
-    l = l * alpha + cs;                                    // l_new = l_old * exp(m_old - m_new) + rowsum
-    m = m_new;
-    if (row == t.trace_row && threadIdx.x == 0 && t.chunk_max && k < t.n_chunks) {
-      t.chunk_max[k] = cmax;
-      t.running_max[k] = m;
-      t.running_sum[k] = l;
-    }
-  }
-  const float m_safe = m == neg_inf() ? 0.0f : m;
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-  for (int c = threadIdx.x; c < n_cols; c += blockDim.x) {
-    out[row * n_cols + c] = fexp(xr[c] - m_safe) * inv;
-    record(t.writer, t.write_count, row, row * n_cols + c);
-  }
-}
-
 // ---- three_pass: three kernels, intermediates in memory ---------------------------------------------------
 constexpr int kTP = 256;
 __global__ void __launch_bounds__(kTP) three_pass_max(const float* __restrict__ x, float* rowmax, int n_cols) {
@@ -336,11 +300,7 @@ void run_cuda(Variant v, const float* x, float* out, int64_t rows, int64_t n_col
       return;
     case Variant::Fixed: return run_fixed(x, out, rows, n_cols, vec, w, c);
     case Variant::Online:
-      if (trace) {
-        const int threads = chunk < 1024 ? chunk : 1024;
-        cuda::launch("softmax_online_traced", softmax_online_traced, grid, dim3(threads), 0, 0, x, out, n_cols,
-                     chunk, *trace);
-      } else if (n_cols >= 16384) {
+      if (n_cols >= 16384) {  // (traced: kernels/editable/sources/softmax.cu, launched by softmax.cpp)
         cuda::launch("softmax_online<1024>", softmax_online_fast<1024>, grid, dim3(1024), 0, 0, x, out, n_cols, vec);
       } else if (n_cols >= 4096) {
         cuda::launch("softmax_online<512>", softmax_online_fast<512>, grid, dim3(512), 0, 0, x, out, n_cols, vec);

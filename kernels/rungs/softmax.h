@@ -5,6 +5,14 @@
 //   m = max_j x[j];   e_j = exp(x[j] - m);   out[j] = e_j / sum_j e_j        (numerically stable)
 // Versions:
 //   reference   float64 on the host, the ground truth.
+//   traced      (buggy, fixed and online, CPU and CUDA, whenever a trace or an edited source is given) the
+//               editable source kernels/editable/sources/softmax.cu: softmax_traced, Triton's program, one
+//               program per row, BLOCK_SIZE its parameter (the host passes 1024 for buggy,
+//               next_power_of_2(n_cols) for fixed), tl.max and tl.sum as shared-memory tree reductions with
+//               __syncthreads; softmax_online_traced, the online form below chunk by chunk, recording (m, l)
+//               after every chunk of the trace row. What the views draw. An edited copy runs instead when
+//               one is given (kernels/editable/launch.h). Without a trace the fast forms below run (CPU:
+//               the same programs as plain loops).
 //   buggy       BLOCK_SIZE fixed at 1024, the mistake to be shown: the program loads
 //               cols = arange(1024) masked by cols < n_cols, so for n_cols > 1024 it normalises over
 //               the first 1024 columns only and never stores columns >= 1024 (they stay NaN-poisoned).
@@ -35,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/runtime/backend.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/registry.h"
@@ -82,13 +91,17 @@ struct SoftmaxTrace {
   SoftmaxTraceView view();
 };
 
-// Runs variant `v`; pointers live where `b` runs. `trace` may be null (CUDA: the fast kernels run);
-// when given it must have been reset() for (rows, n_cols, chunk) on the same backend. `scratch` (may be
-// null) is 2 * rows floats for three_pass's row max and row sum; allocated here when null.
+// Runs variant `v`; pointers live where `b` runs. `trace` may be null (the fast kernels run); when given
+// it must have been reset() for (rows, n_cols, chunk) on the same backend. `scratch` (may be null) is
+// 2 * rows floats for three_pass's row max and row sum; allocated here when null. `src` (buggy, fixed and
+// online): an edited copy of the editable source run instead of the shipped one, traced or not
+// (CompileError when it does not compile). Returns the edited kernel's first misbehaviour (kind None when
+// clean; the shipped kernel misbehaving is a RuntimeError).
 // Throws InputError for rows or n_cols < 1, rows * n_cols > kMaxElements, a chunk that is not a power
-// of two in [32, 4096], and `fixed` past fixed_max_cols().
-void run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
-         SoftmaxTraceView* trace = nullptr, int chunk = kDefaultChunk, float* scratch = nullptr);
+// of two in [32, 4096], `fixed` past fixed_max_cols(), and a source for three_pass.
+editable::Fault run(Backend b, Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
+                    SoftmaxTraceView* trace = nullptr, int chunk = kDefaultChunk, float* scratch = nullptr,
+                    const editable::Source* src = nullptr);
 
 // For the views (no GL here): the (value, state) cell pairs a heatmap draws (kernels/runtime/cell_state.h:
 // kCellNormal written, kCellUnwritten never written), written where `b` runs, so on the CUDA backend `cells` can be a mapped GL
@@ -113,6 +126,11 @@ ParamSpec chunk();
 
 namespace detail {
 void check_shape(Backend b, Variant v, int64_t rows, int64_t n_cols, int chunk);
+// The launch of the editable kernel for buggy or fixed: one program per row of min(BLOCK_SIZE, 32 * num_warps)
+// threads, num_warps as Triton's tutorial picks it (4; 8 from BLOCK_SIZE 2048; 16 from 4096).
+// online: softmax_online_traced with chunk `chunk`, its trace records those of t (absent when t is null).
+editable::Launch traced_launch(Variant v, const float* x, float* out, int64_t rows, int64_t n_cols,
+                               SoftmaxTraceView* t, int chunk = kDefaultChunk);
 #ifdef KL_HAS_CUDA
 void run_cuda(Variant v, const float* x, float* out, int64_t rows, int64_t n_cols, SoftmaxTraceView* trace,
               int chunk, float* scratch);

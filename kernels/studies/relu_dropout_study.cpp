@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "kernels/measure/bench.h"
 #include "kernels/runtime/errors.h"
@@ -39,7 +40,7 @@ std::string time_text(double us) { return us < 1000.0 ? printf_text("%.3g us", u
 
 bool in_band(const ReluDropoutResult& r, double rate) { return std::fabs(rate - r.p) <= kZ99 * r.sigma + 1e-12; }
 
-void drop_rates(ReluDropoutResult& r, const Buffer<float>& x, const rd::Summary& s) {
+void drop_rates(ReluDropoutResult& r, const Buffer<float>& x, const rd::Summary& s, const editable::Source* src) {
   r.dropped = s.dropped;
   r.rate = double(s.dropped) / double(r.n);
   r.sigma = std::sqrt(r.p * (1 - r.p) / double(r.n));
@@ -51,7 +52,7 @@ void drop_rates(ReluDropoutResult& r, const Buffer<float>& x, const rd::Summary&
   for (int k = 0; k < kDropoutSeeds; ++k) {
     t.reset(r.backend, r.n, r.block_size);
     rd::DropoutTraceView v = t.view();
-    rd::run_traced(r.backend, x.data(), o.data(), r.n, r.p, r.seed + uint64_t(k), r.block_size, &v);
+    rd::run_traced(r.backend, x.data(), o.data(), r.n, r.p, r.seed + uint64_t(k), r.block_size, &v, src);
     const rd::Summary sk = rd::summarize(r.backend, x.data(), o.data(), t.keep.data(), r.n, 0.0, 1.0, 1);
     r.seed_rates.push_back(double(sk.dropped) / double(r.n));
     r.seeds_inside += in_band(r, r.seed_rates.back());
@@ -78,6 +79,10 @@ void histogram(ReluDropoutResult& r, const rd::Summary& s) {
   r.hist_title = printf_text("one spike at 1/(1-p) = %.4g: %" PRId64 " of %" PRId64 " survivors in the bin centred "
                              "there (%.4g wide), %" PRId64 " elsewhere",
                              1.0 / (1.0 - r.p), r.in_spike, r.survivors, r.bin_width, r.elsewhere);
+  const auto fullest = std::max_element(r.hist.begin(), r.hist.end());
+  if (r.survivors > 0 && *fullest > r.hist[size_t(r.spike_bin)])  // an edited kernel's survivors moved off it
+    r.hist_title += printf_text("; the fullest bin is centred on %.4g (%u survivors)",
+                                r.bin_centres[size_t(fullest - r.hist.begin())], *fullest);
 }
 
 // The traced output against the float64 reference (1 ulp; dropped exactly 0), and the other versions' bits.
@@ -98,6 +103,10 @@ void check_output(ReluDropoutResult& r, const Buffer<float>& x) {
   r.matches_reference.sentence = r.matches_reference.pass
                                      ? std::string("yes, every survivor within 1 ulp of relu(x)/(1-p), dropped exactly 0")
                                      : "no: " + std::to_string(bad) + " wrong, " + std::to_string(nan) + " never written";
+  if (r.fault.kind != editable::Fault::None) {  // an access it did not make is not in the output: say what it did
+    r.matches_reference.pass = false;
+    r.matches_reference.sentence = r.fault_line + "; " + r.matches_reference.sentence;
+  }
   Buffer<float> fused(r.backend, size_t(r.n)), tmp(r.backend, size_t(r.n));
   fused.fill_bytes(0xFF);
   rd::run_fused(r.backend, x.data(), fused.data(), r.n, r.p, r.seed, r.block_size);
@@ -111,7 +120,7 @@ void check_output(ReluDropoutResult& r, const Buffer<float>& x) {
 // keep = u >= p: an element whose u equals p exactly is kept. The statistics cannot see a u > p test
 // (u lies on a 2^-24 grid, so ties move the rate by about 6e-8); this check runs each version at
 // p = u of the first element with x > 0 and looks at that element.
-void tie_check(ReluDropoutResult& r) {
+void tie_check(ReluDropoutResult& r, const editable::Source* src) {
   int64_t i = 0;
   while (i + 1 < r.n && !(r.x[size_t(i)] > 0.0f)) ++i;
   r.tie_element = i;
@@ -124,9 +133,9 @@ void tie_check(ReluDropoutResult& r) {
     if (!std::strcmp(which, "fused")) rd::run_fused(r.backend, x.data(), out.data(), n, r.tie_p, r.seed, r.block_size);
     else if (!std::strcmp(which, "unfused"))
       rd::run_unfused(r.backend, x.data(), tmp.data(), out.data(), n, r.tie_p, r.seed, r.block_size);
-    else rd::run_traced(r.backend, x.data(), out.data(), n, r.tie_p, r.seed, r.block_size, nullptr);
+    else rd::run_traced(r.backend, x.data(), out.data(), n, r.tie_p, r.seed, r.block_size, nullptr, src);
     const std::vector<float> o = out.to_host();
-    return o[size_t(i)] == r.x[size_t(i)] * rd::keep_scale(r.tie_p) && o[size_t(i)] != 0.0f;
+    return o[size_t(i)] != 0.0f;  // x > 0: a kept element's output is not 0, whatever it was scaled by
   };
   r.tie_kept_traced = kept("traced");
   r.tie_kept_fused = kept("fused");
@@ -208,6 +217,11 @@ std::vector<ParamSpec> relu_dropout_params() {
 }
 
 ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings) {
+  const std::optional<editable::Source> e = editable::edited("relu-dropout");
+  return run_relu_dropout(b, settings, e ? &*e : nullptr);
+}
+
+ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings, const editable::Source* src) {
   ReluDropoutResult r;
   r.backend = b;
   r.n = settings.get_int("n");
@@ -224,16 +238,19 @@ ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings) {
   r.out.fill_bytes(0xFF);  // poison
   r.trace.reset(b, r.n, r.block_size);
   rd::DropoutTraceView tv = r.trace.view();
-  rd::run_traced(b, x.data(), r.out.data(), r.n, r.p, r.seed, r.block_size, &tv);
+  r.edited = src != nullptr;
+  r.source_file = src ? src->file : editable::shipped_file("relu-dropout");
+  r.fault = rd::run_traced(b, x.data(), r.out.data(), r.n, r.p, r.seed, r.block_size, &tv, src);
+  if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
 
   // Statistics where the backend runs; only the counts come back.
   r.bin_width = 1.0 / (1.0 - r.p) / 4.0;
   const rd::Summary s = rd::summarize(b, x.data(), r.out.data(), r.trace.keep.data(), r.n, -0.5 * r.bin_width,
                                       (kDropoutBins - 0.5) * r.bin_width, kDropoutBins);
-  drop_rates(r, x, s);
+  drop_rates(r, x, s, src);
   histogram(r, s);
   check_output(r, x);
-  tie_check(r);
+  tie_check(r, src);
   fusion(r, x);
   describe(r);
   return r;
@@ -247,6 +264,10 @@ Report relu_dropout_report(const ReluDropoutResult& r) {
                 {r.rate_inside.name, r.rate_inside.pass, "this seed's rate inside the interval: " + r.rate_inside.sentence},
                 {r.tie_kept.name, r.tie_kept.pass, "tie u == p kept: " + r.tie_kept.sentence}};
   rep.lines = {r.formula_line, r.philox_line, r.rate_line, r.seeds_line, r.hist_title, r.fusion_line};
+  if (r.edited) {
+    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
+    if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);
+  }
   nlohmann::json bins = nlohmann::json::array();
   for (size_t k = 0; k < r.hist.size(); ++k) bins.push_back({{"centre", r.bin_centres[k]}, {"count", r.hist[k]}});
   rep.numbers = {{"n", r.n}, {"p", r.p}, {"seed", r.seed}, {"block_size", r.block_size}, {"scale", r.scale},
@@ -257,6 +278,7 @@ Report relu_dropout_report(const ReluDropoutResult& r) {
                  {"fused_ms", r.t_fused_ms}, {"unfused_ms", r.t_unfused_ms}, {"big_n", r.big_n},
                  {"fused_big_ms", r.t_fused_big_ms}, {"unfused_big_ms", r.t_unfused_big_ms},
                  {"launch_bound", r.launch_bound}};
+  if (r.edited) rep.numbers["fault"] = r.fault.kind == editable::Fault::None ? 0 : 1;
   return rep;
 }
 

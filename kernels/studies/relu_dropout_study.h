@@ -69,9 +69,19 @@ struct ReluDropoutResult {
   std::string time_title, big_time_title;  // the two timing charts
   std::string big_fused_label, big_unfused_label;  // "fused, 34 MB": the bytes each moves at big_n
   std::string fusion_line;    // what the panel-n saving is: one launch or bytes
+  // An edited kernel (kernels/editable): which source ran (the traced runs: the mask, the rates over seeds,
+  // the tie), and its first misbehaviour (kind None when it ran cleanly; the checks read what it stored).
+  bool edited = false;
+  std::string source_file;    // "relu_dropout.cu" (shipped) or the edited source's file name
+  editable::Fault fault;
+  std::string fault_line;     // "edited kernel: out-of-bounds store to ..." or empty
 };
 
-// Throws InputError for settings out of range.
+// Throws InputError for settings out of range. `src`: an edited copy of kernels/editable/sources/
+// relu_dropout.cu run instead of the shipped traced kernel (CompileError when it does not compile); the
+// fused and unfused kernels it is compared with stay the shipped ones. Without the argument, the rung's
+// edited source the app holds (editable::edited("relu-dropout")) if any, else the shipped one.
+ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings, const editable::Source* src);
 ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings);
 Report relu_dropout_report(const ReluDropoutResult& r);
 Entry relu_dropout_entry();

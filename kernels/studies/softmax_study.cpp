@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "kernels/runtime/errors.h"
@@ -42,42 +43,94 @@ std::string grouped(int64_t v) {
   return o;
 }
 
-// Max abs diff against the reference over the elements a kernel wrote.
-double written_diff(const std::vector<float>& out, const std::vector<double>& ref) {
+// Max abs diff against the reference over the finite elements a kernel wrote (the recorded writer says
+// which; an inf or NaN it wrote is counted apart, by count_nonfinite).
+double written_diff(const std::vector<float>& out, const std::vector<double>& ref, const std::vector<int32_t>& writer) {
   double diff = 0;
   for (size_t i = 0; i < out.size(); ++i)
-    if (!std::isnan(out[i])) diff = std::max(diff, std::fabs(double(out[i]) - ref[i]));
+    if (writer[i] >= 0 && std::isfinite(out[i])) diff = std::max(diff, std::fabs(double(out[i]) - ref[i]));
   return diff;
 }
 
-// Runs `v` traced on x (already where b runs) into a NaN-poisoned output.
-void run_traced(Backend b, Variant v, const Buffer<float>& x, Buffer<float>& out, softmax::SoftmaxTrace& trace,
-                int64_t rows, int64_t n) {
+// Written elements that are inf or NaN; `first` gets the first one's index (or keeps -1).
+int64_t count_nonfinite(const std::vector<float>& out, const std::vector<int32_t>& writer, int64_t& first) {
+  int64_t count = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (writer[i] >= 0 && !std::isfinite(out[i])) {
+      if (count++ == 0) first = int64_t(i);
+    }
+  return count;
+}
+
+// Runs `v` traced on x (already where b runs) into a NaN-poisoned output; the edited kernel's fault, if any.
+editable::Fault run_traced(Backend b, Variant v, const Buffer<float>& x, Buffer<float>& out,
+                           softmax::SoftmaxTrace& trace, int64_t rows, int64_t n, const editable::Source* src) {
   out.resize(b, size_t(rows * n));
   out.fill_bytes(0xFF);  // poison: NaN wherever no program stores
   trace.reset(b, rows, n);
   softmax::SoftmaxTraceView tv = trace.view();
-  softmax::run(b, v, x.data(), out.data(), rows, n, &tv);
+  return softmax::run(b, v, x.data(), out.data(), rows, n, &tv, softmax::kDefaultChunk, nullptr, src);
 }
 
 void fill_checks(SoftmaxBug& r, const std::vector<uint32_t>& count_fixed) {
   const int64_t N = r.rows * r.n_cols;
   const bool once = std::all_of(count_fixed.begin(), count_fixed.end(), [](uint32_t c) { return c == 1; });
   r.buggy.name = "buggy_matches_reference";
-  r.buggy.pass = r.unwritten_buggy == 0 && r.diff_buggy < 1e-6;
-  if (r.unwritten_buggy)
+  r.buggy.pass = r.unwritten_buggy == 0 && r.nonfinite_buggy == 0 && r.diff_buggy < 1e-6;
+  if (r.nonfinite_buggy)
+    r.buggy.sentence = format("no: %" PRId64 " of %" PRId64 " written elements are inf or NaN; the finite ones off by "
+                              "up to %.3g (max abs diff)", r.nonfinite_buggy, N, r.diff_buggy);
+  else if (r.unwritten_buggy)
     r.buggy.sentence = format("no: %" PRId64 " of %" PRId64 " elements never written (NaN); written ones off by "
                               "up to %.3g (max abs diff)", r.unwritten_buggy, N, r.diff_buggy);
   else
     r.buggy.sentence = format("%s, max abs diff %.3g", r.buggy.pass ? "yes" : "no", r.diff_buggy);
   r.fixed.name = "fixed_matches_reference";
-  r.fixed.pass = r.unwritten_fixed == 0 && once && r.diff_fixed < 1e-6;
-  if (r.unwritten_fixed)
+  r.fixed.pass = r.unwritten_fixed == 0 && r.nonfinite_fixed == 0 && once && r.diff_fixed < 1e-6;
+  if (r.nonfinite_fixed)
+    r.fixed.sentence = format("no: %" PRId64 " of %" PRId64 " written elements are inf or NaN; the finite ones off by "
+                              "up to %.3g (max abs diff)", r.nonfinite_fixed, N, r.diff_fixed);
+  else if (r.unwritten_fixed)
     r.fixed.sentence = format("no: %" PRId64 " of %" PRId64 " elements never written (NaN); max abs diff %.3g",
                               r.unwritten_fixed, N, r.diff_fixed);
   else
     r.fixed.sentence = format("%s, max abs diff %.3g, %s", r.fixed.pass ? "yes" : "no", r.diff_fixed,
                               once ? "every element written once" : "some elements written more than once");
+  // An edited kernel that misbehaved fails both checks whatever it stored, and says what it did first.
+  if (r.fault.kind != editable::Fault::None)
+    for (Check* c : {&r.buggy, &r.fixed}) c->pass = false, c->sentence = r.fault_line + "; " + c->sentence;
+}
+
+// The largest |row sum - 1| over the rows (NaN rows count as infinitely far).
+double worst_row_sum(const std::vector<double>& sums) {
+  double worst = 0;
+  for (double v : sums) worst = std::isnan(v) ? HUGE_VAL : std::max(worst, std::fabs(v - 1.0));
+  return worst;
+}
+
+// What the recorded writers say was written: "columns 0..c-1" when every row got the same prefix, else a count.
+void written_texts(const std::vector<int32_t>& writer, int64_t rows, int64_t n, std::string& written,
+                   std::string& unwritten) {
+  int64_t prefix = -1, count = 0;
+  bool same_prefix = true;
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t c = 0;
+    while (c < n && writer[size_t(row * n + c)] >= 0) ++c;
+    for (int64_t k = c; k < n; ++k) same_prefix = same_prefix && writer[size_t(row * n + k)] < 0;
+    for (int64_t k = 0; k < n; ++k) count += writer[size_t(row * n + k)] >= 0;
+    if (prefix < 0) prefix = c;
+    same_prefix = same_prefix && c == prefix;
+  }
+  unwritten.clear();
+  if (count == rows * n) {
+    written = format("written (from the trace): all %" PRId64 " columns of every row", n);
+  } else if (same_prefix && prefix > 0) {
+    written = format("written (from the trace): columns 0..%" PRId64, prefix - 1);
+    unwritten = format("  never written: %" PRId64 "..%" PRId64 " (red/black)", prefix, n - 1);
+  } else {
+    written = format("written (from the trace): %" PRId64 " of %" PRId64 " elements", count, rows * n);
+    unwritten = format("  never written: %" PRId64 " (red/black)", rows * n - count);
+  }
 }
 
 void fill_sentences(SoftmaxBug& r) {
@@ -92,19 +145,32 @@ void fill_sentences(SoftmaxBug& r) {
                         "fixed agree. Push n_cols past 1024 to see the bug.", n);
   r.buggy_caption = "buggy: BLOCK_SIZE = 1024 (fixed constant)";
   r.fixed_caption = format("fixed: BLOCK_SIZE = next_power_of_2(%" PRId64 ") = %" PRId64, n, r.block_fixed);
-  r.buggy_written = format("written (from the trace): columns 0..%" PRId64, std::min<int64_t>(n, kBuggyBlock) - 1);
-  r.buggy_unwritten = r.truncated ? format("  never written: %" PRId64 "..%" PRId64 " (red/black)", kBuggyBlock, n - 1)
-                                  : std::string();
-  r.fixed_written = format("written (from the trace): all %" PRId64 " columns of every row", n);
+  std::string fixed_unwritten;
+  written_texts(r.writer_buggy, r.rows, n, r.buggy_written, r.buggy_unwritten);
+  written_texts(r.writer_fixed, r.rows, n, r.fixed_written, fixed_unwritten);
+  r.fixed_written += fixed_unwritten;
   r.inputs_sentence = format("Inputs: x from the standard normal N(0, 1), as torch.randn draws it (seed %" PRId64 "). "
                              "The exact max abs diff depends on the draw: the write-up's 0.00978 at n_cols = 2000 "
                              "was one torch.randn draw; this is another draw of the same distribution.", r.seed);
-  if (r.truncated)
+  if (r.x_scale != 1.0) r.inputs_sentence += format(" Scaled: x = %g * N(0, 1).", r.x_scale);
+  const double worst_buggy = worst_row_sum(r.sum_buggy_written), worst_fixed = worst_row_sum(r.sum_fixed);
+  if (worst_buggy > 1e-4 || worst_fixed > 1e-4)  // an edited kernel's rows (the shipped ones sum to 1)
+    r.row_sums_sentence = format("Rows that do not sum to 1: buggy's written entries up to %.3g away, fixed's up to "
+                                 "%.3g (row 0: buggy %.6g, fixed %.6g).", worst_buggy, worst_fixed,
+                                 r.sum_buggy_written[0], r.sum_fixed[0]);
+  else if (r.truncated)
     r.row_sums_sentence = format("The buggy row's written entries sum to 1, yet the reference puts only %.1f%% of the "
                                  "mass in those columns: every written value is %.2fx too large, and the rest is garbage.",
                                  100.0 * r.ref_head_mass[0], 1.0 / r.ref_head_mass[0]);
   else
     r.row_sums_sentence = "Every row sums to 1 in both kernels.";
+  if (r.nonfinite_buggy || r.nonfinite_fixed)
+    r.nonfinite_sentence = format("inf/NaN where the inputs are large: %" PRId64 " written elements of buggy and %" PRId64
+                                  " of fixed are not finite; the first at row %" PRId64 ", column %" PRId64
+                                  " (x = %.4g; x_scale = %g). exp(x) overflows float32 past x = 88.7 unless the row "
+                                  "max is subtracted first.",
+                                  r.nonfinite_buggy, r.nonfinite_fixed, r.first_nonfinite_row, r.first_nonfinite_col,
+                                  double(r.first_nonfinite_x), r.x_scale);
 }
 
 void fill_sums(SoftmaxBug& r) {
@@ -168,6 +234,8 @@ std::vector<ParamSpec> softmax_params() {
   return {int_param("n_cols", 1, kMaxCols, 2000, "columns per row (the buggy kernel covers 1024)"),
           int_param("rows", 1, kMaxRows, 12, "rows of x shown"),
           int_param("seed", 0, 1 << 30, 1, "seed of the synthetic inputs (standard normal, as torch.randn)"),
+          float_param("x_scale", 0.01, 1000.0, 1.0,
+                      "inputs x_scale * N(0, 1); ~100 overflows exp(x) unless the row max is subtracted"),
           choice_param("view", {"bug", "online"}, "bug", "bug: buggy vs fixed; online: running max/sum"),
           panel_override(softmax::param::chunk(), "256", "the online view opens on n_cols=2000 in eight chunks"),
           int_param("trace_row", 0, kMaxRows - 1, 0, "online: the row whose chunks are recorded")};
@@ -195,18 +263,30 @@ SoftmaxLimits softmax_limits(Backend b) {
 }
 
 SoftmaxBug softmax_bug(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("softmax");
+  return softmax_bug(b, p, e ? &*e : nullptr);
+}
+
+SoftmaxBug softmax_bug(Backend b, const ParamValues& p, const editable::Source* src) {
   SoftmaxBug r;
   r.n_cols = p.get_int("n_cols");
   r.rows = p.get_int("rows");
   r.seed = p.get_int("seed");
+  r.x_scale = p.get_float("x_scale");
   const int64_t n = r.n_cols, rows = r.rows, N = n * rows;
   r.block_fixed = softmax::block_size(Variant::Fixed, n);
   std::mt19937 rng(uint32_t(r.seed));
   r.x = normal_input(size_t(N), rng);
+  if (r.x_scale != 1.0)
+    for (float& v : r.x) v = float(double(v) * r.x_scale);
   Buffer<float> x(b, size_t(N));
   x.upload(r.x);
-  run_traced(b, Variant::Buggy, x, r.dev_out_buggy, r.trace_buggy, rows, n);
-  run_traced(b, Variant::Fixed, x, r.dev_out_fixed, r.trace_fixed, rows, n);
+  r.edited = src != nullptr;
+  r.source_file = src ? src->file : editable::shipped_file("softmax");
+  r.fault = run_traced(b, Variant::Buggy, x, r.dev_out_buggy, r.trace_buggy, rows, n, src);
+  const editable::Fault f2 = run_traced(b, Variant::Fixed, x, r.dev_out_fixed, r.trace_fixed, rows, n, src);
+  if (r.fault.kind == editable::Fault::None) r.fault = f2;
+  if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
 
   // The checks and sums, on the host against the float64 reference.
   r.out_buggy = r.dev_out_buggy.to_host();
@@ -215,8 +295,14 @@ SoftmaxBug softmax_bug(Backend b, const ParamValues& p) {
   r.writer_fixed = r.trace_fixed.writer.to_host();
   r.ref.resize(size_t(N));
   softmax::reference(r.x.data(), r.ref.data(), rows, n);
-  r.diff_buggy = written_diff(r.out_buggy, r.ref);
-  r.diff_fixed = written_diff(r.out_fixed, r.ref);
+  r.diff_buggy = written_diff(r.out_buggy, r.ref, r.writer_buggy);
+  r.diff_fixed = written_diff(r.out_fixed, r.ref, r.writer_fixed);
+  int64_t first_buggy = -1, first_fixed = -1;
+  r.nonfinite_buggy = count_nonfinite(r.out_buggy, r.writer_buggy, first_buggy);
+  r.nonfinite_fixed = count_nonfinite(r.out_fixed, r.writer_fixed, first_fixed);
+  const int64_t first = first_fixed >= 0 ? first_fixed : first_buggy;
+  if (first >= 0)
+    r.first_nonfinite_row = first / n, r.first_nonfinite_col = first % n, r.first_nonfinite_x = r.x[size_t(first)];
   fill_sums(r);
   fill_checks(r, r.trace_fixed.write_count.to_host());
   fill_sentences(r);
@@ -224,6 +310,11 @@ SoftmaxBug softmax_bug(Backend b, const ParamValues& p) {
 }
 
 SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("softmax");
+  return softmax_sweep(b, p, e ? &*e : nullptr);
+}
+
+SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p, const editable::Source* src) {
   SoftmaxSweep s;
   s.n_cols = {1,   2,    4,    8,    16,   32,   64,   128,  256,  512,  768,  1000, 1023, 1024, 1025,
               1100, 1280, 1536, 1823, 2000, 2048, 3000, 4096, 5000, 6144, 8192};
@@ -235,10 +326,10 @@ SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p) {
     softmax::reference(x.data(), ref.data(), rows, n);
     Buffer<float> dx(b, x.size()), dout(b, x.size());
     dx.upload(x);
+    softmax::SoftmaxTrace trace;  // the traced kernels (the editable source), as the heatmaps draw them
     for (Variant v : {Variant::Buggy, Variant::Fixed}) {
-      dout.fill_bytes(0xFF);
-      softmax::run(b, v, dx.data(), dout.data(), rows, n);
-      (v == Variant::Buggy ? s.buggy : s.fixed).push_back(written_diff(dout.to_host(), ref));
+      run_traced(b, v, dx, dout, trace, rows, n, src);
+      (v == Variant::Buggy ? s.buggy : s.fixed).push_back(written_diff(dout.to_host(), ref, trace.writer.to_host()));
     }
   }
   // What the numbers say: rounding up to 1024 (both kernels), the bug past it.
@@ -273,6 +364,11 @@ SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p) {
 }
 
 SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("softmax");
+  return softmax_online(b, p, e ? &*e : nullptr);
+}
+
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::Source* src) {
   SoftmaxOnline r;
   r.n_cols = p.get_int("n_cols");
   r.rows = p.get_int("rows");
@@ -290,7 +386,8 @@ SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
   softmax::SoftmaxTrace trace;
   trace.reset(b, rows, n, row, r.chunk);
   softmax::SoftmaxTraceView tv = trace.view();
-  softmax::run(b, Variant::Online, r.dev_x.data(), out.data(), rows, n, &tv, r.chunk);
+  const editable::Fault fault = softmax::run(b, Variant::Online, r.dev_x.data(), out.data(), rows, n, &tv, r.chunk,
+                                             nullptr, src);
   const std::vector<float> cmax = trace.chunk_max.to_host(), m = trace.running_max.to_host(),
                            l = trace.running_sum.to_host();
   r.row_x.assign(x.begin() + row * n, x.begin() + (row + 1) * n);
@@ -321,6 +418,8 @@ SoftmaxOnline softmax_online(Backend b, const ParamValues& p) {
   r.check.pass = !nan && diff < 1e-6;
   r.check.sentence = nan ? std::string("no: unwritten elements")
                          : format("%s, max abs diff %.3g", r.check.pass ? "yes" : "no", diff);
+  if (fault.kind != editable::Fault::None)
+    r.check.pass = false, r.check.sentence = "edited kernel: " + fault.text() + "; " + r.check.sentence;
   r.intro = format("One program walks row %" PRId64 " in %" PRId64 " chunks of %d columns, keeping only a running "
                    "max m and a running sum l:  m_new = max(m_old, rowmax(chunk)),  l_new = l_old * exp(m_old - m_new) "
                    "+ rowsum(exp(chunk - m_new)).  A second pass writes exp(x - m) / l.  Any width works: nothing "
@@ -352,11 +451,16 @@ Report softmax_report(Backend b, const ParamValues& p) {
   const SoftmaxBug g = softmax_bug(b, p);
   const SoftmaxSweep s = softmax_sweep(b, p);
   const SoftmaxLimits l = softmax_limits(b);
-  rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed"});
+  rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed", "x_scale"});
   rep.checks.push_back({g.buggy.name, g.buggy.pass, "buggy matches reference: " + g.buggy.sentence});
   rep.checks.push_back({g.fixed.name, g.fixed.pass, "fixed matches reference: " + g.fixed.sentence});
   rep.lines.push_back(g.headline);
   rep.lines.push_back(g.inputs_sentence);
+  if (!g.nonfinite_sentence.empty()) rep.lines.push_back(g.nonfinite_sentence);
+  if (g.edited) {
+    rep.lines.push_back("kernel: " + g.source_file + " (edited)");
+    if (!g.fault_line.empty()) rep.lines.push_back(g.fault_line);
+  }
   for (int64_t row = 0; row < g.rows; ++row)
     rep.lines.push_back(format("row %" PRId64 " sums: buggy, all cols %s; buggy, written %.6f; fixed %.6f; "
                                "reference mass in 0..1023 %.6f", row,
@@ -373,6 +477,10 @@ Report softmax_report(Backend b, const ParamValues& p) {
   num["n_cols"] = g.n_cols, num["rows"] = g.rows, num["block_fixed"] = g.block_fixed;
   num["unwritten_buggy"] = g.unwritten_buggy, num["unwritten_fixed"] = g.unwritten_fixed;
   num["diff_buggy"] = g.diff_buggy, num["diff_fixed"] = g.diff_fixed;
+  num["x_scale"] = g.x_scale;
+  num["nonfinite_buggy"] = g.nonfinite_buggy, num["nonfinite_fixed"] = g.nonfinite_fixed;
+  num["first_nonfinite"] = {{"row", g.first_nonfinite_row}, {"col", g.first_nonfinite_col}, {"x", g.first_nonfinite_x}};
+  if (g.edited) num["fault"] = g.fault.kind == editable::Fault::None ? 0 : 1;
   num["sum_buggy_written"] = g.sum_buggy_written, num["sum_fixed"] = g.sum_fixed;
   num["ref_head_mass"] = g.ref_head_mass;
   num["sweep"] = {{"n_cols", s.n_cols}, {"buggy", s.buggy}, {"fixed", s.fixed}, {"rounding_min", s.rounding_min},

@@ -5,8 +5,12 @@
 // drawn by Box-Muller from a seeded std::mt19937: the same values for a seed on every platform.
 //   softmax_bug      buggy (BLOCK_SIZE 1024) and fixed over the same rows: outputs, recorded writers, the
 //                    float64 reference, the two checks, row sums, the reference's mass in columns 0..1023.
+//                    The inputs are x_scale * N(0, 1): at x_scale ~ 100, exp(x) overflows float32 (past
+//                    x = 88.7) in a kernel that does not subtract the row max first, and the study says where
+//                    (written elements that are inf or NaN, the first one's row, column and x).
 //   softmax_sweep    max abs diff over the written columns for n_cols = 1..8192 (4 rows each), both kernels,
-//                    unclipped (an exact 0 stays 0: the plot marks what it clips).
+//                    unclipped (an exact 0 stays 0: the plot marks what it clips); N(0, 1) inputs whatever
+//                    x_scale is (the sweep is about the truncation).
 //   softmax_limits   the widest row `fixed` takes: this build's limit against the chip's register file.
 //   softmax_online   the online form on one row: per chunk, rowmax(chunk), m, alpha = exp(m_old - m_new), l.
 #pragma once
@@ -19,8 +23,8 @@
 
 namespace kl::study {
 
-// The panel's parameters, and the only place they are declared: n_cols, rows, seed, view, trace_row (the
-// panel's own) and chunk (softmax::param::chunk(), with the panel's other default as a panel_override).
+// The panel's parameters, and the only place they are declared: n_cols, rows, seed, x_scale, view, trace_row
+// (the panel's own) and chunk (softmax::param::chunk(), with the panel's other default as a panel_override).
 // The panel builds its ParamValues from this list, so `study softmax` and the panel agree by construction.
 std::vector<ParamSpec> softmax_params();
 
@@ -55,6 +59,17 @@ struct SoftmaxBug {
   double diff_buggy = 0, diff_fixed = 0;          // max abs diff over the written elements
   float vmax = 1;                                 // largest finite output (the colour scale's top)
   std::vector<double> sum_buggy_all, sum_buggy_written, sum_fixed, ref_head_mass;  // per row
+  double x_scale = 1;                             // x = x_scale * N(0, 1)
+  // Written elements that are inf or NaN (exp overflowing, a 0/0), and the first of them (row-major).
+  int64_t nonfinite_buggy = 0, nonfinite_fixed = 0;
+  int64_t first_nonfinite_row = -1, first_nonfinite_col = -1;  // fixed's first, else buggy's
+  float first_nonfinite_x = 0;
+  std::string nonfinite_sentence;                 // "" when every written element is finite
+  // An edited kernel (kernels/editable, the buggy and fixed runs): which source ran, its first misbehaviour.
+  bool edited = false;
+  std::string source_file;                        // "softmax.cu" (shipped) or the edited source's file name
+  editable::Fault fault;
+  std::string fault_line;                         // "edited kernel: ..." or empty
 
   Check buggy, fixed;                 // "buggy matches reference: ..." and "fixed matches reference: ..."
   bool truncated = false;             // n_cols > 1024
@@ -64,7 +79,11 @@ struct SoftmaxBug {
   std::string row_sums_sentence;      // under the row-sum table
   std::string inputs_sentence;        // under the checks: what x is, and that the diff depends on the draw
 };
-// Throws InputError for settings out of range (as the panel's controls would refuse them).
+// Throws InputError for settings out of range (as the panel's controls would refuse them). `src`: an edited
+// copy of kernels/editable/sources/softmax.cu run for buggy and fixed instead of the shipped one
+// (CompileError when it does not compile). Without the argument, the rung's edited source the app holds
+// (editable::edited("softmax")) if any, else the shipped one.
+SoftmaxBug softmax_bug(Backend b, const ParamValues& p, const editable::Source* src);
 SoftmaxBug softmax_bug(Backend b, const ParamValues& p);
 
 struct SoftmaxSweep {
@@ -78,7 +97,8 @@ struct SoftmaxSweep {
   int clipped = 0;                        // points below plot_floor (exact zeros), drawn on it and marked
   std::string title, sentence, clipped_sentence;
 };
-// Standard normal inputs from seed + 7 (another draw than softmax_bug's).
+// Standard normal inputs from seed + 7 (another draw than softmax_bug's). `src` as for softmax_bug.
+SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p, const editable::Source* src);
 SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p);
 
 struct SoftmaxOnlineStep {
@@ -99,7 +119,8 @@ struct SoftmaxOnline {
   std::string intro;                    // the paragraph over the check
 };
 // Throws InputError for trace_row >= rows (naming the range) and other out-of-range settings.
-SoftmaxOnline softmax_online(Backend b, const ParamValues& p);
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::Source* src);
+SoftmaxOnline softmax_online(Backend b, const ParamValues& p);  // the app's edited source, if any
 
 // The common form: view=bug gives the two checks, row sums, the sweep and the limits; view=online the
 // online check and its steps.

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "kernels/editable/launch.h"
 #include "test_util.h"
 #include "viz/png.h"
 
@@ -21,8 +22,19 @@ TEST(Tour, EveryImageAskedSizeAndNotBlank) {
   std::ifstream idx(dir + "/index.md");
   ASSERT_TRUE(idx) << "no index.md";
   std::string line;
-  int images = 0;
+  int images = 0, gallery = 0;
   while (std::getline(idx, line)) {
+    // The gallery's stops: each image's line carries its bug's one sentence (the caption).
+    const size_t g = line.find(", gallery: ");
+    if (g != std::string::npos) {
+      ++gallery;
+      bool has_sentence = false;
+      for (const char* rung : {"vector-add", "relu-dropout", "softmax"})
+        for (const editable::GalleryBug& bug : editable::gallery(rung))
+          has_sentence = has_sentence || (line.find(bug.sentence) != std::string::npos &&
+                                          line.find("gallery: " + bug.name + "]") != std::string::npos);
+      EXPECT_TRUE(has_sentence) << line;
+    }
     const size_t a = line.find("]("), b = line.find(".png)");
     if (a == std::string::npos || b == std::string::npos) continue;
     const std::string file = dir + "/" + line.substr(a + 2, b + 4 - (a + 2));
@@ -38,6 +50,7 @@ TEST(Tour, EveryImageAskedSizeAndNotBlank) {
     ++images;
   }
   EXPECT_GE(images, 2);
+  EXPECT_GE(gallery, 3) << "the tour renders at least three gallery bugs";
   EXPECT_NE(out.find("index.md"), std::string::npos);
 }
 
