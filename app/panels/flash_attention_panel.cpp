@@ -390,12 +390,12 @@ class FlashAttentionPanel : public Panel {
     const float ocb = o_map_.colorbar_width();
     const bool o_beside = width - gap - ocb - ui::px(100) >= ui::px(320);
     const float ow = o_beside ? ocb + std::clamp(width * 0.3f - ocb, ui::px(100), ui::px(260)) : width;
-    // Two series: towards the kernel's own output, and (the study's error per step) against float64 over
-    // the keys seen so far, float32 rounding for a correct kernel: an edit that breaks the online
-    // softmax (the gallery's missing rescale) shows here, tile by tile.
+    // Two series: towards the kernel's own output, and (the study's error per step) against R_t, the
+    // float64 softmax over the keys seen so far: float32 rounding for a correct kernel; an edit that
+    // breaks the online softmax (the gallery's missing rescale) shows here, tile by tile.
     viz::Series s, e;
     s.label = "|O_t/l_t - O| / |O|";
-    e.label = "|O_t/l_t - R_t| / |R_t|, R_t: float64 over the keys seen";
+    e.label = "|O_t/l_t - R_t| / |R_t|, R_t float64";
     for (int64_t t = 0; t < steps_; ++t) {
       s.x.push_back(double(t + 1));
       s.y.push_back(std::max(res_.converge[size_t(t)], 1e-9));
