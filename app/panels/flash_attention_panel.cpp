@@ -77,7 +77,7 @@ class FlashAttentionPanel : public Panel {
   std::string title() const override { return "5 · FlashAttention"; }
   ParamValues& params() override { return params_; }
   SourceFocus source_focus() const override {
-    return {"flash_attention.cu", {"flash_teaching"}};
+    return {"flash_attention.cu", {"visible_keys", "tiles_to_run", "flash_teaching"}};
   }
   std::vector<TourStop> tour_stops() const override {
     return {{"step1", {"step=1"}}, {"step3", {"step=3"}}, {"last-step", {"step=6"}},

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/editable/compile.h"
 #include "kernels/editable/launch.h"
 #include "kernels/editable/worker.h"
 
@@ -674,6 +675,19 @@ TEST(FlashAttention, UneditedSourceCompiledAtRunTimeReproducesTheShippedTrace) {
     EXPECT_EQ(nan_count(a), 0u);
     EXPECT_TRUE(same_bits(a, b)) << "out";
     expect_same_bits(shipped, edited);
+  }
+}
+
+// NVRTC compiles the source and each gallery bug without a GPU (the editor's Ctrl+Enter on the CUDA
+// backend), and the host compiler compiles them against the CPU prelude.
+TEST(FlashAttention, SourceAndGalleryCompileForBothBackends) {
+  std::vector<editable::Source> all = {shipped_copy()};
+  for (const editable::GalleryBug& b : editable::gallery("flash-attention")) all.push_back({"flash-attention", b.file, b.text});
+  EXPECT_EQ(all.size(), 3u);
+  for (const editable::Source& src : all) {
+    SCOPED_TRACE(src.file);
+    EXPECT_NO_THROW(editable::compile(Backend::Cpu, src));
+    if (cuda_compiled()) EXPECT_NO_THROW(editable::compile(Backend::Cuda, src));
   }
 }
 

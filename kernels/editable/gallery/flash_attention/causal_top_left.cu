@@ -2,7 +2,7 @@
 // Rung 5: FlashAttention's forward pass (FlashAttention-2, Algorithm 1), the `teaching` variant:
 // out = softmax(Q K^T * scale) V without ever holding all of K and V on chip.
 //
-// Kernel: flash_teaching(...), launched as a grid of (ceil(Lq / BLOCK_M), batch * heads) programs (CUDA
+// Kernel: flash_teaching, launched as a grid of (ceil(Lq / BLOCK_M), batch * heads) programs (CUDA
 // blocks) of 128 threads. Program (qb, bh) owns query rows qb * BLOCK_M .. of (batch, head) bh and streams
 // K and V through shared memory in tiles of BLOCK_N keys. Per query row it keeps a running max m, a
 // running sum l and a partial output O, and for every K/V tile j:
