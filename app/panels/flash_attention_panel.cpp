@@ -77,7 +77,7 @@ class FlashAttentionPanel : public Panel {
   std::string title() const override { return "5 · FlashAttention"; }
   ParamValues& params() override { return params_; }
   SourceFocus source_focus() const override {
-    return {"flash_attention.cu", {"flash_teaching"}};
+    return {"flash_attention.cu", {"visible_keys", "tiles_to_run", "flash_teaching"}};
   }
   std::vector<TourStop> tour_stops() const override {
     return {{"step1", {"step=1"}}, {"step3", {"step=3"}}, {"last-step", {"step=6"}},
@@ -390,14 +390,20 @@ class FlashAttentionPanel : public Panel {
     const float ocb = o_map_.colorbar_width();
     const bool o_beside = width - gap - ocb - ui::px(100) >= ui::px(320);
     const float ow = o_beside ? ocb + std::clamp(width * 0.3f - ocb, ui::px(100), ui::px(260)) : width;
-    viz::Series s;
+    // Two series: towards the kernel's own output, and (the study's error per step) against R_t, the
+    // float64 softmax over the keys seen so far: float32 rounding for a correct kernel; an edit that
+    // breaks the online softmax (the gallery's missing rescale) shows here, tile by tile.
+    viz::Series s, e;
     s.label = "|O_t/l_t - O| / |O|";
+    e.label = "|O_t/l_t - R_t| / |R_t|, R_t float64";
     for (int64_t t = 0; t < steps_; ++t) {
       s.x.push_back(double(t + 1));
       s.y.push_back(std::max(res_.converge[size_t(t)], 1e-9));
+      e.x.push_back(double(t + 1));
+      e.y.push_back(std::max(res_.step_error[size_t(t)], 1e-9));
     }
     viz::PlotOptions oc;
-    oc.title = "the chosen block's output converging";
+    oc.title = "the chosen block's output converging, and its error";
     oc.x_label = "step";
     oc.log_y = true;
     oc.v_lines = {double(step)};
@@ -405,7 +411,7 @@ class FlashAttentionPanel : public Panel {
     const float left_y = ImGui::GetContentRegionAvail().y - ui::px(8);
     // Beside the tiles it takes the height left, up to a size where it still reads as one picture.
     const float ph = beside && o_beside ? std::clamp(left_y, ui::px(140), ui::px(320)) : ui::px(160);
-    viz::line_plot("converge", {s}, oc, ImVec2(o_beside ? width - ow - gap : width, ph));
+    viz::line_plot("converge", {s, e}, oc, ImVec2(o_beside ? width - ow - gap : width, ph));
     if (o_beside) ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
     wrapped_in(ow, "O_t / l_t  [rows x d]");

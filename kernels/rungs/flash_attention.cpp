@@ -1,4 +1,4 @@
-// Rung 5, host side: tile shapes, the trace, the CPU backend's program-by-program launch, `run` wiring.
+// Rung 5, host side: tile shapes, the trace, the launch of the editable teaching kernel, `run` wiring.
 #include "kernels/rungs/flash_attention.h"
 
 #include <algorithm>
@@ -171,137 +171,67 @@ FlashTraceView FlashTrace::view() {
   return v;
 }
 
-// [SECTION] CPU backend: the launch grid, program by program ------------------------------------------
+// [SECTION] The teaching kernel: the editable source's launch ---------------------------------------------
 
 namespace detail {
 
 namespace {
-// The state one CUDA block keeps in shared memory, as host vectors.
-struct Smem {
-  std::vector<float> Qs, Ks, Vs, S, O, m, l, a;
-  Smem(int bm, int bn, int d)
-      : Qs(size_t(bm) * d), Ks(size_t(bn) * d), Vs(size_t(bn) * d), S(size_t(bm) * bn), O(size_t(bm) * d),
-        m(size_t(bm)), l(size_t(bm)), a(size_t(bm)) {}
-};
-
-void record_row(FlashTraceView* t, int64_t row, int64_t step, float m0, float m1, float alpha, float l0,
-                float l1, float rs) {
-  const int64_t c = row * t->steps + step;
-  t->m_before[c] = m0;
-  t->m_after[c] = m1;
-  t->alpha[c] = alpha;
-  t->l_before[c] = l0;
-  t->l_after[c] = l1;
-  t->rowsum[c] = rs;
-}
-
-void program(int64_t qb, int64_t bh, const float* q, const float* k, const float* v, float* out, const Shape& s,
-             float scale, bool causal, int bm, int bn, FlashTraceView* t, Smem& sm) {
-  const int d = s.d;
-  const int64_t lq = s.lq, lk = s.lk, q0 = qb * bm;
-  const int64_t kv = kv_bh_of(bh, s.heads, s.group());  // grouped-query attention: this head's K/V
-  const int rows_here = int(std::min<int64_t>(bm, lq - q0));
-  const float ninf = -std::numeric_limits<float>::infinity();
-  for (int r = 0; r < bm; ++r)
-    for (int c = 0; c < d; ++c) {
-      sm.Qs[size_t(r * d + c)] = r < rows_here ? q[(bh * lq + q0 + r) * d + c] : 0.0f;
-      sm.O[size_t(r * d + c)] = 0.0f;
-    }
-  std::fill(sm.m.begin(), sm.m.end(), ninf);
-  std::fill(sm.l.begin(), sm.l.end(), 0.0f);
-  const int64_t n_tiles = (lk + bn - 1) / bn;
-  const int64_t n_run = tiles_to_run(qb, bm, bn, lq, lk, causal);
-  const bool chosen = t && t->o_qblock == qb && t->o_bh == bh;
-  for (int64_t step = 0; step < n_run; ++step) {
-    const int64_t k0 = step * bn;
-    // load the K/V tile (keys past Lk: zeros)
-    for (int jj = 0; jj < bn; ++jj)
-      for (int c = 0; c < d; ++c) {
-        const int64_t j = k0 + jj;
-        sm.Ks[size_t(jj * d + c)] = j < lk ? k[(kv * lk + j) * d + c] : 0.0f;
-        sm.Vs[size_t(jj * d + c)] = j < lk ? v[(kv * lk + j) * d + c] : 0.0f;
-      }
-    // S = Q K^T * scale, masked -inf
-    for (int r = 0; r < bm; ++r) {
-      const int64_t n_vis = r < rows_here ? attention::visible_keys(q0 + r, lq, lk, causal) : 0;
-      for (int jj = 0; jj < bn; ++jj) {
-        float acc = ninf;
-        if (k0 + jj < n_vis) {
-          acc = 0.0f;
-          for (int c = 0; c < d; ++c) acc += sm.Qs[size_t(r * d + c)] * sm.Ks[size_t(jj * d + c)];
-          acc *= scale;
-        }
-        sm.S[size_t(r * bn + jj)] = acc;
-      }
-    }
-    if (chosen)
-      std::copy(sm.S.begin(), sm.S.end(), t->s_tile + step * bm * bn);
-    // per row: m_new = max(m_old, rowmax(S)), alpha, P = exp(S - m_new), l_new = alpha l + rowsum(P)
-    for (int r = 0; r < rows_here; ++r) {
-      float* Sr = &sm.S[size_t(r * bn)];
-      float tile_max = ninf;
-      for (int jj = 0; jj < bn; ++jj) tile_max = std::max(tile_max, Sr[jj]);
-      const float m0 = sm.m[size_t(r)], l0 = sm.l[size_t(r)];
-      float m = m0, l = l0;
-      const float alpha = rescale(m, l, tile_max);
-      float rs = 0.0f;
-      for (int jj = 0; jj < bn; ++jj) rs += (Sr[jj] = tile_prob(Sr[jj], m));
-      l += rs;
-      sm.m[size_t(r)] = m;
-      sm.l[size_t(r)] = l;
-      sm.a[size_t(r)] = alpha;
-      if (t) record_row(t, bh * lq + q0 + r, step, m0, m, alpha, l0, l, rs);
-    }
-    for (int r = rows_here; r < bm; ++r)
-      for (int jj = 0; jj < bn; ++jj) sm.S[size_t(r * bn + jj)] = 0.0f;
-    // O_new = alpha * O_old + P V
-    for (int r = 0; r < rows_here; ++r)
-      for (int c = 0; c < d; ++c) {
-        float acc = sm.a[size_t(r)] * sm.O[size_t(r * d + c)];
-        for (int jj = 0; jj < bn; ++jj) acc += sm.S[size_t(r * bn + jj)] * sm.Vs[size_t(jj * d + c)];
-        sm.O[size_t(r * d + c)] = acc;
-      }
-    if (chosen) {
-      std::copy(sm.S.begin(), sm.S.end(), t->p_tile + step * bm * bn);
-      std::copy(sm.O.begin(), sm.O.end(), t->o_partial + step * bm * d);
-    }
-    if (t) t->tile_state[(bh * t->q_blocks + qb) * t->steps + step] = kTileComputed;
-  }
-  // Tiles skipped by the causal mask: the state carries forward, the trace says so.
-  if (t)
-    for (int64_t step = n_run; step < n_tiles; ++step) {
-      for (int r = 0; r < rows_here; ++r) {
-        const float m = sm.m[size_t(r)], l = sm.l[size_t(r)];
-        record_row(t, bh * lq + q0 + r, step, m, m, 1.0f, l, l, 0.0f);
-      }
-      if (chosen) {
-        std::fill(t->s_tile + step * bm * bn, t->s_tile + (step + 1) * bm * bn, ninf);
-        std::fill(t->p_tile + step * bm * bn, t->p_tile + (step + 1) * bm * bn, 0.0f);
-        std::copy(sm.O.begin(), sm.O.end(), t->o_partial + step * bm * d);
-      }
-      t->tile_state[(bh * t->q_blocks + qb) * t->steps + step] = kTileSkipped;
-    }
-  // out = O / l; a row that saw nothing (l = 0) gives 0
-  for (int r = 0; r < rows_here; ++r) {
-    const float l = sm.l[size_t(r)];
-    for (int c = 0; c < d; ++c)
-      out[(bh * lq + q0 + r) * d + c] = l > 0.0f ? sm.O[size_t(r * d + c)] / l : 0.0f;
-  }
+editable::Arg traced(const char* name, float* p, int64_t size) {
+  return p ? editable::tensor(name, editable::DType::F32, p, size, true) : editable::absent(name, editable::DType::F32);
 }
 }  // namespace
 
-void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
-             bool causal, int bm, int bn, FlashTraceView* t) {
-  Smem sm(bm, bn, s.d);
-  const int64_t q_blocks = (s.lq + bm - 1) / bm;
-  for (int64_t bh = 0; bh < s.bh(); ++bh)
-    for (int64_t qb = 0; qb < q_blocks; ++qb) program(qb, bh, q, k, v, out, s, scale, causal, bm, bn, t, sm);
+// flash_teaching(q, k, v, out, trace_..., Lq, Lk, d, heads, group, scale, causal, BLOCK_M, BLOCK_N,
+// chosen_bh, chosen_qblock) of kernels/editable/sources/flash_attention.cu: (q blocks, batch*heads)
+// programs of kThreads threads, smem_bytes of dynamic shared memory; the trace's arrays as its trace_
+// parameters (absent without a trace, and S, P, O without a chosen block).
+editable::Launch teaching_launch(const float* q, const float* k, const float* v, float* out, const Shape& s,
+                                 float scale, bool causal, int bm, int bn, FlashTraceView* t) {
+  using editable::DType;
+  editable::Launch l;
+  l.rung = "flash-attention";
+  l.kernel = "flash_teaching";
+  const int64_t q_blocks = (s.lq + bm - 1) / bm, steps = (s.lk + bn - 1) / bn;
+  l.grid.x = uint32_t(q_blocks);
+  l.grid.y = uint32_t(s.bh());
+  l.block.x = kThreads;
+  l.shared_bytes = size_t(smem_bytes(bm, bn, s.d));
+  const int64_t q_size = s.bh() * s.lq * s.d, kv_size = s.kv_bh() * s.lk * s.d, cells = s.bh() * s.lq * steps;
+  const bool chosen = t && t->o_qblock >= 0;
+  l.args = {editable::tensor("q", DType::F32, const_cast<float*>(q), q_size, false),
+            editable::tensor("k", DType::F32, const_cast<float*>(k), kv_size, false),
+            editable::tensor("v", DType::F32, const_cast<float*>(v), kv_size, false),
+            editable::tensor("out", DType::F32, out, q_size, true),
+            traced("trace_m_before", t ? t->m_before : nullptr, cells),
+            traced("trace_m_after", t ? t->m_after : nullptr, cells),
+            traced("trace_alpha", t ? t->alpha : nullptr, cells),
+            traced("trace_l_before", t ? t->l_before : nullptr, cells),
+            traced("trace_l_after", t ? t->l_after : nullptr, cells),
+            traced("trace_rowsum", t ? t->rowsum : nullptr, cells),
+            t ? editable::tensor("trace_tile_state", DType::U8, t->tile_state, s.bh() * q_blocks * steps, true)
+              : editable::absent("trace_tile_state", DType::U8),
+            traced("trace_s", chosen ? t->s_tile : nullptr, steps * bm * bn),
+            traced("trace_p", chosen ? t->p_tile : nullptr, steps * bm * bn),
+            traced("trace_o", chosen ? t->o_partial : nullptr, steps * bm * s.d),
+            editable::i64("Lq", s.lq),
+            editable::i64("Lk", s.lk),
+            editable::i32("d", s.d),
+            editable::i64("heads", s.heads),
+            editable::i64("group", s.group()),
+            editable::f32("scale", scale),
+            editable::i32("causal", causal ? 1 : 0),
+            editable::i32("BLOCK_M", bm),
+            editable::i32("BLOCK_N", bn),
+            editable::i64("chosen_bh", chosen ? t->o_bh : -1),
+            editable::i64("chosen_qblock", chosen ? t->o_qblock : -1)};
+  return l;
 }
 
 }  // namespace detail
 
-void run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
-                  const Options& o, int block_m, int block_n, FlashTraceView* trace) {
+editable::Fault run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+                             const Options& o, int block_m, int block_n, FlashTraceView* trace,
+                             const editable::Source* src) {
   if (!supported_head_dim(s.d))
     throw InputError(out_of_range_message("d (head dimension)", std::to_string(s.d),
                                           std::string("one of ") + head_dims_text()));
@@ -314,12 +244,10 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, flo
                 trace->steps != (s.lk + block_n - 1) / block_n || trace->d != s.d))
     throw RuntimeError("flash_attention: trace was reset for another shape or tile");
   const float scale = o.resolved_scale(s.d);
-  if (b == Backend::Cpu) return detail::run_cpu(q, k, v, out, s, scale, o.causal, block_m, block_n, trace);
-#ifdef KL_HAS_CUDA
-  detail::run_cuda(q, k, v, out, s, scale, o.causal, block_m, block_n, trace);
-#else
-  throw RuntimeError("built without CUDA");
-#endif
+  const editable::Fault f =
+      editable::launch(b, src, detail::teaching_launch(q, k, v, out, s, scale, o.causal, block_m, block_n, trace));
+  if (!src && f.kind != editable::Fault::None) throw RuntimeError("flash_attention (shipped): " + f.text());
+  return f;
 }
 
 // [SECTION] Views: weights composed from the trace ---------------------------------------------------------
@@ -408,6 +336,8 @@ KernelEntry entry() {
     int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
     if (!r.params.was_set("block_m") && !r.params.was_set("block_n")) std::tie(bm, bn) = default_tiles(s.d);
     KernelRunResult res;
+    if (r.variant == "fast" && r.source)
+      throw InputError("--source: --variant fast is not editable; the editable source is the teaching version's");
     if (r.variant == "fast") {
 #ifdef KL_HAS_FLASH_FAST
       if (r.backend != Backend::Cuda)
@@ -432,7 +362,10 @@ KernelEntry entry() {
         trace.reset(r.backend, s, bm, bn);
         tv = trace.view();
       }
-      run_teaching(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, bm, bn, record ? &tv : nullptr);
+      const editable::Fault f =
+          run_teaching(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, bm, bn, record ? &tv : nullptr,
+                       r.source);
+      if (f.kind != editable::Fault::None) throw editable::FaultError(f);
       if (record) {
         res.outputs["trace_m"] = to_array(trace.m_after, trace.rows, trace.steps);
         res.outputs["trace_l"] = to_array(trace.l_after, trace.rows, trace.steps);

@@ -9,7 +9,7 @@
 // (FlashAttention-2, Algorithm 1, in the paper's notation):
 //     S      = Q_i K_j^T * scale                        (masked: -inf; tails past Lk and causal)
 //     m_new  = max(m_old, rowmax(S))
-//     alpha  = exp(m_old - m_new)                        <- rescale(): the one place this happens
+//     alpha  = exp(m_old - m_new)
 //     P      = exp(S - m_new)
 //     l_new  = alpha * l_old + rowsum(P)
 //     O_new  = alpha * O_old + P V_j
@@ -20,11 +20,14 @@
 //
 // Versions:
 //   reference float64 on the host: rung 4's reference (attention::reference) per query head, on its kv head.
-//   teaching  (CPU and CUDA) the loop above with plain loops over shared memory, 128 threads per block,
-//             instrumented: an optional FlashTrace records from inside the kernel, for every query row
-//             and every K/V tile step, m before/after, alpha, l before/after and the tile's row sum,
-//             and for one chosen query block the S and P tiles and the partial O after every step.
-//             The CPU backend runs the same grid (q blocks x batch*heads) program by program.
+//   teaching  (CPU and CUDA) the loop above with plain loops over shared memory, 128 threads per block:
+//             the editable source kernels/editable/sources/flash_attention.cu (kernel flash_teaching),
+//             launched through editable::launch (nvcc's build on CUDA; on the CPU the same source against
+//             the CPU prelude, the grid's programs in turn, a block's threads as fibers), or an edited
+//             copy of it (run_teaching's `src`). Instrumented: an optional FlashTrace is stored by the
+//             kernel, for every query row and every K/V tile step, m before/after, alpha, l before/after
+//             and the tile's row sum, and for one chosen query block the S and P tiles and the partial O
+//             after every step.
 //   fast      (CUDA, separate files kernels/flash_attention_fast*) tensor cores; not in this file.
 #pragma once
 #include <cmath>
@@ -32,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/registry.h"
@@ -85,25 +89,6 @@ constexpr int kDefaultBlockM = 64, kDefaultBlockN = 64;
 // The tile `run` takes when neither block_m nor block_n is given: 64 x 64, and 64 x 32 at d = 256, where
 // 64 x 64 needs smem_bytes(64, 64, 256) = 279296 bytes, past the 227 KiB a block may have (H100/H200).
 std::pair<int, int> default_tiles(int d);
-
-// [SECTION] The online-softmax step -----------------------------------------------------------------
-// The rescale of one query row's running state when a K/V tile arrives (both backends call this):
-//     m_new = max(m_old, rowmax(S)),  alpha = exp(m_old - m_new),  l <- alpha * l
-// Returns alpha; the caller then adds rowsum(P) to l and applies O <- alpha * O + P V.
-// A row that has still seen nothing keeps m = -inf and alpha = 1: exp(-inf - -inf) would be NaN.
-KL_ATTN_HD inline float rescale(float& m, float& l, float tile_max) {
-  const float m_old = m;
-  const float m_new = m_old > tile_max ? m_old : tile_max;  // m_new = max(m_old, rowmax(S))
-  const float alpha = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);  // m_old = -inf: alpha = 0
-  m = m_new;
-  l = alpha * l;
-  return alpha;
-}
-
-// P = exp(S - m_new) for one score; masked scores (-inf) and rows with nothing seen give 0.
-KL_ATTN_HD inline float tile_prob(float s, float m_new) {
-  return (s == -INFINITY || m_new == -INFINITY) ? 0.0f : expf(s - m_new);
-}
 
 // [SECTION] Tile shapes -------------------------------------------------------------------------------
 int64_t smem_bytes(int block_m, int block_n, int d);
@@ -165,8 +150,12 @@ void compose_weights(Backend b, const FlashTraceView& t, int64_t lq, int64_t lk,
 // The teaching kernel on backend b; pointers live there. q, out [bh, lq, d]; k, v [kv_bh, lk, d] (grouped-
 // query attention: each program loads the K/V of its query head's kv head). `trace` (optional) must have
 // been reset() for this shape and tile on the same backend. Throws InputError for bad shapes/tiles.
-void run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
-                  const Options& o, int block_m, int block_n, FlashTraceView* trace = nullptr);
+// `src`: an edited copy of kernels/editable/sources/flash_attention.cu run instead of the shipped build
+// (in the worker; CompileError when it does not compile); returns its first fault (kind None: it ran
+// cleanly). The shipped build's fault, which would be a bug here, throws RuntimeError.
+editable::Fault run_teaching(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+                             const Options& o, int block_m, int block_n, FlashTraceView* trace = nullptr,
+                             const editable::Source* src = nullptr);
 
 // `flash-attention` for the command line. The variants list is open: where kernels/rungs/flash_attention_fast.h
 // exists, `--variant fast` is listed and routed to its run_fast_host() (CUDA backend only; param dtype),
@@ -184,15 +173,15 @@ ParamSpec dtype();   // --variant fast only
 }  // namespace param
 
 namespace detail {
-void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
-             bool causal, int block_m, int block_n, FlashTraceView* t);
+// The launch run_teaching makes (the editable kernel's arguments in signature order).
+editable::Launch teaching_launch(const float* q, const float* k, const float* v, float* out, const Shape& s,
+                                 float scale, bool causal, int block_m, int block_n, FlashTraceView* t);
 #ifdef KL_HAS_CUDA
-void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
-              bool causal, int block_m, int block_n, FlashTraceView* t);
 void compose_weights_cuda(const FlashTraceView& t, int64_t lq, int64_t lk, int64_t step, float* dst,
                           int channels);
 #endif
-// Number of K/V tiles program (q block qb) computes; the rest (causal) it skips.
+// Number of K/V tiles program (q block qb) computes; the rest (causal) it skips. The editable kernel has
+// its own copy (tiles_to_run in kernels/editable/sources/flash_attention.cu); the study counts with this.
 KL_ATTN_HD inline int64_t tiles_to_run(int64_t qb, int block_m, int block_n, int64_t lq, int64_t lk,
                                        bool causal) {
   const int64_t n_tiles = (lk + block_n - 1) / block_n;

@@ -206,6 +206,57 @@ void converge(Result& r) {
   }
 }
 
+// The chosen block's O_t / l_t against R_t, the float64 softmax over the keys of the first t tiles: per
+// row an online softmax in float64 (a running max, so no key underflows against a later, larger one).
+void step_errors(Result& r) {
+  const int64_t lq = r.shape.lq, lk = r.shape.lk;
+  const int d = r.shape.d;
+  const double scale = r.opt.resolved_scale(d);
+  std::vector<double> num(size_t(r.steps), 0.0), den(size_t(r.steps), 0.0), acc(static_cast<size_t>(d), 0.0);
+  for (int rr = 0; rr < r.bm; ++rr) {
+    const int64_t i = r.qblock * r.bm + rr;
+    if (i >= lq) break;
+    const int64_t vis = attention::visible_keys(i, lq, lk, r.opt.causal);
+    double m = -INFINITY, l = 0;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t t = 0; t < r.steps; ++t) {
+      for (int64_t j = t * r.bn; j < std::min((t + 1) * r.bn, vis); ++j) {
+        double sc = 0;
+        for (int c = 0; c < d; ++c) sc += double(r.in.hq[size_t(i * d + c)]) * r.in.hk[size_t(j * d + c)];
+        sc *= scale;
+        const double m_new = std::max(m, sc), a = std::exp(m - m_new), p = std::exp(sc - m_new);
+        l = a * l + p;
+        for (int c = 0; c < d; ++c) acc[size_t(c)] = a * acc[size_t(c)] + p * r.in.hv[size_t(j * d + c)];
+        m = m_new;
+      }
+      const float lt = r.hl[size_t(i * r.steps + t)];
+      for (int c = 0; c < d; ++c) {
+        const double want = l > 0 ? acc[size_t(c)] / l : 0.0;
+        const double got = lt > 0 ? double(r.partial_o[size_t((t * r.bm + rr) * d + c)]) / lt : 0.0;
+        num[size_t(t)] += (got - want) * (got - want);
+        den[size_t(t)] += want * want;
+      }
+    }
+  }
+  r.step_error.resize(size_t(r.steps));
+  for (int64_t t = 0; t < r.steps; ++t)
+    r.step_error[size_t(t)] = den[size_t(t)] > 0 ? std::sqrt(num[size_t(t)] / den[size_t(t)]) : std::sqrt(num[size_t(t)]);
+}
+
+// "rows 0..24, 30, 41..47" (at most six runs, then "and N more rows").
+std::string rows_text(const std::vector<int64_t>& rows) {
+  std::string t;
+  size_t i = 0, runs = 0;
+  for (; i < rows.size() && runs < 6; ++runs) {
+    size_t j = i;
+    while (j + 1 < rows.size() && rows[j + 1] == rows[j] + 1) ++j;
+    t += (runs ? ", " : "") + std::to_string(rows[i]) + (j > i ? ".." + std::to_string(rows[j]) : "");
+    i = j + 1;
+  }
+  if (i < rows.size()) t += " and " + std::to_string(rows.size() - i) + " more";
+  return (rows.size() == 1 ? "row " : "rows ") + t;
+}
+
 void check(Backend b, Result& r) {
   const int64_t lq = r.shape.lq, lk = r.shape.lk;
   const int d = r.shape.d;
@@ -219,11 +270,25 @@ void check(Backend b, Result& r) {
     den += ref[i] * ref[i];
   }
   r.err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  // The rows that differ: a row whose error is past 1e-4 of a typical row's size (or NaN).
+  const double typical = std::sqrt(den / double(lq));
+  r.wrong_rows.clear();
+  for (int64_t i = 0; i < lq; ++i) {
+    double e = 0;
+    for (int c = 0; c < d; ++c) {
+      const double x = double(r.hout[size_t(i * d + c)]) - ref[size_t(i * d + c)];
+      e += x * x;
+    }
+    if (!(std::sqrt(e) <= 1e-4 * std::max(typical, 1e-30))) r.wrong_rows.push_back(i);
+  }
   r.check.label = "final output against the float64 reference:";
-  r.check.ok = r.nans == 0 && r.err < 2e-5;
-  char buf[240];
+  r.check.ok = r.nans == 0 && r.err < 2e-5 && r.wrong_rows.empty();
+  char buf[400];
   if (r.nans) std::snprintf(buf, sizeof buf, "no: %" PRId64 " values never written (NaN)", r.nans);
-  else std::snprintf(buf, sizeof buf, "%s, relative error %.1e (float32 rounding)", r.check.ok ? "yes" : "no", r.err);
+  else if (r.check.ok) std::snprintf(buf, sizeof buf, "yes, relative error %.1e (float32 rounding)", r.err);
+  else
+    std::snprintf(buf, sizeof buf, "no, relative error %.1e; %s of %" PRId64 " differ", r.err,
+                  rows_text(r.wrong_rows).c_str(), lq);
   r.check.text = buf;
 
   // Rung 4 on the same inputs, where its wall lets it run.
@@ -239,8 +304,9 @@ void check(Backend b, Result& r) {
     r.rung4_ran = true;
     r.rung4_diff = mx;
     r.rung4.ok = std::isfinite(mx) && mx < 1e-5;
-    std::snprintf(buf, sizeof buf, "max abs difference %.1e (float32 rounding: the same softmax, summed in another order)",
-                  mx);
+    std::snprintf(buf, sizeof buf, "max abs difference %.1e (%s)", mx,
+                  r.rung4.ok ? "float32 rounding: the same softmax, summed in another order"
+                             : "past float32 rounding: not the same attention");
   } catch (const InputError&) {
     r.rung4.ok = true;
     if (!attention::supported_head_dim(d))
@@ -256,6 +322,11 @@ void check(Backend b, Result& r) {
 }  // namespace
 
 Result run(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("flash-attention");
+  return run(b, p, e ? &*e : nullptr);
+}
+
+Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   Result r;
   r.shape.lq = p.get_int("lq");
   r.shape.lk = p.get_int("lk");
@@ -287,7 +358,11 @@ Result run(Backend b, const ParamValues& p) {
   r.out.fill_bytes(0xFF);  // poison
   r.trace.reset(b, r.shape, r.bm, r.bn, 0, r.qblock);
   fa::FlashTraceView tv = r.trace.view();
-  fa::run_teaching(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), r.out.data(), r.shape, r.opt, r.bm, r.bn, &tv);
+  r.edited = src != nullptr;
+  r.source_file = src ? src->file : editable::shipped_file("flash-attention");
+  r.fault = fa::run_teaching(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), r.out.data(), r.shape, r.opt, r.bm,
+                             r.bn, &tv, src);
+  if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
   mem::synchronize(b);
 
   r.hm = r.trace.m_after.to_host();
@@ -298,7 +373,13 @@ Result run(Backend b, const ParamValues& p) {
   r.hout = r.out.to_host();
   r.partial_o = r.trace.o_partial.to_host();
   converge(r);
+  step_errors(r);
   check(b, r);
+  // An edited kernel that misbehaved fails the check whatever it stored, and says what it did first.
+  if (r.fault.kind != editable::Fault::None) {
+    r.check.ok = false;
+    r.check.text = r.fault_line + "; " + r.check.text;
+  }
 
   // Colour scales: the final weights of the chosen block (composed from the trace) and the output.
   Buffer<float> w(b, size_t(r.bm * lk * 2));
@@ -395,6 +476,10 @@ study::Report report(const Result& r, int64_t step) {
   rep.checks.push_back({"matches_reference", r.check.ok, r.check.sentence()});
   rep.checks.push_back({"matches_rung4", r.rung4.ok, r.rung4.sentence()});
   if (!r.adjust_note.empty()) rep.lines.push_back(r.adjust_note);
+  if (r.edited) {
+    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
+    if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);
+  }
   const StepView v = step_view(r, step);
   rep.lines.push_back(v.stepper_text);
   rep.lines.push_back(v.title);
@@ -407,6 +492,10 @@ study::Report report(const Result& r, int64_t step) {
   }
   std::snprintf(buf, sizeof buf, "output converging: |O_t/l_t - O| / |O| = %.3g after step %" PRId64, r.converge[size_t(step - 1)],
                 step);
+  rep.lines.push_back(buf);
+  std::snprintf(buf, sizeof buf, "against float64 over the keys seen: |O_t/l_t - R_t| / |R_t| = %.3g after step %"
+                PRId64 ", %.3g after the first, %.3g after the last", r.step_error[size_t(step - 1)], step,
+                r.step_error.front(), r.step_error.back());
   rep.lines.push_back(buf);
   rep.lines.push_back(r.mem.caption);
   rep.lines.push_back(r.mem.paper_line);
@@ -426,6 +515,13 @@ study::Report report(const Result& r, int64_t step) {
   n["l"] = v.l;
   n["alpha"] = v.alpha;
   n["converge"] = r.converge;
+  n["step_error"] = r.step_error;
+  n["wrong_rows"] = int64_t(r.wrong_rows.size());
+  if (!r.wrong_rows.empty()) {
+    n["first_wrong_row"] = r.wrong_rows.front();
+    n["last_wrong_row"] = r.wrong_rows.back();
+  }
+  if (r.edited) n["fault"] = r.fault.kind == editable::Fault::None ? 0 : 1;
   n["traffic_bytes_unfused"] = r.mem.unfused;
   n["traffic_bytes_rung4"] = r.mem.smem;
   n["traffic_bytes_rung5"] = r.mem.flash;

@@ -1,8 +1,10 @@
 // Rung 5's study: what the FlashAttention panel concludes, without GL. One traced run of the teaching
 // kernel per shape (the trace stays where the backend runs, for the panel's weight pictures); the
 // online-softmax state per step (m, l, alpha per row of the chosen query block, which rows' max moved),
-// the output converging, checks against float64 and rung 4, shared memory against rung 4's wall, and the
-// device-memory traffic of standard attention, rung 4 and rung 5 with FlashAttention's IO statement.
+// the output converging and its error per step against float64, checks against float64 (naming the rows
+// that differ) and rung 4, shared memory against rung 4's wall, and the device-memory traffic of
+// standard attention, rung 4 and rung 5 with FlashAttention's IO statement. The kernel may be an edited
+// copy of the rung's editable source (the gallery's bugs show in these numbers).
 //   [SECTION] Settings and the run
 //   [SECTION] One step of the chosen block
 //   [SECTION] Memory and traffic (no run needed)
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/rungs/flash_attention.h"
 #include "kernels/studies/attention_study.h"
 
@@ -77,18 +80,33 @@ struct Result {
   std::vector<float> hout, hm, hl, halpha, hm_before, partial_o;
   std::vector<uint8_t> hstate;
   std::vector<double> converge;  // per step: |O_t / l_t - O| / |O| of the chosen block
+  // Per step: |O_t / l_t - R_t| / |R_t| of the chosen block, R_t the float64 softmax over the keys the
+  // first t K/V tiles hold (each row's visible ones) times V: float32 rounding at every step for the
+  // shipped kernel; an edited one that forgets alpha drifts further from it tile by tile.
+  std::vector<double> step_error;
   double wmax = 0, omax = 0;     // colour scales (final weights, output)
   double err = 0;
   int64_t nans = 0;
   attention_study::Line check, rung4;
+  std::vector<int64_t> wrong_rows;  // query rows whose output differs from the float64 reference
   double rung4_diff = 0;
   bool rung4_ran = false;
   Traffic mem;
   std::vector<Budget> budget;  // budgets(d, bm, bn, limit)
   std::string budget_caption;
+  // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
+  // ran cleanly; the checks above then read what it did write).
+  bool edited = false;
+  std::string source_file;  // "flash_attention.cu" (shipped) or the edited source's file name
+  editable::Fault fault;
+  std::string fault_line;   // "edited kernel: out-of-bounds store to out[...] ..." or empty
 };
 
-// Throws InputError (tiles that do not fit, bad shapes) and RuntimeError.
+// Throws InputError (tiles that do not fit, bad shapes) and RuntimeError. `src`: an edited copy of
+// kernels/editable/sources/flash_attention.cu run instead of the shipped kernel (CompileError when it
+// does not compile). Without the argument, the rung's edited source the app holds
+// (editable::edited("flash-attention")) if any, else the shipped one.
+Result run(Backend b, const ParamValues& p, const editable::Source* src);
 Result run(Backend b, const ParamValues& p);
 
 // The chosen block's weights after `step` tiles into dst (BLOCK_M x Lk cells x 2 channels, where the

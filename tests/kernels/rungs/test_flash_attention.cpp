@@ -5,12 +5,19 @@
 // those past the causal diagonal; CPU and CUDA traces agree to float32 rounding. Grouped-query attention
 // (k and v with Hkv heads dividing q's Hq): the index map against brute force, the float64 reference
 // against rung 4's on k and v repeated per query head, both backends over ratios 1, 2, 4, 8 with odd
-// lengths, Lq != Lk and causal, the trace's recurrence, `run`, and the one-line refusal.
+// lengths, Lq != Lk and causal, the trace's recurrence, `run`, and the one-line refusal. The editable
+// source (kernels/editable/sources/flash_attention.cu): compiled at run time it reproduces the shipped
+// build's output and trace bit for bit on the CPU; on a GPU, CPU and CUDA agree for it and for an edit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+
+#include "kernels/editable/compile.h"
+#include "kernels/editable/launch.h"
+#include "kernels/editable/worker.h"
 
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
@@ -43,9 +50,16 @@ struct HostTrace {
   int64_t rows = 0, steps = 0, q_blocks = 0;
 };
 
+// How run_on launches the kernel: run_teaching (the shipped build, or `src` in the worker), or with
+// `in_process` the edited source compiled and run in this process (the worker's own path).
+struct Via {
+  const editable::Source* src = nullptr;
+  bool in_process = false;
+};
+
 // Runs the teaching kernel on b, output poisoned; optionally traced (query block `chosen` of bh 0).
 std::vector<float> run_on(Backend b, const Inputs& in, const Shape& s, const Options& o, int bm, int bn,
-                          HostTrace* ht = nullptr, int64_t chosen = -1) {
+                          HostTrace* ht = nullptr, int64_t chosen = -1, Via via = {}) {
   Buffer<float> q(b, in.q.size()), k(b, in.k.size()), v(b, in.v.size()), out(b, in.q.size());
   q.upload(in.q);
   k.upload(in.k);
@@ -57,7 +71,16 @@ std::vector<float> run_on(Backend b, const Inputs& in, const Shape& s, const Opt
     t.reset(b, s, bm, bn, 0, chosen);
     tv = t.view();
   }
-  run_teaching(b, q.data(), k.data(), v.data(), out.data(), s, o, bm, bn, ht ? &tv : nullptr);
+  if (via.in_process) {
+    const editable::Fault f = editable::run_in_process(
+        b, via.src,
+        detail::teaching_launch(q.data(), k.data(), v.data(), out.data(), s, o.resolved_scale(s.d), o.causal, bm, bn,
+                                ht ? &tv : nullptr));
+    EXPECT_EQ(f.kind, editable::Fault::None) << f.text();
+  } else {
+    const editable::Fault f = run_teaching(b, q.data(), k.data(), v.data(), out.data(), s, o, bm, bn, ht ? &tv : nullptr, via.src);
+    EXPECT_EQ(f.kind, editable::Fault::None) << f.text();
+  }
   mem::synchronize(b);
   if (ht) {
     ht->m0 = t.m_before.to_host();
@@ -584,6 +607,154 @@ TEST(FlashAttention, TeachingRefusesKvHeadsNotDividingQs) {
       EXPECT_EQ(std::string(e.what()), gqa_heads_message(kv, heads));
     }
   }
+}
+
+// [SECTION] The editable source -------------------------------------------------------------------------
+
+editable::Source shipped_copy(const std::string& edit_from = "", const std::string& edit_to = "") {
+  editable::Source src{"flash-attention", "my_flash_attention.cu", editable::shipped_source("flash-attention")};
+  if (!edit_from.empty()) {
+    const size_t at = src.text.find(edit_from);
+    EXPECT_NE(at, std::string::npos) << edit_from;
+    if (at != std::string::npos) src.text.replace(at, edit_from.size(), edit_to);
+  }
+  return src;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void expect_same_bits(const HostTrace& a, const HostTrace& b) {
+  EXPECT_TRUE(same_bits(a.m0, b.m0)) << "m_before";
+  EXPECT_TRUE(same_bits(a.m1, b.m1)) << "m_after";
+  EXPECT_TRUE(same_bits(a.alpha, b.alpha)) << "alpha";
+  EXPECT_TRUE(same_bits(a.l0, b.l0)) << "l_before";
+  EXPECT_TRUE(same_bits(a.l1, b.l1)) << "l_after";
+  EXPECT_TRUE(same_bits(a.rowsum, b.rowsum)) << "rowsum";
+  EXPECT_TRUE(same_bits(a.s_tile, b.s_tile)) << "S tiles";
+  EXPECT_TRUE(same_bits(a.p_tile, b.p_tile)) << "P tiles";
+  EXPECT_TRUE(same_bits(a.o_partial, b.o_partial)) << "partial O";
+  EXPECT_EQ(a.state, b.state);
+}
+
+TEST(FlashAttention, EditableSourceIsTheShippedKernel) {
+  const std::string text = editable::shipped_source("flash-attention");
+  EXPECT_EQ(editable::shipped_file("flash-attention"), "flash_attention.cu");
+  EXPECT_NE(text.find("__global__ void flash_teaching("), std::string::npos);
+  EXPECT_NE(text.find("expf(m_old - m_new)"), std::string::npos);  // the rescale, visible
+}
+
+// The shipped source compiled at run time (the host compiler and the CPU prelude, as an edit would be)
+// reproduces the shipped build's output and every trace array bit for bit: multi-head and grouped-query,
+// causal with Lq < Lk and Lq > Lk (skipped tiles, rows that see nothing), tails, d = 256.
+TEST(FlashAttention, UneditedSourceCompiledAtRunTimeReproducesTheShippedTrace) {
+  const editable::Source src = shipped_copy();
+  struct Case {
+    Shape s;
+    bool causal;
+    int bm, bn;
+  };
+  Shape gqa = shape(21, 70, 16, 2, 4);
+  gqa.kv_heads = 2;
+  const Case cases[] = {{shape(37, 70, 32), false, 16, 16}, {shape(37, 70, 32), true, 16, 32},
+                        {shape(50, 20, 16, 2, 1), true, 16, 16}, {gqa, true, 16, 32},
+                        {shape(29, 45, 256), false, 64, 32}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.s.text() + (c.causal ? " causal" : ""));
+    Options o;
+    o.causal = c.causal;
+    Inputs in;
+    in.q = test::random_floats(size_t(c.s.bh() * c.s.lq * c.s.d), -2.0f, 2.0f);
+    in.k = test::random_floats(size_t(c.s.kv_bh() * c.s.lk * c.s.d), -2.0f, 2.0f);
+    in.v = test::random_floats(size_t(c.s.kv_bh() * c.s.lk * c.s.d));
+    const int64_t chosen = c.s.lq > c.bm ? 1 : 0;
+    HostTrace shipped, edited;
+    const std::vector<float> a = run_on(Backend::Cpu, in, c.s, o, c.bm, c.bn, &shipped, chosen);
+    const std::vector<float> b = run_on(Backend::Cpu, in, c.s, o, c.bm, c.bn, &edited, chosen, {&src, true});
+    EXPECT_EQ(nan_count(a), 0u);
+    EXPECT_TRUE(same_bits(a, b)) << "out";
+    expect_same_bits(shipped, edited);
+  }
+}
+
+// NVRTC compiles the source and each gallery bug without a GPU (the editor's Ctrl+Enter on the CUDA
+// backend), and the host compiler compiles them against the CPU prelude.
+TEST(FlashAttention, SourceAndGalleryCompileForBothBackends) {
+  std::vector<editable::Source> all = {shipped_copy()};
+  for (const editable::GalleryBug& b : editable::gallery("flash-attention")) all.push_back({"flash-attention", b.file, b.text});
+  EXPECT_EQ(all.size(), 3u);
+  for (const editable::Source& src : all) {
+    SCOPED_TRACE(src.file);
+    EXPECT_NO_THROW(editable::compile(Backend::Cpu, src));
+    if (cuda_compiled()) EXPECT_NO_THROW(editable::compile(Backend::Cuda, src));
+  }
+}
+
+// On a GPU: the same source on the CPU (prelude) and CUDA (nvcc's shipped build; NVRTC for the edit, in
+// the worker), unedited and with the gallery's missing rescale: tile states identical, every value
+// within float32 tolerance. Not bit for bit: CUDA's expf and the host's differ in the last ulp, and nvcc
+// fuses the dot products' multiply-adds (the CPU build is compiled with -ffp-contract=off).
+TEST(FlashAttention, EditedSourceCpuAndCudaTracesAgree) {
+  KL_REQUIRE_CUDA();
+  editable::worker::set_program(KL_BINARY);
+  const editable::Source edit =
+      shipped_copy("const float l_new = a * l_old + rowsum;", "const float l_new = l_old + rowsum;");
+  Shape s = shape(45, 77, 64, 1, 4);
+  s.kv_heads = 2;
+  for (const editable::Source* src : {static_cast<const editable::Source*>(nullptr), &edit})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(std::string(src ? "edited" : "shipped") + (causal ? " causal" : ""));
+      Options o;
+      o.causal = causal;
+      Inputs in;
+      in.q = test::random_floats(size_t(s.bh() * s.lq * s.d), -2.0f, 2.0f);
+      in.k = test::random_floats(size_t(s.kv_bh() * s.lk * s.d), -2.0f, 2.0f);
+      in.v = test::random_floats(size_t(s.kv_bh() * s.lk * s.d));
+      HostTrace tc, tg;
+      const std::vector<float> oc = run_on(Backend::Cpu, in, s, o, 16, 32, &tc, 2, {src, false});
+      const std::vector<float> og = run_on(Backend::Cuda, in, s, o, 16, 32, &tg, 2, {src, false});
+      EXPECT_EQ(tc.state, tg.state);
+      auto agree = [](const std::vector<float>& a, const std::vector<float>& b, const char* what) {
+        ASSERT_EQ(a.size(), b.size()) << what;
+        for (size_t i = 0; i < a.size(); ++i) {
+          if (std::isinf(a[i]) || std::isinf(b[i]) || std::isnan(a[i]) || std::isnan(b[i])) {
+            ASSERT_TRUE(same_bits({a[i]}, {b[i]})) << what << " at " << i << ": " << a[i] << " vs " << b[i];
+            continue;
+          }
+          ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::fabs(a[i]))) << what << " at " << i;
+        }
+      };
+      agree(tc.m0, tg.m0, "m_before");
+      agree(tc.m1, tg.m1, "m_after");
+      agree(tc.alpha, tg.alpha, "alpha");
+      agree(tc.l0, tg.l0, "l_before");
+      agree(tc.l1, tg.l1, "l_after");
+      agree(tc.rowsum, tg.rowsum, "rowsum");
+      agree(tc.s_tile, tg.s_tile, "S tiles");
+      agree(tc.p_tile, tg.p_tile, "P tiles");
+      agree(tc.o_partial, tg.o_partial, "partial O");
+      agree(oc, og, "out");
+    }
+}
+
+// An edited kernel that stores past a trace record is caught and located, and does not corrupt memory.
+TEST(FlashAttention, EditedKernelsOutOfBoundsStoreIsLocated) {
+  editable::worker::set_program(KL_BINARY);
+  const editable::Source edit = shipped_copy("trace_tile_state.store((bh * q_blocks + qb) * steps + step, 1);",
+                                             "trace_tile_state.store((bh * q_blocks + qb) * steps + step + 1, 1);");
+  const Shape s = shape(20, 40, 16);  // 2 query blocks x 3 steps: the last program's last step is past the end
+  const Inputs in = test::random_attention_inputs(s);
+  Buffer<float> q(Backend::Cpu, in.q.size()), k(Backend::Cpu, in.k.size()), v(Backend::Cpu, in.v.size()),
+      out(Backend::Cpu, in.q.size());
+  q.upload(in.q);
+  k.upload(in.k);
+  v.upload(in.v);
+  FlashTrace t;
+  t.reset(Backend::Cpu, s, 16, 16);
+  FlashTraceView tv = t.view();
+  const editable::Fault f = run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), out.data(), s, {}, 16, 16, &tv, &edit);
+  EXPECT_EQ(f.text(), "out-of-bounds store to trace_tile_state[6] (size 6) by program 1, lane 0");
 }
 
 // [SECTION] The command-line entry -----------------------------------------------------------------------

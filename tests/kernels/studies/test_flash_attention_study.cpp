@@ -2,12 +2,16 @@
 // the first step's alpha = 0 for every row (m_old = -inf) and the sentence that says so, the rows whose
 // max moved at later steps against the trace, the stepper's step/tile numbering, the output converging,
 // the checks against float64 and rung 4, the counted traffic of standard attention, rung 4 and rung 5
-// with the numbers the captions state, FlashAttention's Theorem 2 numbers, and the registry entry.
+// with the numbers the captions state, FlashAttention's Theorem 2 numbers, and the registry entry. The
+// gallery's bugs (kernels/editable/gallery/flash_attention/), run as edited sources through the worker
+// on the CPU backend, each show their symptom in these numbers, and the shipped source shows neither.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
+#include "kernels/editable/launch.h"
+#include "kernels/editable/worker.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/studies/flash_attention_study.h"
 #include "kernels/studies/study.h"
@@ -39,6 +43,11 @@ TEST(FlashAttentionStudy, DefaultsMatchReferenceAndRungFour) {
     EXPECT_TRUE(r.rung4.ok);
     EXPECT_LT(r.converge.back(), 1e-5);  // after the last tile O / l is the output
     EXPECT_GT(r.converge.front(), 1e-3);  // after one tile of six it is not
+    // ... and at every step O / l is the softmax over the keys seen so far, to float32 rounding
+    ASSERT_EQ(r.step_error.size(), 6u);
+    for (double e : r.step_error) EXPECT_LT(e, 1e-5);
+    EXPECT_TRUE(r.wrong_rows.empty());
+    EXPECT_FALSE(r.edited);
     EXPECT_GT(r.wmax, 0.0);
   }
 }
@@ -231,6 +240,95 @@ TEST(FlashAttentionStudy, ReportAndRegistry) {
   for (const auto& a : rep.numbers["alpha"]) EXPECT_EQ(a.get<double>(), 0.0);
   EXPECT_EQ(rep.numbers["traffic_bytes_unfused"].get<double>(), 110592.0);
   EXPECT_NE(study::to_text(rep).find("row 16: m = "), std::string::npos);
+}
+
+// [SECTION] The gallery ------------------------------------------------------------------------------------
+
+class FlashAttentionGallery : public ::testing::Test {
+ protected:
+  void SetUp() override { editable::worker::set_program(KL_BINARY); }
+  static editable::Source bug(const std::string& name) {
+    for (const editable::GalleryBug& b : editable::gallery("flash-attention"))
+      if (b.name == name) return {"flash-attention", b.file, b.text};
+    ADD_FAILURE() << "no gallery bug " << name;
+    return {};
+  }
+};
+
+TEST_F(FlashAttentionGallery, ListsItsBugsWithTheirSentences) {
+  const std::vector<editable::GalleryBug> bugs = editable::gallery("flash-attention");
+  ASSERT_EQ(bugs.size(), 2u);
+  for (const editable::GalleryBug& b : bugs) {
+    EXPECT_FALSE(b.sentence.empty()) << b.file;
+    EXPECT_NE(b.text.find("__global__ void flash_teaching("), std::string::npos) << b.file;
+  }
+}
+
+// Without alpha, l and O keep what earlier tiles added under an older max: after tile 1 (nothing to
+// rescale yet) the partial output is the softmax over the keys seen, to float32 rounding; from the first
+// step where a row that had seen keys moved its max it is off, and further off as later tiles move it.
+TEST_F(FlashAttentionGallery, NoAlphaRescaleErrorGrowsTileByTile) {
+  const editable::Source src = bug("no alpha rescale");
+  const Result shipped = run(Backend::Cpu, settings({}), nullptr);
+  const Result r = run(Backend::Cpu, settings({}), &src);
+  EXPECT_TRUE(r.edited);
+  EXPECT_EQ(r.fault.kind, editable::Fault::None) << r.fault.text();
+  ASSERT_EQ(r.step_error.size(), 6u);
+  EXPECT_LT(r.step_error[0], 1e-5);
+  // The first step at which the shipped kernel rescaled a row of the block (alpha < 1 with l_old > 0).
+  int64_t first_rescale = -1;
+  for (int64_t t = 1; t < shipped.steps && first_rescale < 0; ++t)
+    for (int rr = 0; rr < shipped.bm; ++rr) {
+      const size_t c = size_t((shipped.qblock * shipped.bm + rr) * shipped.steps + t);
+      if (shipped.halpha[c] < 1.0f && shipped.hl[c] > 0) first_rescale = t;
+    }
+  ASSERT_EQ(first_rescale, 1);  // at these settings the max moves in tile 2 already
+  // Off from tile 2 on (1e4 times the shipped kernel's rounding), and growing while later tiles keep
+  // moving the max: at these settings 0.41, 0.53, 0.54 after tiles 2..4, then it settles about 0.5.
+  for (size_t t = 1; t < r.step_error.size(); ++t) {
+    EXPECT_GT(r.step_error[t], 1e-3) << "step " << t + 1;
+    EXPECT_LT(shipped.step_error[t], 1e-5) << "step " << t + 1;
+  }
+  EXPECT_LT(r.step_error[1], r.step_error[2]);
+  EXPECT_LT(r.step_error[2], r.step_error[3]);
+  EXPECT_GT(r.step_error.back(), r.step_error[1]);
+  EXPECT_FALSE(r.check.ok) << r.check.text;
+  EXPECT_GT(r.err, 1e-2);
+  const study::Report rep = report(r, r.step);
+  ASSERT_EQ(rep.numbers["step_error"].size(), 6u);
+  EXPECT_EQ(rep.numbers["fault"].get<int>(), 0);
+  EXPECT_TRUE(has(study::to_text(rep), "kernel: no_alpha_rescale.cu (edited)")) << study::to_text(rep);
+}
+
+// Top-left alignment: with causal on and Lq != Lk rows see the wrong keys; the check fails and names
+// exactly the rows whose visible keys differ between the two alignments. With Lq = Lk nothing changes.
+TEST_F(FlashAttentionGallery, CausalTopLeftNamesTheRowsThatSeeTheWrongKeys) {
+  const editable::Source src = bug("causal top left");
+  struct Case {
+    int64_t lq, lk;
+    const char* rows;
+  };
+  for (const Case& c : {Case{48, 96, "rows 0..47 of 48 differ"}, Case{96, 48, "rows 0..94 of 96 differ"},
+                        Case{48, 48, ""}}) {
+    SCOPED_TRACE(std::to_string(c.lq) + " x " + std::to_string(c.lk));
+    const std::string lq = "lq=" + std::to_string(c.lq), lk = "lk=" + std::to_string(c.lk);
+    const Result shipped = run(Backend::Cpu, settings({"causal=1", lq.c_str(), lk.c_str()}), nullptr);
+    EXPECT_TRUE(shipped.check.ok) << shipped.check.text;
+    EXPECT_TRUE(shipped.wrong_rows.empty());
+    const Result r = run(Backend::Cpu, settings({"causal=1", lq.c_str(), lk.c_str()}), &src);
+    EXPECT_EQ(r.fault.kind, editable::Fault::None) << r.fault.text();
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < c.lq; ++i)
+      if (attention::visible_keys(i, c.lq, c.lk, true) != std::min<int64_t>(i + 1, c.lk)) want.push_back(i);
+    EXPECT_EQ(r.wrong_rows, want);
+    EXPECT_EQ(r.check.ok, want.empty()) << r.check.text;
+    if (*c.rows) EXPECT_TRUE(has(r.check.text, c.rows)) << r.check.text;
+    const study::Report rep = report(r, r.step);
+    EXPECT_EQ(rep.numbers["wrong_rows"].get<int64_t>(), int64_t(want.size()));
+  }
+  // Unmasked the alignment does not matter.
+  const Result open = run(Backend::Cpu, settings({}), &src);
+  EXPECT_TRUE(open.check.ok) << open.check.text;
 }
 
 }  // namespace
