@@ -5,6 +5,7 @@
 // unedited source and of the gallery's edit agree: coverage exactly, values within float tolerance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -145,8 +146,12 @@ TEST(AttentionSource, GalleryForgottenScaleShowsInTheStudy) {
   EXPECT_TRUE(r.edited);
   EXPECT_EQ(r.fault.kind, editable::Fault::None) << r.fault.text();
   EXPECT_FALSE(r.check.ok) << r.check.text;
-  EXPECT_GT(r.err, 0.1) << "the output misses the reference by far more than rounding";
-  EXPECT_GT(r.werr, 0.5);
+  // The sentence's numbers: a relative error of 1.4 in the output, P's largest weight 1.00 (shipped 0.68).
+  EXPECT_GT(r.err, 1.0) << "the output misses the reference by far more than rounding";
+  EXPECT_GT(r.werr, 1.0);
+  double p_max = 0;
+  for (size_t c = 0; c < r.hw.size(); c += 2) p_max = std::max(p_max, double(r.hw[c]));
+  EXPECT_GT(p_max, 0.99);
   EXPECT_TRUE(r.rowsum.ok) << "P is still a softmax: its rows sum to 1 (" << r.rowsum.text << ")";
   const study::Report rep = attention_study::report(r);
   EXPECT_EQ(rep.numbers.at("fault"), 0);
@@ -154,6 +159,9 @@ TEST(AttentionSource, GalleryForgottenScaleShowsInTheStudy) {
   const attention_study::Result ok = attention_study::run(Backend::Cpu, p, {}, nullptr);
   EXPECT_TRUE(ok.check.ok) << ok.check.text;
   EXPECT_LT(ok.err, 1e-5);
+  double ok_max = 0;
+  for (size_t c = 0; c < ok.hw.size(); c += 2) ok_max = std::max(ok_max, double(ok.hw[c]));
+  EXPECT_NEAR(ok_max, 0.68, 0.005);
   EXPECT_FALSE(ok.edited);
   EXPECT_FALSE(attention_study::report(ok).numbers.contains("fault"));
 }
@@ -175,6 +183,30 @@ TEST(AttentionSource, AnEditedOutOfBoundsLoadIsLocatedInTheStudy) {
   EXPECT_EQ(r.check.text.rfind("edited kernel: out-of-bounds load from k[640] (size 640)", 0), 0u) << r.check.text;
   const study::Report rep = attention_study::report(r);
   EXPECT_EQ(rep.numbers.at("fault"), 1);
+}
+
+// The CPU prelude's shuffles (kernels/editable/kl_cpu.h), as attention_smem's warp_sum uses them: lanes
+// released from an exchange resume one after the other, so lane 0 may have returned before lane 1 reads
+// lane 0's value; it must still get it. (An odd number of lanes with p = 1 makes the even and odd lanes'
+// partial sums differ at the last xor step, where lane 1 reads lane 0.)
+TEST(AttentionSource, PreludeShuffleReadsALaneThatHasAlreadyReturned) {
+  const editable::Source src{"", "warp_sum.cu", R"(#include "kl.cuh"
+__global__ void warp_sums(kl::Tensor<float> out, int ones) {
+  float x = threadIdx.x % 32 < ones ? 1.0f : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  out.store(threadIdx.x, x);
+}
+)"};
+  for (int ones : {1, 15, 16, 31}) {
+    std::vector<float> out(64, -1.0f);
+    editable::Launch l;
+    l.kernel = "warp_sums";
+    l.block.x = 64;
+    l.args = {editable::tensor("out", editable::DType::F32, out.data(), 64, true), editable::i32("ones", ones)};
+    const editable::Fault f = editable::run_in_process(Backend::Cpu, &src, l);
+    ASSERT_EQ(f.kind, editable::Fault::None) << f.text();
+    for (int t = 0; t < 64; ++t) ASSERT_EQ(out[size_t(t)], float(ones)) << "ones " << ones << ", thread " << t;
+  }
 }
 
 // On the GPU machine: the CPU prelude and the CUDA build of the same source (shipped, and the gallery's

@@ -211,14 +211,17 @@ TEST(FlashAttentionBackwardSource, GalleryDsWithoutDShowsInTheStudy) {
   ASSERT_EQ(bugs.size(), 1u);
   EXPECT_EQ(bugs[0].name, "ds without d");
   EXPECT_NE(bugs[0].sentence.find("dV still matches"), std::string::npos) << bugs[0].sentence;
+  EXPECT_NE(bugs[0].sentence.find("0.20 and 0.14"), std::string::npos) << bugs[0].sentence;
   ParamValues p(flash_attention_backward_study::params());
   const editable::Source bug = gallery_bug("ds without d");
   const flash_attention_backward_study::Result r = flash_attention_backward_study::run(Backend::Cpu, p, &bug);
   EXPECT_TRUE(r.edited);
   EXPECT_EQ(r.fault.kind, editable::Fault::None) << r.fault.text();
   EXPECT_LT(r.dv_rel, r.tolerance) << "dV = P^T dO never uses dS";
-  EXPECT_GT(r.dq_rel, 0.1);
+  EXPECT_GT(r.dq_rel, 0.15);  // the sentence's numbers: 0.20 and 0.14
+  EXPECT_LT(r.dq_rel, 0.25);
   EXPECT_GT(r.dk_rel, 0.1);
+  EXPECT_LT(r.dk_rel, 0.2);
   EXPECT_LT(r.p_max_abs_diff, 1e-6) << "P is recomputed as before";
   const study::Report rep = flash_attention_backward_study::report(r);
   bool teaching = true, fold = true;

@@ -1,4 +1,4 @@
-// Gallery: the scale 1/sqrt(d) forgotten: every row of P still sums to 1, so that check passes, but the scores are sqrt(d) times too large, P is far too peaked (compare its heatmap with the shipped one) and out misses the float64 reference (at the panel's defaults by a relative error of about XX).
+// Gallery: the scale 1/sqrt(d) forgotten: every row of P still sums to 1, so that check passes, but the scores are sqrt(d) times too large and P far too peaked (at the panel's defaults its largest weight is 1.00 instead of 0.68), and out misses the float64 reference by a relative error of 1.4.
 // Rung 4: scaled dot-product attention, out = softmax(Q K^T * scale) V, with ALL of K and V in shared
 // memory: the kernel the write-up wrote, and the wall it runs into.
 //
