@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/editable/compile.h"
 #include "kernels/editable/launch.h"
 #include "kernels/editable/worker.h"
 #include "kernels/rungs/attention.h"
@@ -207,6 +208,15 @@ __global__ void warp_sums(kl::Tensor<float> out, int ones) {
     ASSERT_EQ(f.kind, editable::Fault::None) << f.text();
     for (int t = 0; t < 64; ++t) ASSERT_EQ(out[size_t(t)], float(ones)) << "ones " << ones << ", thread " << t;
   }
+}
+
+// NVRTC compiles without a GPU: the shipped source and the gallery's edit build for the CUDA backend on
+// every machine with the toolkit (the host compiler's build of both runs in the tests above).
+TEST(AttentionSource, NvrtcCompilesTheShippedSourceAndTheGalleryBug) {
+  if (!cuda_compiled()) GTEST_SKIP() << "built without CUDA";
+  const editable::Source shipped{"attention", "nv_shipped.cu", editable::shipped_source("attention")};
+  EXPECT_NO_THROW(editable::compile(Backend::Cuda, shipped));
+  EXPECT_NO_THROW(editable::compile(Backend::Cuda, gallery_bug("no scale")));
 }
 
 // On the GPU machine: the CPU prelude and the CUDA build of the same source (shipped, and the gallery's

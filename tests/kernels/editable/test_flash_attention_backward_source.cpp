@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/editable/compile.h"
 #include "kernels/editable/launch.h"
 #include "kernels/editable/worker.h"
 #include "kernels/rungs/flash_attention_backward.h"
@@ -256,6 +257,15 @@ TEST(FlashAttentionBackwardSource, AnEditedOutOfBoundsStoreIsLocatedInTheStudy) 
   const study::Report rep = flash_attention_backward_study::report(r);
   EXPECT_EQ(rep.numbers.at("fault"), 1);
   EXPECT_EQ(rep.lines.back(), "edited kernel: " + r.fault.text());
+}
+
+// NVRTC compiles without a GPU: the shipped source and the gallery's edit build for the CUDA backend on
+// every machine with the toolkit (the host compiler's build of both runs in the tests above).
+TEST(FlashAttentionBackwardSource, NvrtcCompilesTheShippedSourceAndTheGalleryBug) {
+  if (!cuda_compiled()) GTEST_SKIP() << "built without CUDA";
+  const editable::Source shipped{kRung, "nv_shipped.cu", editable::shipped_source(kRung)};
+  EXPECT_NO_THROW(editable::compile(Backend::Cuda, shipped));
+  EXPECT_NO_THROW(editable::compile(Backend::Cuda, gallery_bug("ds without d")));
 }
 
 // On the GPU machine: the CPU prelude and the CUDA build of the same source (shipped, and the gallery's

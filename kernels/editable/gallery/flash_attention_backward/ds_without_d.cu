@@ -1,4 +1,4 @@
-// Gallery: dS = P * dP without subtracting D = rowsum(dO * O): P is recomputed as before and dV still matches the reference (dV = P^T dO never uses dS), but dQ and dK miss it (at the panel's defaults by relative errors of 0.20 and 0.14, against 2.8e-05 allowed), so the teaching check fails.
+// Gallery: dS = P * dP without subtracting D = rowsum(dO * O): P is recomputed as before and dV still matches the reference (dV = P^T dO never uses dS), but dQ and dK miss it (at the panel's defaults by relative errors of 0.20 and 0.14, against 2.8e-05 allowed): in the convergence plot dV_j's error falls to 1e-7 as the query tiles fold in while dK_j's and dQ_i's stall above 0.1.
 // Rung 6: the backward pass of attention, FlashAttention-2's way (its Algorithm 2), tile by tile.
 // For out = softmax(S) V with S = Q K^T * scale and P = softmax(S), the chain rule gives
 //     dV = P^T dO     dP = dO V^T     D_i = rowsum(dO_i * O_i) = rowsum(P_i * dP_i)
