@@ -46,11 +46,23 @@ int run_look(const ShotOptions& o, const Common& c) {
   return look_command(look);
 }
 
+// The rung whose editable source a panel draws: the shipped source its source pane shows (the panel
+// "backward" draws flash_attention_backward.cu, rung flash-attention-backward); else the panel's id.
+std::string rung_of_panel(const std::string& panel, const Common& c) {
+  Shell s = make_shell(c.backend);
+  const int i = find_panel(s, panel);
+  if (i < 0) return panel;
+  const std::string file = s.panels[size_t(i)]->source_focus().file;
+  for (const std::string& rung : editable::shipped_rungs())
+    if (editable::shipped_file(rung) == file) return rung;
+  return panel;
+}
+
 // --source: the edited kernel held for the panel's rung, run once through the panel's study first so a
 // compile error exits 2 before anything renders. Returns the kernel's fault line ("" when it ran cleanly).
 std::string use_edited_source(const ShotOptions& o, const Common& c) {
   if (o.panel == "all" || o.stops) throw InputError("--source: one panel at a time (not with `shot all` or --stops)");
-  editable::set_edited(read_edited_source(o.panel, "", o.edited));
+  editable::set_edited(read_edited_source(rung_of_panel(o.panel, c), "", o.edited));
   const study::Entry* e = study::find(o.panel);
   if (!e) throw InputError("--source: panel " + o.panel + " has no study to run the edited kernel");
   ParamValues values(e->params());

@@ -92,6 +92,8 @@ struct Fiber {
   unsigned mask = 0;           // a warp barrier's member mask
   int parity = 0;              // which shuffle slot the next exchange uses
   uint64_t slot[2] = {0, 0};   // the values a warp exchange publishes
+  uint64_t published = 0;      // exchanges this fiber has published in this block (a lane that has
+                               // returned still answers for the ones it took part in)
   dim3 tid;
 };
 
@@ -296,7 +298,7 @@ inline bool release(Grid& g) {
 }
 
 inline bool run_block_fibers(Grid& g) {
-  for (int64_t i = 0; i < g.nthreads; ++i) g.fiber[i].state = kReady;
+  for (int64_t i = 0; i < g.nthreads; ++i) g.fiber[i].state = kReady, g.fiber[i].published = 0, g.fiber[i].parity = 0;
   for (;;) {
     bool live = false;
     for (int64_t i = 0; i < g.nthreads; ++i) {
@@ -337,7 +339,9 @@ inline void wait_warp(unsigned mask, int line, int site) {
   yield();
 }
 
-// Publishes `bits`, waits for the warp, returns lane `src`'s published value (own value if src is not live).
+// Publishes `bits`, waits for the warp, returns lane `src`'s published value (own value if src did not
+// take part in this exchange). A lane released with the others may have run on and returned before this
+// one resumes: its value for this exchange is still in its slot (it published at least as many).
 inline uint64_t exchange(unsigned mask, uint64_t bits, int64_t src, int line, int site) {
   Grid& g = *g_grid;
   if (!g.fibers) {
@@ -347,9 +351,10 @@ inline uint64_t exchange(unsigned mask, uint64_t bits, int64_t src, int line, in
   Fiber* me = g.current;
   const int p = me->parity;
   me->slot[p] = bits;
+  const uint64_t n = ++me->published;
   wait_warp(mask, line, site);
   me->parity ^= 1;
-  if (src < 0 || src >= g.nthreads || g.fiber[src].state == kDone) return bits;
+  if (src < 0 || src >= g.nthreads || g.fiber[src].published < n) return bits;
   return g.fiber[src].slot[p];
 }
 

@@ -1,5 +1,6 @@
-// Rung 4, host side: the float64 reference, the wall, the CPU backend's program-by-program launch, and
-// the `run` / `bench` wiring.
+// Rung 4, host side: the float64 reference, the wall, the launch of the editable kernel
+// (kernels/editable/sources/attention.cu) on either backend, the unfused variant, and the `run` / `bench`
+// wiring.
 #include "kernels/rungs/attention.h"
 
 #include <algorithm>
@@ -14,6 +15,9 @@
 #include "kernels/rungs/softmax.h"
 
 namespace kl::attention {
+
+// The editable kernel writes a cell's state as the literals 0 (seen) and 1 (masked): kept in step here.
+static_assert(kCellNormal == 0 && kCellMasked == 1, "kernels/editable/sources/attention.cu writes 0 and 1");
 
 bool supported_head_dim(int d) { return d == 16 || d == 32 || d == 64 || d == 128; }
 const char* head_dims_text() { return "16, 32, 64, 128"; }
@@ -136,90 +140,49 @@ void reference(const float* q, const float* k, const float* v, const Shape& s, c
   }
 }
 
-// [SECTION] CPU backend: the launch grid, program by program ---------------------------------------
+// [SECTION] The kernel: kernels/editable/sources/attention.cu on either backend ---------------------
 
 namespace detail {
 
-// One program: (q block pid_q, batch*head pid_bh), as one CUDA block runs it. `smem` plays the part of
-// the block's shared memory: K and V of the whole (batch, head) are copied in before anything else.
-static void program(int64_t pid_q, int64_t pid_bh, const float* q, const float* k, const float* v,
-                    float* out, const Shape& s, float scale, bool causal, const Extras& x,
-                    std::vector<float>& smem) {
-  const int d = s.d;
-  const int64_t lk = s.lk;
-  float* Ks = smem.data();
-  float* Vs = Ks + lk * d;
-  float* Qs = Vs + lk * d;
-  std::copy(k + pid_bh * lk * d, k + (pid_bh + 1) * lk * d, Ks);
-  std::copy(v + pid_bh * lk * d, v + (pid_bh + 1) * lk * d, Vs);
-  for (int r = 0; r < kBlockQ; ++r) {
-    const int64_t i = pid_q * kBlockQ + r;
-    for (int c = 0; c < d; ++c) Qs[r * d + c] = i < s.lq ? q[(pid_bh * s.lq + i) * d + c] : 0.0f;
-  }
-  const float ninf = -std::numeric_limits<float>::infinity();
-  std::vector<float> o(static_cast<size_t>(d));
-  auto score = [&](int r, int64_t j) {
-    float acc = 0;
-    for (int c = 0; c < d; ++c) acc += Qs[r * d + c] * Ks[j * d + c];
-    return acc * scale;
+editable::Launch traced_launch(const float* q, const float* k, const float* v, float* out, const Shape& s,
+                               float scale, bool causal, const Extras& x) {
+  using editable::DType;
+  editable::Launch l;
+  l.rung = "attention";
+  l.kernel = "attention_smem";
+  l.grid.x = uint32_t((s.lq + kBlockQ - 1) / kBlockQ);
+  l.grid.y = uint32_t(s.bh());
+  l.block.x = kWarps * 32;
+  l.shared_bytes = size_t(smem_bytes(s.lk, s.d));
+  const int64_t nq = s.bh() * s.lq * s.d, nk = s.bh() * s.lk * s.d, cells = s.bh() * s.lq * s.lk * x.channels;
+  auto view = [&](const char* name, float* p) {
+    return p ? editable::tensor(name, DType::F32, p, cells, true) : editable::absent(name, DType::F32);
   };
-  for (int r = 0; r < kBlockQ; ++r) {
-    const int64_t i = pid_q * kBlockQ + r;
-    if (i >= s.lq) break;  // the tail block's unused query slots
-    const int64_t n = visible_keys(i, s.lq, lk, causal);
-    // pass 1: the row max over the keys this query sees
-    float m = ninf;
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, score(r, j));
-    // pass 2: p = exp(s - m), l = sum p, o = sum p v
-    float l = 0;
-    std::fill(o.begin(), o.end(), 0.0f);
-    for (int64_t j = 0; j < n; ++j) {
-      const float p = std::exp(score(r, j) - m);
-      l += p;
-      for (int c = 0; c < d; ++c) o[size_t(c)] += p * Vs[j * d + c];
-    }
-    float* orow = out + (pid_bh * s.lq + i) * d;
-    for (int c = 0; c < d; ++c) orow[c] = n > 0 ? o[size_t(c)] / l : 0.0f;  // nothing seen: 0
-    // pass 3 (views): S and P for the whole row, masked cells marked
-    if (x.scores || x.weights) {
-      const int64_t base = (pid_bh * s.lq + i) * lk;
-      for (int64_t j = 0; j < lk; ++j) {
-        const bool vis = j < n;
-        const float sc = vis ? score(r, j) : ninf;
-        const float p = vis ? std::exp(sc - m) / l : 0.0f;
-        const int64_t cell = (base + j) * x.channels;
-        if (x.scores) x.scores[cell] = sc;
-        if (x.weights) x.weights[cell] = p;
-        if (x.channels >= 2) {
-          if (x.scores) x.scores[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
-          if (x.weights) x.weights[cell + 1] = cell_value(vis ? kCellNormal : kCellMasked);
-        }
-      }
-    }
-  }
-}
-
-void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
-             bool causal, const Extras& x) {
-  std::vector<float> smem(size_t(smem_bytes(s.lk, s.d) / int64_t(sizeof(float))));
-  const int64_t q_blocks = (s.lq + kBlockQ - 1) / kBlockQ;
-  for (int64_t bh = 0; bh < s.bh(); ++bh)
-    for (int64_t pid = 0; pid < q_blocks; ++pid) program(pid, bh, q, k, v, out, s, scale, causal, x, smem);
+  l.args = {editable::tensor("q", DType::F32, const_cast<float*>(q), nq, false),
+            editable::tensor("k", DType::F32, const_cast<float*>(k), nk, false),
+            editable::tensor("v", DType::F32, const_cast<float*>(v), nk, false),
+            editable::tensor("out", DType::F32, out, nq, true, x.out_writer, x.out_count),
+            view("scores", x.scores),
+            view("weights", x.weights),
+            editable::i64("lq", s.lq),
+            editable::i64("lk", s.lk),
+            editable::i32("d", s.d),
+            editable::f32("scale", scale),
+            editable::i32("causal", causal ? 1 : 0),
+            editable::i32("channels", x.channels)};
+  return l;
 }
 
 }  // namespace detail
 
-void run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
-         const Options& o, const Extras& x) {
+editable::Fault run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+                    const Options& o, const Extras& x, const editable::Source* src) {
   check_shape(b, s);
   require_range("extras.channels", x.channels, 1, 4);
-  const float scale = o.resolved_scale(s.d);
-  if (b == Backend::Cpu) return detail::run_cpu(q, k, v, out, s, scale, o.causal, x);
-#ifdef KL_HAS_CUDA
-  detail::run_cuda(q, k, v, out, s, scale, o.causal, x);
-#else
-  throw RuntimeError("built without CUDA");
-#endif
+  const editable::Launch l = detail::traced_launch(q, k, v, out, s, o.resolved_scale(s.d), o.causal, x);
+  const editable::Fault f = editable::launch(b, src, l);
+  if (!src && f.kind != editable::Fault::None) throw RuntimeError("attention (shipped): " + f.text());
+  return f;
 }
 
 // [SECTION] Unfused (standard) attention: S and P through device memory --------------------------------
@@ -422,12 +385,15 @@ KernelEntry entry() {
       dw.fill_bytes(0xFF);
       x.weights = dw.data();
     }
+    if (unfused && r.source)
+      throw InputError("--source: --variant unfused is not editable; the editable source is the smem kernel's");
     if (unfused) {
       ds.resize(r.backend, size_t(cells));
       ds.fill_bytes(0xFF);
       run_unfused(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), ds.data(), dw.data(), s, o);
     } else {
-      run(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, x);
+      const editable::Fault f = run(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, x, r.source);
+      if (f.kind != editable::Fault::None) throw editable::FaultError(f);
     }
     KernelRunResult res;
     res.outputs["out"] = Array{q.shape, dout.to_host()};

@@ -14,11 +14,13 @@
 //
 // Versions:
 //   reference   float64 on the host, three passes per row (max, sum, weights); the ground truth.
-//   kernel      (CPU and CUDA) per query one warp: pass 1 the row max over keys held in shared memory,
-//               pass 2 p = exp(s - max), l = sum p, o = sum p v, then out = o / l; optional pass 3
-//               writes the scores S and the weights P = p / l for the views and --weights.
-//               The CPU backend runs the same grid (q blocks x batch*heads) program by program, with
-//               the same "load K and V first" step into a host buffer sized by smem_bytes().
+//   kernel      (CPU and CUDA) the editable source kernels/editable/sources/attention.cu, attention_smem:
+//               per query one warp: pass 1 the row max over keys held in shared memory, pass 2
+//               p = exp(s - max), l = sum p, o = sum p v, then out = o / l; optional pass 3 writes the
+//               scores S and the weights P = p / l for the views and --weights. The same source runs on
+//               both backends (editable::launch): nvcc's build on CUDA, the CPU prelude's on the CPU
+//               (the blocks in order, the 256 threads of a block as fibers: it has barriers and shuffles).
+//               An edited copy of it runs in the worker instead (run(..., src)).
 //   unfused     (CPU and CUDA) standard attention as PyTorch writes it, three kernels through device
 //               memory: S = Q K^T * scale written to global memory ([bh, Lq, Lk], masked -inf), rung 3's
 //               softmax (`fixed`; `online` past its widest row) reading S and writing P, then O = P V.
@@ -33,6 +35,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/editable/launch.h"
 #include "kernels/runtime/array.h"
 #include "kernels/runtime/backend.h"
 #include "kernels/runtime/registry.h"
@@ -98,11 +101,16 @@ struct Extras {
   float* scores = nullptr;   // S = Q K^T * scale; masked cells -inf (value channel)
   float* weights = nullptr;  // P = softmax(S); masked cells and empty rows 0
   int channels = 1;
+  int32_t* out_writer = nullptr;  // [bh, lq, d]: the program that stored each output element (optional)
+  uint32_t* out_count = nullptr;  // [bh, lq, d]: how many stores it got (optional)
 };
 
 // The kernel on backend b (pointers live there). out [bh, lq, d]. Throws InputError (shape, wall).
-void run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
-         const Options& o, const Extras& extras = {});
+// src: an edited copy of kernels/editable/sources/attention.cu run instead of the shipped build (in the
+// worker; CompileError when it does not compile); its first misbehaviour is returned, not thrown. The
+// shipped kernel's (src == nullptr) would be a bug and throws RuntimeError.
+editable::Fault run(Backend b, const float* q, const float* k, const float* v, float* out, const Shape& s,
+                    const Options& o, const Extras& extras = {}, const editable::Source* src = nullptr);
 
 // Standard (unfused) attention on backend b. `scores` and `weights` are [bh, lq, lk] scratch where the
 // backend runs (S and P are the point of this variant: they go through device memory); out [bh, lq, d].
@@ -126,11 +134,11 @@ ParamSpec scale();
 }  // namespace param
 
 namespace detail {
-void run_cpu(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
-             bool causal, const Extras& x);
+// The launch of attention_smem (kernels/editable/sources/attention.cu) for one run: grid, block, shared
+// memory and the arguments in the kernel's order.
+editable::Launch traced_launch(const float* q, const float* k, const float* v, float* out, const Shape& s,
+                               float scale, bool causal, const Extras& x);
 #ifdef KL_HAS_CUDA
-void run_cuda(const float* q, const float* k, const float* v, float* out, const Shape& s, float scale,
-              bool causal, const Extras& x);
 void scores_cuda(const float* q, const float* k, float* scores, const Shape& s, float scale, bool causal);
 void pv_cuda(const float* p, const float* v, float* out, const Shape& s);
 #endif

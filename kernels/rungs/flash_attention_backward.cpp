@@ -1,5 +1,6 @@
-// Rung 6, host side: the wall, tile shapes, the trace, the forward's O and L, the CPU backend's
-// program-by-program launch of both variants, `run` wiring.
+// Rung 6, host side: the wall, tile shapes, the trace, the forward's O and L, the naive variant's CPU
+// loops, the launch of the teaching kernel (kernels/editable/sources/flash_attention_backward.cu) on either
+// backend, `run` wiring.
 #include "kernels/rungs/flash_attention_backward.h"
 
 #include <algorithm>
@@ -116,7 +117,7 @@ BackwardTraceView BackwardTrace::view() {
   return v;
 }
 
-// [SECTION] CPU backend ----------------------------------------------------------------------------------
+// [SECTION] The naive variant on the CPU; the teaching kernel's launch ------------------------------------
 
 namespace detail {
 
@@ -131,145 +132,42 @@ void naive_cpu(const NaiveArgs& a) {
   for (int64_t c = 0; c < rows * a.d; ++c) naive_dq(a, c);
 }
 
-namespace {
-// The state one CUDA block keeps in shared memory, as host vectors.
-struct Smem {
-  std::vector<float> Ks, Vs, dKs, dVs, Qs, dOs, P, dS, Ls, Ds;
-  Smem(int bm, int bn, int d)
-      : Ks(size_t(bn) * d), Vs(size_t(bn) * d), dKs(size_t(bn) * d), dVs(size_t(bn) * d), Qs(size_t(bm) * d),
-        dOs(size_t(bm) * d), P(size_t(bm) * bn), dS(size_t(bm) * bn), Ls(size_t(bm)), Ds(size_t(bm)) {}
-};
-
-struct Args {
-  const float *q, *k, *v, *lse, *drow, *dout;
-  float *dq, *dk, *dv;
-  Shape s;
-  float scale;
-  bool causal;
-  int bm, bn;
-};
-
-void load_query_tile(const Args& a, int64_t bh, int64_t qb, Smem& sm) {
-  const int d = a.s.d;
-  const int64_t q0 = qb * a.bm;
-  for (int r = 0; r < a.bm; ++r) {
-    const bool in = q0 + r < a.s.lq;
-    const int64_t row = bh * a.s.lq + q0 + r;
-    for (int c = 0; c < d; ++c) {
-      sm.Qs[size_t(r * d + c)] = in ? a.q[row * d + c] : 0.0f;
-      sm.dOs[size_t(r * d + c)] = in ? a.dout[row * d + c] : 0.0f;
-    }
-    sm.Ls[size_t(r)] = in ? a.lse[row] : -INFINITY;
-    sm.Ds[size_t(r)] = in ? a.drow[row] : 0.0f;
-  }
-}
-
-// P = exp(S - L), dP = dO V^T, dS = P ∘ (dP - D) for every cell of the (qb, kb) tile pair.
-void tile_p_ds(const Args& a, int64_t qb, int64_t kb, Smem& sm) {
-  const int d = a.s.d;
-  for (int r = 0; r < a.bm; ++r) {
-    const int64_t i = qb * a.bm + r;
-    const int64_t n_vis = i < a.s.lq ? attention::visible_keys(i, a.s.lq, a.s.lk, a.causal) : 0;
-    for (int jj = 0; jj < a.bn; ++jj) {
-      float p = 0.0f, ds = 0.0f;
-      if (kb * a.bn + jj < n_vis) {
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < d; ++c) {
-          s += sm.Qs[size_t(r * d + c)] * sm.Ks[size_t(jj * d + c)];
-          dp += sm.dOs[size_t(r * d + c)] * sm.Vs[size_t(jj * d + c)];
-        }
-        p = recomputed_prob(s * a.scale, sm.Ls[size_t(r)]);
-        ds = p * (dp - sm.Ds[size_t(r)]);
-      }
-      sm.P[size_t(r * a.bn + jj)] = p;
-      sm.dS[size_t(r * a.bn + jj)] = ds;
-    }
-  }
-}
-
-// dV_j += P^T dO_i, dK_j += scale * dS^T Q_i, then dQ_i += scale * dS K_j (written to `dq_add`, BM x d).
-void tile_accumulate(const Args& a, Smem& sm, std::vector<float>& dq_add) {
-  const int d = a.s.d;
-  for (int jj = 0; jj < a.bn; ++jj)
-    for (int c = 0; c < d; ++c) {
-      float acc_v = 0.0f, acc_k = 0.0f;
-      for (int r = 0; r < a.bm; ++r) {
-        acc_v += sm.P[size_t(r * a.bn + jj)] * sm.dOs[size_t(r * d + c)];
-        acc_k += sm.dS[size_t(r * a.bn + jj)] * sm.Qs[size_t(r * d + c)];
-      }
-      sm.dVs[size_t(jj * d + c)] += acc_v;
-      sm.dKs[size_t(jj * d + c)] += a.scale * acc_k;
-    }
-  for (int r = 0; r < a.bm; ++r)
-    for (int c = 0; c < d; ++c) {
-      float acc = 0.0f;
-      for (int jj = 0; jj < a.bn; ++jj) acc += sm.dS[size_t(r * a.bn + jj)] * sm.Ks[size_t(jj * d + c)];
-      dq_add[size_t(r * d + c)] = a.scale * acc;
-    }
-}
-
-void record_step(BackwardTraceView* t, int64_t bh, int64_t kb, int64_t qb, bool computed, const Smem& sm,
-                 const std::vector<float>& dq_add) {
-  const int bm = t->block_m, bn = t->block_n, d = t->d;
-  t->tile_state[(bh * t->k_blocks + kb) * t->q_blocks + qb] = computed ? kTileComputed : kTileSkipped;
-  if (bh != t->c_bh) return;
-  if (kb == t->c_kblock) {
-    float* p = t->p_tile + qb * bm * bn;
-    float* ds = t->ds_tile + qb * bm * bn;
-    for (int c = 0; c < bm * bn; ++c) {
-      p[c] = computed ? sm.P[size_t(c)] : 0.0f;
-      ds[c] = computed ? sm.dS[size_t(c)] : 0.0f;
-    }
-    std::copy(sm.dKs.begin(), sm.dKs.end(), t->dk_partial + qb * bn * d);
-    std::copy(sm.dVs.begin(), sm.dVs.end(), t->dv_partial + qb * bn * d);
-  }
-  if (qb == t->c_qblock) {
-    float* dst = t->dq_contrib + kb * bm * d;
-    for (int c = 0; c < bm * d; ++c) dst[c] = computed ? dq_add[size_t(c)] : 0.0f;
-  }
-}
-
-void program(const Args& a, int64_t bh, int64_t kb, Smem& sm, std::vector<float>& dq_add, BackwardTraceView* t) {
-  const int d = a.s.d;
-  const int64_t lq = a.s.lq, lk = a.s.lk, k0 = kb * a.bn;
-  const int64_t q_blocks = (lq + a.bm - 1) / a.bm;
-  for (int jj = 0; jj < a.bn; ++jj)
-    for (int c = 0; c < d; ++c) {
-      const int64_t j = k0 + jj;
-      sm.Ks[size_t(jj * d + c)] = j < lk ? a.k[(bh * lk + j) * d + c] : 0.0f;
-      sm.Vs[size_t(jj * d + c)] = j < lk ? a.v[(bh * lk + j) * d + c] : 0.0f;
-    }
-  std::fill(sm.dKs.begin(), sm.dKs.end(), 0.0f);
-  std::fill(sm.dVs.begin(), sm.dVs.end(), 0.0f);
-  const int64_t first = first_q_tile(kb, a.bm, a.bn, lq, lk, a.causal);
-  if (t)
-    for (int64_t qb = 0; qb < first; ++qb) record_step(t, bh, kb, qb, false, sm, dq_add);
-  for (int64_t qb = first; qb < q_blocks; ++qb) {
-    load_query_tile(a, bh, qb, sm);
-    tile_p_ds(a, qb, kb, sm);
-    tile_accumulate(a, sm, dq_add);
-    const int64_t q0 = qb * a.bm;
-    for (int r = 0; r < a.bm && q0 + r < lq; ++r)
-      for (int c = 0; c < d; ++c) a.dq[(bh * lq + q0 + r) * d + c] += dq_add[size_t(r * d + c)];
-    if (t) record_step(t, bh, kb, qb, true, sm, dq_add);
-  }
-  for (int jj = 0; jj < a.bn && k0 + jj < lk; ++jj)
-    for (int c = 0; c < d; ++c) {
-      a.dk[(bh * lk + k0 + jj) * d + c] = sm.dKs[size_t(jj * d + c)];
-      a.dv[(bh * lk + k0 + jj) * d + c] = sm.dVs[size_t(jj * d + c)];
-    }
-}
-}  // namespace
-
-void teaching_cpu(const float* q, const float* k, const float* v, const float* lse, const float* drow,
-                  const float* dout, float* dq, float* dk, float* dv, const Shape& s, float scale, bool causal,
-                  int bm, int bn, BackwardTraceView* t) {
-  const Args a{q, k, v, lse, drow, dout, dq, dk, dv, s, scale, causal, bm, bn};
-  Smem sm(bm, bn, s.d);
-  std::vector<float> dq_add(size_t(bm) * s.d);
-  const int64_t k_blocks = (s.lk + bn - 1) / bn;
-  for (int64_t bh = 0; bh < s.bh(); ++bh)
-    for (int64_t kb = 0; kb < k_blocks; ++kb) program(a, bh, kb, sm, dq_add, t);
+editable::Launch teaching_launch(const float* q, const float* k, const float* v, const float* lse, const float* drow,
+                                 const float* dout, float* dq, float* dk, float* dv, const Shape& s, float scale,
+                                 bool causal, int bm, int bn, const BackwardTraceView* t) {
+  using editable::DType;
+  editable::Launch l;
+  l.rung = "flash-attention-backward";
+  l.kernel = "backward_teaching";
+  l.grid.x = uint32_t((s.lk + bn - 1) / bn);
+  l.grid.y = uint32_t(s.bh());
+  l.block.x = kThreads;
+  l.shared_bytes = size_t(smem_bytes(bm, bn, s.d));
+  const int64_t nq = s.bh() * s.lq * s.d, nk = s.bh() * s.lk * s.d, rows = s.bh() * s.lq;
+  auto in = [](const char* name, const float* p, int64_t n) {
+    return editable::tensor(name, DType::F32, const_cast<float*>(p), n, false);
+  };
+  auto out = [](const char* name, float* p, int64_t n) { return editable::tensor(name, DType::F32, p, n, true); };
+  // The trace's tensors: absent without a trace, or (the per-step tiles) when no program or query tile
+  // is chosen; their stores are then dropped.
+  auto rec = [](const char* name, float* p, int64_t n) {
+    return p && n > 0 ? editable::tensor(name, DType::F32, p, n, true) : editable::absent(name, DType::F32);
+  };
+  const bool kc = t && t->c_kblock >= 0, qc = t && t->c_qblock >= 0;
+  const int64_t pt = kc ? t->q_blocks * bm * bn : 0, kd = kc ? t->q_blocks * bn * s.d : 0;
+  const int64_t qd = qc ? t->k_blocks * bm * s.d : 0;
+  l.args = {in("q", q, nq), in("k", k, nk), in("v", v, nk), in("lse", lse, rows), in("drow", drow, rows),
+            in("dout", dout, nq), out("dq", dq, nq), out("dk", dk, nk), out("dv", dv, nk),
+            t ? editable::tensor("tile_state", DType::U8, t->tile_state, s.bh() * t->k_blocks * t->q_blocks, true)
+              : editable::absent("tile_state", DType::U8),
+            rec("p_tile", t ? t->p_tile : nullptr, pt), rec("ds_tile", t ? t->ds_tile : nullptr, pt),
+            rec("dk_partial", t ? t->dk_partial : nullptr, kd), rec("dv_partial", t ? t->dv_partial : nullptr, kd),
+            rec("dq_contrib", t ? t->dq_contrib : nullptr, qd),
+            editable::i64("lq", s.lq), editable::i64("lk", s.lk), editable::i32("d", s.d),
+            editable::f32("scale", scale), editable::i32("causal", causal ? 1 : 0), editable::i32("BLOCK_M", bm),
+            editable::i32("BLOCK_N", bn), editable::i64("c_bh", t ? t->c_bh : -1),
+            editable::i64("c_kblock", kc ? t->c_kblock : -1), editable::i64("c_qblock", qc ? t->c_qblock : -1)};
+  return l;
 }
 
 }  // namespace detail
@@ -354,9 +252,10 @@ void run_naive(Backend b, const float* q, const float* k, const float* v, const 
 #endif
 }
 
-void run_teaching(Backend b, const float* q, const float* k, const float* v, const float* o, const float* lse,
-                  const float* dout, float* dq, float* dk, float* dv, const Shape& s, const Options& opt,
-                  int block_m, int block_n, BackwardTraceView* trace) {
+editable::Fault run_teaching(Backend b, const float* q, const float* k, const float* v, const float* o,
+                             const float* lse, const float* dout, float* dq, float* dk, float* dv, const Shape& s,
+                             const Options& opt, int block_m, int block_n, BackwardTraceView* trace,
+                             const editable::Source* src) {
   check_shape(s);
   check_tiles(b, block_m, block_n, s.d);
   if ((o == nullptr) != (lse == nullptr))
@@ -374,23 +273,25 @@ void run_teaching(Backend b, const float* q, const float* k, const float* v, con
     lse = lse_buf.data();
   }
   mem::set(b, dq, 0, rows * size_t(s.d) * sizeof(float));  // dQ is accumulated
-  const float scale = opt.resolved_scale(s.d);
+  // D = rowsum(dO ∘ O), before the kernel.
   if (b == Backend::Cpu) {
     for (size_t r = 0; r < rows; ++r) {
       float acc = 0.0f;
       for (int c = 0; c < s.d; ++c) acc += dout[r * size_t(s.d) + size_t(c)] * o[r * size_t(s.d) + size_t(c)];
       drow.data()[r] = acc;
     }
-    return detail::teaching_cpu(q, k, v, lse, drow.data(), dout, dq, dk, dv, s, scale, opt.causal, block_m,
-                                block_n, trace);
-  }
+  } else {
 #ifdef KL_HAS_CUDA
-  detail::rowsum_cuda(dout, o, drow.data(), int64_t(rows), s.d);
-  detail::teaching_cuda(q, k, v, lse, drow.data(), dout, dq, dk, dv, s, scale, opt.causal, block_m, block_n, trace);
-  mem::synchronize(b);  // the temporaries are freed on return
+    detail::rowsum_cuda(dout, o, drow.data(), int64_t(rows), s.d);
 #else
-  throw RuntimeError("built without CUDA");
+    throw RuntimeError("built without CUDA");
 #endif
+  }
+  const editable::Launch l = detail::teaching_launch(q, k, v, lse, drow.data(), dout, dq, dk, dv, s,
+                                                     opt.resolved_scale(s.d), opt.causal, block_m, block_n, trace);
+  const editable::Fault f = editable::launch(b, src, l);  // synchronizes: the temporaries are freed on return
+  if (!src && f.kind != editable::Fault::None) throw RuntimeError("flash_attention_backward (shipped): " + f.text());
+  return f;
 }
 
 // [SECTION] Command line -----------------------------------------------------------------------------------
@@ -451,6 +352,9 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
   Options opt;
   opt.causal = r.params.get_bool("causal");
   opt.scale = r.params.get_float("scale");
+  if (r.source && r.variant != "teaching")
+    throw InputError("--source: --variant " + r.variant +
+                     " is not editable; the editable source is the teaching version's");
   if (r.variant == "fast") return run_fast_entry(r, opt.resolved_scale(s.d));
   const int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
   if (r.variant == "naive") check_naive_wall(r.backend, s);
@@ -470,8 +374,10 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
       bo.upload(r.inputs.at("o").data);
       bl.upload(r.inputs.at("lse").data);
     }
-    run_teaching(r.backend, bq.data(), bk.data(), bv.data(), has_o ? bo.data() : nullptr,
-                 has_o ? bl.data() : nullptr, bdo.data(), dq.data(), dk.data(), dv.data(), s, opt, bm, bn);
+    const editable::Fault f = run_teaching(r.backend, bq.data(), bk.data(), bv.data(), has_o ? bo.data() : nullptr,
+                                           has_o ? bl.data() : nullptr, bdo.data(), dq.data(), dk.data(), dv.data(),
+                                           s, opt, bm, bn, nullptr, r.source);
+    if (f.kind != editable::Fault::None) throw editable::FaultError(f);
   }
   KernelRunResult res;
   res.outputs["dq"] = Array{q.shape, dq.to_host()};

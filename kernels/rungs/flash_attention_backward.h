@@ -15,19 +15,23 @@
 //             refused before allocating when 2 * bh * Lq * Lk * 4 bytes exceed the device's free memory
 //             on CUDA, the host's available memory on the CPU, with the bytes named). Seven elementwise
 //             steps, one thread per output cell, written once (naive_* below) for both backends.
-//   teaching  (CPU and CUDA) FlashAttention-2's backward: D = rowsum(dO ∘ O) first, then one program
-//             (CUDA block, 128 threads) per K/V tile j of BLOCK_N keys, for one (batch, head), looping
-//             over the query tiles i of BLOCK_M rows that can see tile j (causal: the others skipped):
+//   teaching  (CPU and CUDA) FlashAttention-2's backward, the editable source
+//             kernels/editable/sources/flash_attention_backward.cu (backward_teaching), the same source
+//             on both backends (editable::launch): D = rowsum(dO ∘ O) first (on the host on the CPU, a
+//             small kernel on CUDA), then one program (CUDA block, 128 threads) per K/V tile j of
+//             BLOCK_N keys, for one (batch, head), looping over the query tiles i of BLOCK_M rows that can
+//             see tile j (causal: the others skipped):
 //                 S = Q_i K_j^T * scale,  P = exp(S - L_i),  dV_j += P^T dO_i,  dP = dO_i V_j^T,
 //                 dS = P ∘ (dP - D_i),  dK_j += scale * dS^T Q_i,  dQ_i += scale * dS K_j
 //             dK_j and dV_j stay in shared memory and are written once; dQ_i is shared by every
-//             program, so on CUDA it is accumulated in global memory with fp32 atomicAdd (the default
-//             and only mode today): the order of the adds differs between runs, so dQ can differ in
-//             its last bits from run to run; dK and dV are deterministic. The CPU backend runs the same
-//             grid program by program, in order, so its dQ is deterministic.
+//             program, so it is accumulated in global memory with Tensor::atomic_add (fp32 atomicAdd on
+//             CUDA, the default and only mode today): the order of the adds differs between runs, so
+//             dQ can differ in its last bits from run to run; dK and dV are deterministic. The CPU
+//             prelude runs the same grid block by block, in order, so its dQ is deterministic.
 //             O and L come from rung 5's teaching forward (kernels/rungs/flash_attention.h) when the
 //             caller does not give them: L = m + log l read from its trace's last step.
-//             An optional BackwardTrace records what the views need (see below).
+//             An optional BackwardTrace records what the views need (see below), as more of the
+//             kernel's tensors. An edited copy of the source runs in the worker instead (src).
 //   reference float64 on the host, the chain rule row by row; the ground truth.
 //   fast      (CUDA only, bf16/fp16, d 64 and 128) FlashAttention-2's backward on the tensor cores
 //             (mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by fp32 atomics by default;
@@ -37,6 +41,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/registry.h"
@@ -128,9 +133,13 @@ void run_naive(Backend b, const float* q, const float* k, const float* v, const 
                float* dk, float* dv, const Shape& s, const Options& opt);
 
 // Teaching. o and lse: the forward's; both nullptr: computed here by forward() with the same tiles.
-void run_teaching(Backend b, const float* q, const float* k, const float* v, const float* o, const float* lse,
-                  const float* dout, float* dq, float* dk, float* dv, const Shape& s, const Options& opt,
-                  int block_m = kDefaultBlockM, int block_n = kDefaultBlockN, BackwardTraceView* trace = nullptr);
+// src: an edited copy of kernels/editable/sources/flash_attention_backward.cu run instead of the shipped
+// build (in the worker; CompileError when it does not compile); its first misbehaviour is returned, not
+// thrown. The shipped kernel's (src == nullptr) would be a bug and throws RuntimeError.
+editable::Fault run_teaching(Backend b, const float* q, const float* k, const float* v, const float* o,
+                             const float* lse, const float* dout, float* dq, float* dk, float* dv, const Shape& s,
+                             const Options& opt, int block_m = kDefaultBlockM, int block_n = kDefaultBlockN,
+                             BackwardTraceView* trace = nullptr, const editable::Source* src = nullptr);
 
 // The parameters of this rung's kernels: rung 5's specs (kernels/rungs/flash_attention.h, namespace
 // param), since they are the same parameters: the mask and the scale as they are; BLOCK_M and BLOCK_N
@@ -152,24 +161,6 @@ KernelEntry entry();
 
 // [SECTION] What both backends compute, per cell ---------------------------------------------------------
 namespace detail {
-
-// P recomputed from the saved log-sum-exp; masked scores (-inf) and rows that saw nothing give 0.
-KL_ATTN_HD inline float recomputed_prob(float s, float lse) {
-  return (s == -INFINITY || lse == -INFINITY) ? 0.0f : expf(s - lse);
-}
-
-// The first query tile that sees any key of K/V tile kb (causal); 0 without a mask. Query tiles from
-// it to the last all run: a later row sees at least as many keys. q_blocks when none does.
-KL_ATTN_HD inline int64_t first_q_tile(int64_t kb, int block_m, int block_n, int64_t lq, int64_t lk,
-                                       bool causal) {
-  const int64_t q_blocks = (lq + block_m - 1) / block_m;
-  if (!causal) return 0;
-  for (int64_t qb = 0; qb < q_blocks; ++qb) {
-    const int64_t q_last = (qb + 1) * block_m < lq ? (qb + 1) * block_m - 1 : lq - 1;
-    if (attention::visible_keys(q_last, lq, lk, true) > kb * block_n) return qb;
-  }
-  return q_blocks;
-}
 
 // The naive backward, one cell per call. n = bh*lq*lk cells of P/dP ("pd"); rows r = bh*lq + i.
 struct NaiveArgs {
@@ -239,17 +230,16 @@ KL_ATTN_HD inline void naive_dq(const NaiveArgs& a, int64_t cell) {
 }
 
 void naive_cpu(const NaiveArgs& a);
-void teaching_cpu(const float* q, const float* k, const float* v, const float* lse, const float* drow,
-                  const float* dout, float* dq, float* dk, float* dv, const Shape& s, float scale, bool causal,
-                  int bm, int bn, BackwardTraceView* t);
+// The launch of backward_teaching (kernels/editable/sources/flash_attention_backward.cu): grid, block,
+// shared memory and the arguments in the kernel's order; the trace's tensors absent without a trace.
+editable::Launch teaching_launch(const float* q, const float* k, const float* v, const float* lse, const float* drow,
+                                 const float* dout, float* dq, float* dk, float* dv, const Shape& s, float scale,
+                                 bool causal, int bm, int bn, const BackwardTraceView* t);
 #ifdef KL_HAS_CUDA
 void naive_cuda(const NaiveArgs& a);
 // D = rowsum(dO ∘ O) per row, and L from rung 5's trace (m_after, l_after at the last step).
 void rowsum_cuda(const float* dout, const float* o, float* drow, int64_t rows, int d);
 void lse_from_trace_cuda(const float* m_after, const float* l_after, float* lse, int64_t rows, int64_t steps);
-void teaching_cuda(const float* q, const float* k, const float* v, const float* lse, const float* drow,
-                   const float* dout, float* dq, float* dk, float* dv, const Shape& s, float scale, bool causal,
-                   int bm, int bn, BackwardTraceView* t);
 #endif
 
 }  // namespace detail

@@ -231,7 +231,7 @@ void traffic(Result& r) {
   r.traffic_line = buf;
 }
 
-void run_kernel(Backend b, Result& r, const Sinks& sinks) {
+void run_kernel(Backend b, Result& r, const Sinks& sinks, const editable::Source* src) {
   const attention::Shape& s = r.shape;
   const size_t cells = size_t(s.lq * s.lk), nout = size_t(s.lq * s.d);
   Buffer<float> own_s, own_w, own_o;
@@ -243,7 +243,8 @@ void run_kernel(Backend b, Result& r, const Sinks& sinks) {
   mem::set(b, x.scores, 0xFF, cells * 2 * sizeof(float));  // poison
   mem::set(b, x.weights, 0xFF, cells * 2 * sizeof(float));
   mem::set(b, o, 0xFF, nout * sizeof(float));
-  attention::run(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), o, s, r.opt, x);
+  r.fault = attention::run(b, r.in.q.data(), r.in.k.data(), r.in.v.data(), o, s, r.opt, x, src);
+  if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
   r.hout.resize(nout);
   r.hw.resize(cells * 2);
   mem::to_host(b, r.hout.data(), o, nout * sizeof(float));
@@ -256,8 +257,22 @@ void run_kernel(Backend b, Result& r, const Sinks& sinks) {
 
 }  // namespace
 
+// An edited kernel that misbehaved fails the reference check whatever it wrote, and says what it did first.
+void note_fault(Result& r) {
+  if (r.fault.kind == editable::Fault::None) return;
+  r.check.ok = false;
+  r.check.text = r.fault_line + "; " + r.check.text;
+}
+
 Result run(Backend b, const ParamValues& p, const Sinks& sinks) {
+  const std::optional<editable::Source> e = editable::edited("attention");
+  return run(b, p, sinks, e ? &*e : nullptr);
+}
+
+Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::Source* src) {
   Result r;
+  r.edited = src != nullptr;
+  r.source_file = src ? src->file : editable::shipped_file("attention");
   r.shape.lq = p.get_int("lq");
   r.shape.lk = p.get_int("lk");
   r.shape.d = int(p.get_int("d"));
@@ -273,9 +288,10 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks) {
     return r;
   }
   r.in.make(b, r.shape.lq, r.shape.lk, r.shape.d, r.magnitude, uint32_t(p.get_int("seed")));
-  run_kernel(b, r, sinks);
+  run_kernel(b, r, sinks, src);
   r.ran = true;
   check_against_reference(r);
+  note_fault(r);
   check_row_sums(r);
   score_scale(r);
   run_unfused(b, r);
@@ -297,6 +313,10 @@ study::Report report(const Result& r) {
     rep.checks.push_back({"unfused_matches_reference", r.unfused.ok, r.unfused.sentence()});
   }
   rep.lines.push_back(r.traffic_line);
+  if (r.edited) {
+    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
+    if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);
+  }
   auto& n = rep.numbers;
   n["smem_bytes"] = g.need;
   n["smem_limit"] = g.limit;
@@ -313,6 +333,7 @@ study::Report report(const Result& r) {
     n["rows_seeing_no_key"] = r.empty_rows;
     n["unfused_relative_error"] = r.unfused_err;
   }
+  if (r.edited) n["fault"] = r.fault.kind == editable::Fault::None ? 0 : 1;
   return rep;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/studies/study.h"
@@ -99,11 +100,23 @@ struct Result {
   double traffic_smem = 0, traffic_unfused = 0;  // counted bytes (attention.h)
   std::string traffic_line;
   double smax = 0, pmax = 0, omax = 0;  // colour scales
+  // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
+  // ran cleanly; the checks then read what it did write, and fail when it faulted).
+  bool edited = false;
+  std::string source_file;        // "attention.cu" (shipped) or the edited source's file name
+  editable::Fault fault;
+  std::string fault_line;         // "edited kernel: out-of-bounds store to out[...] ..." or empty
 };
 
 // Throws InputError for bad settings (ParamValues validated them already) and RuntimeError below.
-// The wall is not an exception: the result says it was refused.
+// The wall is not an exception: the result says it was refused. `src`: an edited copy of
+// kernels/editable/sources/attention.cu run instead of the shipped kernel (CompileError when it does not
+// compile). Without the argument, the rung's edited source the app holds (editable::edited("attention"))
+// if any, else the shipped one.
+Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::Source* src);
 Result run(Backend b, const ParamValues& p, const Sinks& sinks = {});
+// An edited kernel adds the lines "kernel: FILE (edited)" and, when it faulted, "edited kernel: <fault>",
+// and the number `fault` (1 when it faulted, else 0).
 study::Report report(const Result& r);
 study::Entry entry();
 

@@ -68,7 +68,7 @@ struct Gradients {
 };
 
 Gradients run_variant(Backend b, bool naive, const Inputs& in, const Shape& s, const Options& o, int bm, int bn,
-                      fab::BackwardTrace* t) {
+                      fab::BackwardTrace* t, const editable::Source* src = nullptr, editable::Fault* fault = nullptr) {
   Buffer<float> q(b, 0), k(b, 0), v(b, 0), dout(b, 0);
   q.upload(in.q);
   k.upload(in.k);
@@ -80,8 +80,9 @@ Gradients run_variant(Backend b, bool naive, const Inputs& in, const Shape& s, c
     fab::run_naive(b, q.data(), k.data(), v.data(), dout.data(), dq.data(), dk.data(), dv.data(), s, o);
   } else {
     fab::BackwardTraceView tv = t->view();
-    fab::run_teaching(b, q.data(), k.data(), v.data(), nullptr, nullptr, dout.data(), dq.data(), dk.data(),
-                      dv.data(), s, o, bm, bn, &tv);
+    const editable::Fault f = fab::run_teaching(b, q.data(), k.data(), v.data(), nullptr, nullptr, dout.data(),
+                                                dq.data(), dk.data(), dv.data(), s, o, bm, bn, &tv, src);
+    if (fault) *fault = f;
   }
   mem::synchronize(b);
   return {dq.to_host(), dk.to_host(), dv.to_host()};
@@ -196,8 +197,15 @@ std::string errs_text(const std::vector<double>& v) {
 }  // namespace
 
 Result run(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("flash-attention-backward");
+  return run(b, p, e ? &*e : nullptr);
+}
+
+Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   Result r;
   r.backend = b;
+  r.edited = src != nullptr;
+  r.source_file = src ? src->file : editable::shipped_file("flash-attention-backward");
   r.s.lq = p.get_int("lq");
   r.s.lk = p.get_int("lk");
   r.s.d = r.d = std::stoi(p.get_text("d"));
@@ -222,7 +230,8 @@ Result run(Backend b, const ParamValues& p) {
 
   fab::BackwardTrace t;
   t.reset(b, r.s, r.block_m, r.block_n, 0, r.kv_tile, r.q_tile);
-  const Gradients got = run_variant(b, false, in, r.s, r.o, r.block_m, r.block_n, &t);
+  const Gradients got = run_variant(b, false, in, r.s, r.o, r.block_m, r.block_n, &t, src, &r.fault);
+  if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
   r.dq_rel = rel(widen(got.dq), dq_ref);
   r.dk_rel = rel(widen(got.dk), dk_ref);
   r.dv_rel = rel(widen(got.dv), dv_ref);
@@ -255,15 +264,18 @@ study::Report report(const Result& r) {
   Shape past_shape = r.s;
   past_shape.lq = past_shape.lk = past;
   const std::string pair = "query tile " + std::to_string(r.q_tile) + " x K/V tile " + std::to_string(r.kv_tile);
-  const bool teaching_ok = r.dq_rel < r.tolerance && r.dk_rel < r.tolerance && r.dv_rel < r.tolerance;
+  // An edited kernel that misbehaved fails the teaching check whatever it wrote, and says what it did first.
+  const bool faulted = r.fault.kind != editable::Fault::None;
+  const bool teaching_ok =
+      !faulted && r.dq_rel < r.tolerance && r.dk_rel < r.tolerance && r.dv_rel < r.tolerance;
   const bool fold_ok = !r.dk_err.empty() && r.dk_err.back() < r.tolerance && r.dv_err.back() < r.tolerance &&
                        r.dq_err.back() < r.tolerance;
   rep.checks = {
       {"recomputed_p_equals_forward", r.p_max_abs_diff <= 1e-6,
        "recomputed P = exp(S - L) of " + pair + " against the forward's P: max abs diff " + num(r.p_max_abs_diff)},
       {"teaching_matches_reference", teaching_ok,
-       "teaching dQ, dK, dV against float64: relative errors " + num(r.dq_rel) + ", " + num(r.dk_rel) + ", " +
-           num(r.dv_rel) + " (allowed " + num(r.tolerance) + ")"},
+       (faulted ? r.fault_line + "; " : std::string()) + "teaching dQ, dK, dV against float64: relative errors " +
+           num(r.dq_rel) + ", " + num(r.dk_rel) + ", " + num(r.dv_rel) + " (allowed " + num(r.tolerance) + ")"},
       {"naive_matches_reference", r.naive_rel < r.tolerance,
        "naive dQ, dK, dV against float64: largest relative error " + num(r.naive_rel)},
       {"causal_skips_exact", r.skips_exact,
@@ -298,6 +310,10 @@ study::Report report(const Result& r) {
       "dQ_i error after each program: " + errs_text(r.dq_err),
   };
   if (rep.lines.size() != kLineCount) throw std::logic_error("backward study: lines out of step with Line");
+  if (r.edited) {
+    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
+    if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);
+  }
   rep.numbers = {{"p_bytes", r.p_bytes},
                  {"naive_bytes", r.naive_bytes},
                  {"lse_bytes", r.lse_bytes},
@@ -319,6 +335,7 @@ study::Report report(const Result& r) {
                  {"dk_err", r.dk_err},
                  {"dv_err", r.dv_err},
                  {"dq_err", r.dq_err}};
+  if (r.edited) rep.numbers["fault"] = faulted ? 1 : 0;
   return rep;
 }
 

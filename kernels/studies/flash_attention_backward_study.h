@@ -7,8 +7,10 @@
 // `q_tile`) as the programs' contributions fold in.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "kernels/editable/launch.h"
 #include "kernels/rungs/flash_attention_backward.h"
 #include "kernels/studies/study.h"
 
@@ -56,10 +58,19 @@ struct Result {
   double dq_rel = 0, dk_rel = 0, dv_rel = 0;                  // the whole outputs, teaching
   double naive_rel = 0;                                       // max over dQ, dK, dV, naive
   double tolerance = 0;
+
+  // An edited teaching kernel (kernels/editable): which source ran, and its first misbehaviour (kind None
+  // when it ran cleanly; the checks then read what it did write, and the teaching check fails when it
+  // faulted).
+  bool edited = false;
+  std::string source_file;   // "flash_attention_backward.cu" (shipped) or the edited source's file name
+  editable::Fault fault;
+  std::string fault_line;    // "edited kernel: out-of-bounds store to dq[...] ..." or empty
 };
 
 // report().lines, in this order: the panel draws each beside the view it is about, so the panel and
-// `kernel-ladder study backward` state the same sentences.
+// `kernel-ladder study backward` state the same sentences. An edited kernel adds, after them, the line
+// "kernel: FILE (edited)" and, when it faulted, "edited kernel: <fault>" (and the number `fault`).
 enum Line : size_t {
   kLineSaved,     // what the forward saves: P against L
   kLineWall,      // what the naive backward holds, and its wall
@@ -74,7 +85,11 @@ enum Line : size_t {
 };
 
 // Throws InputError (a parameter out of range, kv_tile / q_tile past the tiles of the shape, tiles past
-// shared memory) or RuntimeError.
+// shared memory) or RuntimeError. `src`: an edited copy of kernels/editable/sources/
+// flash_attention_backward.cu run instead of the shipped teaching kernel (CompileError when it does not
+// compile). Without the argument, the rung's edited source the app holds
+// (editable::edited("flash-attention-backward")) if any, else the shipped one.
+Result run(Backend b, const ParamValues& p, const editable::Source* src);
 Result run(Backend b, const ParamValues& p);
 study::Report report(const Result& r);
 study::Entry entry();
