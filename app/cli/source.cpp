@@ -28,6 +28,9 @@ std::string editable_or_refuse(const std::string& rung, const std::string& varia
   if (!known && e) throw InputError("--variant " + variant + ": not a variant of " + rung + "; one of " + joined(e->variants, "|"));
   if (variant.rfind("fast", 0) == 0)
     throw InputError("--variant " + variant + ": not editable (the fast versions record no trace); the editable source holds the traced kernels");
+  // Nor are the other untraced versions (`run` refuses them with the rung's own message).
+  if (what == "source" && (variant == "unfused" || variant == "three_pass" || variant == "naive" || variant == "fused"))
+    throw InputError("--variant " + variant + ": not editable (it records no trace); the editable source holds the traced kernels");
   return text;
 }
 

@@ -57,6 +57,8 @@ TEST(EditableCli, SourcePrintsTheEditableKernel) {
   EXPECT_EQ(test::run_cli("source vector-add --variant traced", &out), 0) << out;
   EXPECT_EQ(test::run_cli("source vector-add --variant fast", &out), 2) << out;
   EXPECT_NE(out.find("--variant fast: not editable"), std::string::npos) << out;
+  EXPECT_EQ(test::run_cli("source flash-attention-backward --variant naive", &out), 2) << out;
+  EXPECT_NE(out.find("--variant naive: not editable"), std::string::npos) << out;
   EXPECT_EQ(test::run_cli("source no-such-kernel", &out), 2) << out;
   EXPECT_NE(out.find("no editable kernel; editable: attention, flash-attention, flash-attention-backward, relu-dropout, softmax, vector-add"), std::string::npos) << out;
 }
