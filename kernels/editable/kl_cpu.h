@@ -9,6 +9,13 @@
 // does not run (inline asm, wmma, cooperative groups, __nanosleep, cuda::) are compile errors at their line.
 // The fibers carry the sanitizer annotations, so an AddressSanitizer build of the host runs them.
 #pragma once
+// The fibers switch stacks with _setjmp/_longjmp. With _FORTIFY_SOURCE (on by default in some distributions'
+// GCC, Ubuntu's among them) glibc's longjmp checks that it jumps up its own stack and aborts a switch to
+// another fiber's ("longjmp causes uninitialized stack frame"): this file comes first in its translation
+// unit, so undefining it here turns that check off before any system header reads it.
+#ifdef _FORTIFY_SOURCE
+#undef _FORTIFY_SOURCE
+#endif
 #include <stdint.h>
 
 #include <setjmp.h>

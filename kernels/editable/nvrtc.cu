@@ -33,6 +33,8 @@ struct Nvrtc {
   decltype(&nvrtcGetCUBIN) cubin = nullptr;
   decltype(&nvrtcDestroyProgram) destroy = nullptr;
   decltype(&nvrtcGetErrorString) error_string = nullptr;
+  decltype(&nvrtcAddNameExpression) add_name = nullptr;
+  decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
   std::string why_not;
 };
 
@@ -59,7 +61,10 @@ const Nvrtc& nvrtc() {
     get(r.cubin, "nvrtcGetCUBIN");
     get(r.destroy, "nvrtcDestroyProgram");
     get(r.error_string, "nvrtcGetErrorString");
-    if (!r.create || !r.compile || !r.log_size || !r.log || !r.cubin_size || !r.cubin || !r.destroy || !r.error_string)
+    get(r.add_name, "nvrtcAddNameExpression");
+    get(r.lowered_name, "nvrtcGetLoweredName");
+    if (!r.create || !r.compile || !r.log_size || !r.log || !r.cubin_size || !r.cubin || !r.destroy || !r.error_string ||
+        !r.add_name || !r.lowered_name)
       r.why_not = "libnvrtc.so." + major + " lacks a function this build uses";
     return r;
   }();
@@ -146,8 +151,8 @@ std::string base_name(const std::string& path) {
 
 class NvrtcModule : public Module {
  public:
-  NvrtcModule(std::string cubin, scan::Result r, Source src)
-      : cubin_(std::move(cubin)), scan_(std::move(r)), src_(std::move(src)) {}
+  NvrtcModule(std::string cubin, scan::Result r, Source src, std::map<std::string, std::string> lowered)
+      : cubin_(std::move(cubin)), scan_(std::move(r)), src_(std::move(src)), lowered_(std::move(lowered)) {}
   ~NvrtcModule() override {
     if (mod_) driver().unload(mod_);  // unchecked: a dead context has nothing left to unload
   }
@@ -155,7 +160,7 @@ class NvrtcModule : public Module {
     load();
     CUdeviceptr p = 0;
     size_t bytes = 0;
-    if (driver().global(&p, &bytes, mod_, ("kl_params_" + kernel).c_str()) != CUDA_SUCCESS)
+    if (driver().global(&p, &bytes, mod_, lowered("&kl_params_" + kernel).c_str()) != CUDA_SUCCESS)
       throw no_kernel(src_, scan_, kernel);
     ::kl::editable::detail::Signature sig{};
     KL_CU_CHECK(driver().to_host(&sig, p, sizeof sig));
@@ -166,7 +171,7 @@ class NvrtcModule : public Module {
   Fault run(const Launch& l, void** args) override {
     load();
     CUfunction f = nullptr;
-    if (driver().function(&f, mod_, l.kernel.c_str()) != CUDA_SUCCESS) throw no_kernel(src_, scan_, l.kernel);
+    if (driver().function(&f, mod_, lowered(l.kernel).c_str()) != CUDA_SUCCESS) throw no_kernel(src_, scan_, l.kernel);
     CUdeviceptr rec = 0;
     size_t bytes = 0;
     KL_CU_CHECK(driver().global(&rec, &bytes, mod_, "kl_fault_record"));
@@ -194,12 +199,18 @@ class NvrtcModule : public Module {
   }
 
  private:
+  // The symbol NVRTC gave a name expression (a kernel's C++-mangled name; the expression itself if none).
+  std::string lowered(const std::string& expr) const {
+    const auto it = lowered_.find(expr);
+    return it == lowered_.end() ? expr : it->second;
+  }
   void load() const {
     if (!mod_) KL_CU_CHECK(driver().load(&mod_, cubin_.data()));
   }
   std::string cubin_;
   scan::Result scan_;
   Source src_;
+  std::map<std::string, std::string> lowered_;
   mutable CUmodule mod_ = nullptr;
 };
 
@@ -215,6 +226,11 @@ std::shared_ptr<Module> compile_nvrtc(const Source& src, const scan::Result& r) 
   const std::string text = src.text + scan::nvrtc_suffix(r);
   nvrtcProgram prog = nullptr;
   check_nvrtc(n.create(&prog, text.c_str(), base.c_str(), 1, headers, names), "nvrtcCreateProgram");
+  // Name expressions: the kernels' mangled names come back, and the signature records, which nothing in
+  // the module uses, are kept (whole-program compilation drops unused __device__ variables otherwise).
+  std::vector<std::string> exprs;
+  for (const scan::Kernel& k : r.kernels) exprs.push_back(k.name), exprs.push_back("&kl_params_" + k.name);
+  for (const std::string& e : exprs) check_nvrtc(n.add_name(prog, e.c_str()), "nvrtcAddNameExpression");
   const std::string arch_opt = "--gpu-architecture=" + arch();
   const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-lineinfo", "--device-as-default-execution-space"};
   const nvrtcResult cr = n.compile(prog, 4, opts);
@@ -231,8 +247,13 @@ std::shared_ptr<Module> compile_nvrtc(const Source& src, const scan::Result& r) 
   check_nvrtc(n.cubin_size(prog, &bytes), "nvrtcGetCUBINSize");
   std::string cubin(bytes, '\0');
   check_nvrtc(n.cubin(prog, cubin.data()), "nvrtcGetCUBIN");
+  std::map<std::string, std::string> lowered;
+  for (const std::string& e : exprs) {
+    const char* name = nullptr;
+    if (n.lowered_name(prog, e.c_str(), &name) == NVRTC_SUCCESS && name) lowered[e] = name;
+  }
   n.destroy(&prog);
-  return std::make_shared<NvrtcModule>(std::move(cubin), r, src);
+  return std::make_shared<NvrtcModule>(std::move(cubin), r, src, std::move(lowered));
 }
 
 }  // namespace kl::editable::detail
