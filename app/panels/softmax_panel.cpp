@@ -178,7 +178,8 @@ class SoftmaxPanel : public Panel {
         ImGui::TableNextColumn();
         ImGui::Text("%.6f", r.sum_buggy_written[i]);
         ImGui::TableNextColumn();
-        ImGui::Text("%.6f", r.sum_fixed[i]);
+        if (std::isnan(r.sum_fixed[i])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN (unwritten)");  // an edited kernel's
+        else ImGui::Text("%.6f", r.sum_fixed[i]);
         ImGui::TableNextColumn();
         ImGui::Text("%.6f", r.ref_head_mass[i]);
       }
