@@ -176,9 +176,10 @@ class SoftmaxPanel : public Panel {
         if (std::isnan(r.sum_buggy_all[i])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN (unwritten)");
         else ImGui::Text("%.6f", r.sum_buggy_all[i]);
         ImGui::TableNextColumn();
-        ImGui::Text("%.6f", r.sum_buggy_written[i]);
+        if (std::isnan(r.sum_buggy_written[i])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN");  // an edited kernel's
+        else ImGui::Text("%.6f", r.sum_buggy_written[i]);
         ImGui::TableNextColumn();
-        if (std::isnan(r.sum_fixed[i])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN (unwritten)");  // an edited kernel's
+        if (std::isnan(r.sum_fixed[i])) ImGui::TextColored(ImVec4(0.95f, 0.4f, 0.35f, 1), "NaN");  // an edited kernel's
         else ImGui::Text("%.6f", r.sum_fixed[i]);
         ImGui::TableNextColumn();
         ImGui::Text("%.6f", r.ref_head_mass[i]);

@@ -154,9 +154,12 @@ void fill_sentences(SoftmaxBug& r) {
                              "was one torch.randn draw; this is another draw of the same distribution.", r.seed);
   if (r.x_scale != 1.0) r.inputs_sentence += format(" Scaled: x = %g * N(0, 1).", r.x_scale);
   const double worst_buggy = worst_row_sum(r.sum_buggy_written), worst_fixed = worst_row_sum(r.sum_fixed);
-  const bool fixed_unwritten_rows = std::any_of(r.sum_fixed.begin(), r.sum_fixed.end(), [](double v) { return std::isnan(v); });
-  if (fixed_unwritten_rows)  // an edited kernel that leaves elements of fixed's rows unwritten
+  const bool fixed_nan_rows = std::any_of(r.sum_fixed.begin(), r.sum_fixed.end(), [](double v) { return std::isnan(v); });
+  const bool fixed_has_unwritten = std::count(r.writer_fixed.begin(), r.writer_fixed.end(), -1) > 0;
+  if (fixed_nan_rows && fixed_has_unwritten)  // an edited kernel that leaves elements of fixed's rows unwritten
     r.row_sums_sentence = "Fixed's rows hold never-written (NaN) elements: its programs no longer cover whole rows.";
+  else if (fixed_nan_rows)  // an edited kernel that writes inf or NaN
+    r.row_sums_sentence = "Fixed's row sums are NaN: the kernel wrote inf or NaN into its rows (the line above says where).";
   else if (worst_buggy > 1e-4 || worst_fixed > 1e-4)  // an edited kernel's rows (the shipped ones sum to 1)
     r.row_sums_sentence = format("Rows that do not sum to 1: buggy's written entries up to %.3g away, fixed's up to "
                                  "%.3g (row 0: buggy %.6g, fixed %.6g).", worst_buggy, worst_fixed,
