@@ -210,7 +210,7 @@ class SoftmaxPanel : public Panel {
     opt.log_x = true;
     opt.log_y = true;
     opt.y_min = floor;
-    opt.y_max = 1e-1;
+    opt.y_max = s.plot_ceiling;
     opt.v_lines = {1024.0};
     opt.v_line_labels = {"BLOCK_SIZE = 1024"};
     if (clipped.x.empty()) viz::line_plot("sweep", {buggy, fixed}, opt, size);

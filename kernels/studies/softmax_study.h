@@ -88,18 +88,22 @@ SoftmaxBug softmax_bug(Backend b, const ParamValues& p);
 
 struct SoftmaxSweep {
   static constexpr int64_t kRows = 4;
+  static constexpr double kRounding = 1e-6;  // diffs at or below it are called float32 rounding
   std::vector<int64_t> n_cols;            // 1 .. 8192
   std::vector<double> buggy, fixed;       // max abs diff over written columns, unclipped
   double rounding_min = 0, rounding_max = 0;  // smallest and largest non-zero diff at n_cols <= 1024, both
   double buggy_past_min = 0;              // smallest buggy diff past 1024 (the bug, not rounding)
-  double fixed_past_max = 0;              // largest fixed diff past 1024 (still rounding)
+  double fixed_past_max = 0;              // largest fixed diff past 1024 (rounding, for the shipped kernel)
   double plot_floor = 0;                  // the y axis floor: the power of ten at or below the smallest non-zero
+  double plot_ceiling = 0;                // the y axis top: 0.1, or the power of ten at or above the largest diff
   int clipped = 0;                        // points below plot_floor (exact zeros), drawn on it and marked
   std::string title, sentence, clipped_sentence;
 };
 // Standard normal inputs from seed + 7 (another draw than softmax_bug's). `src` as for softmax_bug.
 SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p, const editable::Source* src);
 SoftmaxSweep softmax_sweep(Backend b, const ParamValues& p);
+// The sweep's sentence from its numbers (rounding_*, buggy_past_min, fixed_past_max).
+std::string sweep_sentence(const SoftmaxSweep& s);
 
 struct SoftmaxOnlineStep {
   int64_t first_col = 0, last_col = 0;  // columns of the chunk, inclusive

@@ -358,6 +358,20 @@ TEST(EditableSoftmax, GalleryMissingSyncthreadsIsADeterministicWrongSumOnTheCpu)
   for (double s : shipped.sum_fixed) EXPECT_NEAR(s, 1.0, 1e-5);
 }
 
+// The gallery's missing __syncthreads on the sweep: its fixed kernel is wrong past 1024, and the plot's top
+// moves above its largest diff instead of cutting the line off at 0.1.
+TEST(EditableSoftmax, GalleryMissingSyncthreadsSweepSaysItIsWrongAndPlotsAllOfIt) {
+  const editable::GalleryBug g = bug("softmax", "missing_syncthreads.cu");
+  const editable::Source src{"softmax", g.file, g.text};
+  const study::SoftmaxSweep s = study::softmax_sweep(Backend::Cpu, softmax_settings({}), &src);
+  EXPECT_GT(s.fixed_past_max, study::SoftmaxSweep::kRounding);
+  EXPECT_EQ(s.sentence.find("fixed one stays at rounding level"), std::string::npos) << s.sentence;
+  EXPECT_NE(s.sentence.find("the fixed one is off by up to"), std::string::npos) << s.sentence;
+  for (size_t i = 0; i < s.n_cols.size(); ++i)
+    for (double v : {s.buggy[i], s.fixed[i]})
+      if (std::isfinite(v)) EXPECT_LE(v, s.plot_ceiling) << s.n_cols[i];
+}
+
 // ---- on a device ---------------------------------------------------------------------------------------
 // relu-dropout has no math function: CPU and CUDA traces are identical, bit for bit. softmax calls expf,
 // whose CUDA and glibc versions differ by an ulp or so: writers and counts identical, values within 1e-6.

@@ -219,6 +219,7 @@ void check_sweep(Backend b) {
   EXPECT_LE(s.plot_floor, smallest);
   EXPECT_GT(s.plot_floor * 10, smallest);
   EXPECT_EQ(s.clipped, zeros);
+  EXPECT_EQ(s.plot_ceiling, 1e-1);  // the shipped kernels' diffs stay below 0.1
   EXPECT_TRUE(contains(s.sentence, fmt("rounding level (%.2g", lo) + fmt(" to %.2g)", hi))) << s.sentence;
   EXPECT_TRUE(contains(s.sentence, fmt("off by %.2g or more", past))) << s.sentence;
   EXPECT_TRUE(contains(s.sentence, fmt("at most %.2g", fixed_past))) << s.sentence;
@@ -229,6 +230,23 @@ TEST(SoftmaxStudy, SweepIsRoundingUpTo1024Cpu) { check_sweep(Backend::Cpu); }
 TEST(SoftmaxStudy, SweepIsRoundingUpTo1024Cuda) {
   KL_REQUIRE_CUDA();
   check_sweep(Backend::Cuda);
+}
+
+// The sentence claims rounding only where the numbers are at rounding level: the GPU race of the gallery's
+// missing __syncthreads left the fixed kernel 0.018 off past 1024, which read "stays at rounding level".
+TEST(SoftmaxStudy, SweepSentenceNamesRoundingOnlyWhereItIs) {
+  study::SoftmaxSweep s;
+  s.rounding_min = 1.2e-9, s.rounding_max = 5.4e-8, s.buggy_past_min = 1.6e-5, s.fixed_past_max = 3e-8;
+  EXPECT_TRUE(contains(study::sweep_sentence(s), "both kernels are at float32 rounding level (1.2e-09 to 5.4e-08)"));
+  EXPECT_TRUE(contains(study::sweep_sentence(s), "the fixed one stays at rounding level (at most 3e-08)"));
+  s.fixed_past_max = 0.018;  // an edited fixed kernel wrong past 1024
+  EXPECT_FALSE(contains(study::sweep_sentence(s), "fixed one stays at rounding level")) << study::sweep_sentence(s);
+  EXPECT_TRUE(contains(study::sweep_sentence(s), "the fixed one is off by up to 0.018")) << study::sweep_sentence(s);
+  s.rounding_max = 0.02;  // wrong below 1024 as well
+  EXPECT_FALSE(contains(study::sweep_sentence(s), "both kernels are at float32 rounding level")) << study::sweep_sentence(s);
+  EXPECT_TRUE(contains(study::sweep_sentence(s), "off by up to 0.02, far above float32 rounding")) << study::sweep_sentence(s);
+  s.buggy_past_min = 2e-8;  // an edited buggy kernel that no longer truncates
+  EXPECT_TRUE(contains(study::sweep_sentence(s), "the buggy kernel is at rounding level too")) << study::sweep_sentence(s);
 }
 
 // The README's softmax paragraph says what the sweep shows, in the words the test above checks.
