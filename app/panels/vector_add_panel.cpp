@@ -74,8 +74,9 @@ class VectorAddPanel : public Panel {
     char caption[512];
     std::snprintf(caption, sizeof caption,
                   "each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
-                  "hatched = masked offset;  red checker = never stored",
-                  raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str());
+                  "%s;  red checker = never stored%s",
+                  raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str(),
+                  r.past_n_label.c_str(), r.accessed_past_n ? ";  cross lines = the first out-of-bounds access" : "");
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), caption);
     if (categorical_) pid_key(r.grid);
     const float axis_w = ImGui::CalcTextSize("00000000").x + ui::px(8);
@@ -176,6 +177,7 @@ class VectorAddPanel : public Panel {
                                                                  float(r.grid - 1), "pid (program id)"};
     grid_map_.set_scale(scale);
     tail_map_.set_scale(scale);
+    mark_fault(r);
     grid_tex_.resize(raster_.cols, raster_.rows, 2);
     tail_tex_.resize(r.block_size, 1, 2);
     if (b == Backend::Cuda) {
@@ -201,6 +203,16 @@ class VectorAddPanel : public Panel {
     valid_ = true;
   }
 
+  // Cross lines through the cell of an edited kernel's first access past n (none otherwise).
+  void mark_fault(const study::VectorAddResult& r) {
+    grid_map_.set_highlight(-1, -1);
+    tail_map_.set_highlight(-1, -1);
+    if (r.fault_offset < 0 || r.fault_offset >= r.offsets) return;
+    const int64_t cell = r.fault_offset / raster_.lanes_per_cell;
+    grid_map_.set_highlight(int(cell / raster_.cols), int(cell % raster_.cols));
+    tail_map_.set_highlight(-1, int(r.fault_offset - (r.grid - 1) * r.block_size));
+  }
+
   void tooltip(Backend b, int64_t element) {
     const study::VectorAddResult& r = result_;
     if (element < 0 || element >= r.offsets) return;
@@ -218,7 +230,9 @@ class VectorAddPanel : public Panel {
       ImGui::Text("x = %g   y = %g   out = %g", r.x[size_t(element)], r.y[size_t(element)], out);
       ImGui::Text("stored by pid %d (recorded)", writer);
     } else {
-      ImGui::TextUnformatted("masked offset: no load, no store");
+      ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + ui::px(420));
+      ImGui::TextUnformatted(r.past_n_tooltip.c_str());
+      ImGui::PopTextWrapPos();
     }
     if (raster_.lanes_per_cell > 1) ImGui::TextDisabled("(first of the cell's %" PRId64 " elements)", raster_.lanes_per_cell);
     ImGui::EndTooltip();

@@ -76,7 +76,25 @@ void describe(VectorAddResult& r) {
                              r.block_size, r.block_size, r.block_size, threads,
                              threads < r.block_size ? ", each thread taking several offsets" : "");
   const int64_t last = r.grid - 1, first = last * r.block_size, in_last = r.n - first;
-  if (r.masked > 0)
+  const editable::Fault& f = r.fault;
+  r.accessed_past_n = f.kind == editable::Fault::OutOfBounds && f.index >= r.n;
+  r.fault_offset = r.accessed_past_n ? f.index : -1;
+  r.past_n_label = r.accessed_past_n ? "hatched = offset past n, accessed unmasked (refused)" : "hatched = masked offset";
+  r.past_n_tooltip = r.accessed_past_n
+                         ? printf_text("offset past n: this kernel does not mask its %s %s, so the access is out of "
+                                       "bounds, refused by the bounds check (the first: %s[%" PRId64 "], lane %" PRId64 ")",
+                                       f.store ? "store to" : "load from", f.tensor.c_str(), f.tensor.c_str(), f.index,
+                                       f.lane)
+                         : "masked offset: no load, no store";
+  if (r.masked > 0 && r.accessed_past_n)
+    r.tail_line = printf_text("pid %" PRId64 ": offsets %" PRId64 "..%" PRId64 " (arange 0..%" PRId64
+                              ") store; offsets %" PRId64 "..%" PRId64 " (arange %" PRId64 "..%d) fail offsets < n, "
+                              "but this kernel's %s %s is not masked: each is out of bounds, refused by the bounds "
+                              "check, the first (%s[%" PRId64 "] by lane %" PRId64 ") reported above",
+                              last, first, r.n - 1, in_last - 1, r.n, first + r.block_size - 1, in_last,
+                              r.block_size - 1, f.store ? "store to" : "load from", f.tensor.c_str(), f.tensor.c_str(),
+                              f.index, f.lane);
+  else if (r.masked > 0)
     r.tail_line = printf_text("pid %" PRId64 ": offsets %" PRId64 "..%" PRId64 " (arange 0..%" PRId64
                               ") store; offsets %" PRId64 "..%" PRId64 " (arange %" PRId64 "..%d) fail offsets < n "
                               "and are masked",

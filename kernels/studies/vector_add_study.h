@@ -40,6 +40,12 @@ struct VectorAddResult {
   std::string source_file;     // "vector_add.cu" (shipped) or the edited source's file name
   editable::Fault fault;
   std::string fault_line;      // "edited kernel: out-of-bounds store to out[1000] ..." or empty
+  // Offsets past n, as the views name them: "masked offset" for a kernel that masks them; an edited kernel
+  // whose first fault is an access past n did not (its accesses there were out of bounds, refused).
+  bool accessed_past_n = false;  // fault is OutOfBounds at an index >= n
+  int64_t fault_offset = -1;     // that index (the cell the views mark), else -1
+  std::string past_n_label;      // the grid caption's word for the hatched cells
+  std::string past_n_tooltip;    // what the tooltip says of such an offset
 };
 
 // Throws InputError for settings out of range (and for more host memory than there is). `src`: an

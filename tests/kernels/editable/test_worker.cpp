@@ -214,6 +214,9 @@ TEST(EditableWorker, TheStudyOfAnEditedKernelStatesItsFault) {
   editable::reset_edited("vector-add");
   const study::VectorAddResult shipped = study::run_vector_add(Backend::Cpu, v);
   EXPECT_FALSE(shipped.edited);
+  EXPECT_FALSE(shipped.accessed_past_n);
+  EXPECT_EQ(shipped.past_n_label, "hatched = masked offset");
+  EXPECT_EQ(shipped.past_n_tooltip, "masked offset: no load, no store");
   EXPECT_TRUE(shipped.trace_check.pass) << shipped.trace_check.sentence;
   EXPECT_FALSE(study::vector_add_report(shipped).numbers.contains("fault"));
 }
@@ -235,6 +238,13 @@ TEST(EditableWorker, VectorAddGalleryBugsShowTheirSymptoms) {
       ++seen;
       EXPECT_EQ(r.fault.text(), "out-of-bounds store to out[1000] (size 1000) by program 3, lane 232");
       EXPECT_FALSE(r.trace_check.pass);
+      // The offsets past n are not "masked" for this kernel: the views say its stores there were refused.
+      EXPECT_TRUE(r.accessed_past_n);
+      EXPECT_EQ(r.fault_offset, 1000);
+      EXPECT_EQ(r.tail_line.find("are masked"), std::string::npos) << r.tail_line;
+      EXPECT_NE(r.tail_line.find("but this kernel's store to out is not masked"), std::string::npos) << r.tail_line;
+      EXPECT_EQ(r.past_n_tooltip.find("no load, no store"), std::string::npos) << r.past_n_tooltip;
+      EXPECT_NE(r.past_n_label.find("accessed unmasked"), std::string::npos) << r.past_n_label;
     }
     if (b.name == "off by one grid") {
       ++seen;
