@@ -164,7 +164,7 @@ class SoftmaxPanel : public Panel {
       ImGui::TableSetupColumn("buggy, all cols");
       ImGui::TableSetupColumn("buggy, written");
       ImGui::TableSetupColumn("fixed");
-      ImGui::TableSetupColumn("ref. mass in 0..1023");
+      ImGui::TableSetupColumn("ref. mass, first 1024 cols");
       ui::table_headers_wrapped();
       const int64_t show = std::min<int64_t>(r.rows, 6);
       for (int64_t row = 0; row < show; ++row) {

@@ -112,7 +112,7 @@ void check_bug_2000(Backend b, const std::string& seed) {
   EXPECT_TRUE(contains(r.headline, "columns 1024..1999 are never written (976 of 2000 per row)")) << r.headline;
   EXPECT_TRUE(contains(r.fixed_caption, "next_power_of_2(2000) = 2048")) << r.fixed_caption;
   EXPECT_TRUE(contains(r.buggy_unwritten, "never written: 1024..1999")) << r.buggy_unwritten;
-  EXPECT_TRUE(contains(r.row_sums_sentence, fmt("only %.1f%% of the mass", 100.0 * r.ref_head_mass[0])));
+  EXPECT_TRUE(contains(r.row_sums_sentence, fmt("only %.1f%% of the row's mass", 100.0 * r.ref_head_mass[0])));
   EXPECT_TRUE(contains(r.row_sums_sentence, fmt("%.2fx too large", 1.0 / r.ref_head_mass[0])));
   EXPECT_TRUE(contains(r.inputs_sentence, "standard normal N(0, 1), as torch.randn draws it (seed " + seed + ")"))
       << r.inputs_sentence;
@@ -247,6 +247,23 @@ TEST(SoftmaxStudy, SweepSentenceNamesRoundingOnlyWhereItIs) {
   EXPECT_TRUE(contains(study::sweep_sentence(s), "off by up to 0.02, far above float32 rounding")) << study::sweep_sentence(s);
   s.buggy_past_min = 2e-8;  // an edited buggy kernel that no longer truncates
   EXPECT_TRUE(contains(study::sweep_sentence(s), "the buggy kernel is at rounding level too")) << study::sweep_sentence(s);
+}
+
+// At x_scale = 100 row 0's largest x sits in its first 1024 columns, which then hold all of the mass: the
+// sentence must not say "only 100.0%" or "too large".
+TEST(SoftmaxStudy, RowSumsSentenceAtALargeXScale) {
+  const SoftmaxBug r = study::softmax_bug(Backend::Cpu, settings({"x_scale=100"}));
+  ASSERT_GT(r.ref_head_mass[0], 0.9995);
+  EXPECT_EQ(r.row_sums_sentence.find("only"), std::string::npos) << r.row_sums_sentence;
+  EXPECT_EQ(r.row_sums_sentence.find("too large"), std::string::npos) << r.row_sums_sentence;
+  EXPECT_TRUE(contains(r.row_sums_sentence, "columns past 1024 are still never written")) << r.row_sums_sentence;
+}
+
+// The sweep draws N(0, 1) inputs of its own: with x_scale set for the heatmaps, its title says it is not applied.
+TEST(SoftmaxStudy, SweepTitleSaysXScaleIsNotApplied) {
+  EXPECT_EQ(study::softmax_sweep(Backend::Cpu, settings({})).title.find("x_scale"), std::string::npos);
+  const study::SoftmaxSweep s = study::softmax_sweep(Backend::Cpu, settings({"x_scale=100"}));
+  EXPECT_TRUE(contains(s.title, "x from N(0, 1): x_scale not applied")) << s.title;
 }
 
 // The README's softmax paragraph says what the sweep shows, in the words the test above checks.
