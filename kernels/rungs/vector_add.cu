@@ -27,12 +27,12 @@ __global__ void vector_add_fast(const float4* __restrict__ x, const float4* __re
   }
 }
 
-// The `fast` candidates besides the grid-stride kernel above ("grid-stride"): the array as tiles of kFastThreads * K float4s (4K floats per thread,
-// thread t taking float4s t, t + 256, ... of its tile, so each warp's accesses are 512 contiguous bytes),
+// The `fast` candidates besides the grid-stride kernel above ("grid-stride"): the array as tiles of THREADS * K float4s (4K floats per thread,
+// thread t taking float4s t, t + THREADS, ... of its tile, so each warp's accesses are 512 contiguous bytes),
 // block b taking tiles b, b + gridDim.x, ...: one tile per block when the grid has a block per tile
 // ("tile-*"), a full wave (SMs x resident blocks per SM) walking the tiles otherwise ("wave-*").
-// STREAM: __ldcs/__stcs (evict-first) or plain loads and stores.
-constexpr int kFastThreads = 256;
+// STREAM: __ldcs/__stcs (evict-first) or plain loads and stores. THREADS 256, or 128 as Triton's add_kernel
+// (BLOCK_SIZE 1024 over num_warps = 4: two float4s a thread, a 4 KiB tile a block) in "*-t128".
 
 template <bool STREAM>
 __device__ __forceinline__ float4 load4(const float4* p) {
@@ -48,27 +48,27 @@ __device__ __forceinline__ float4 add4(float4 a, float4 b) {
   return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
 }
 
-template <int K, bool STREAM>
-__global__ void __launch_bounds__(kFastThreads) vector_add_tiles(const float4* __restrict__ x,
+template <int K, bool STREAM, int THREADS>
+__global__ void __launch_bounds__(THREADS) vector_add_tiles(const float4* __restrict__ x,
                                                                  const float4* __restrict__ y,
                                                                  float4* __restrict__ out, int64_t n4) {
-  constexpr int64_t kTile = int64_t(kFastThreads) * K;
+  constexpr int64_t kTile = int64_t(THREADS) * K;
   const int64_t tiles = (n4 + kTile - 1) / kTile;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t base = t * kTile + threadIdx.x;
-    if (base + (K - 1) * kFastThreads < n4) {  // a whole tile: all K loads of x and y in flight at once
+    if (base + (K - 1) * THREADS < n4) {  // a whole tile: all K loads of x and y in flight at once
       float4 a[K], b[K];
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        a[k] = load4<STREAM>(x + base + k * kFastThreads);
-        b[k] = load4<STREAM>(y + base + k * kFastThreads);
+        a[k] = load4<STREAM>(x + base + k * THREADS);
+        b[k] = load4<STREAM>(y + base + k * THREADS);
       }
 #pragma unroll
-      for (int k = 0; k < K; ++k) store4<STREAM>(out + base + k * kFastThreads, add4(a[k], b[k]));
+      for (int k = 0; k < K; ++k) store4<STREAM>(out + base + k * THREADS, add4(a[k], b[k]));
     } else {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        const int64_t i = base + k * kFastThreads;
+        const int64_t i = base + k * THREADS;
         if (i < n4) store4<STREAM>(out + i, add4(load4<STREAM>(x + i), load4<STREAM>(y + i)));
       }
     }
@@ -82,16 +82,18 @@ __global__ void vector_add_tail(const float* x, const float* y, float* out, int6
 
 namespace {
 
-// K = 0: the grid-stride kernel above; otherwise vector_add_tiles<K, stream>, one block per tile or a wave.
+// K = 0: the grid-stride kernel above; otherwise vector_add_tiles<K, stream, threads>, one block per tile or a wave.
 struct FastCandidate {
   const char* name;
   int k;
   bool stream, wave;
+  int threads = 256;
 };
 constexpr FastCandidate kFastCandidates[] = {
     {"grid-stride", 0, true, false},    {"tile-k2-plain", 2, false, false}, {"tile-k2", 2, true, false},
     {"tile-k4-plain", 4, false, false}, {"tile-k4", 4, true, false},        {"wave-k2-plain", 2, false, true},
-    {"wave-k4", 4, true, true},
+    {"wave-k4", 4, true, true},         {"tile-k2-plain-t128", 2, false, false, 128},
+    {"tile-k4-plain-t128", 4, false, false, 128},
 };
 // The candidate `fast` runs when KL_VECTOR_ADD_FAST is unset: tile-k2-plain, the fastest on the H200
 // (1.024 of copy at 2^26; grid-stride 0.93-0.96 in the same run; docs/perf-log.md).
@@ -109,22 +111,23 @@ const FastCandidate& fast_candidate() {
 }
 
 using TilesKernel = void (*)(const float4*, const float4*, float4*, int64_t);
-TilesKernel tiles_kernel(int k, bool stream) {
-  if (k == 2) return stream ? vector_add_tiles<2, true> : vector_add_tiles<2, false>;
-  return stream ? vector_add_tiles<4, true> : vector_add_tiles<4, false>;
+TilesKernel tiles_kernel(int k, bool stream, int threads) {
+  if (threads == 128) return k == 2 ? vector_add_tiles<2, false, 128> : vector_add_tiles<4, false, 128>;
+  if (k == 2) return stream ? vector_add_tiles<2, true, 256> : vector_add_tiles<2, false, 256>;
+  return stream ? vector_add_tiles<4, true, 256> : vector_add_tiles<4, false, 256>;
 }
 
 void launch_tiles(const FastCandidate& c, const float4* x, const float4* y, float4* out, int64_t n4, int sms) {
-  const TilesKernel kernel = tiles_kernel(c.k, c.stream);
-  const int64_t tile = int64_t(kFastThreads) * c.k;
+  const TilesKernel kernel = tiles_kernel(c.k, c.stream, c.threads);
+  const int64_t tile = int64_t(c.threads) * c.k;
   int64_t blocks = (n4 + tile - 1) / tile;
   if (c.wave) {
     int per_sm = 0;
-    KL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
+    KL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, c.threads, 0));
     const int64_t wave_blocks = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
     if (blocks > wave_blocks) blocks = wave_blocks;
   }
-  cuda::launch("vector_add_tiles", kernel, dim3(unsigned(blocks)), dim3(kFastThreads), 0, 0, x, y, out, n4);
+  cuda::launch("vector_add_tiles", kernel, dim3(unsigned(blocks)), dim3(unsigned(c.threads)), 0, 0, x, y, out, n4);
 }
 
 }  // namespace

@@ -23,8 +23,9 @@ struct ScopedEnv {
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
-const char* const kVectorAddCandidates[] = {"grid-stride", "tile-k2-plain", "tile-k2", "tile-k4-plain",
-                                            "tile-k4",     "wave-k2-plain", "wave-k4"};
+const char* const kVectorAddCandidates[] = {"grid-stride",   "tile-k2-plain", "tile-k2",           "tile-k4-plain",
+                                            "tile-k4",       "wave-k2-plain", "wave-k4",           "tile-k2-plain-t128",
+                                            "tile-k4-plain-t128"};
 const char* const kReluDropoutCandidates[] = {"tile-k4",  "u32",      "u32-plain",    "u32-t128",
                                               "u32-t512", "wave-u32", "wave-u32-t512"};
 
