@@ -521,8 +521,6 @@ FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, co
 }  // namespace fast_bwd
 
 // ---- [SECTION] entry points ----------------------------------------------------------------------------
-bool fast_backward_wgmma_available() { return flash_attention::fast_wgmma_kernels_loaded(); }
-
 FastBackwardPath fast_backward_path(FastBackwardPath requested) {
   std::string source = "path=wgmma";
   if (requested == FastBackwardPath::Auto) {

@@ -37,8 +37,6 @@ using flash_attention::key_visible;
 using flash_attention::pack2;
 using namespace flash_attention::sm90_detail;
 
-constexpr float kLog2e = 1.4426950408889634f;
-
 __device__ __forceinline__ void st_shared_u16(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(static_cast<unsigned short>(v & 0xFFFFu)) : "memory");
 }
@@ -75,6 +73,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   static_assert(BM == 64 && BN == 128 && kThreads == 256, "two warpgroups of 64 keys, 64 query rows a step");
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
+  constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -287,7 +286,36 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
     cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
 }
 
+// 1 when the driver loaded this file's sm_90a code (the kernel above is real), else 0.
+__global__ void bwd_sm90a_probe(int* out) {
+#ifdef KL_FA_SM90A
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
 }  // namespace sm90_bwd
+
+// Compute capability 9.0 and the forward's sm_90a code loaded (its probe), and this file's too (probed once).
+bool fast_backward_wgmma_available() {
+  static const bool loaded = [] {
+    if (!flash_attention::fast_wgmma_kernels_loaded()) return false;
+    int* d = nullptr;
+    KL_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+    int h = 0;
+    try {
+      cuda::launch("flash_bwd_sm90a_probe", sm90_bwd::bwd_sm90a_probe, dim3(1), dim3(1), 0, 0, d);
+      KL_CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
+    } catch (...) {
+      cudaFree(d);
+      throw;
+    }
+    KL_CUDA_CHECK(cudaFree(d));
+    return h == 1;
+  }();
+  return loaded;
+}
 
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
   const bool half = p.dtype == FastDtype::Fp16;
