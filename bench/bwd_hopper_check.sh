@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-bin=./build-cuda/kernel-ladder
+bin=${KL_BIN:-./build-cuda/kernel-ladder}
 sum="$out/bwd_summary.txt"
 log() { echo "== $*" | tee -a "$sum"; }
 
@@ -25,15 +25,49 @@ grep -E "^\S*: Failure|Expected|Which is|error" "$out/bwd_ctest.log" | head -40 
 
 log "run smoke (fast, both paths, against teaching on CUDA; rel = relative norm error)"
 tmp=$(mktemp -d)
+# float32 C-order .npy files without numpy: "gen DIR B H Lq Lk d" writes q, k, v, do (uniform in [-1, 1]);
+# "cmp DIR PATH" prints the relative norm error of PATH_{dq,dk,dv}.npy against t_{dq,dk,dv}.npy.
+cat > "$tmp/npy.py" <<'EOF'
+import array, ast, math, random, struct, sys
+
+def save(path, shape, values):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join(f"{n}, " for n in shape)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        array.array("f", values).tofile(f)
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    major = data[6]
+    hl = 10 if major == 1 else 12
+    n = struct.unpack("<H", data[8:10])[0] if major == 1 else struct.unpack("<I", data[8:12])[0]
+    meta = ast.literal_eval(data[hl:hl + n].decode("latin1"))
+    assert meta["descr"] == "<f4" and not meta["fortran_order"], meta
+    a = array.array("f")
+    a.frombytes(data[hl + n:])
+    return a
+
+if sys.argv[1] == "gen":
+    t, B, H, Lq, Lk, d = sys.argv[2], *map(int, sys.argv[3:])
+    rng = random.Random(B * 1000003 + Lq * 1009 + Lk * 13 + d)
+    for name, L in (("q", Lq), ("k", Lk), ("v", Lk), ("do", Lq)):
+        save(f"{t}/{name}.npy", (B, H, L, d), [rng.uniform(-1, 1) for _ in range(B * H * L * d)])
+else:
+    t, p = sys.argv[2], sys.argv[3]
+    out = []
+    for n in ("dq", "dk", "dv"):
+        ref, got = load(f"{t}/t_{n}.npy"), load(f"{t}/{p}_{n}.npy")
+        num = sum((float(g) - float(r)) ** 2 for g, r in zip(got, ref))
+        den = sum(float(r) ** 2 for r in ref)
+        bad = sum(1 for g in got if not math.isfinite(g))
+        out.append(f"{n} {math.sqrt(num / den) if den > 0 else math.sqrt(num):.2e}" + (f" ({bad} not finite!)" if bad else ""))
+    print(" ".join(out))
+EOF
 smoke() {  # B H Lq Lk d causal dtype deterministic
   local B=$1 H=$2 Lq=$3 Lk=$4 d=$5 causal=$6 dtype=$7 det=$8
-  python3 - "$tmp" "$B" "$H" "$Lq" "$Lk" "$d" <<'EOF' || return 1
-import sys, numpy as np
-t, B, H, Lq, Lk, d = sys.argv[1], *map(int, sys.argv[2:])
-rng = np.random.default_rng(B * 1000003 + Lq * 1009 + Lk * 13 + d)
-for name, L in (("q", Lq), ("k", Lk), ("v", Lk), ("do", Lq)):
-    np.save(f"{t}/{name}.npy", rng.uniform(-1, 1, (B, H, L, d)).astype(np.float32))
-EOF
+  python3 "$tmp/npy.py" gen "$tmp" "$B" "$H" "$Lq" "$Lk" "$d" || return 1
   local ins="--in q=$tmp/q.npy --in k=$tmp/k.npy --in v=$tmp/v.npy --in do=$tmp/do.npy"
   "$bin" run flash-attention-backward --backend cuda --variant teaching $ins --set causal="$causal" \
     --out dq="$tmp/t_dq.npy" --out dk="$tmp/t_dk.npy" --out dv="$tmp/t_dv.npy" > "$tmp/log" 2>&1 || { cat "$tmp/log"; return 1; }
@@ -46,17 +80,7 @@ EOF
       line="$line $path FAILED ($(head -c 300 "$tmp/log"))"
       continue
     fi
-    line="$line $path $(python3 - "$tmp" "$path" <<'EOF'
-import sys, numpy as np
-t, p = sys.argv[1], sys.argv[2]
-res = []
-for n in ("dq", "dk", "dv"):
-    ref, got = np.load(f"{t}/t_{n}.npy").astype(np.float64), np.load(f"{t}/{p}_{n}.npy").astype(np.float64)
-    rel = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
-    res.append(f"{n} {rel:.2e}{'' if np.isfinite(got).all() else ' NaN!'}")
-print(" ".join(res))
-EOF
-)"
+    line="$line $path $(python3 "$tmp/npy.py" cmp "$tmp" "$path")"
   done
   echo "$line" | tee -a "$out/bwd_smoke.txt" "$sum"
 }
@@ -67,11 +91,11 @@ for d in 128 64; do
   smoke 1 2 333 129 "$d" 1 bf16 1
 done
 rm -rf "$tmp"
-echo "(bf16 expects rel ~ 5e-3 or below against the float32 teaching variant, fp16 ~ 1e-3; wgmma should match mma)" | tee -a "$sum"
+echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; wgmma should read like mma)" | tee -a "$sum"
 
 for path in mma wgmma; do
   log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$path"
-  KL_FLASH_BWD_PATH=$path timeout 110 "$bin" bench flash-attention-backward --backend cuda \
+  KL_FLASH_BWD_PATH=$path timeout 100 "$bin" bench flash-attention-backward --backend cuda \
     --json "$out/bwd_bench_$path.json" > "$out/bwd_bench_$path.txt" 2>&1
   echo "bench rc=$?" | tee -a "$sum"
   grep -E "fast" "$out/bwd_bench_$path.txt" | tee -a "$sum"
