@@ -147,6 +147,26 @@ KL_FA_HD int b_rows_are_n_offset(int row_len, int lane, int kk, int row0) {
 }
 }  // namespace frag
 
+// ---- [SECTION] the wgmma kernel's dS store (pure index logic, CPU-tested) ---------------------------------
+// The wgmma kernel holds dS^T (keys x queries) in accumulator registers and stores it as dS [64 queries][128
+// keys] into a 128-byte-swizzled tile (kernels/rungs/sm90_device.cuh: 64-key column blocks of 64 rows x 128
+// bytes; chunk c of row r at chunk position c ^ (r & 7)), the K-major A operand of dQ = dS K.
+namespace wgmma_frag {
+// Byte offset of element `col` of row `row` in a swizzled tile of `rows` rows of 16-bit elements.
+KL_FA_HD uint32_t swizzled_byte(int rows, int row, int col) {
+  const int chunk = col >> 3;
+  return uint32_t((chunk >> 3) * (rows * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4) + (col & 7) * 2);
+}
+// Thread (wg, warp, lane) packs its accumulator elements 8kk + 2r + {0, 1} into ds_frag[kk][r] (the A layout):
+// element 4j + e is key 64 wg + 16 warp + lane/4 + 8 (e / 2), query 8j + 2 (lane % 4) + e % 2. The half hh of
+// ds_frag[kk][r] goes to this byte of the dS tile.
+KL_FA_HD uint32_t ds_store_byte(int wg, int warp, int lane, int kk, int r, int hh) {
+  const int key = 64 * wg + 16 * warp + (lane >> 2) + 8 * (r & 1);
+  const int query = 8 * (2 * kk + (r >> 1)) + 2 * (lane & 3) + hh;
+  return swizzled_byte(64, query, key);
+}
+}  // namespace wgmma_frag
+
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.
 inline void validate_fast(const FastBackwardParams& p) {
   auto bad = [](const char* name, const std::string& value, const std::string& allowed) {

@@ -204,14 +204,10 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int key_local = 64 * wg + 16 * warp + g + 8 * (r & 1);
-            const int query = 8 * (2 * kk + (r >> 1)) + 2 * t4;
+          for (int r = 0; r < 4; ++r)
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh)
-              st_shared_u16(sdS + tile_offset<BM>(query + hh, key_local >> 3) + (key_local & 7) * 2,
-                            ds_frag[kk][r] >> (16 * hh));
-          }
+              st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 

@@ -769,6 +769,54 @@ TEST(FlashAttentionBackwardFastHost, FragmentAddressingOnAnEmulatedWarp) {
   }
 }
 
+// ---- [SECTION] CPU: the wgmma kernel's dS transpose through shared memory, on an emulated CTA ----------
+// The two warpgroups' dS^T accumulators (64 keys x 64 queries each, sm90_device.cuh's layout: element 4j + e
+// of thread (warp w, lane) is row 16w + lane/4 + 8 (e / 2), column 8j + 2 (lane % 4) + e % 2), packed as the
+// kernel packs them (pairs 8kk + 2r, +1), stored at wgmma_frag::ds_store_byte, then read back the way the
+// tensor cores read a K-major A operand with the 128-byte swizzle (row m of a 64 x 16 k-step at
+// start + (m / 8) * 1024 + (m % 8) * 128 + 2k, address bits [4,7) XORed with [7,10)), at the k-step starts
+// the kernel gives dQ = dS K (d = 128: 8 steps over all 128 keys; d = 64: 4 steps over each warpgroup's 64).
+TEST(FlashAttentionBackwardFastHost, WgmmaDsTransposeOnAnEmulatedCta) {
+  constexpr int kQueries = 64, kKeys = 128;
+  std::vector<double> ds_t(size_t(kKeys) * kQueries);  // dS^T [key][query]
+  for (size_t i = 0; i < ds_t.size(); ++i) ds_t[i] = double(i) + 0.5;
+  std::vector<double> smem(size_t(kQueries) * kKeys * 2 / 2, -1.0);  // by 2-byte element
+  std::vector<int> writes(smem.size(), 0);
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int kk = 0; kk < 4; ++kk)
+          for (int r = 0; r < 4; ++r)
+            for (int hh = 0; hh < 2; ++hh) {
+              const int i = 8 * kk + 2 * r + hh, j = i / 4, e = i % 4;  // the accumulator element packed there
+              const int key = 64 * wg + 16 * warp + lane / 4 + 8 * (e / 2), query = 8 * j + 2 * (lane % 4) + e % 2;
+              const uint32_t byte = wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh);
+              ASSERT_EQ(byte % 2, 0u);
+              ASSERT_LT(byte / 2, smem.size());
+              smem[byte / 2] = ds_t[size_t(key) * kQueries + query];
+              ++writes[byte / 2];
+            }
+  for (int w : writes) ASSERT_EQ(w, 1) << "every element of the dS tile written exactly once";
+  auto read_a = [&](uint32_t start, int m, int k) {  // the hardware's K-major, 128-byte-swizzled A
+    const uint32_t lin = start + uint32_t(m / 8) * 1024 + uint32_t(m % 8) * 128 + uint32_t(k) * 2;
+    const uint32_t addr = lin ^ (((lin >> 7) & 7) << 4);
+    return smem[addr / 2];
+  };
+  for (int kk = 0; kk < kKeys / 16; ++kk) {  // d = 128: k-step kk over keys 16 kk ..
+    const uint32_t start = uint32_t(kk >> 2) * (kQueries * 128) + uint32_t(kk & 3) * 32;
+    for (int m = 0; m < kQueries; ++m)
+      for (int k = 0; k < 16; ++k)
+        ASSERT_EQ(read_a(start, m, k), ds_t[size_t(16 * kk + k) * kQueries + m]) << "kk " << kk << " m " << m << " k " << k;
+  }
+  for (int wg = 0; wg < 2; ++wg)  // d = 64: warpgroup wg's k-steps over its own keys 64 wg ..
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint32_t start = uint32_t(wg) * (kQueries * 128) + uint32_t(kk) * 32;
+      for (int m = 0; m < kQueries; ++m)
+        for (int k = 0; k < 16; ++k)
+          ASSERT_EQ(read_a(start, m, k), ds_t[size_t(64 * wg + 16 * kk + k) * kQueries + m]) << "wg " << wg << " kk " << kk;
+    }
+}
+
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
 // accuracy; in bf16 / fp16 its error is that of the rounding, well above fp32's and well below 5%.
 TEST(FlashAttentionBackwardFastHost, PlainReferenceIsTheRoundedComputation) {
