@@ -230,6 +230,8 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
         fence_regs(acc_dq);
         fence_regs(acc_dv);
         fence_regs(acc_dk);
+        fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
+        fence_regs(ds_frag);
         float* dq_accum = p.dq_accum + bh * p.Lq * D;
         const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll
@@ -244,6 +246,8 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
         wgmma_wait<0>();
         fence_regs(acc_dv);
         fence_regs(acc_dk);
+        fence_regs(p_frag);
+        fence_regs(ds_frag);
       }
     }
     cp_async_wait<0>();
