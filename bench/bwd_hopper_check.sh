@@ -77,7 +77,7 @@ smoke() {  # B H Lq Lk d causal dtype deterministic
     if ! KL_FLASH_BWD_PATH=$path timeout 60 "$bin" run flash-attention-backward --backend cuda --variant fast $ins \
         --set causal="$causal" --set dtype="$dtype" --set deterministic="$det" \
         --out dq="$tmp/${path}_dq.npy" --out dk="$tmp/${path}_dk.npy" --out dv="$tmp/${path}_dv.npy" > "$tmp/log" 2>&1; then
-      line="$line $path FAILED ($(head -c 300 "$tmp/log"))"
+      line="$line $path FAILED ($(head -c 300 "$tmp/log" | tr "\n" " "))"
       continue
     fi
     line="$line $path $(python3 "$tmp/npy.py" cmp "$tmp" "$path")"
