@@ -1,5 +1,6 @@
 // Rung 6, fast variant, CUDA side: FlashAttention-2's backward with mma.sync m16n8k16 (the design, the
-// tile shapes and the two dQ modes are in flash_attention_backward_fast.h). Paper notation
+// tile shapes and the two dQ modes are in flash_attention_backward_fast.h), and the dispatch between it and
+// the wgmma main kernel (flash_attention_backward_fast.sm90a.cu; run_fast, fast_backward_path). Paper notation
 // (FlashAttention-2, Algorithm 2); the PTX wrappers, the swizzled tiles and the fragment layouts are rung
 // 5's (flash_attention_fast_device.cuh; the layouts are spelled out at the top of flash_attention_fast.cu):
 //   A (16 x 16, row-major):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
@@ -17,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "kernels/rungs/flash_attention.h"
@@ -407,16 +410,23 @@ void launch_all(const FastBackwardParams& p) {
                dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
                static_cast<const T*>(p.dout), p.drow, p.deterministic ? nullptr : p.dq_accum, rows, D);
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
+  const bool wgmma = p.path == FastBackwardPath::Wgmma;  // resolved by run_fast
   if (p.deterministic) {
-    cuda::launch(D == 64 ? "flash_bwd_fast_dkdv_d64" : "flash_bwd_fast_dkdv_d128", flash_bwd_kernel<T, D, false>,
-                 grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+    if (wgmma)
+      launch_wgmma_main(p, false);
+    else
+      cuda::launch(D == 64 ? "flash_bwd_fast_dkdv_d64" : "flash_bwd_fast_dkdv_d128", flash_bwd_kernel<T, D, false>,
+                   grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
     const dim3 dq_grid(unsigned(ceil_div(p.Lq, Dq::kBlockM)), unsigned(p.H), unsigned(p.B));
     cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : "flash_bwd_fast_dq_d128", flash_bwd_dq_kernel<T, D>, dq_grid,
                  dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
     return;
   }
-  cuda::launch(D == 64 ? "flash_bwd_fast_d64" : "flash_bwd_fast_d128", flash_bwd_kernel<T, D, true>, grid,
-               dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  if (wgmma)
+    launch_wgmma_main(p, true);
+  else
+    cuda::launch(D == 64 ? "flash_bwd_fast_d64" : "flash_bwd_fast_d128", flash_bwd_kernel<T, D, true>, grid,
+                 dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
   cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D), dim3(256), 0, 0,
                p.dq_accum, static_cast<T*>(p.dq), p.scale, rows * D);
 }
@@ -511,14 +521,33 @@ FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, co
 }  // namespace fast_bwd
 
 // ---- [SECTION] entry points ----------------------------------------------------------------------------
+FastBackwardPath fast_backward_path(FastBackwardPath requested) {
+  std::string source = "path=wgmma";
+  if (requested == FastBackwardPath::Auto) {
+    const char* env = std::getenv("KL_FLASH_BWD_PATH");
+    const std::string want = env ? env : "";
+    if (want.empty() || want == "auto" || want == "mma") return FastBackwardPath::MmaSync;  // the default
+    if (want != "wgmma") throw InputError(out_of_range_message("KL_FLASH_BWD_PATH", want, "mma, wgmma or auto (unset)"));
+    requested = FastBackwardPath::Wgmma;
+    source = "KL_FLASH_BWD_PATH=wgmma";
+  }
+  if (requested == FastBackwardPath::Wgmma && !fast_backward_wgmma_available())
+    throw InputError(source + ": flash-attention-backward's wgmma kernel needs an H100/H200 (compute capability 9.0) "
+                     "with the sm_90a build loaded; this device or build is not one");
+  return requested;
+}
+
 void run_fast(const FastBackwardParams& p) {
   validate_fast(p);
-  if (p.dtype == FastDtype::Bf16) fast_bwd::run_typed<__nv_bfloat16>(p);
-  else fast_bwd::run_typed<__half>(p);
+  FastBackwardParams r = p;
+  r.path = fast_backward_path(p.path);
+  if (r.dtype == FastDtype::Bf16) fast_bwd::run_typed<__nv_bfloat16>(r);
+  else fast_bwd::run_typed<__half>(r);
 }
 
 FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, const Array& dout, const Array* o,
-                             const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic) {
+                             const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic,
+                             FastBackwardPath path) {
   flash_attention::FastParams shape;
   flash_attention::check_host_shapes(q, k, v, shape);
   if (dout.shape != q.shape)
@@ -540,6 +569,7 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
   p.causal = causal;
   p.scale = scale;
   p.deterministic = deterministic;
+  p.path = path;
   if (!(std::isfinite(scale) && scale > 0))
     throw InputError(out_of_range_message("scale", std::to_string(scale), "finite and > 0"));
   fast_bwd::require_device();
@@ -565,10 +595,12 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
   cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, dout.data(), n,
                4u);
+  const FastBackwardPath path = fast_backward_path();  // KL_FLASH_BWD_PATH; named in each row
   for (int d : {64, 128})
     for (int L : lengths)
       for (bool causal : {false, true}) {
         FastBackwardParams p;
+        p.path = path;
         p.B = int(tokens / L), p.H = int(width / d), p.Lq = p.Lk = L, p.d = d;
         p.scale = 1.0f / std::sqrt(float(d));
         p.causal = causal;
@@ -586,7 +618,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
           r.variant = "fast";
           r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) + " L=" + std::to_string(L) +
                     " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 dq=" +
-                    (det ? "deterministic" : "atomic");
+                    (det ? "deterministic" : "atomic") + " " + fast_backward_path_name(path);
           r.ms = t.median_ms;
           r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
           // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.

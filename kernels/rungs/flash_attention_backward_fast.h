@@ -27,8 +27,17 @@
 //   main kernel:  kBlockN 64 keys per CTA, kBlockM 64 query rows per step, 8 warps (warp w: rows / keys
 //                 16 (w % 4).., columns half w / 4); shared memory d 64: 64 KiB, d 128: 112 KiB
 //   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
+// Two main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
+//   mma.sync (above; the default everywhere, until the wgmma kernel is measured faster on the H200)
+//   wgmma (kernels/rungs/flash_attention_backward_fast.sm90a.cu; compute capability 9.0 with the sm_90a build
+//            loaded): FlashAttention-3's structure, kBlockN 128 keys per CTA (two warpgroups of 64 keys, dK_j
+//            and dV_j in registers), kBlockM 64 query rows per step, the five products on wgmma
+//            (S^T = K Q^T, dP^T = V dO^T from shared memory; dV += P^T dO, dK += dS^T Q with P^T, dS^T in
+//            registers; dQ_i = dS K from shared memory, then fp32 atomics or the deterministic dQ pass).
+//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma
+//   (unset or auto: mma.sync); wgmma asked for where it cannot run is an InputError.
 // Layout: contiguous [B, H, L, d] (q, o, dout, dq [B, H, Lq, d]; k, v, dk, dv [B, H, Lk, d]; lse, D
-// [B, H, Lq]); every pointer 16-byte aligned.
+// [B, H, Lq]); every pointer 16-byte aligned. No grouped-query attention (k, v have H heads).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -60,6 +69,23 @@ struct FastDqTraits {  // the deterministic mode's dQ pass
   static constexpr int64_t kSmemBytes = int64_t(2 * kBlockM * kHeadDim + 4 * kBlockN * kHeadDim) * 2;
 };
 
+// The wgmma kernel's tiles (sm_90a): two warpgroups of 64 keys each, 256 threads, one CTA per SM.
+template <int kHeadDim_>
+struct FastBackwardTraitsSm90 {
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 64, kBlockN = 128, kNWarps = 8;
+  static constexpr int kThreads = kNWarps * 32;
+  // K_j, V_j [kBlockN][d]; two stages of Q_i, dO_i [kBlockM][d]; dS [kBlockM][kBlockN]; two stages of L and D
+  // (fp32, kBlockM each); plus 1 KiB to align the tiles to 1024 bytes (the 128-byte swizzle's period).
+  static constexpr int64_t kSmemBytes =
+      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
+};
+
+// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else mma.sync.
+enum class FastBackwardPath { Auto, MmaSync, Wgmma };
+inline const char* fast_backward_path_name(FastBackwardPath path) {
+  return path == FastBackwardPath::Wgmma ? "wgmma" : path == FastBackwardPath::MmaSync ? "mma.sync" : "auto";
+}
+
 struct FastBackwardParams {
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;  // dtype
   const float* lse = nullptr;  // the forward's L = m + log l (natural log, scaled scores), -inf: sees nothing
@@ -71,6 +97,7 @@ struct FastBackwardParams {
   bool causal = false;
   bool deterministic = false;  // false: dQ by atomics (the default)
   FastDtype dtype = FastDtype::Bf16;
+  FastBackwardPath path = FastBackwardPath::Auto;
 };
 
 // ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
@@ -120,6 +147,26 @@ KL_FA_HD int b_rows_are_n_offset(int row_len, int lane, int kk, int row0) {
 }
 }  // namespace frag
 
+// ---- [SECTION] the wgmma kernel's dS store (pure index logic, CPU-tested) ---------------------------------
+// The wgmma kernel holds dS^T (keys x queries) in accumulator registers and stores it as dS [64 queries][128
+// keys] into a 128-byte-swizzled tile (kernels/rungs/sm90_device.cuh: 64-key column blocks of 64 rows x 128
+// bytes; chunk c of row r at chunk position c ^ (r & 7)), the K-major A operand of dQ = dS K.
+namespace wgmma_frag {
+// Byte offset of element `col` of row `row` in a swizzled tile of `rows` rows of 16-bit elements.
+KL_FA_HD uint32_t swizzled_byte(int rows, int row, int col) {
+  const int chunk = col >> 3;
+  return uint32_t((chunk >> 3) * (rows * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4) + (col & 7) * 2);
+}
+// Thread (wg, warp, lane) packs its accumulator elements 8kk + 2r + {0, 1} into ds_frag[kk][r] (the A layout):
+// element 4j + e is key 64 wg + 16 warp + lane/4 + 8 (e / 2), query 8j + 2 (lane % 4) + e % 2. The half hh of
+// ds_frag[kk][r] goes to this byte of the dS tile.
+KL_FA_HD uint32_t ds_store_byte(int wg, int warp, int lane, int kk, int r, int hh) {
+  const int key = 64 * wg + 16 * warp + (lane >> 2) + 8 * (r & 1);
+  const int query = 8 * (2 * kk + (r >> 1)) + 2 * (lane & 3) + hh;
+  return swizzled_byte(64, query, key);
+}
+}  // namespace wgmma_frag
+
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.
 inline void validate_fast(const FastBackwardParams& p) {
   auto bad = [](const char* name, const std::string& value, const std::string& allowed) {
@@ -145,6 +192,16 @@ inline void validate_fast(const FastBackwardParams& p) {
 // the default stream, asynchronously. Validates first.
 void run_fast(const FastBackwardParams& p);
 
+// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma when the device is compute
+// capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
+// (mma, wgmma, auto or unset; another value is an InputError) and, unset, takes MmaSync.
+FastBackwardPath fast_backward_path(FastBackwardPath requested = FastBackwardPath::Auto);
+// True when the wgmma kernel can run here (compute capability 9.0, sm_90a code loaded).
+bool fast_backward_wgmma_available();
+// The wgmma main kernel alone (flash_attention_backward_fast.sm90a.cu): dK, dV and, with atomic_dq, the
+// fp32 dQ accumulator's adds. run_fast wraps it with the preprocess and the convert (or dQ) pass.
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
+
 // float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]): q, k, v, dout converted to `dtype` on the
 // device; o and lse the forward's (both nullptr: computed by rung 5's teaching forward, float32, from the
 // rounded q, k, v; o is then rounded to `dtype`). Returns dq, dk, dv as float32 (shapes of q, k, v).
@@ -152,12 +209,14 @@ struct FastHostResult {
   Array dq, dk, dv;
 };
 FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, const Array& dout, const Array* o,
-                             const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic);
+                             const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic,
+                             FastBackwardPath path = FastBackwardPath::Auto);
 
 // `bench flash-attention-backward` rows for the fast variant: bf16, d in {64, 128}, L in {512, ..., 16384}
 // with B*L = 16384 and H*d = 2048, causal and not, both dQ modes; the backward alone is timed (the
 // forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
-// (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024.
+// (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024. The main kernel
+// is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync" or "wgmma").
 std::vector<bench::Row> bench_fast(Backend b, bool quick);
 #else
 inline void run_fast(const FastBackwardParams& p) {

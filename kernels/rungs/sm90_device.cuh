@@ -161,6 +161,10 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uin
 // D += A B; A (64 x 16) in registers, B MN-major (transposed) from shared memory.
 template <class T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b);
+// D (64 x N, fp32) = A B (+ D when scale_d != 0); A K-major, B MN-major (transposed), both from shared memory
+// (the backward's dQ = dS K: K stays row-major [keys][d], keys the k dimension).
+template <class T, int N>
+__device__ __forceinline__ void wgmma_ss_tb(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d);
 
 #ifdef KL_FA_SM90A
 // One specialisation per shape and type: inline asm takes one operand per accumulator register, and the
@@ -234,6 +238,21 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));                      \
   }
 
+// D (64 x 64) = A B (+ D when scale_d != 0), from shared memory; TB: B transposed (imm-trans-b 1).
+#define KL_WGMMA_SS_N64(NAME, T, PTX_T, TRANS_B)                                                          \
+  template <>                                                                                             \
+  __device__ __forceinline__ void NAME<T, 64>(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX_T "." PTX_T                           \
+                 " {" KL_REGS_0_31 "}, %32, %33, p, 1, 1, 0, " TRANS_B ";\n}\n"                         \
+                 : KL_ACC32(d)                                                                            \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+  }
+KL_WGMMA_SS_N64(wgmma_ss, __nv_bfloat16, "bf16", "0")
+KL_WGMMA_SS_N64(wgmma_ss, __half, "f16", "0")
+KL_WGMMA_SS_N64(wgmma_ss_tb, __nv_bfloat16, "bf16", "1")
+KL_WGMMA_SS_N64(wgmma_ss_tb, __half, "f16", "1")
+#undef KL_WGMMA_SS_N64
 KL_WGMMA_SS_N128(__nv_bfloat16, "bf16")
 KL_WGMMA_SS_N128(__half, "f16")
 KL_WGMMA_RS_N128(__nv_bfloat16, "bf16")
@@ -264,6 +283,8 @@ template <class T, int N>
 __device__ __forceinline__ void wgmma_ss(float (&)[N / 2], uint64_t, uint64_t, int) {}
 template <class T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&)[N / 2], const uint32_t (&)[4], uint64_t) {}
+template <class T, int N>
+__device__ __forceinline__ void wgmma_ss_tb(float (&)[N / 2], uint64_t, uint64_t, int) {}
 #endif
 
 

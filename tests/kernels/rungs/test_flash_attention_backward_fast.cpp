@@ -8,7 +8,8 @@
 //     before they meet dO, Q and K (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, fp32 sums); the
 //     three outputs rounded.
 //   GPU: lengths on both sides of the 64-row / 64-key tiles, Lq != Lk, causal and not, d 64 and 128,
-//   bf16 and fp16, (B, H) > 1, both dQ modes; rows that see no key (dQ exactly 0); outputs poisoned with
+//   bf16 and fp16, (B, H) > 1, both dQ modes, both main kernels (mma.sync, and wgmma where the sm_90a code
+//   runs: its 64-query x 128-key tiles get their own boundary lengths); rows that see no key (dQ exactly 0); outputs poisoned with
 //   NaN before the launch; the deterministic mode bitwise repeatable, the atomic mode's dK and dV too; the
 //   forward's O and L given or computed; lower-rank inputs; `run` and `bench` wiring.
 //   CPU: the first-query-tile bound against brute force, parameter checks, the plain reference's own
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -70,10 +72,12 @@ struct Case {
   bool causal = false, deterministic = false;
   std::string dtype = "bf16";
   float scale = 0;  // 0: 1/sqrt(d)
+  FastBackwardPath path = FastBackwardPath::Auto;
   std::string text() const {
     std::ostringstream s;
     s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << (causal ? " causal" : " non-causal")
-      << " " << dtype << " scale=" << scale << (deterministic ? " dq=deterministic" : " dq=atomic");
+      << " " << dtype << " scale=" << scale << (deterministic ? " dq=deterministic" : " dq=atomic") << " path="
+      << fast_backward_path_name(path);
     return s.str();
   }
 };
@@ -227,7 +231,7 @@ Array make_array(std::vector<int64_t> shape, std::vector<float> data) {
 FastHostResult run_case(const Case& c, const Inputs& in, const Array* o = nullptr, const Array* lse = nullptr) {
   return run_fast_host(make_array({c.B, c.H, c.Lq, c.d}, in.q), make_array({c.B, c.H, c.Lk, c.d}, in.k),
                        make_array({c.B, c.H, c.Lk, c.d}, in.v), make_array({c.B, c.H, c.Lq, c.d}, in.dout), o, lse,
-                       c.causal, c.scale, c.dtype, c.deterministic);
+                       c.causal, c.scale, c.dtype, c.deterministic, c.path);
 }
 
 // One case: fresh rounded inputs, the kernel, both references; NaN, empty rows, and the 2x rule.
@@ -256,7 +260,7 @@ void check_case(Case c, float qk_range = 1.5f) {
 const int kBatchHeads[6][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 1}, {1, 3}};
 
 // Every (dtype, d, causal, Lq, Lk) from `lengths`, (B, H) cycling (1 x 1 on the longest pairs).
-void sweep(std::initializer_list<int> lengths, bool deterministic) {
+void sweep(std::initializer_list<int> lengths, bool deterministic, FastBackwardPath path = FastBackwardPath::Auto) {
   int index = 0;
   for (const char* dtype : {"bf16", "fp16"})
     for (int d : {64, 128})
@@ -268,63 +272,50 @@ void sweep(std::initializer_list<int> lengths, bool deterministic) {
             const bool long_pair = Lq >= 200 && Lk >= 200;
             c.B = long_pair ? 1 : bh[0], c.H = long_pair ? 1 : bh[1];
             c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.dtype = dtype, c.deterministic = deterministic;
+            c.path = path;
             check_case(c);
             if (::testing::Test::HasFatalFailure()) return;
           }
 }
-#endif
-
-// ---- [SECTION] GPU tests ------------------------------------------------------------------------------
-#ifdef KL_HAS_CUDA
-// 63 | 64 | 65 and 127 | 128 | 129: one row or key short of a tile, exactly a tile, one past.
-TEST(FlashAttentionBackwardFast, AtomicDqAroundEveryTileBoundary) {
-  KL_REQUIRE_CUDA();
-  sweep({1, 63, 64, 65, 129, 200}, false);
-}
-
-TEST(FlashAttentionBackwardFast, DeterministicDqAroundEveryTileBoundary) {
-  KL_REQUIRE_CUDA();
-  sweep({1, 63, 65, 128, 200}, true);
-}
 
 // Scale 1 and inputs up to 2: peaked rows (P near one-hot), many tiles per CTA in both directions.
-TEST(FlashAttentionBackwardFast, PeakedSoftmaxAndLongRows) {
-  KL_REQUIRE_CUDA();
+void peaked_and_long(FastBackwardPath path) {
   for (bool det : {false, true})
     for (int d : {64, 128})
       for (bool causal : {false, true}) {
         Case c;
         c.B = 1, c.H = 2, c.Lq = 300, c.Lk = 520, c.d = d, c.causal = causal, c.scale = 1.0f, c.deterministic = det;
+        c.path = path;
         check_case(c, 2.0f);
-        if (HasFatalFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
         std::swap(c.Lq, c.Lk);
         check_case(c, 2.0f);
-        if (HasFatalFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
       }
 }
 
 // Causal with Lq > Lk: the first Lq - Lk rows see nothing (dQ exactly 0), including whole query tiles
 // (Lq = 500, Lk = 17: rows 0..482) that no K/V CTA visits; single-key and single-query cases.
-TEST(FlashAttentionBackwardFast, CausalRowsThatSeeNothingOrOneKey) {
-  KL_REQUIRE_CUDA();
+void causal_rows_that_see_little(FastBackwardPath path) {
   for (bool det : {false, true})
     for (int d : {64, 128})
-      for (auto [Lq, Lk] : {std::pair<int, int>{500, 17}, {129, 1}, {300, 128}, {1, 300}, {65, 64}}) {
+      for (auto [Lq, Lk] : {std::pair<int, int>{500, 17}, {129, 1}, {300, 128}, {1, 300}, {65, 64}, {64, 129}}) {
         Case c;
         c.B = 2, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = true, c.deterministic = det;
+        c.path = path;
         check_case(c);
-        if (HasFatalFailure()) return;
+        if (::testing::Test::HasFatalFailure()) return;
       }
 }
 
 // The deterministic mode gives the same bits run after run (dQ included); the atomic mode's dK and dV do
 // too (one CTA owns each), and its dQ agrees with the deterministic one to fp32 summation order.
-TEST(FlashAttentionBackwardFast, DeterministicModeIsBitwiseRepeatable) {
-  KL_REQUIRE_CUDA();
+void bitwise_repeatable(FastBackwardPath path) {
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
       Case c;
       c.B = 2, c.H = 2, c.Lq = 777, c.Lk = 1000, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+      c.path = path;
       SCOPED_TRACE(c.text());
       const Inputs in = rounded_inputs(c);
       c.deterministic = true;
@@ -342,6 +333,130 @@ TEST(FlashAttentionBackwardFast, DeterministicModeIsBitwiseRepeatable) {
       const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
       EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
     }
+}
+
+// Sets an environment variable for one scope (fast_backward_path reads KL_FLASH_BWD_PATH per call).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+#endif
+
+// The wgmma tests run where the sm_90a code does (an H100/H200); elsewhere they say why they skip.
+#define KL_REQUIRE_WGMMA()                                                                                   \
+  do {                                                                                                       \
+    KL_REQUIRE_CUDA();                                                                                       \
+    if (!fast_backward_wgmma_available()) GTEST_SKIP() << "no sm_90a code on this device (the wgmma path)"; \
+  } while (0)
+
+// ---- [SECTION] GPU tests ------------------------------------------------------------------------------
+#ifdef KL_HAS_CUDA
+// 63 | 64 | 65 and 127 | 128 | 129: one row or key short of a tile, exactly a tile, one past.
+TEST(FlashAttentionBackwardFast, AtomicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_CUDA();
+  sweep({1, 63, 64, 65, 129, 200}, false);
+}
+
+TEST(FlashAttentionBackwardFast, DeterministicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_CUDA();
+  sweep({1, 63, 65, 128, 200}, true);
+}
+
+TEST(FlashAttentionBackwardFast, PeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_CUDA();
+  peaked_and_long(FastBackwardPath::MmaSync);
+}
+
+TEST(FlashAttentionBackwardFast, CausalRowsThatSeeNothingOrOneKey) {
+  KL_REQUIRE_CUDA();
+  causal_rows_that_see_little(FastBackwardPath::MmaSync);
+}
+
+TEST(FlashAttentionBackwardFast, DeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_CUDA();
+  bitwise_repeatable(FastBackwardPath::MmaSync);
+}
+
+// ---- the wgmma main kernel (sm_90a): the same checks, its tiles 64 queries x 128 keys ----
+// 63 | 64 | 65 queries, 127 | 128 | 129 and 257 keys: both sides of every tile boundary.
+TEST(FlashAttentionBackwardFast, WgmmaAtomicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::Wgmma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaDeterministicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 64, 128, 200}, true, FastBackwardPath::Wgmma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaPeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_WGMMA();
+  peaked_and_long(FastBackwardPath::Wgmma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaCausalRowsThatSeeNothingOrOneKey) {
+  KL_REQUIRE_WGMMA();
+  causal_rows_that_see_little(FastBackwardPath::Wgmma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaDeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_WGMMA();
+  bitwise_repeatable(FastBackwardPath::Wgmma);
+}
+
+// The two main kernels on one input: dK and dV within a few ulps of each other (both fp32 sums of the same
+// rounded P, dS; different order), dQ too.
+TEST(FlashAttentionBackwardFast, WgmmaAgreesWithMmaSync) {
+  KL_REQUIRE_WGMMA();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      Case c;
+      c.B = 1, c.H = 3, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+      c.deterministic = true;
+      SCOPED_TRACE(c.text());
+      const Inputs in = rounded_inputs(c);
+      c.path = FastBackwardPath::MmaSync;
+      const FastHostResult a = run_case(c, in);
+      c.path = FastBackwardPath::Wgmma;
+      const FastHostResult w = run_case(c, in);
+      for (const auto& [name, x, y] : {std::tuple<const char*, const Array*, const Array*>{"dq", &a.dq, &w.dq},
+                                       {"dk", &a.dk, &w.dk},
+                                       {"dv", &a.dv, &w.dv}})
+        EXPECT_LT(test::rel_err(y->data, std::vector<double>(x->data.begin(), x->data.end())), 1e-2) << name;
+    }
+}
+
+// The kernel choice: mma.sync by default and with KL_FLASH_BWD_PATH=mma; wgmma when asked where it runs,
+// an InputError naming the setting where it does not; another value refused. Runs without a device too.
+TEST(FlashAttentionBackwardFast, PathChoice) {
+  std::printf("wgmma backward on this device: %s\n", fast_backward_wgmma_available() ? "yes" : "no");
+  {
+    ScopedEnv env("KL_FLASH_BWD_PATH", "auto");  // the default
+    EXPECT_EQ(fast_backward_path(), FastBackwardPath::MmaSync);
+    EXPECT_EQ(fast_backward_path(FastBackwardPath::MmaSync), FastBackwardPath::MmaSync);
+  }
+  {
+    ScopedEnv env("KL_FLASH_BWD_PATH", "mma");
+    EXPECT_EQ(fast_backward_path(), FastBackwardPath::MmaSync);
+  }
+  {
+    ScopedEnv env("KL_FLASH_BWD_PATH", "tensor-magic");
+    EXPECT_THROW(fast_backward_path(), InputError);
+  }
+  ScopedEnv env("KL_FLASH_BWD_PATH", "wgmma");
+  if (fast_backward_wgmma_available()) {
+    EXPECT_EQ(fast_backward_path(), FastBackwardPath::Wgmma);
+    EXPECT_EQ(fast_backward_path(FastBackwardPath::MmaSync), FastBackwardPath::MmaSync);  // explicit wins
+  } else {
+    try {
+      fast_backward_path();
+      FAIL() << "wgmma accepted without sm_90a code";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("KL_FLASH_BWD_PATH=wgmma"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(fast_backward_path(FastBackwardPath::Wgmma), InputError);
+  }
 }
 
 // The forward's O and L given (rung 6's forward() on the host, from the rounded inputs) or computed
@@ -418,13 +533,20 @@ TEST(FlashAttentionBackwardFast, RegistryRunsTheFastVariant) {
 
 TEST(FlashAttentionBackwardFast, BenchQuickGivesRows) {
   KL_REQUIRE_CUDA();
-  const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
-  ASSERT_EQ(rows.size(), 8u);  // d in {64, 128} x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
-  for (const bench::Row& r : rows) {
-    SCOPED_TRACE(r.shape);
-    EXPECT_EQ(r.variant, "fast");
-    EXPECT_GT(r.ms, 0);
-    EXPECT_GT(r.tflops, 0);
+  std::vector<const char*> paths = {"mma"};
+  if (fast_backward_wgmma_available()) paths.push_back("wgmma");
+  for (const char* path : paths) {
+    ScopedEnv env("KL_FLASH_BWD_PATH", path);  // the bench times fast_backward_path()'s kernel
+    const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
+    ASSERT_EQ(rows.size(), 8u);  // d in {64, 128} x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
+    const std::string name = std::string(" ") + (std::string(path) == "mma" ? "mma.sync" : "wgmma");
+    for (const bench::Row& r : rows) {
+      SCOPED_TRACE(r.shape);
+      EXPECT_EQ(r.variant, "fast");
+      EXPECT_GT(r.ms, 0);
+      EXPECT_GT(r.tflops, 0);
+      EXPECT_EQ(r.shape.substr(r.shape.size() - name.size()), name);
+    }
   }
 }
 #endif
@@ -645,6 +767,54 @@ TEST(FlashAttentionBackwardFastHost, FragmentAddressingOnAnEmulatedWarp) {
     emulate_dq_pass_step(D);
     if (HasFatalFailure()) return;
   }
+}
+
+// ---- [SECTION] CPU: the wgmma kernel's dS transpose through shared memory, on an emulated CTA ----------
+// The two warpgroups' dS^T accumulators (64 keys x 64 queries each, sm90_device.cuh's layout: element 4j + e
+// of thread (warp w, lane) is row 16w + lane/4 + 8 (e / 2), column 8j + 2 (lane % 4) + e % 2), packed as the
+// kernel packs them (pairs 8kk + 2r, +1), stored at wgmma_frag::ds_store_byte, then read back the way the
+// tensor cores read a K-major A operand with the 128-byte swizzle (row m of a 64 x 16 k-step at
+// start + (m / 8) * 1024 + (m % 8) * 128 + 2k, address bits [4,7) XORed with [7,10)), at the k-step starts
+// the kernel gives dQ = dS K (d = 128: 8 steps over all 128 keys; d = 64: 4 steps over each warpgroup's 64).
+TEST(FlashAttentionBackwardFastHost, WgmmaDsTransposeOnAnEmulatedCta) {
+  constexpr int kQueries = 64, kKeys = 128;
+  std::vector<double> ds_t(size_t(kKeys) * kQueries);  // dS^T [key][query]
+  for (size_t i = 0; i < ds_t.size(); ++i) ds_t[i] = double(i) + 0.5;
+  std::vector<double> smem(size_t(kQueries) * kKeys * 2 / 2, -1.0);  // by 2-byte element
+  std::vector<int> writes(smem.size(), 0);
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int kk = 0; kk < 4; ++kk)
+          for (int r = 0; r < 4; ++r)
+            for (int hh = 0; hh < 2; ++hh) {
+              const int i = 8 * kk + 2 * r + hh, j = i / 4, e = i % 4;  // the accumulator element packed there
+              const int key = 64 * wg + 16 * warp + lane / 4 + 8 * (e / 2), query = 8 * j + 2 * (lane % 4) + e % 2;
+              const uint32_t byte = wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh);
+              ASSERT_EQ(byte % 2, 0u);
+              ASSERT_LT(byte / 2, smem.size());
+              smem[byte / 2] = ds_t[size_t(key) * kQueries + query];
+              ++writes[byte / 2];
+            }
+  for (int w : writes) ASSERT_EQ(w, 1) << "every element of the dS tile written exactly once";
+  auto read_a = [&](uint32_t start, int m, int k) {  // the hardware's K-major, 128-byte-swizzled A
+    const uint32_t lin = start + uint32_t(m / 8) * 1024 + uint32_t(m % 8) * 128 + uint32_t(k) * 2;
+    const uint32_t addr = lin ^ (((lin >> 7) & 7) << 4);
+    return smem[addr / 2];
+  };
+  for (int kk = 0; kk < kKeys / 16; ++kk) {  // d = 128: k-step kk over keys 16 kk ..
+    const uint32_t start = uint32_t(kk >> 2) * (kQueries * 128) + uint32_t(kk & 3) * 32;
+    for (int m = 0; m < kQueries; ++m)
+      for (int k = 0; k < 16; ++k)
+        ASSERT_EQ(read_a(start, m, k), ds_t[size_t(16 * kk + k) * kQueries + m]) << "kk " << kk << " m " << m << " k " << k;
+  }
+  for (int wg = 0; wg < 2; ++wg)  // d = 64: warpgroup wg's k-steps over its own keys 64 wg ..
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint32_t start = uint32_t(wg) * (kQueries * 128) + uint32_t(kk) * 32;
+      for (int m = 0; m < kQueries; ++m)
+        for (int k = 0; k < 16; ++k)
+          ASSERT_EQ(read_a(start, m, k), ds_t[size_t(64 * wg + 16 * kk + k) * kQueries + m]) << "wg " << wg << " kk " << kk;
+    }
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32

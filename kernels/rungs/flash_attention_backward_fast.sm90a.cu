@@ -1,0 +1,328 @@
+// Rung 6, fast variant, Hopper path: the FlashAttention backward's main kernel on wgmma (sm_90a), chosen per
+// call (FastBackwardParams::path, or KL_FLASH_BWD_PATH=wgmma; the default stays mma.sync until this kernel is
+// measured faster on the H200). The preprocess (D), the convert pass and the deterministic mode's dQ pass
+// are the mma.sync path's (flash_attention_backward_fast.cu); only the main kernel differs.
+//
+// One CTA per K/V tile j of kBlockN = 128 keys, 8 warps = 2 warpgroups; warpgroup wg owns keys
+// n0 + 64 wg .. + 63 and keeps their dK_j, dV_j (64 x d fp32 each) in registers for the whole CTA. The CTA
+// walks the query tiles i of kBlockM = 64 rows (causal: from first_query_tile; the diagonal tiles masked,
+// bottom-right aligned), Q_i, dO_i, L_i, D_i two stages deep by cp.async (all threads, a block barrier per
+// step). Per step, in FlashAttention-3's transposed form (the keys are the wgmma's M):
+//   S^T  = K_j Q_i^T       wgmma.m64n64k16 ss: K (A) and Q (B) K-major from shared memory
+//   dP^T = V_j dO_i^T      wgmma.m64n64k16 ss: V (A), dO (B)
+//   P^T  = exp2(S^T * scale*log2e - L_i * log2e),  dS^T = P^T ∘ (dP^T - D_i)   (registers, fp32)
+//   dV_j += P^T dO_i       wgmma.m64n{d}k16 rs: P^T from registers (the accumulator layout rounded to 16 bits
+//   dK_j += dS^T Q_i       is the A layout), dO and Q MN-major from shared memory (d contiguous, queries = k)
+//   dQ_i += dS K_j         dS^T stored transposed into shared memory as dS [query][key] (K-major A), K MN-major
+//                          (B, keys = k): wgmma.m64n64k16 ss with B transposed; d = 128: warpgroup wg takes
+//                          columns 64 wg .. (all 128 keys); d = 64: all columns over its own 64 keys (both add).
+//                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
+// Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
+// top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
+// fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/rungs/flash_attention_backward_fast.h"
+#include "kernels/rungs/flash_attention_fast_device.cuh"
+#include "kernels/rungs/sm90_device.cuh"
+#include "kernels/runtime/cuda_launch.cuh"
+
+namespace kl::flash_attention_backward {
+namespace sm90_bwd {
+
+using flash_attention::ceil_div;
+using flash_attention::fast_exp2;
+using flash_attention::key_visible;
+using flash_attention::pack2;
+using namespace flash_attention::sm90_detail;
+
+__device__ __forceinline__ void st_shared_u16(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(static_cast<unsigned short>(v & 0xFFFFu)) : "memory");
+}
+
+// dst[0] += a, dst[1] += b in global memory (one 8-byte vector atomic; dst even).
+__device__ __forceinline__ void add_pair(float* dst, float a, float b) {
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
+}
+
+template <int N>
+__device__ __forceinline__ void zero(float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc[i] = 0.f;
+}
+
+// The accumulator of a 64 x 64 product (rows: this thread's keys, columns: queries 16 kk ..) rounded to T as
+// the A fragments of the k16 steps over the queries (the forward's P packing).
+template <class T>
+__device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc)[32]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) frag[kk][r] = pack2<T>(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1]);
+}
+
+// ---- [SECTION] the main kernel ---------------------------------------------------------------------------
+// Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
+// accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
+template <class T, int kHeadDim, bool kAtomicDq>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
+    flash_bwd_wgmma_kernel(const FastBackwardParams p) {
+#ifdef KL_FA_SM90A
+  using Tr = FastBackwardTraitsSm90<kHeadDim>;
+  constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
+  static_assert(BM == 64 && BN == 128 && kThreads == 256, "two warpgroups of 64 keys, 64 query rows a step");
+  constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
+  constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t sK = (raw + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
+  const uint32_t sV = sK + kKBytes;
+  const uint32_t sQ = sV + kKBytes;   // [2] stages
+  const uint32_t sdO = sQ + 2 * kQBytes;  // [2] stages
+  const uint32_t sdS = sdO + 2 * kQBytes;
+  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L * log2(e), +inf: P = 0
+  float* sD = sLse + 2 * BM;                                                   // [2][BM]: D
+
+  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const int64_t bh = int64_t(b) * p.H + h;
+  const T* q = static_cast<const T*>(p.q) + bh * p.Lq * D;
+  const T* dout = static_cast<const T*>(p.dout) + bh * p.Lq * D;
+  const T* k = static_cast<const T*>(p.k) + bh * p.Lk * D;
+  const T* v = static_cast<const T*>(p.v) + bh * p.Lk * D;
+  const float* lse = p.lse + bh * p.Lq;
+  const float* drow = p.drow + bh * p.Lq;
+  const int n0 = n_block * BN;
+  const int key_row = n0 + 64 * wg + 16 * warp + g;  // this thread's keys: key_row, key_row + 8
+  const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
+  const int m_blocks = ceil_div(p.Lq, BM);
+  const float scale_log2 = p.scale * kLog2e;
+
+  float acc_dk[D / 2], acc_dv[D / 2];
+  zero(acc_dk);
+  zero(acc_dv);
+
+  // L and D of query tile m into stage s (plain stores by the first 64 threads; the next barrier publishes).
+  auto load_stats = [&](int m, int s) {
+    if (tid < BM) {
+      const int i = m * BM + tid;
+      const float L = i < p.Lq ? lse[i] : -INFINITY;
+      sLse[s * BM + tid] = L == -INFINITY ? INFINITY : L * kLog2e;
+      sD[s * BM + tid] = i < p.Lq ? drow[i] : 0.f;
+    }
+  };
+
+  if (m_first < m_blocks) {  // uniform across the CTA
+    load_tile<T, BN, D, kThreads>(sK, k, D, n0, p.Lk, tid);
+    load_tile<T, BN, D, kThreads>(sV, v, D, n0, p.Lk, tid);
+    load_tile<T, BM, D, kThreads>(sQ, q, D, m_first * BM, p.Lq, tid);
+    load_tile<T, BM, D, kThreads>(sdO, dout, D, m_first * BM, p.Lq, tid);
+    load_stats(m_first, 0);
+    cp_async_commit();
+    // This warpgroup's 64 keys of K and V: 64 rows (8 swizzle atoms) into each 64-column block.
+    const uint32_t sKw = sK + wg * 64 * 128, sVw = sV + wg * 64 * 128;
+
+    for (int m = m_first; m < m_blocks; ++m) {
+      const int stage = (m - m_first) & 1;
+      cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) landed
+      fence_proxy_async();
+      __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
+      if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
+        load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, q, D, (m + 1) * BM, p.Lq, tid);
+        load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, dout, D, (m + 1) * BM, p.Lq, tid);
+        load_stats(m + 1, stage ^ 1);
+      }
+      cp_async_commit();
+      const uint32_t sQs = sQ + stage * kQBytes, sdOs = sdO + stage * kQBytes;
+
+      // S^T = K_j Q_i^T and dP^T = V_j dO_i^T (64 keys x 64 queries each, k = d).
+      float acc_s[32], acc_dp[32];
+      fence_regs(acc_s);
+      fence_regs(acc_dp);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+        wgmma_ss<T, 64>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
+      }
+      wgmma_commit();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+        wgmma_ss<T, 64>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // S^T landed; dP^T may still run
+      fence_regs(acc_s);
+
+      // P^T (masked pairs 0: the Lk tail, the causal diagonal; rows past Lq have L = +inf).
+      const float* lse_s = sLse + stage * BM;
+      const float* d_s = sD + stage * BM;
+      const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+          if (mask && !key_visible(m * BM + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
+            pv = 0.f;
+          acc_s[4 * j + e] = pv;
+        }
+      }
+      wgmma_wait<0>();
+      fence_regs(acc_dp);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
+      }
+
+      // dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's 64 queries; dO, Q MN-major).
+      uint32_t p_frag[4][4], ds_frag[4][4];
+      pack_a<T>(p_frag, acc_s);
+      pack_a<T>(ds_frag, acc_dp);
+      fence_regs(acc_dv);
+      fence_regs(acc_dk);
+      fence_regs(p_frag);
+      fence_regs(ds_frag);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
+      wgmma_commit();
+
+      if constexpr (kAtomicDq) {
+        // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K), one 16-bit element each:
+        // ds_frag[kk][r] holds (key +8 (r & 1), queries 8 (2 kk + r / 2) + 2t, +1).
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh)
+              st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
+        fence_proxy_async();
+        __syncthreads();  // all of dS is in shared memory
+
+        float acc_dq[32];
+        fence_regs(acc_dq);
+        wgmma_fence();
+        if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk)
+            wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
+                               make_desc(sK + wg * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
+        } else {  // all 64 columns over this warpgroup's 64 keys (k-steps 4 wg ..)
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + wg * (BM * 128) + kk * 32, 16, 1024),
+                               make_desc(sK + (4 * wg + kk) * 16 * 128, BN * 128, 1024), kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(acc_dq);
+        fence_regs(acc_dv);
+        fence_regs(acc_dk);
+        fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
+        fence_regs(ds_frag);
+        float* dq_accum = p.dq_accum + bh * p.Lq * D;
+        const int col0 = D == 128 ? 64 * wg : 0;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = m * BM + 16 * warp + g + 8 * r;
+          if (row >= p.Lq) continue;
+          float* dst = dq_accum + int64_t(row) * D + col0 + 2 * t4;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+        }
+      } else {
+        wgmma_wait<0>();
+        fence_regs(acc_dv);
+        fence_regs(acc_dk);
+        fence_regs(p_frag);
+        fence_regs(ds_frag);
+      }
+    }
+    cp_async_wait<0>();
+  }
+
+  // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
+  T* dk = static_cast<T*>(p.dk) + bh * p.Lk * D;
+  T* dv = static_cast<T*>(p.dv) + bh * p.Lk * D;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = key_row + 8 * r;
+    if (key >= p.Lk) continue;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      const int64_t off = int64_t(key) * D + j * 8 + 2 * t4;
+      *reinterpret_cast<uint32_t*>(dk + off) =
+          pack2<T>(acc_dk[4 * j + 2 * r] * p.scale, acc_dk[4 * j + 2 * r + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
+    }
+  }
+#endif
+}
+
+template <class T, int D>
+void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
+  using Tr = FastBackwardTraitsSm90<D>;
+  const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
+  const bool half = std::is_same<T, __half>::value;
+  const char* name = D == 64 ? (atomic_dq ? (half ? "flash_bwd_wgmma_d64_fp16" : "flash_bwd_wgmma_d64_bf16")
+                                          : (half ? "flash_bwd_wgmma_dkdv_d64_fp16" : "flash_bwd_wgmma_dkdv_d64_bf16"))
+                             : (atomic_dq ? (half ? "flash_bwd_wgmma_d128_fp16" : "flash_bwd_wgmma_d128_bf16")
+                                          : (half ? "flash_bwd_wgmma_dkdv_d128_fp16" : "flash_bwd_wgmma_dkdv_d128_bf16"));
+  if (atomic_dq)
+    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  else
+    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+}
+
+// 1 when the driver loaded this file's sm_90a code (the kernel above is real), else 0.
+__global__ void bwd_sm90a_probe(int* out) {
+#ifdef KL_FA_SM90A
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+}  // namespace sm90_bwd
+
+// Compute capability 9.0 and the forward's sm_90a code loaded (its probe), and this file's too (probed once).
+bool fast_backward_wgmma_available() {
+  static const bool loaded = [] {
+    if (!flash_attention::fast_wgmma_kernels_loaded()) return false;
+    int* d = nullptr;
+    KL_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+    int h = 0;
+    try {
+      cuda::launch("flash_bwd_sm90a_probe", sm90_bwd::bwd_sm90a_probe, dim3(1), dim3(1), 0, 0, d);
+      KL_CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
+    } catch (...) {
+      cudaFree(d);
+      throw;
+    }
+    KL_CUDA_CHECK(cudaFree(d));
+    return h == 1;
+  }();
+  return loaded;
+}
+
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
+  const bool half = p.dtype == FastDtype::Fp16;
+  if (p.d == 64)
+    half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq);
+  else
+    half ? sm90_bwd::launch_typed<__half, 128>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 128>(p, atomic_dq);
+}
+
+}  // namespace kl::flash_attention_backward
