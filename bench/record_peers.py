@@ -14,7 +14,9 @@ Inputs (each one optional; a section is written where its inputs are given):
 Sections written:
   flash-forward   TFLOP/s, the ladder's `fast` against PyTorch flash and cuDNN (--bench and --flash)
   flash-backward  TFLOP/s, the ladder's fast backward (dQ by atomics; the deterministic mode beside it)
-                  against PyTorch flash and cuDNN backward (--bench and --backward)
+                  against PyTorch flash and cuDNN backward (--bench and --backward), at the head dimensions
+                  the ladder's backward was benched at
+  A shape the ladder has no figure for (a row its bench did not print) is kept, its value null ("-").
   memory          of copy (GB/s over a device-to-device copy of the same bytes, same run), vector add
                   fast, ReLU + dropout fused and softmax fixed against Triton and torch (--bench and --triton)
 
@@ -114,8 +116,11 @@ def forward_section(bench, peers, run):
 
 def backward_section(bench, peers, run):
     ladder = ladder_backward(bench)
+    head_dims = {k[1] for k in ladder}  # the peers also time d = 256, which the ladder's backward does not take
     rows = []
     for p in peers:
+        if head_dims and p["d"] not in head_dims:
+            continue
         key = (p["L"], p["d"], p["causal"])
         rows.append({"shape": p["shape"], "values": [rounded(ladder.get(key + ("atomic",)), 1),
                                                      rounded(ladder.get(key + ("deterministic",)), 1),
