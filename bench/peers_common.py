@@ -22,7 +22,7 @@ torch = None  # set by require()
 # (bench/record_peers.py, docs/perf/h200.json) beside the versions.
 HARNESS = ("bench/peers_common.py, the method of kernel-ladder bench: the timed runs queued behind a ~10 ms GPU "
            "spin, each run timed on its own between two CUDA events, the median kept (30 runs after 5 warm-up; "
-           "ReLU + dropout 50 after 3), inputs that fit the L2 rotated through sets spanning 4x the L2, "
+           "softmax 30 after 3, ReLU + dropout 50 after 3), inputs that fit the L2 rotated through sets spanning 4x the L2, "
            "memory-bound rows against a device-to-device copy of the same bytes timed in the same run")
 
 
