@@ -6,7 +6,8 @@ shape) against the cuDNN and flash figures bench/torch_flash.py measured in the 
   python3 bench/fwd_paths_table.py --ladder-json fa.json --peer-json peer.json [--md table.md]
 
 Prints, per shape, each kernel's TFLOP/s and its ratio to cuDNN, and each candidate's ratio to the
-first kernel listed (the default); then per candidate the geometric mean of that ratio by length.
+default (wgmma, whatever order the run listed the kernels in); then per candidate the geometric mean of
+that ratio by head dimension and length.
 """
 import argparse
 import json
@@ -49,6 +50,8 @@ def main():
     rows, paths = ladder(args.ladder_json)
     with open(args.peer_json) as f:
         peers = {(r["L"], r["d"], r["causal"], r["Hkv"]): r for r in json.load(f)}
+    if "wgmma" in paths:  # the default first, whatever order the run listed the kernels in
+        paths = ["wgmma"] + [p for p in paths if p != "wgmma"]
     base = paths[0] if paths else None
     head = ["d", "L", "mask", "Hkv"] + paths + ["cuDNN", "flash"] + [f"{p}/cuDNN" for p in paths] + \
            [f"{p}/{base}" for p in paths[1:]]
@@ -64,15 +67,16 @@ def main():
         cells += [f"{r[p] / cud:.2f}" if (p in r and cud) else "-" for p in paths]
         for p in paths[1:]:
             if p in r and base in r:
-                ratios[p].setdefault(L, []).append(r[p] / r[base])
+                ratios[p].setdefault((d, L), []).append(r[p] / r[base])
                 cells.append(f"{r[p] / r[base]:.3f}")
             else:
                 cells.append("-")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for p in paths[1:]:
-        gm = {L: math.exp(sum(map(math.log, v)) / len(v)) for L, v in sorted(ratios[p].items())}
-        lines.append(f"{p} / {base}, geometric mean by L: " + ", ".join(f"L={L}: {g:.3f}" for L, g in gm.items()))
+        gm = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in sorted(ratios[p].items())}
+        lines.append(f"{p} / {base}, geometric mean over masks (and GQA rows) by d, L: " +
+                     ", ".join(f"d={d} L={L}: {g:.3f}" for (d, L), g in gm.items()))
     text = "\n".join(lines)
     print(text)
     if args.md:
