@@ -336,7 +336,8 @@ void run_fast(const FastParams& p) {
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
   else if (fast_path_persistent(path)) {
-    if (!run_fast_wgmma_persistent(p, path == FastPath::WgmmaPersistentLpt, path == FastPath::WgmmaPersistentExp2))
+    const bool exp2 = path == FastPath::WgmmaPersistentExp2;  // on the lpt order
+    if (!run_fast_wgmma_persistent(p, path == FastPath::WgmmaPersistentLpt || exp2, exp2))
       run_fast_wgmma(p, true);
   } else
     run_fast_wgmma(p, path == FastPath::Wgmma);

@@ -44,6 +44,7 @@
 // only the index map of the K/V pointers (and the K/V tensor maps' head coordinate) changes; H_kv = H
 // is plain multi-head attention.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -178,9 +179,9 @@ struct FastTileShape {
 // WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2: candidates, chosen only by name
 // (KL_FLASH_FAST_PATH=wgmma-persistent, wgmma-persistent-lpt, wgmma-persistent-exp2): the TMA kernel made
 // persistent (one block per SM looping over tiles, the next tile's loads under the current epilogue),
-// static round robin over persistent_tile()'s order (plain, or causal heaviest-first across all heads);
-// -exp2: the plain order with a quarter of the softmax's exp2 computed on the FMA pipe (a polynomial)
-// instead of the SFU. Same tiles as Wgmma.
+// persistent_tile()'s order (plain, or causal heaviest-first over all heads), causal tiles handed out in
+// a snake (persistent_index); -exp2: the lpt order with a quarter of the softmax's exp2 computed on the FMA
+// pipe (a polynomial) instead of the SFU. Same tiles as Wgmma.
 enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma, WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2 };
 inline const char* fast_path_name(FastPath path) {
   switch (path) {
@@ -254,22 +255,27 @@ KL_FA_HD bool tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int bloc
 }
 
 // The persistent kernel's tile order (FastPath::WgmmaPersistent, ..Lpt): tile index idx in
-// [0, n_m * H * B) to (query block, head, batch). Plain order = the non-persistent grid's linear order
-// (query blocks fastest, then heads, then batches; causal query blocks last-first inside each head, as the
-// grid launches them). lpt (longest processing time first) with causal: query blocks outermost, the
-// heaviest (last) query block of every (head, batch) first, so the lightest tiles come last and even out
-// the blocks' finishing times; without causal every tile weighs the same and lpt is the plain order.
-// Block c of the grid takes idx = c, c + gridDim, ... (static round robin).
+// [0, n_m * H * B) to (query block, head, batch). Plain order (section 0) = the non-persistent grid's
+// linear order (query blocks fastest, then heads, then batches; causal query blocks last-first inside each
+// head, as the grid launches them). With causal and section > 0 (longest processing time first, in
+// L2-sized sections): the (head, batch) pairs are cut into groups of `section` consecutive pairs (the
+// last may be smaller), taken one group after the other; inside a group query blocks are outermost, the
+// heaviest (last) query block of every pair first, so each group's lightest tiles come last and even out
+// the blocks' finishing times, while the group's K/V (chosen by the launcher to fit in L2) stays cached
+// between its query blocks. Without causal every tile weighs the same and section is ignored.
+// Which block takes which idx: persistent_index() below.
 struct PersistentTile {
   int m_block, h, b;
 };
-KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool causal, bool lpt) {
+KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool causal, int section) {
   PersistentTile t;
-  if (causal && lpt) {
-    const int hb = H * B;
-    t.m_block = n_m - 1 - idx / hb;
-    t.h = (idx % hb) % H;
-    t.b = (idx % hb) / H;
+  if (causal && section > 0) {
+    const int hb = H * B, group = idx / (section * n_m), within = idx % (section * n_m);
+    const int size = hb - group * section < section ? hb - group * section : section;
+    const int pair = group * section + within % size;
+    t.m_block = n_m - 1 - within / size;
+    t.h = pair % H;
+    t.b = pair / H;
     return t;
   }
   const int m = idx % n_m, rest = idx / n_m;
@@ -278,6 +284,12 @@ KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool cau
   t.b = rest / H;
   return t;
 }
+// Which tile block c (of G) takes in its k-th step: c + k G (static round robin) or, with snake, c in even
+// steps and G - 1 - c in odd ones (k G + G - 1 - c): over a heaviest-first order the heavy and the light
+// ends of consecutive steps pair up, so every block's total work comes out nearly equal (the plain round
+// robin over the causal grid order gives block 0 the heaviest query blocks of each head and block 64 the
+// lightest: 1568 against 544 K/V tiles at L = 16384, d = 128). Indices >= the tile count are skipped.
+KL_FA_HD int persistent_index(int k, int c, int G, bool snake) { return k * G + (snake && (k & 1) ? G - 1 - c : c); }
 
 // ---- [SECTION] exp2 on the FMA pipe (the persistent kernel's exp2 candidate; tested on the CPU) --------
 // 2^x for x <= 0 without the SFU (MUFU.EX2 runs 16 a clock per SM; at d = 64 one warpgroup's softmax needs as

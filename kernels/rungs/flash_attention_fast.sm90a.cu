@@ -428,7 +428,8 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
 // ---- [SECTION] kernel 3: kernel 2 made persistent (candidate, FastPath::WgmmaPersistent / ..Lpt) ---------
 // Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
 // order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order, or for causal
-// with `lpt` the heaviest query blocks of every head first). The producer runs ahead across tiles: Q of
+// with `lpt` the heaviest query blocks of all heads first); causal tiles are handed out in a snake
+// (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the blocks' work. The producer runs ahead across tiles: Q of
 // the next tile is loaded as soon as both consumers released the current Q (after their last S), and
 // K/V stages continue round the ring, so the next tile's first loads overlap the current tile's last
 // P V and its epilogue, and no block pays the launch, mbarrier init and register hand-over per tile.
@@ -436,7 +437,7 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
 template <int kHeadDim>
 __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
-                                                   bool lpt, uint32_t sQ, uint32_t sK, uint32_t sV, uint32_t bars) {
+                                                   int section, uint32_t sQ, uint32_t sK, uint32_t sV, uint32_t bars) {
   using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
@@ -447,8 +448,11 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
   auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
   const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
   int it = 0, j = 0;  // K/V loads issued so far (stage ring position), tiles with work so far
-  for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
-    const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, lpt);
+  const bool snake = p.causal;  // the causal tiles differ in weight: balance them
+  for (int k = 0; k * int(gridDim.x) < total; ++k) {
+    const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
+    if (tile >= total) continue;
+    const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
     const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
     if (n_tiles == 0) continue;  // the consumers skip it too
     const int h_kv = kv_head_of(pt.h, kv_group);
@@ -480,7 +484,7 @@ template <class T, int kHeadDim, bool kExp2Fma>
 __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
     flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                                       const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group,
-                                      const int lpt) {
+                                      const int section) {
 #ifdef KL_FA_SM90A
   using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
@@ -512,15 +516,18 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
   if (warp_id >= kConsumerWarps) {
     setmaxnreg_dec<24>();
     if (warp_id == kConsumerWarps && lane == 0)
-      produce_persistent<kHeadDim>(&tm_q, &tm_k, &tm_v, p, kv_group, lpt != 0, sQ, sK, sV, bars);
+      produce_persistent<kHeadDim>(&tm_q, &tm_k, &tm_v, p, kv_group, section, sQ, sK, sV, bars);
   } else {
     setmaxnreg_inc<240>();
     const int wg = warp_id >> 2;
     const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
     if (wg == 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
     int it = 0, j = 0;
-    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
-      const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, lpt != 0);
+    const bool snake = p.causal;  // the causal tiles differ in weight: balance them
+    for (int k = 0; k * int(gridDim.x) < total; ++k) {
+      const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
+      if (tile >= total) continue;
+      const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
       const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
       consume<T, kHeadDim, true, kExp2Fma>(p, pt.m_block, pt.h, pt.b, n_tiles, it, uint32_t(j) & 1u, sQ, sK, sV, bars);
       if (n_tiles > 0) it += n_tiles, ++j;
@@ -591,6 +598,7 @@ bool launch_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
     KL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
+  const int section = lpt ? p.H * p.B : 0;  // one group: heaviest first over all heads
   const int64_t tiles = int64_t(ceil_div(p.Lq, Tr::kBlockM)) * p.H * p.B;
   if (tiles > int64_t(INT32_MAX)) return false;  // the tile index is an int
   const dim3 grid(unsigned(std::min<int64_t>(tiles, sms)));
@@ -601,10 +609,10 @@ bool launch_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (2 + 4 * Tr::kStages);
   if (exp2_fma)
     cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, true>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
-                 mv, p, kv_group(p), lpt ? 1 : 0);
+                 mv, p, kv_group(p), section);
   else
     cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, false>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
-                 mv, p, kv_group(p), lpt ? 1 : 0);
+                 mv, p, kv_group(p), section);
   return true;
 }
 

@@ -479,7 +479,7 @@ void persistent_sweep(const char* name, FastPath path) {
       q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
       p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
       set_contiguous_strides(p);
-      EXPECT_TRUE(run_fast_wgmma_persistent(p, path == FastPath::WgmmaPersistentLpt,
+      EXPECT_TRUE(run_fast_wgmma_persistent(p, path != FastPath::WgmmaPersistent,
                                             path == FastPath::WgmmaPersistentExp2))
           << "d=" << d;
       mem::synchronize(Backend::Cuda);
@@ -823,35 +823,75 @@ TEST(FlashAttentionFastHost, TileCountsAndMasksMatchBruteForce) {
         }
 }
 
-// The persistent kernels' tile order: every (query block, head, batch) exactly once; the plain order is
-// the non-persistent grid's (blockIdx.x fastest, causal query blocks last-first); lpt with causal never
-// puts a lighter tile (fewer K/V tiles) before a heavier one; lpt without causal is the plain order.
+// The persistent kernels' tile order: every (query block, head, batch) exactly once; the plain order
+// (section 0) is the non-persistent grid's (blockIdx.x fastest, causal query blocks last-first); lpt with
+// causal takes the (head, batch) pairs in groups of `section` and never puts a lighter tile (fewer K/V
+// tiles) before a heavier one inside a group; lpt without causal is the plain order.
 TEST(FlashAttentionFastHost, PersistentTileOrderCoversEveryTileOnce) {
   for (auto [n_m, H, B] : {std::tuple<int, int, int>{1, 1, 1}, {3, 2, 5}, {4, 32, 32}, {128, 16, 1}, {7, 3, 2}})
     for (bool causal : {false, true})
-      for (bool lpt : {false, true}) {
+      for (int section : {0, 1, 3, 7, 1 << 20}) {
         SCOPED_TRACE("n_m=" + std::to_string(n_m) + " H=" + std::to_string(H) + " B=" + std::to_string(B) +
-                     (causal ? " causal" : "") + (lpt ? " lpt" : ""));
-        const int total = n_m * H * B, L = n_m * 128;
+                     (causal ? " causal" : "") + " section=" + std::to_string(section));
+        const int total = n_m * H * B, L = n_m * 128, hb = H * B;
+        const int sec = std::min(section, hb);
         std::vector<int> seen(size_t(total), 0);
-        int prev_work = 1 << 30;
+        int prev_work = 1 << 30, prev_group = -1;
         for (int idx = 0; idx < total; ++idx) {
-          const PersistentTile t = persistent_tile(idx, n_m, H, B, causal, lpt);
+          const PersistentTile t = persistent_tile(idx, n_m, H, B, causal, section);
           ASSERT_TRUE(t.m_block >= 0 && t.m_block < n_m && t.h >= 0 && t.h < H && t.b >= 0 && t.b < B) << idx;
           ++seen[size_t((t.b * H + t.h) * n_m + t.m_block)];
-          if (!(causal && lpt)) {  // the grid's order: x = query block (reversed for causal), y = head, z = batch
+          if (!(causal && section > 0)) {  // the grid's order: x = query block (reversed for causal), y = head, z = batch
             const int x = idx % n_m;
             ASSERT_EQ(t.m_block, causal ? n_m - 1 - x : x) << idx;
             ASSERT_EQ(t.h, (idx / n_m) % H) << idx;
             ASSERT_EQ(t.b, idx / (n_m * H)) << idx;
           } else {
+            const int pair = t.b * H + t.h, group = pair / sec;
+            ASSERT_GE(group, prev_group) << "tile " << idx << " goes back to an earlier group";
+            if (group != prev_group) prev_work = 1 << 30;
             const int work = key_tiles_for_block(t.m_block, L, L, 128, 128, true);
-            ASSERT_LE(work, prev_work) << "tile " << idx << " heavier than the one before";
-            prev_work = work;
+            ASSERT_LE(work, prev_work) << "tile " << idx << " heavier than the one before in its group";
+            prev_work = work, prev_group = group;
           }
         }
         for (int c : seen) ASSERT_EQ(c, 1);
       }
+}
+
+// The snake hands every tile index to exactly one block, and it balances the blocks' causal work where
+// the plain round robin does not (the reason causal tiles go out in a snake): at L = 512, d = 128 on 132
+// SMs (4 query blocks a head, 132 = 0 mod 4, so round robin gives block 0 every head's heaviest block)
+// and, with the lpt order, at L = 16384, d = 128 (the plain order's snake is 1.54x off there).
+TEST(FlashAttentionFastHost, PersistentSnakeBalancesCausalWork) {
+  for (auto [total, G] : {std::pair<int, int>{1, 1}, {5, 3}, {2048, 132}, {4096, 132}, {131, 132}, {265, 132}}) {
+    std::vector<int> seen(size_t(total), 0);
+    for (int c = 0; c < G; ++c)
+      for (int k = 0; k * G < total; ++k) {
+        const int idx = persistent_index(k, c, G, true);
+        if (idx < total) ++seen[size_t(idx)];
+        ASSERT_EQ(persistent_index(k, c, G, false), c + k * G);
+      }
+    for (int n : seen) ASSERT_EQ(n, 1) << "total " << total << " G " << G;
+  }
+  auto spread = [](int n_m, int H, int B, int section, bool snake) {
+    const int G = 132, total = n_m * H * B, L = n_m * 128;
+    std::vector<double> work(G, 0.0);
+    for (int c = 0; c < G; ++c)
+      for (int k = 0; k * G < total; ++k) {
+        const int idx = persistent_index(k, c, G, snake);
+        if (idx >= total) continue;
+        const PersistentTile t = persistent_tile(idx, n_m, H, B, true, section);
+        work[size_t(c)] += key_tiles_for_block(t.m_block, L, L, 128, 128, true);
+      }
+    double mean = 0, most = 0;
+    for (double w : work) mean += w / G, most = std::max(most, w);
+    return most / mean;
+  };
+  EXPECT_LT(spread(128, 16, 1, 16, true), 1.03);  // L = 16384, lpt
+  EXPECT_GT(spread(128, 16, 1, 0, false), 1.3);
+  EXPECT_LT(spread(4, 16, 32, 0, true), 1.04);  // L = 512, plain order
+  EXPECT_GT(spread(4, 16, 32, 0, false), 1.5);
 }
 
 // The exp2 candidate's polynomial exp2 (the same function the kernel runs): relative error below 1.1e-4
