@@ -315,12 +315,18 @@ FastPath fast_path() {
   const char* env = std::getenv("KL_FLASH_FAST_PATH");
   const std::string want = env ? env : "";
   if (want == "mma") return FastPath::MmaSync;
-  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && want != "auto")
-    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, wgmma-cpasync, wgmma or auto (unset)"));
+  const bool persistent = want == "wgmma-persistent" || want == "wgmma-persistent-lpt" || want == "wgmma-persistent-exp2";
+  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && !persistent && want != "auto")
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want,
+                                          "mma, wgmma-cpasync, wgmma, wgmma-persistent, wgmma-persistent-lpt, "
+                                          "wgmma-persistent-exp2 or auto (unset)"));
   const bool wgmma = fast_wgmma_kernels_loaded();
-  if ((want == "wgmma" || want == "wgmma-cpasync") && !wgmma)
+  if ((want == "wgmma" || want == "wgmma-cpasync" || persistent) && !wgmma)
     throw InputError("KL_FLASH_FAST_PATH=" + want + ": this device or build has no sm_90a code (needs an H100/H200)");
   if (!wgmma) return FastPath::MmaSync;
+  if (want == "wgmma-persistent") return FastPath::WgmmaPersistent;
+  if (want == "wgmma-persistent-lpt") return FastPath::WgmmaPersistentLpt;
+  if (want == "wgmma-persistent-exp2") return FastPath::WgmmaPersistentExp2;
   return want == "wgmma-cpasync" ? FastPath::WgmmaCpAsync : FastPath::Wgmma;
 }
 
@@ -329,7 +335,11 @@ void run_fast(const FastParams& p) {
   const FastPath path = fast_path();
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
-  else
+  else if (fast_path_persistent(path)) {
+    const bool exp2 = path == FastPath::WgmmaPersistentExp2;  // on the lpt order
+    if (!run_fast_wgmma_persistent(p, path == FastPath::WgmmaPersistentLpt || exp2, exp2))
+      run_fast_wgmma(p, true);
+  } else
     run_fast_wgmma(p, path == FastPath::Wgmma);
 }
 
@@ -375,6 +385,54 @@ Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal,
   return run_fast_host_typed<__half>(q, k, v, p);
 }
 
+namespace {
+// The kernels KL_FLASH_FAST_BENCH_PATHS lists (comma-separated), or {""}: whatever fast_path() picks.
+std::vector<std::string> bench_paths() {
+  const char* env = std::getenv("KL_FLASH_FAST_BENCH_PATHS");
+  std::vector<std::string> out;
+  std::string item;
+  for (const char* c = env ? env : ""; ; ++c) {
+    if (*c == ',' || *c == 0) {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+      if (*c == 0) break;
+    } else {
+      item += *c;
+    }
+  }
+  if (out.empty()) out.push_back("");
+  return out;
+}
+// Sets KL_FLASH_FAST_PATH for one scope (empty: leaves it alone); fast_path() checks the value.
+struct ScopedFastPath {
+  std::string old;
+  bool had = false, set = false;
+  explicit ScopedFastPath(const std::string& want) {
+    if (want.empty()) return;
+    const char* o = std::getenv("KL_FLASH_FAST_PATH");
+    had = o != nullptr;
+    if (o) old = o;
+    setenv("KL_FLASH_FAST_PATH", want.c_str(), 1);
+    set = true;
+    try {
+      fast_path();  // InputError for an unknown name, before any timing
+    } catch (...) {
+      restore();
+      throw;
+    }
+  }
+  ~ScopedFastPath() { restore(); }
+  void restore() {
+    if (!set) return;
+    set = false;
+    if (had)
+      setenv("KL_FLASH_FAST_PATH", old.c_str(), 1);
+    else
+      unsetenv("KL_FLASH_FAST_PATH");
+  }
+};
+}  // namespace
+
 std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   using namespace fast_detail;
   std::vector<bench::Row> rows;
@@ -389,9 +447,9 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
-  const FastPath path = fast_path();
   // One row; h_kv = 0: multi-head (k and v with H heads), else grouped-query (k and v with h_kv heads).
-  auto row = [&](int d, int L, bool causal, int h_kv) {
+  auto row_one = [&](int d, int L, bool causal, int h_kv) {
+    const FastPath path = fast_path();
     FastParams p;
     p.B = int(tokens / L), p.H = int(width / d), p.H_kv = h_kv, p.Lq = p.Lk = L, p.d = d;
     p.scale = 1.0f / std::sqrt(float(d));
@@ -417,6 +475,14 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     r.ratio = 0;  // the peer (PyTorch SDPA) is timed by bench/torch_flash.py, which prints the ratios
     r.baseline = "torch: bench/torch_flash.py";
     rows.push_back(r);
+  };
+  // KL_FLASH_FAST_BENCH_PATHS=wgmma,wgmma-persistent,...: each shape timed once per listed kernel, back
+  // to back (rows named by kernel), so candidates meet the same clocks; unset: the kernel fast_path() picks.
+  auto row = [&](int d, int L, bool causal, int h_kv) {
+    for (const std::string& want : bench_paths()) {
+      const ScopedFastPath scoped(want);
+      row_one(d, L, causal, h_kv);
+    }
   };
   for (int d : {64, 128, 256})  // H = 2048 / d: 32, 16, 8 heads
     for (int L : lengths)
