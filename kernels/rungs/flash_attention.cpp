@@ -318,6 +318,7 @@ KernelEntry entry() {
   e.variants = {"teaching"};
 #ifdef KL_HAS_FLASH_FAST
   e.variants.push_back("fast");
+  e.untraced_variants = {"fast"};
 #endif
   e.default_variant = "teaching";
   e.inputs = {"q", "k", "v"};

@@ -460,6 +460,7 @@ KernelEntry entry() {
   e.name = "flash-attention-backward";
   e.summary = "dQ, dK, dV of softmax(Q K^T * scale) V from dO: naive keeps P, teaching recomputes it from L";
   e.variants = {"teaching", "naive", "fast"};
+  e.untraced_variants = {"naive", "fast"};
   e.default_variant = "teaching";
   e.inputs = {"q", "k", "v", "do"};
   e.optional_inputs = {"o", "lse"};
