@@ -383,10 +383,54 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
   p.B = int(B), p.H = int(H), p.H_kv = int(h_kv), p.Lq = int(Lq), p.Lk = int(Lk), p.d = int(d);
 }
 
-// ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
+// ---- [SECTION] the fast benches' shapes --------------------------------------------------------------
 constexpr int kGqaBenchKvHeads = 2;  // bench_fast's grouped-query rows: H = 16 over 2 kv heads at d = 128
 
+// One shape of the fast benches (this rung's bench_fast and rung 6's): H_kv = 0 is multi-head (k and v
+// with H heads), else grouped-query (k and v with H_kv heads).
+struct FastBenchShape {
+  int B = 0, H = 0, H_kv = 0, L = 0, d = 0;
+  bool causal = false;
+};
+// What both fast benches time, in their row order: B*L = `tokens` (16384; 1024 when quick) and H*d = 2048
+// for every shape; for each d of `head_dims`, L in {512, ..., 16384} (512 only when quick), non-causal then
+// causal. With `gqa`, then the grouped-query rows: d = 128, H = 16 over kGqaBenchKvHeads kv heads,
+// L in {1024, 4096, 16384} (512 when quick), non-causal then causal.
+struct FastBenchSpec {
+  int64_t tokens = 0, width = 0;  // B * L and H * d
+  std::vector<FastBenchShape> shapes;
+  int64_t elements() const { return tokens * width; }  // of each [B, H, L, d] operand
+};
+inline FastBenchSpec fast_bench_spec(bool quick, const std::vector<int>& head_dims, bool gqa) {
+  FastBenchSpec spec;
+  spec.tokens = quick ? 1024 : 16384;
+  spec.width = 2048;
+  auto add = [&](int d, const std::vector<int>& lengths, int h_kv) {
+    for (int L : lengths)
+      for (bool causal : {false, true})
+        spec.shapes.push_back(FastBenchShape{int(spec.tokens / L), int(spec.width / d), h_kv, L, d, causal});
+  };
+  const std::vector<int> lengths = quick ? std::vector<int>{512} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
+  for (int d : head_dims) add(d, lengths, 0);  // H = 2048 / d: 32, 16, 8 heads at d = 64, 128, 256
+  // Grouped-query attention: H = 16 query heads over 2 kv heads at d = 128 (the ratio 8 of Llama-3-70B's
+  // 64 query heads over 8), the same B*L and H*d as above: each row compares with the H = 16 d = 128 row
+  // of the same L and mask.
+  if (gqa) add(128, quick ? std::vector<int>{512} : std::vector<int>{1024, 4096, 16384}, kGqaBenchKvHeads);
+  return spec;
+}
+// "B=.. H=.. [Hkv=..] L=.. d=.. causal|non-causal": the start of a fast bench row's shape.
+inline std::string fast_bench_shape_text(const FastBenchShape& s) {
+  return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) +
+         (s.H_kv > 0 ? " Hkv=" + std::to_string(s.H_kv) : std::string()) + " L=" + std::to_string(s.L) +
+         " d=" + std::to_string(s.d) + (s.causal ? " causal" : " non-causal");
+}
+
+// ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
+
 #ifdef KL_HAS_CUDA
+// InputError "<what> needs a CUDA device: <why>" where the process sees none (both fast variants' check).
+void require_cuda_device(const std::string& what);
+
 // Runs the forward pass on the current device, default stream, asynchronously. Validates first.
 // Takes the kernel fast_path() names.
 void run_fast(const FastParams& p);
