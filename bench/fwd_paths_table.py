@@ -49,7 +49,8 @@ def main():
     args = ap.parse_args()
     rows, paths = ladder(args.ladder_json)
     with open(args.peer_json) as f:
-        peers = {(r["L"], r["d"], r["causal"], r["Hkv"]): r for r in json.load(f)}
+        doc = json.load(f)  # {versions, rows} (torch_flash.py --out), or the older plain list of rows
+    peers = {(r["L"], r["d"], r["causal"], r["Hkv"]): r for r in (doc["rows"] if isinstance(doc, dict) else doc)}
     if "wgmma" in paths:  # the default first, whatever order the run listed the kernels in
         paths = ["wgmma"] + [p for p in paths if p != "wgmma"]
     base = paths[0] if paths else None

@@ -326,12 +326,13 @@ FastPath fast_path() {
   if (want == "wgmma-persistent") return FastPath::WgmmaPersistent;
   if (want == "wgmma-persistent-lpt") return FastPath::WgmmaPersistentLpt;
   if (want == "wgmma-persistent-exp2") return FastPath::WgmmaPersistentExp2;
-  return want == "wgmma-cpasync" ? FastPath::WgmmaCpAsync : FastPath::Wgmma;
+  if (want == "wgmma-cpasync") return FastPath::WgmmaCpAsync;
+  return want == "wgmma" ? FastPath::Wgmma : FastPath::WgmmaByShape;  // unset or auto: by shape
 }
 
 void run_fast(const FastParams& p) {
   validate(p);
-  const FastPath path = fast_path();
+  const FastPath path = fast_kernel_for(fast_path(), p);
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
   else if (fast_path_persistent(path)) {
@@ -460,7 +461,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     bench::Row r;
     r.kernel = "flash-attention";
     r.variant = "fast";
-    r.shape = fast_bench_shape_text(s) + " bf16 " + fast_path_name(path);
+    r.shape = fast_bench_shape_text(s) + " bf16 " + fast_path_name(fast_kernel_for(path, p));
     r.ms = t.median_ms;
     r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
     // Q and O once each, K and V once each at H_kv heads: the fewest bytes (K/V are re-read per query

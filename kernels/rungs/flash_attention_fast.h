@@ -182,9 +182,12 @@ struct FastTileShape {
 // persistent_tile()'s order (plain, or causal heaviest-first over all heads), causal tiles handed out in
 // a snake (persistent_index); -exp2: the lpt order with a quarter of the softmax's exp2 computed on the FMA
 // pipe (a polynomial) instead of the SFU. Same tiles as Wgmma.
-enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma, WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2 };
+// WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks Wgmma or
+// WgmmaPersistent for each shape.
+enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma, WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2, WgmmaByShape };
 inline const char* fast_path_name(FastPath path) {
   switch (path) {
+    case FastPath::WgmmaByShape: return "wgmma-by-shape";
     case FastPath::Wgmma: return "wgmma";
     case FastPath::WgmmaCpAsync: return "wgmma-cpasync";
     case FastPath::WgmmaPersistent: return "wgmma-persistent";
@@ -198,7 +201,18 @@ inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentLpt ||
          path == FastPath::WgmmaPersistentExp2;
 }
-inline bool fast_path_tma(FastPath path) { return path == FastPath::Wgmma || fast_path_persistent(path); }
+inline bool fast_path_tma(FastPath path) {
+  return path == FastPath::Wgmma || path == FastPath::WgmmaByShape || fast_path_persistent(path);
+}
+// The kernel WgmmaByShape runs for p: the persistent one (static order, causal tiles in a snake) where it
+// measured faster on the H200 (docs/perf-log.md, 2026-12-01: 1.03x to 1.28x at L <= 4096 for d = 64 and
+// 128, and for causal d = 256), the one-block-per-tile TMA kernel where it did not (long causal rows, whose
+// uneven tiles the hardware's block scheduler balances better, and d = 256 non-causal). Other paths: itself.
+inline bool fast_persistent_pays(const FastParams& p) { return p.Lq <= 4096 && (p.d < 256 || p.causal); }
+inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
+  if (path != FastPath::WgmmaByShape) return path;
+  return fast_persistent_pays(p) ? FastPath::WgmmaPersistent : FastPath::Wgmma;
+}
 inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   if (fast_path_tma(path)) path = FastPath::Wgmma;
   auto make = [](auto tr) {

@@ -11,13 +11,16 @@
 //   - Overlap inside a warpgroup (FlashAttention-3's "intra-warpgroup pipelining"): iteration t issues
 //     S_t = Q K_t^T and O += P_{t-1} V_{t-1} back to back, waits only for S_t, computes the softmax of S_t
 //     while P_{t-1} V_{t-1} still runs on the tensor cores, then waits for it and rescales O.
-//   - Two kernels share that warpgroup code (WarpgroupState):
+//   - Three kernels share that warpgroup code (WarpgroupState):
 //     kernel 1 (FastPath::WgmmaCpAsync): K and V tiles by cp.async from all threads, three stages, K two
 //       tiles ahead and V one (V_{t-1} is read one iteration later than K_{t-1}); a block barrier per tile.
-//     kernel 2 (FastPath::Wgmma, the default): a producer warpgroup issues bulk tensor copies (TMA) into
-//       three stages on mbarriers and gives its registers to the two consumer warpgroups (setmaxnreg);
-//       no block barrier after the start, and the consumers take turns on the tensor cores (ping-pong),
-//       so one's softmax runs while the other's products do. Measured on the H200 in docs/perf-log.md.
+//     kernel 2 (FastPath::Wgmma): a producer warpgroup issues bulk tensor copies (TMA) into three stages
+//       on mbarriers and gives its registers to the two consumer warpgroups (setmaxnreg); no block
+//       barrier after the start, and the consumers take turns on the tensor cores (ping-pong), so one's
+//       softmax runs while the other's products do.
+//     kernel 3 (FastPath::WgmmaPersistent and candidates): kernel 2 made persistent (its section below).
+//     The default (FastPath::WgmmaByShape, fast_kernel_for in the header) runs kernel 3 at L <= 4096
+//     (d = 256: causal only) and kernel 2 elsewhere, as measured on the H200 (docs/perf-log.md).
 //
 // Shared-memory layout, descriptors and fragment layouts: kernels/rungs/sm90_device.cuh.
 #include <algorithm>
@@ -425,7 +428,7 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
 #endif
 }
 
-// ---- [SECTION] kernel 3: kernel 2 made persistent (candidate, FastPath::WgmmaPersistent / ..Lpt) ---------
+// ---- [SECTION] kernel 3: kernel 2 made persistent (FastPath::WgmmaPersistent, ..Lpt, ..Exp2) --------------
 // Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
 // order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order, or for causal
 // with `lpt` the heaviest query blocks of all heads first); causal tiles are handed out in a snake

@@ -95,9 +95,10 @@ constexpr FastCandidate kFastCandidates[] = {
     {"wave-k4", 4, true, true},         {"tile-k2-plain-t128", 2, false, false, 128},
     {"tile-k4-plain-t128", 4, false, false, 128},
 };
-// The candidate `fast` runs when KL_VECTOR_ADD_FAST is unset: tile-k2-plain, the fastest on the H200
-// (1.024 of copy at 2^26; grid-stride 0.93-0.96 in the same run; docs/perf-log.md).
-constexpr const char* kDefaultFast = "tile-k2-plain";
+// The candidate `fast` runs when KL_VECTOR_ADD_FAST is unset: tile-k2-plain-t128, Triton's add_kernel shape,
+// the fastest on the H200 in the second same-run measurement (1.038 of copy at 2^26 against Triton's 1.036
+// and torch.add's 1.037; tile-k2-plain 1.035, grid-stride 0.92-0.93; docs/perf-log.md).
+constexpr const char* kDefaultFast = "tile-k2-plain-t128";
 
 const FastCandidate& fast_candidate() {
   const char* v = std::getenv("KL_VECTOR_ADD_FAST");

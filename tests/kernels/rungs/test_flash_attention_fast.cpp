@@ -578,11 +578,42 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
 }
 
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
+// The default on sm_90a picks its kernel by shape: persistent at L <= 4096 (d = 256: causal only), the
+// one-block-per-tile TMA kernel past it; every named path stays itself.
+TEST(FlashAttentionFastHost, ByShapeChoosesThePersistentKernelWhereItMeasuredFaster) {
+  auto kernel = [](int L, int d, bool causal) {
+    FastParams p;
+    p.B = 1, p.H = 1, p.Lq = p.Lk = L, p.d = d, p.causal = causal;
+    return fast_kernel_for(FastPath::WgmmaByShape, p);
+  };
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      EXPECT_EQ(kernel(512, d, causal), FastPath::WgmmaPersistent);
+      EXPECT_EQ(kernel(4096, d, causal), FastPath::WgmmaPersistent);
+      EXPECT_EQ(kernel(4097, d, causal), FastPath::Wgmma);
+      EXPECT_EQ(kernel(16384, d, causal), FastPath::Wgmma);
+    }
+  EXPECT_EQ(kernel(1024, 256, true), FastPath::WgmmaPersistent);
+  EXPECT_EQ(kernel(1024, 256, false), FastPath::Wgmma);
+  FastParams p;
+  p.Lq = 512, p.d = 64;
+  for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaCpAsync, FastPath::WgmmaPersistentLpt})
+    EXPECT_EQ(fast_kernel_for(named, p), named);
+}
+
 TEST(FlashAttentionFast, PathChoice) {
   KL_REQUIRE_CUDA();
   const FastPath path = fast_path();
   std::printf("fast path on this device: %s\n", fast_path_name(path));
-  EXPECT_EQ(path == FastPath::Wgmma, fast_wgmma_kernels_loaded());
+  EXPECT_EQ(path == FastPath::WgmmaByShape, fast_wgmma_kernels_loaded());
+  {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "auto");
+    EXPECT_EQ(fast_path(), path);
+  }
+  if (fast_wgmma_kernels_loaded()) {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
+    EXPECT_EQ(fast_path(), FastPath::Wgmma);
+  }
   {
     ScopedEnv env("KL_FLASH_FAST_PATH", "mma");
     EXPECT_EQ(fast_path(), FastPath::MmaSync);
