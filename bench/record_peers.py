@@ -94,6 +94,17 @@ def ladder_backward(bench):
     return out
 
 
+def kernels_named(bench, kernel):
+    """The fast kernels the bench rows of `kernel` name at their shape's end ("... bf16 wgmma"), in row order."""
+    names = []
+    for r in bench.get("rows", []):
+        if r.get("kernel") == kernel and r.get("variant") == "fast":
+            last = str(r.get("shape", "")).split()[-1:]
+            if last and not last[0].startswith(("dq=", "bf16", "causal", "non-causal")) and last[0] not in names:
+                names.append(last[0])
+    return ", ".join(names) if names else "fast"
+
+
 SDPA_COLUMNS = [{"id": "flash", "name": "PyTorch flash", "short": "flash"},
                 {"id": "cudnn", "name": "cuDNN", "short": "cuDNN"}]
 
@@ -105,7 +116,8 @@ def forward_section(bench, peers, run):
         key = (p["L"], p["d"], p["causal"], p.get("Hkv"))
         rows.append({"shape": p["shape"], "values": [rounded(ladder.get(key), 1), rounded(p.get("flash_tflops"), 1),
                                                      rounded(p.get("cudnn_tflops"), 1)]})
-    return {"id": "flash-forward", "title": "FlashAttention forward (fast) against PyTorch SDPA", "unit": "TFLOP/s",
+    return {"id": "flash-forward", "title": f"FlashAttention forward (fast: {kernels_named(bench, 'flash-attention')}) "
+                                           "against PyTorch SDPA", "unit": "TFLOP/s",
             "value_digits": 1, "ratio_digits": 2,
             "note": "bf16, B·L = 16384, H·d = 2048 (grouped-query rows: Hq = 16 over Hkv = 2, enable_gqa); "
                     "4 B H L^2 d FLOP, halved for causal",
@@ -125,7 +137,9 @@ def backward_section(bench, peers, run):
         rows.append({"shape": p["shape"], "values": [rounded(ladder.get(key + ("atomic",)), 1),
                                                      rounded(ladder.get(key + ("deterministic",)), 1),
                                                      rounded(p.get("flash_tflops"), 1), rounded(p.get("cudnn_tflops"), 1)]})
-    return {"id": "flash-backward", "title": "FlashAttention backward (fast, mma.sync) against PyTorch SDPA's backward",
+    return {"id": "flash-backward",
+            "title": f"FlashAttention backward (fast: {kernels_named(bench, 'flash-attention-backward')}) against "
+                     "PyTorch SDPA's backward",
             "unit": "TFLOP/s", "value_digits": 1, "ratio_digits": 2,
             "note": "bf16, B·L = 16384, H·d = 2048; 2.5 x the forward's FLOP; ladder: dQ by fp32 atomics (the "
                     "default), det: --set deterministic=1",
