@@ -256,6 +256,21 @@ __global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
 #endif
 }
 
+// The TMA kernels' mbarriers, 8 bytes each from `base` (after the K/V stages in shared memory): full_q,
+// then per stage full_k and full_v (one arrival and the copy's bytes) and empty_k and empty_v (one arrival
+// per consumer warp), then empty_q, which only the persistent kernel initialises and uses.
+template <int kStages>
+struct TmaBarriers {
+  static constexpr int kCount = 2 + 4 * kStages;
+  uint32_t base;
+  __device__ uint32_t full_q() const { return base; }
+  __device__ uint32_t full_k(int s) const { return base + 8 * (1 + s); }
+  __device__ uint32_t full_v(int s) const { return base + 8 * (1 + kStages + s); }
+  __device__ uint32_t empty_k(int s) const { return base + 8 * (1 + 2 * kStages + s); }
+  __device__ uint32_t empty_v(int s) const { return base + 8 * (1 + 3 * kStages + s); }
+  __device__ uint32_t empty_q() const { return base + 8 * (1 + 4 * kStages); }
+};
+
 // The consumer warpgroups of the TMA kernel (below): wait for a stage, take the turn, issue, release.
 // kPersistent (the persistent kernel, below): the tile's (h, b) and its first K/V load index `it0` (stage
 // and phase continue across the block's tiles) come from the tile scheduler, and the warpgroups also
@@ -267,12 +282,12 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
   using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
-  const uint32_t full_q = bars;
-  auto full_k = [&](int s) { return bars + 8 * (1 + s); };
-  auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
-  auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
-  auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
-  const uint32_t empty_q = bars + 8 * (1 + 4 * kStages);  // the persistent kernel's only
+  const TmaBarriers<kStages> bar{bars};
+  const uint32_t full_q = bar.full_q(), empty_q = bar.empty_q();
+  auto full_k = [&](int s) { return bar.full_k(s); };
+  auto full_v = [&](int s) { return bar.full_v(s); };
+  auto empty_k = [&](int s) { return bar.empty_k(s); };
+  auto empty_v = [&](int s) { return bar.empty_v(s); };
   const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wg = warp_id >> 2, warp = warp_id & 3, t4 = lane & 3;
   const int m0 = m_block * kBlockM;
@@ -373,11 +388,12 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
   const uint32_t sK = sQ + kQBytes;
   const uint32_t sV = sK + kStages * kKVBytes;
   const uint32_t bars = sV + kStages * kKVBytes;  // mbarriers, 8 bytes each
-  const uint32_t full_q = bars;
-  auto full_k = [&](int s) { return bars + 8 * (1 + s); };
-  auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
-  auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
-  auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
+  const TmaBarriers<kStages> bar{bars};
+  const uint32_t full_q = bar.full_q();
+  auto full_k = [&](int s) { return bar.full_k(s); };
+  auto full_v = [&](int s) { return bar.full_v(s); };
+  auto empty_k = [&](int s) { return bar.empty_k(s); };
+  auto empty_v = [&](int s) { return bar.empty_v(s); };
 
   // The register hand-over and the turns need exactly this block shape; anything else would hang.
   if (blockDim.x != unsigned(Tr::kThreads)) __trap();
@@ -444,11 +460,12 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
   using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
-  const uint32_t full_q = bars, empty_q = bars + 8 * (1 + 4 * kStages);
-  auto full_k = [&](int s) { return bars + 8 * (1 + s); };
-  auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
-  auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
-  auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
+  const TmaBarriers<kStages> bar{bars};
+  const uint32_t full_q = bar.full_q(), empty_q = bar.empty_q();
+  auto full_k = [&](int s) { return bar.full_k(s); };
+  auto full_v = [&](int s) { return bar.full_v(s); };
+  auto empty_k = [&](int s) { return bar.empty_k(s); };
+  auto empty_v = [&](int s) { return bar.empty_v(s); };
   const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
   int it = 0, j = 0;  // K/V loads issued so far (stage ring position), tiles with work so far
   const bool snake = p.causal;  // the causal tiles differ in weight: balance them
@@ -504,14 +521,15 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
   if (blockDim.x != unsigned(Tr::kThreads)) __trap();  // the register hand-over needs this shape
   const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
-    mbar_init(bars, 1);  // full_q
+    const TmaBarriers<kStages> bar{bars};
+    mbar_init(bar.full_q(), 1);
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(bars + 8 * (1 + s), 1);                          // full_k
-      mbar_init(bars + 8 * (1 + kStages + s), 1);                // full_v
-      mbar_init(bars + 8 * (1 + 2 * kStages + s), kConsumerWarps);  // empty_k
-      mbar_init(bars + 8 * (1 + 3 * kStages + s), kConsumerWarps);  // empty_v
+      mbar_init(bar.full_k(s), 1);
+      mbar_init(bar.full_v(s), 1);
+      mbar_init(bar.empty_k(s), kConsumerWarps);
+      mbar_init(bar.empty_v(s), kConsumerWarps);
     }
-    mbar_init(bars + 8 * (1 + 4 * kStages), kConsumerWarps);  // empty_q
+    mbar_init(bar.empty_q(), kConsumerWarps);
     fence_mbar_init();
   }
   __syncthreads();
@@ -577,7 +595,7 @@ bool launch_tma(const FastParams& p) {
   const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_tma_d64_fp16" : "flash_fwd_wgmma_tma_d64_bf16")
                      : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16")
                                        : (half ? "flash_fwd_wgmma_tma_d256_fp16" : "flash_fwd_wgmma_tma_d256_bf16");
-  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (1 + 4 * Tr::kStages);
+  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (TmaBarriers<Tr::kStages>::kCount - 1);  // no empty_q
   cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, kHeadDim>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv,
                p, kv_group(p));
   return true;
@@ -609,7 +627,7 @@ bool launch_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
   const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_persistent_d64_fp16" : "flash_fwd_wgmma_persistent_d64_bf16")
                      : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_persistent_d128_fp16" : "flash_fwd_wgmma_persistent_d128_bf16")
                                        : (half ? "flash_fwd_wgmma_persistent_d256_fp16" : "flash_fwd_wgmma_persistent_d256_bf16");
-  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (2 + 4 * Tr::kStages);
+  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages>::kCount;
   if (exp2_fma)
     cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, true>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
                  mv, p, kv_group(p), section);
