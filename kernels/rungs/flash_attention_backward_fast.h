@@ -28,14 +28,16 @@
 //                 16 (w % 4).., columns half w / 4); shared memory d 64: 64 KiB, d 128: 112 KiB
 //   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
 // Two main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
-//   mma.sync (above; the default everywhere, until the wgmma kernel is measured faster on the H200)
+//   mma.sync (above; the default where the wgmma kernel cannot run)
 //   wgmma (kernels/rungs/flash_attention_backward_fast.sm90a.cu; compute capability 9.0 with the sm_90a build
 //            loaded): FlashAttention-3's structure, kBlockN 128 keys per CTA (two warpgroups of 64 keys, dK_j
 //            and dV_j in registers), kBlockM 64 query rows per step, the five products on wgmma
 //            (S^T = K Q^T, dP^T = V dO^T from shared memory; dV += P^T dO, dK += dS^T Q with P^T, dS^T in
 //            registers; dQ_i = dS K from shared memory, then fp32 atomics or the deterministic dQ pass).
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma
-//   (unset or auto: mma.sync); wgmma asked for where it cannot run is an InputError.
+//   (unset or auto: wgmma where it runs, else mma.sync; on the H200 the wgmma kernel measured 1.3x-2.0x
+//   mma.sync's TFLOP/s at d = 128 and 0.98x-1.42x at d = 64, docs/perf-log.md); wgmma asked for where it
+//   cannot run is an InputError.
 // Layout: contiguous [B, H, L, d] (q, o, dout, dq [B, H, Lq, d]; k, v, dk, dv [B, H, Lk, d]; lse, D
 // [B, H, Lq]); every pointer 16-byte aligned. No grouped-query attention (k, v have H heads).
 #pragma once
@@ -80,7 +82,7 @@ struct FastBackwardTraitsSm90 {
       int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
 };
 
-// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else mma.sync.
+// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else wgmma where it runs, else mma.sync.
 enum class FastBackwardPath { Auto, MmaSync, Wgmma };
 inline const char* fast_backward_path_name(FastBackwardPath path) {
   return path == FastBackwardPath::Wgmma ? "wgmma" : path == FastBackwardPath::MmaSync ? "mma.sync" : "auto";
@@ -194,7 +196,8 @@ void run_fast(const FastBackwardParams& p);
 
 // The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma when the device is compute
 // capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
-// (mma, wgmma, auto or unset; another value is an InputError) and, unset, takes MmaSync.
+// (mma, wgmma, auto or unset; another value is an InputError) and, unset or auto, takes Wgmma where
+// fast_backward_wgmma_available(), else MmaSync.
 FastBackwardPath fast_backward_path(FastBackwardPath requested = FastBackwardPath::Auto);
 // True when the wgmma kernel can run here (compute capability 9.0, sm_90a code loaded).
 bool fast_backward_wgmma_available();

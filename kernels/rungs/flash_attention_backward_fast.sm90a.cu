@@ -1,6 +1,6 @@
 // Rung 6, fast variant, Hopper path: the FlashAttention backward's main kernel on wgmma (sm_90a), chosen per
-// call (FastBackwardParams::path, or KL_FLASH_BWD_PATH=wgmma; the default stays mma.sync until this kernel is
-// measured faster on the H200). The preprocess (D), the convert pass and the deterministic mode's dQ pass
+// call (FastBackwardParams::path, or KL_FLASH_BWD_PATH=wgmma; the default where it runs: on the H200 it measured
+// 1.3x-2.0x the mma.sync kernel's TFLOP/s at d = 128, docs/perf-log.md). The preprocess (D), the convert pass and the deterministic mode's dQ pass
 // are the mma.sync path's (flash_attention_backward_fast.cu); only the main kernel differs.
 //
 // One CTA per K/V tile j of kBlockN = 128 keys, 8 warps = 2 warpgroups; warpgroup wg owns keys

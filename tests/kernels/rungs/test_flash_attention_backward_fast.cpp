@@ -355,12 +355,12 @@ struct ScopedEnv {
 // 63 | 64 | 65 and 127 | 128 | 129: one row or key short of a tile, exactly a tile, one past.
 TEST(FlashAttentionBackwardFast, AtomicDqAroundEveryTileBoundary) {
   KL_REQUIRE_CUDA();
-  sweep({1, 63, 64, 65, 129, 200}, false);
+  sweep({1, 63, 64, 65, 129, 200}, false, FastBackwardPath::MmaSync);
 }
 
 TEST(FlashAttentionBackwardFast, DeterministicDqAroundEveryTileBoundary) {
   KL_REQUIRE_CUDA();
-  sweep({1, 63, 65, 128, 200}, true);
+  sweep({1, 63, 65, 128, 200}, true, FastBackwardPath::MmaSync);
 }
 
 TEST(FlashAttentionBackwardFast, PeakedSoftmaxAndLongRows) {
@@ -427,13 +427,18 @@ TEST(FlashAttentionBackwardFast, WgmmaAgreesWithMmaSync) {
     }
 }
 
-// The kernel choice: mma.sync by default and with KL_FLASH_BWD_PATH=mma; wgmma when asked where it runs,
-// an InputError naming the setting where it does not; another value refused. Runs without a device too.
+// The kernel choice: by default (unset or auto) wgmma where it runs, else mma.sync; mma.sync with
+// KL_FLASH_BWD_PATH=mma; wgmma when asked where it runs, an InputError naming the setting where it does not;
+// another value refused. Runs without a device too.
 TEST(FlashAttentionBackwardFast, PathChoice) {
-  std::printf("wgmma backward on this device: %s\n", fast_backward_wgmma_available() ? "yes" : "no");
+  const bool wgmma = fast_backward_wgmma_available();
+  std::printf("wgmma backward on this device: %s\n", wgmma ? "yes" : "no");
+  const FastBackwardPath fallback = wgmma ? FastBackwardPath::Wgmma : FastBackwardPath::MmaSync;
+  unsetenv("KL_FLASH_BWD_PATH");
+  EXPECT_EQ(fast_backward_path(), fallback);  // unset: the default
   {
-    ScopedEnv env("KL_FLASH_BWD_PATH", "auto");  // the default
-    EXPECT_EQ(fast_backward_path(), FastBackwardPath::MmaSync);
+    ScopedEnv env("KL_FLASH_BWD_PATH", "auto");
+    EXPECT_EQ(fast_backward_path(), fallback);
     EXPECT_EQ(fast_backward_path(FastBackwardPath::MmaSync), FastBackwardPath::MmaSync);
   }
   {
