@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kernels/measure/peers.h"
 #include "kernels/runtime/errors.h"
 
 namespace kl::app {
@@ -33,6 +34,10 @@ std::vector<FusionPair> fusion_pairs(const measure::Results& r) {
     out.push_back(fp);
   }
   return out;
+}
+
+unsigned standing_colour(double ratio, int digits) {
+  return peers::ahead(ratio, digits) ? kAheadColour : kBehindColour;
 }
 
 unsigned verdict_colour(measure::Verdict v) {

@@ -31,6 +31,10 @@ constexpr unsigned kLowColour = 0xFF7380FFu;           // red    (255, 128, 115)
 constexpr unsigned kAboveCeilingColour = 0xFFF0B4A0u;  // violet (160, 180, 240): not a bound, not success
 constexpr unsigned kLaunchBoundColour = 0xFFA0A0A0u;   // grey: fixed cost, not bandwidth
 unsigned verdict_colour(measure::Verdict v);
+// The recorded peers' ratios (kernels/measure/peers.h): ahead of the peer (the ratio as shown >= 1) and behind.
+constexpr unsigned kAheadColour = 0xFF96E15Au;  // green (90, 225, 150): not the plots' lines' green
+constexpr unsigned kBehindColour = kLowColour;  // red   (255, 128, 115)
+unsigned standing_colour(double ratio, int digits);
 
 extern const char* const kCsvColumns;  // "section,kernel,variant,shape,size,..."
 

@@ -58,8 +58,17 @@ if has bench; then
   timeout 600 "$bin" bench --backend cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
   tail -60 "$out/bench.txt" >> "$out/summary.txt"
   log "peers"
-  { timeout 300 python3 bench/torch_softmax.py; timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json"
-    timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json"; } > "$out/peers.txt" 2>&1
+  mkdir -p "$out/peers"
+  { timeout 300 python3 bench/torch_softmax.py
+    timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json" --out "$out/peers/flash.json"
+    timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json" --out "$out/peers/backward.json"
+    timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"; } > "$out/peers.txt" 2>&1
+  # The recorded results (docs/perf/h200.json: copy it there, then `cmake --build --preset default --target
+  # readme-peers-table` regenerates the README's table), from this session's bench and peers alone.
+  log "recorded peers -> $out/h200.json"
+  python3 bench/record_peers.py --bench "$out/bench.json" --flash "$out/peers/flash.json" \
+    --backward "$out/peers/backward.json" --triton "$out/peers/triton.json" --out "$out/h200.json" 2>&1 | tee -a "$out/summary.txt"
+  tar czf "$out/peers.tgz" -C "$out" peers && rm -rf "$out/peers"
 fi
 if has measure; then
   log "measure, bench-frame, soak"

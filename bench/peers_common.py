@@ -13,9 +13,47 @@ fails with one line instead of a traceback.
 """
 import importlib
 import statistics
+import subprocess
 import sys
 
 torch = None  # set by require()
+
+# How every peer (and the ladder's bench) is timed, in one sentence: stamped into the recorded results
+# (bench/record_peers.py, docs/perf/h200.json) beside the versions.
+HARNESS = ("bench/peers_common.py, the method of kernel-ladder bench: the timed runs queued behind a ~10 ms GPU "
+           "spin, each run timed on its own between two CUDA events, the median kept (30 runs after 5 warm-up; "
+           "softmax 30 after 3, ReLU + dropout 50 after 3), inputs that fit the L2 rotated through sets spanning 4x the L2, "
+           "memory-bound rows against a device-to-device copy of the same bytes timed in the same run")
+
+
+def cudnn_text(v):
+    """torch.backends.cudnn.version()'s integer (91900) as "9.19.0"; None stays None."""
+    if not v:
+        return None
+    v = int(v)
+    return f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
+
+
+def driver_version():
+    """The NVIDIA driver's version from nvidia-smi, or None where it cannot be asked."""
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+        line = p.stdout.strip().splitlines()[0].strip() if p.returncode == 0 and p.stdout.strip() else ""
+        return line or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions(triton=None):
+    """What ran: device, driver, CUDA (torch's), torch, cuDNN, Triton (when given), the harness. Every peer
+    script writes this into its JSON output as "versions", and bench/record_peers.py stamps it into the
+    recorded results."""
+    t = torch if torch is not None else importlib.import_module("torch")
+    return {"device": t.cuda.get_device_name(), "driver": driver_version(), "cuda": t.version.cuda,
+            "torch": t.__version__, "cudnn": cudnn_text(t.backends.cudnn.version()),
+            "triton": getattr(triton, "__version__", None) if triton is not None else None,
+            "harness": HARNESS}
 
 
 def require(script, modules=("torch",)):

@@ -16,17 +16,23 @@ row's "<backend>_error" holds its message, the table reads "refused" and lists t
 Usage (on the GPU machine, in the same run as the ladder's bench):
   kernel-ladder bench flash-attention --json ladder.json
   python3 bench/torch_flash.py --ladder-json ladder.json [--out peer.json] [--quick]
-Prints one JSON object per shape, then a table with the ladder/peer ratios.
+Prints one JSON object per shape, then a table with the ladder/peer ratios. --out writes
+{"versions": {device, driver, cuda, torch, cudnn, triton, harness}, "rows": [...]} (bench/record_peers.py
+reads it). The loop over shapes and backends (peer_rows) is shared with bench/torch_flash_backward.py.
 """
 import argparse
 import json
 import math
+import os
 import re
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_common as pc  # noqa: E402  (the timing method: the spin, events, the median)
 
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 TOKENS = 16384  # B * L
@@ -74,40 +80,63 @@ def sdpa_call(s, backend):
 
 
 def time_sdpa(s, backend, warmup, iters):
+    """Median ms of the forward at shape s with `backend` forced, and how it did grouped-query attention."""
     fn, gqa = sdpa_call(s, backend)
     with sdpa_kernel(backend):
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        torch.cuda._sleep(20_000_000)  # queue behind ~10 ms of GPU spin, as `kernel-ladder bench` does
-        for i in range(iters):
-            starts[i].record()
-            fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-    ms = sorted(a.elapsed_time(b) for a, b in zip(starts, ends))
-    n = len(ms)
-    return (ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])), gqa
+        ms = pc.time_ms(fn, warmup, iters)
+    return ms, ({"gqa": gqa} if gqa else {})
 
 
-SHAPE_RE = re.compile(r"(?:Hkv=(\d+)\s+)?L=(\d+)\s+d=(\d+)\s+(non-causal|causal)")
+def shape_text(s):
+    hkv = f" Hkv={s['Hkv']}" if s.get("Hkv") else ""
+    return f"B={s['B']} H={s['H']}{hkv} L={s['L']} d={s['d']} {'causal' if s['causal'] else 'non-causal'} bf16"
 
 
-def ladder_rows(path):
-    """(L, d, causal, Hkv or None) -> TFLOP/s of the ladder's fast variant, from its --json file (any nesting)."""
+BACKENDS = (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION))
+
+
+def peer_rows(shape_list, time_backend, flops_of, ladder_of, free_between=False):
+    """The loop both SDPA peer scripts run (this one and bench/torch_flash_backward.py). For each shape s:
+    each backend of BACKENDS timed by time_backend(s, backend) -> (ms, extra) (extra's keys are stored as
+    KEY_<backend>), TFLOP/s = flops_of(s) / time; a backend that refuses the shape (RuntimeError) is stored
+    as <backend>_error with <backend>_tflops None; then ladder_of(s) -> {"ladder_tflops": ..., ...} (the
+    ladder's figures from its `bench --json`, None where it has none) and the ratios ladder_over_<backend>.
+    Prints one JSON object per shape as it is done; returns the rows."""
+    results = []
+    for s in shape_list:
+        r = dict(s)
+        r["shape"] = shape_text(s)
+        for name, backend in BACKENDS:
+            try:
+                ms, extra = time_backend(s, backend)
+                r[f"{name}_ms"] = ms
+                r.update({f"{k}_{name}": v for k, v in extra.items()})
+                r[f"{name}_tflops"] = flops_of(s) / (ms * 1e-3) / 1e12
+            except RuntimeError as e:  # backend not available for this shape / build
+                r[f"{name}_error"] = str(e).splitlines()[0][:200]
+                r[f"{name}_tflops"] = None
+            if free_between:
+                torch.cuda.empty_cache()
+        r.update(ladder_of(s))
+        lt = r.get("ladder_tflops")
+        for name, _ in BACKENDS:
+            peer = r.get(f"{name}_tflops")
+            r[f"ladder_over_{name}"] = (lt / peer) if (lt and peer) else None
+        print(json.dumps(r), flush=True)
+        results.append(r)
+    return results
+
+
+def walk_rows(path, accept):
+    """Every dict of the ladder's `bench --json` file at `path` (any nesting) for which accept(row) holds."""
     with open(path) as f:
         doc = json.load(f)
-    found = {}
+    found = []
 
     def walk(x):
         if isinstance(x, dict):
-            if "shape" in x and "tflops" in x and x.get("variant", "fast") == "fast":
-                m = SHAPE_RE.search(str(x["shape"]))
-                if m:
-                    hkv = int(m.group(1)) if m.group(1) else None
-                    found[(int(m.group(2)), int(m.group(3)), m.group(4) == "causal", hkv)] = float(x["tflops"])
+            if accept(x):
+                found.append(x)
             for v in x.values():
                 walk(v)
         elif isinstance(x, list):
@@ -118,48 +147,61 @@ def ladder_rows(path):
     return found
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+SHAPE_RE = re.compile(r"(?:Hkv=(\d+)\s+)?L=(\d+)\s+d=(\d+)\s+(non-causal|causal)")
+
+
+def ladder_rows(path):
+    """(L, d, causal, Hkv or None) -> TFLOP/s of the ladder's fast variant, from its --json file (any nesting)."""
+    found = {}
+    for x in walk_rows(path, lambda x: "shape" in x and "tflops" in x and x.get("variant", "fast") == "fast"
+                       and x.get("kernel", "flash-attention") == "flash-attention"):
+        m = SHAPE_RE.search(str(x["shape"]))
+        if m:
+            hkv = int(m.group(1)) if m.group(1) else None
+            found[(int(m.group(2)), int(m.group(3)), m.group(4) == "causal", hkv)] = float(x["tflops"])
+    return found
+
+
+def common_args(description):
+    """The options both SDPA peer scripts take."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ladder-json", "--json", dest="ladder_json", help="the ladder's `bench --json` output")
-    ap.add_argument("--out", help="write all results as one JSON list here")
+    ap.add_argument("--out", help="write the versions and all results as one JSON object {versions, rows} here")
     ap.add_argument("--quick", action="store_true", help="L = 512 only (B*L = 1024)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=30)
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("torch_flash.py: no CUDA device", file=sys.stderr)
-        return 2
-    ladder = ladder_rows(args.ladder_json) if args.ladder_json else {}
-    print(f"# torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
-    results = []
-    for s in shapes(args.quick):
-        r = dict(s)
-        hkv = f" Hkv={s['Hkv']}" if s["Hkv"] else ""
-        r["shape"] = f"B={s['B']} H={s['H']}{hkv} L={s['L']} d={s['d']} {'causal' if s['causal'] else 'non-causal'} bf16"
-        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-            try:
-                ms, gqa = time_sdpa(s, backend, args.warmup, args.iters)
-                r[f"{name}_ms"] = ms
-                if gqa:
-                    r[f"gqa_{name}"] = gqa
-                r[f"{name}_tflops"] = flops(s) / (ms * 1e-3) / 1e12
-            except RuntimeError as e:  # backend not available for this shape / build
-                r[f"{name}_error"] = str(e).splitlines()[0][:200]
-                r[f"{name}_tflops"] = None
-        lt = ladder.get((s["L"], s["d"], s["causal"], s["Hkv"]))
-        r["ladder_tflops"] = lt
-        for name in ("flash", "cudnn"):
-            peer = r.get(f"{name}_tflops")
-            r[f"ladder_over_{name}"] = (lt / peer) if (lt and peer) else None
-        print(json.dumps(r), flush=True)
-        results.append(r)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=1)
+    return ap
 
-    def fmt(x, spec, refused=False):
-        width = int(spec.split(".")[0])
-        return format(x, spec) if x is not None else ("refused" if refused else "-").rjust(width)
+
+def start(script):
+    """Checks for a device, prints the versions line; returns the versions (peers_common.versions())."""
+    if not torch.cuda.is_available():
+        print(f"{script}: no CUDA device", file=sys.stderr)
+        sys.exit(2)
+    pc.torch = torch
+    v = pc.versions()
+    print(f"# torch {v['torch']}, cuDNN {v['cudnn']}, CUDA {v['cuda']}, driver {v['driver']}, {v['device']}")
+    return v
+
+
+def write_out(path, versions, results):
+    if path:
+        with open(path, "w") as f:
+            json.dump({"versions": versions, "rows": results}, f, indent=1)
+
+
+def fmt(x, spec, refused=False):
+    width = int(spec.split(".")[0])
+    return format(x, spec) if x is not None else ("refused" if refused else "-").rjust(width)
+
+
+def main():
+    args = common_args(__doc__).parse_args()
+    versions = start("torch_flash.py")
+    ladder = ladder_rows(args.ladder_json) if args.ladder_json else {}
+    results = peer_rows(shapes(args.quick), lambda s, b: time_sdpa(s, b, args.warmup, args.iters), flops,
+                        lambda s: {"ladder_tflops": ladder.get((s["L"], s["d"], s["causal"], s["Hkv"]))})
+    write_out(args.out, versions, results)
 
     print()
     print(f"{'shape':50s} {'ladder':>8s} {'flash':>8s} {'cudnn':>8s} {'/flash':>7s} {'/cudnn':>7s}  (TFLOP/s)")

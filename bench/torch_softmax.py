@@ -57,7 +57,8 @@ def main():
     rows_out.append({"op": "relu+dropout", "shape": f"n={n}", "ms": ms, "gbs": gbs, "copy_gbs": copy,
                      "ratio": gbs / copy})
     print(f"{'relu+dropout':<14} {'n=' + str(n):<16} {ms:9.4f} {gbs:9.1f} {copy:10.1f} {gbs / copy:7.3f}")
-    line = json.dumps({"torch": rows_out, "device": torch.cuda.get_device_name(), "torch_version": torch.__version__})
+    line = json.dumps({"torch": rows_out, "device": torch.cuda.get_device_name(), "torch_version": torch.__version__,
+                       "versions": pc.versions()})
     print(line)
     if args.json:
         with open(args.json, "w") as f:

@@ -16,7 +16,8 @@ ratio against a device-to-device copy of the same bytes timed in the same run:
 
 Every peer's output is checked once before it is timed (add: exact; softmax: within 1e-5 of torch's;
 relu+dropout: survivors exactly relu(x) / (1 - p) to 1 ulp, the rest 0, drop rate within 1% of p);
-a peer that fails is reported and not timed. Prints a table and, last, one JSON line {"peers": [...]}.
+a peer that fails is reported and not timed. Prints a table and, last, one JSON line {"peers": [...],
+"versions": {...}} (peers_common.versions(); bench/record_peers.py reads it).
 
 With --ladder BIN it first runs `BIN bench KERNEL --backend cuda --json` for each kernel, once per `fast`
 candidate of vector add (KL_VECTOR_ADD_FAST) and of fused ReLU + dropout (KL_RELU_DROPOUT_FAST), the list
@@ -257,7 +258,7 @@ def main():
     for v in verdicts(ladder, rows):
         print(v)
     line = json.dumps({"peers": rows, "ladder": ladder, "device": torch.cuda.get_device_name(), "torch_version": torch.__version__,
-                       "triton_version": triton.__version__, "quick": args.quick})
+                       "triton_version": triton.__version__, "quick": args.quick, "versions": pc.versions(triton)})
     print(line)
     if args.json:
         with open(args.json, "w") as f:

@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -8,6 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+
+#include "kernels/editable/worker.h"
+#include "kernels/runtime/npy.h"
 
 namespace kl::test {
 
@@ -45,6 +50,13 @@ std::vector<float> random_small_ints(size_t n, int lo, int hi) {
   return v;
 }
 
+Array random_array(std::vector<int64_t> shape) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = random_floats(size_t(a.size()));
+  return a;
+}
+
 double rel_err(const std::vector<float>& got, const std::vector<double>& ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -72,6 +84,22 @@ std::string tmp_dir() {
   return d;
 }
 
+std::string test_file(const std::string& name) {
+  return tmp_dir() + "/" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = test_file(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string write_npy(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
+  const std::string path = test_file(name);
+  npy::write(path, Array{std::move(shape), data});
+  return path;
+}
+
 int run_cli(const std::string& args, std::string* out) {
   return run_shell(std::string(KL_BINARY) + " " + args, out);
 }
@@ -89,5 +117,35 @@ int run_shell(const std::string& command, std::string* out) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+editable::Source shipped_copy(const std::string& rung, const std::string& file, const std::string& from,
+                              const std::string& to) {
+  return editable::Source{rung, file, replaced(editable::shipped_source(rung), from, to)};
+}
+
+int line_of(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle;
+  int line = 1;
+  for (size_t i = 0; i < at && i < text.size(); ++i) line += text[i] == '\n';
+  return line;
+}
+
+namespace {
+struct UseWorkerBinary : ::testing::Environment {
+  void SetUp() override { editable::worker::set_program(KL_BINARY); }
+  void TearDown() override { editable::worker::stop(); }
+};
+}  // namespace
+
+const void* use_worker_binary() { return ::testing::AddGlobalTestEnvironment(new UseWorkerBinary); }
 
 }  // namespace kl::test

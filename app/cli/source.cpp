@@ -12,8 +12,8 @@
 namespace kl::app::cli {
 namespace {
 
-// The rung's editable source, refusing rungs without one and variants it does not hold: the `fast`
-// versions are not traced and have none.
+// The rung's editable source, refusing rungs without one and variants it does not hold (the registry
+// entry's untraced_variants: the `fast` versions, and the other versions that record no trace).
 std::string editable_or_refuse(const std::string& rung, const std::string& variant, const std::string& what) {
   const std::string text = editable::shipped_source(rung);
   if (text.empty()) {
@@ -26,10 +26,12 @@ std::string editable_or_refuse(const std::string& rung, const std::string& varia
   if (e)
     for (const std::string& v : e->variants) known = known || v == variant;
   if (!known && e) throw InputError("--variant " + variant + ": not a variant of " + rung + "; one of " + joined(e->variants, "|"));
-  if (variant.rfind("fast", 0) == 0)
+  const bool fast = variant.rfind("fast", 0) == 0;
+  if (!(e ? e->untraced(variant) : fast)) return text;
+  if (fast)
     throw InputError("--variant " + variant + ": not editable (the fast versions record no trace); the editable source holds the traced kernels");
-  // Nor are the other untraced versions (`run` refuses them with the rung's own message).
-  if (what == "source" && (variant == "unfused" || variant == "three_pass" || variant == "naive" || variant == "fused"))
+  // The other untraced versions: for --source, `run` refuses them with the rung's own message.
+  if (what == "source")
     throw InputError("--variant " + variant + ": not editable (it records no trace); the editable source holds the traced kernels");
   return text;
 }

@@ -2,10 +2,14 @@
 // Runs on a background thread (measure::Worker) with a progress bar and a cancel button; with run=1 it
 // measures synchronously before drawing (shots, the tour). Plots: (a) achieved GB/s against size with
 // the copy ceiling, (b) fused against unfused as bars, (c) FlashAttention TFLOP/s against the GEMM
-// ceiling; a table of the ratios; export as JSON and CSV (app/measure_export.h).
+// ceiling; a table of the ratios; export as JSON and CSV (app/measure_export.h). Under them, "Peers
+// (recorded)": the recorded results of a GPU session (kernels/measure/peers.h, embedded at build time: the
+// table the README shows), the ladder's figures beside its peers' with the ratios coloured ahead/behind, and
+// this run's figure beside the recorded one where the shape matches.
 // [SECTION] panel state and parameters
 // [SECTION] controls, progress and export
 // [SECTION] plots
+// [SECTION] the recorded peers
 #include <imgui.h>
 
 #include <algorithm>
@@ -19,6 +23,7 @@
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/measure/measure.h"
+#include "kernels/measure/peers.h"
 #include "viz/plot.h"
 
 namespace kl::app {
@@ -86,10 +91,11 @@ class MeasurePanel : public Panel {
       ImGui::Spacing();
       ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
                           "No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
-      return;
+    } else {
+      draw_machine();
+      draw_plots();
     }
-    draw_machine();
-    draw_plots();
+    draw_recorded_peers();
   }
 
  private:
@@ -402,6 +408,101 @@ class MeasurePanel : public Panel {
         if (c >= 3) ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(row.verdict));
         ImGui::TextWrapped("%s", text);
         if (c >= 3) ImGui::PopStyleColor();
+      }
+    }
+    ImGui::EndTable();
+  }
+
+  // [SECTION] the recorded peers --------------------------------------------------------------------------
+  void draw_recorded_peers() {
+    ImGui::Spacing();
+    ui::section("Peers (recorded)");
+    const peers::Recorded* rec = nullptr;
+    try {
+      rec = &peers::embedded();
+    } catch (const std::exception& e) {  // the build and a test check the file; this is the last guard
+      ui::error_box(ui::error_text(e));
+      return;
+    }
+    ui::wrapped(peers::caption(*rec));
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                        "Harness: " + rec->harness + ". Ratios: the ladder's figure over the peer's; green: 1.00 or more "
+                        "(ahead), red: below (behind).");
+    for (size_t i = 0; i < rec->sections.size(); ++i) {
+      ImGui::PushID(int(i));
+      draw_peer_table(rec->sections[i], peers::live_ladder(rec->sections[i], results_));
+      ImGui::PopID();
+    }
+  }
+
+  // One cell of a peers table: its text and colour (0: the default).
+  struct PeerCell {
+    std::string text;
+    unsigned colour = 0;
+  };
+
+  // Columns as wide as their widest text; as tall as its rows up to half the view, then it scrolls (the
+  // header and the shape column stay); narrower than its columns, it scrolls sideways.
+  void draw_peer_table(const peers::Section& s, const std::vector<std::optional<double>>& live) {
+    const bool has_live = std::any_of(live.begin(), live.end(), [](const std::optional<double>& v) { return bool(v); });
+    ImGui::Spacing();
+    ui::wrapped(s.title + " (" + s.unit + ")");
+    if (!s.note.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), s.note);
+    std::vector<std::string> headers = {"shape"};
+    for (const peers::Column& c : s.columns) headers.push_back(c.name);
+    const std::vector<size_t> peer_cols = s.peer_columns();
+    for (size_t p : peer_cols) headers.push_back("/" + s.columns[p].short_name);
+    if (has_live) headers.push_back("live (this run)");
+    std::vector<std::vector<PeerCell>> cells;
+    for (size_t r = 0; r < s.rows.size(); ++r) {
+      const peers::Row& row = s.rows[r];
+      std::vector<PeerCell> line = {{peers::short_shape(row)}};
+      for (size_t c = 0; c < s.columns.size(); ++c) line.push_back({peers::format_value(s, row.values[c])});
+      for (size_t p : peer_cols) {
+        const std::optional<double> q = peers::ratio(row, p);
+        line.push_back({peers::format_ratio(s, q), q ? standing_colour(*q, s.ratio_digits) : 0u});
+      }
+      if (has_live) line.push_back({live[r] ? fmt("%.1f", *live[r]) : "-"});
+      cells.push_back(std::move(line));
+    }
+    const ImGuiStyle& st = ImGui::GetStyle();
+    std::vector<float> w(headers.size());
+    for (size_t c = 0; c < headers.size(); ++c) {
+      w[c] = ImGui::CalcTextSize(headers[c].c_str()).x;
+      for (const auto& line : cells) w[c] = std::max(w[c], ImGui::CalcTextSize(line[c].text.c_str()).x);
+    }
+    float total = 0;
+    for (float x : w) total += x + 2.0f * st.CellPadding.x + 1.0f;
+    const float row_h = ImGui::GetTextLineHeight() + 2.0f * st.CellPadding.y;
+    const int max_rows = std::max(6, int(std::floor(ImGui::GetWindowHeight() * 0.5f / row_h)) - 1);
+    const int shown = std::min(int(cells.size()), max_rows);
+    const bool scrolls_y = int(cells.size()) > shown;
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float width = std::min(avail, total + (scrolls_y ? st.ScrollbarSize : 0.0f) + ui::px(4.0f));
+    const bool scrolls_x = width < total + (scrolls_y ? st.ScrollbarSize : 0.0f);
+    // A table that scrolls is a child window; one that does not is drawn in the view itself, which scrolls
+    // (so a short table at the view's bottom edge is read by scrolling the view, not cut).
+    const bool scrolls = scrolls_y || scrolls_x;
+    const float height = scrolls ? float(shown + 1) * row_h + ui::px(4.0f) + (scrolls_x ? st.ScrollbarSize : 0.0f) : 0.0f;
+    ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_BordersOuter |
+                            ImGuiTableFlags_SizingFixedFit;
+    if (scrolls) flags |= ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY;
+    if (!ImGui::BeginTable("peers", int(headers.size()), flags, ImVec2(width, height))) return;
+    if (scrolls) ImGui::TableSetupScrollFreeze(1, 1);
+    for (size_t c = 0; c < headers.size(); ++c)
+      ImGui::TableSetupColumn(headers[c].c_str(), ImGuiTableColumnFlags_WidthFixed, w[c]);
+    ImGui::TableHeadersRow();
+    for (size_t r = 0; r < cells.size(); ++r) {
+      ImGui::TableNextRow();
+      for (size_t c = 0; c < cells[r].size(); ++c) {
+        ImGui::TableSetColumnIndex(int(c));
+        const PeerCell& cell = cells[r][c];
+        if (c > 0)  // numbers right-aligned in their column
+          ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, w[c] - ImGui::CalcTextSize(cell.text.c_str()).x));
+        if (cell.colour) ImGui::PushStyleColor(ImGuiCol_Text, cell.colour);
+        ImGui::TextUnformatted(cell.text.c_str());
+        if (cell.colour) ImGui::PopStyleColor();
+        if (c == 0 && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", s.rows[r].shape.c_str());
       }
     }
     ImGui::EndTable();

@@ -312,6 +312,7 @@ std::vector<GalleryBug> gallery(const std::string& rung) {
     GalleryBug b;
     b.file = std::string(name.substr(prefix.size()));
     b.name = b.file.substr(0, b.file.rfind('.'));
+    b.edit = std::string(assets::find("editable/gallery-edit/" + stem + "/" + b.name + ".edit"));
     for (char& c : b.name)
       if (c == '_') c = ' ';
     b.text = std::string(assets::find(name));

@@ -128,13 +128,15 @@ void set_edited(const Source& s);            // keyed by s.rung
 void reset_edited(const std::string& rung);  // back to the shipped source
 std::optional<Source> edited(const std::string& rung);
 
-// The rung's gallery of named bugs (kernels/editable/gallery/<rung>/<bug>.cu, embedded): each a small edit
-// of the shipped source whose first line is "// Gallery: <one sentence on what to look for>".
+// The rung's gallery of named bugs, in file order: each kernels/editable/gallery/<rung>/<bug>.edit is a small
+// edit of the shipped source (kernels/editable/gallery_edit.h), applied at build time; the embedded text is
+// the whole edited source, its first line "// Gallery: <one sentence on what to look for>".
 struct GalleryBug {
   std::string name;      // "no mask" (the file's name, underscores as spaces)
   std::string sentence;  // what to look for
   std::string file;      // "no_mask.cu"
   std::string text;      // the whole source, ready to run as an edited one
+  std::string edit;      // the text of no_mask.edit that `text` was built from
 };
 std::vector<GalleryBug> gallery(const std::string& rung);
 

@@ -357,6 +357,7 @@ KernelEntry entry() {
   e.name = "attention";
   e.summary = "softmax(Q K^T * scale) V with all of K and V in shared memory: the wall";
   e.variants = {"smem", "unfused"};
+  e.untraced_variants = {"unfused"};
   e.default_variant = "smem";
   e.inputs = {"q", "k", "v"};
   e.params = {param::causal(), param::scale()};

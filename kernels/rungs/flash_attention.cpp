@@ -103,20 +103,24 @@ std::pair<int, int> default_tiles(int d) {
   return d == 256 ? std::pair<int, int>{kDefaultBlockM, kDefaultBlockN / 2} : std::pair<int, int>{kDefaultBlockM, kDefaultBlockN};
 }
 
-void check_tiles(Backend b, int block_m, int block_n, int d) {
+void check_tiles_for(Backend b, const char* rung, int64_t (*smem)(int, int, int), const char* joiner, int block_m,
+                     int block_n, int d) {
   for (auto [name, val] : {std::pair<const char*, int>{"block_m", block_m}, {"block_n", block_n}})
     if (!is_power_of_2(val) || val < kMinBlock || val > kMaxBlock)
       throw InputError(out_of_range_message(name, std::to_string(val), "powers of two in [16, 128]"));
   const DeviceInfo info = device_info(b);
-  const int64_t need = smem_bytes(block_m, block_n, d);
-  if (need > info.smem_per_block_optin) {
-    std::ostringstream m;
-    m << "flash-attention: tile block_m=" << block_m << " x block_n=" << block_n << " at d=" << d << " needs "
-      << need << " bytes of shared memory per block; the limit is " << info.smem_per_block_optin << " bytes"
-      << (info.assumed ? " (assumed: an H200's, CPU backend)" : "") << "; e.g. block_m=" << block_m / 2
-      << " or block_n=" << block_n / 2 << " fits";
-    throw InputError(m.str());
-  }
+  const int64_t need = smem(block_m, block_n, d);
+  if (need <= info.smem_per_block_optin) return;
+  std::ostringstream m;
+  m << rung << ": tile block_m=" << block_m << " x block_n=" << block_n << " at d=" << d << " needs " << need
+    << " bytes of shared memory per block; the limit is " << info.smem_per_block_optin << " bytes"
+    << (info.assumed ? " (assumed: an H200's, CPU backend)" : "") << "; e.g. block_m=" << block_m / 2 << " "
+    << joiner << " block_n=" << block_n / 2 << " fits";
+  throw InputError(m.str());
+}
+
+void check_tiles(Backend b, int block_m, int block_n, int d) {
+  check_tiles_for(b, "flash-attention", smem_bytes, "or", block_m, block_n, d);
 }
 
 // [SECTION] The trace ---------------------------------------------------------------------------------
@@ -318,6 +322,7 @@ KernelEntry entry() {
   e.variants = {"teaching"};
 #ifdef KL_HAS_FLASH_FAST
   e.variants.push_back("fast");
+  e.untraced_variants = {"fast"};
 #endif
   e.default_variant = "teaching";
   e.inputs = {"q", "k", "v"};

@@ -97,6 +97,10 @@ std::vector<std::pair<int, int>> offered_tiles(int d, int64_t limit);
 // Throws InputError (block_m / block_n not a power of two in [16, 128], or the tile's smem past the
 // limit of backend b: names the bytes, the limit and a pair that fits).
 void check_tiles(Backend b, int block_m, int block_n, int d);
+// check_tiles for a rung whose program needs smem(block_m, block_n, d) bytes (rung 6's teaching variant
+// too): the InputError starts "<rung>: tile ..." and suggests "block_m=M/2 <joiner> block_n=N/2".
+void check_tiles_for(Backend b, const char* rung, int64_t (*smem)(int, int, int), const char* joiner, int block_m,
+                     int block_n, int d);
 
 // [SECTION] The trace ---------------------------------------------------------------------------------
 enum : uint8_t { kTileComputed = 1, kTileSkipped = 2, kTileNotRun = 0xFF };

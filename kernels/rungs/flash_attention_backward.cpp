@@ -49,18 +49,7 @@ int64_t smem_bytes(int block_m, int block_n, int d) {
 }
 
 void check_tiles(Backend b, int block_m, int block_n, int d) {
-  for (auto [name, val] : {std::pair<const char*, int>{"block_m", block_m}, {"block_n", block_n}})
-    if (!is_power_of_2(val) || val < kMinBlock || val > kMaxBlock)
-      throw InputError(out_of_range_message(name, std::to_string(val), "powers of two in [16, 128]"));
-  const DeviceInfo info = device_info(b);
-  const int64_t need = smem_bytes(block_m, block_n, d);
-  if (need <= info.smem_per_block_optin) return;
-  std::ostringstream m;
-  m << "flash-attention-backward: tile block_m=" << block_m << " x block_n=" << block_n << " at d=" << d
-    << " needs " << need << " bytes of shared memory per block; the limit is " << info.smem_per_block_optin
-    << " bytes" << (info.assumed ? " (assumed: an H200's, CPU backend)" : "") << "; e.g. block_m=" << block_m / 2
-    << " and block_n=" << block_n / 2 << " fits";
-  throw InputError(m.str());
+  flash_attention::check_tiles_for(b, "flash-attention-backward", smem_bytes, "and", block_m, block_n, d);
 }
 
 void check_shape(const Shape& s) {
@@ -460,6 +449,7 @@ KernelEntry entry() {
   e.name = "flash-attention-backward";
   e.summary = "dQ, dK, dV of softmax(Q K^T * scale) V from dO: naive keeps P, teaching recomputes it from L";
   e.variants = {"teaching", "naive", "fast"};
+  e.untraced_variants = {"naive", "fast"};
   e.default_variant = "teaching";
   e.inputs = {"q", "k", "v", "do"};
   e.optional_inputs = {"o", "lse"};

@@ -437,12 +437,6 @@ void run_typed(const FastBackwardParams& p) {
   else launch_all<T, 128>(p);
 }
 
-void require_device() {
-  std::string why;
-  if (cuda_device_count(&why) == 0)
-    throw InputError("flash-attention-backward --variant fast needs a CUDA device: " + why);
-}
-
 template <class T>
 void convert_in(const std::vector<float>& host, Buffer<float>& staging, Buffer<T>& dst) {
   staging.upload(host);
@@ -578,7 +572,7 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
   p.path = path;
   if (!(std::isfinite(scale) && scale > 0))
     throw InputError(out_of_range_message("scale", std::to_string(scale), "finite and > 0"));
-  fast_bwd::require_device();
+  flash_attention::require_cuda_device("flash-attention-backward --variant fast");
   if (p.dtype == FastDtype::Bf16) return fast_bwd::run_host_typed<__nv_bfloat16>(q, k, v, dout, o, lse, p);
   return fast_bwd::run_host_typed<__half>(q, k, v, dout, o, lse, p);
 }
@@ -587,11 +581,9 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   using namespace fast_bwd;
   std::vector<bench::Row> rows;
   if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
-  require_device();
-  const std::vector<int> lengths = quick ? std::vector<int>{512} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
-  const int64_t tokens = quick ? 1024 : 16384;  // B * L
-  const int64_t width = 2048;                   // H * d
-  const int64_t n = tokens * width;
+  flash_attention::require_cuda_device("flash-attention-backward --variant fast");
+  const flash_attention::FastBenchSpec spec = flash_attention::fast_bench_spec(quick, {64, 128}, false);
+  const int64_t n = spec.elements();
   Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
       dout(Backend::Cuda, size_t(n)), o(Backend::Cuda, size_t(n)), dq(Backend::Cuda, size_t(n)),
       dk(Backend::Cuda, size_t(n)), dv(Backend::Cuda, size_t(n));
@@ -602,38 +594,36 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, dout.data(), n,
                4u);
   const FastBackwardPath path = fast_backward_path();  // KL_FLASH_BWD_PATH; named in each row
-  for (int d : {64, 128})
-    for (int L : lengths)
-      for (bool causal : {false, true}) {
-        FastBackwardParams p;
-        p.path = path;
-        p.B = int(tokens / L), p.H = int(width / d), p.Lq = p.Lk = L, p.d = d;
-        p.scale = 1.0f / std::sqrt(float(d));
-        p.causal = causal;
-        p.dtype = FastDtype::Bf16;
-        forward_state(q, k, v, o, lse, p);  // O and L of these inputs, once per shape, not timed
-        p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data(), p.dout = dout.data(), p.lse = lse.data();
-        p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data(), p.dq_accum = accum.data();
-        for (bool det : {false, true}) {
-          p.deterministic = det;
-          const bench::Timing t =
-              quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
-          const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (causal ? 0.5 : 1.0);
-          bench::Row r;
-          r.kernel = "flash-attention-backward";
-          r.variant = "fast";
-          r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) + " L=" + std::to_string(L) +
-                    " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 dq=" +
-                    (det ? "deterministic" : "atomic") + " " + fast_backward_path_name(path);
-          r.ms = t.median_ms;
-          r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
-          // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.
-          r.gbs = t.median_ms > 0 ? 8.0 * double(p.B) * p.H * L * d * 2 / (t.median_ms * 1e-3) / 1e9 : 0;
-          r.ratio = 0;  // the peers (PyTorch's flash and cuDNN backward) are timed by bench/torch_flash_backward.py
-          r.baseline = "torch: bench/torch_flash_backward.py";
-          rows.push_back(r);
-        }
-      }
+  for (const flash_attention::FastBenchShape& s : spec.shapes) {
+    const int L = s.L, d = s.d;
+    FastBackwardParams p;
+    p.path = path;
+    p.B = s.B, p.H = s.H, p.Lq = p.Lk = L, p.d = d;
+    p.scale = 1.0f / std::sqrt(float(d));
+    p.causal = s.causal;
+    p.dtype = FastDtype::Bf16;
+    forward_state(q, k, v, o, lse, p);  // O and L of these inputs, once per shape, not timed
+    p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data(), p.dout = dout.data(), p.lse = lse.data();
+    p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data(), p.dq_accum = accum.data();
+    for (bool det : {false, true}) {
+      p.deterministic = det;
+      const bench::Timing t =
+          quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
+      const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (s.causal ? 0.5 : 1.0);
+      bench::Row r;
+      r.kernel = "flash-attention-backward";
+      r.variant = "fast";
+      r.shape = flash_attention::fast_bench_shape_text(s) + " bf16 dq=" + (det ? "deterministic" : "atomic") + " " +
+                fast_backward_path_name(path);
+      r.ms = t.median_ms;
+      r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+      // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.
+      r.gbs = t.median_ms > 0 ? 8.0 * double(p.B) * p.H * L * d * 2 / (t.median_ms * 1e-3) / 1e9 : 0;
+      r.ratio = 0;  // the peers (PyTorch's flash and cuDNN backward) are timed by bench/torch_flash_backward.py
+      r.baseline = "torch: bench/torch_flash_backward.py";
+      rows.push_back(r);
+    }
+  }
   mem::synchronize(Backend::Cuda);
   return rows;
 }

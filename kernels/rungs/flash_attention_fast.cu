@@ -294,13 +294,12 @@ void run_typed(const FastParams& p) {
     launch_fwd<T, 256>(p);
 }
 
-void require_device() {
-  std::string why;
-  if (cuda_device_count(&why) == 0)
-    throw InputError("flash-attention --variant fast needs a CUDA device: " + why);
-}
-
 }  // namespace fast_detail
+
+void require_cuda_device(const std::string& what) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) throw InputError(what + " needs a CUDA device: " + why);
+}
 
 // ---- [SECTION] entry points -------------------------------------------------------------------------
 void run_fast_mma_sync(const FastParams& p) {
@@ -315,12 +314,18 @@ FastPath fast_path() {
   const char* env = std::getenv("KL_FLASH_FAST_PATH");
   const std::string want = env ? env : "";
   if (want == "mma") return FastPath::MmaSync;
-  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && want != "auto")
-    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, wgmma-cpasync, wgmma or auto (unset)"));
+  const bool persistent = want == "wgmma-persistent" || want == "wgmma-persistent-lpt" || want == "wgmma-persistent-exp2";
+  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && !persistent && want != "auto")
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want,
+                                          "mma, wgmma-cpasync, wgmma, wgmma-persistent, wgmma-persistent-lpt, "
+                                          "wgmma-persistent-exp2 or auto (unset)"));
   const bool wgmma = fast_wgmma_kernels_loaded();
-  if ((want == "wgmma" || want == "wgmma-cpasync") && !wgmma)
+  if ((want == "wgmma" || want == "wgmma-cpasync" || persistent) && !wgmma)
     throw InputError("KL_FLASH_FAST_PATH=" + want + ": this device or build has no sm_90a code (needs an H100/H200)");
   if (!wgmma) return FastPath::MmaSync;
+  if (want == "wgmma-persistent") return FastPath::WgmmaPersistent;
+  if (want == "wgmma-persistent-lpt") return FastPath::WgmmaPersistentLpt;
+  if (want == "wgmma-persistent-exp2") return FastPath::WgmmaPersistentExp2;
   return want == "wgmma-cpasync" ? FastPath::WgmmaCpAsync : FastPath::Wgmma;
 }
 
@@ -329,7 +334,11 @@ void run_fast(const FastParams& p) {
   const FastPath path = fast_path();
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
-  else
+  else if (fast_path_persistent(path)) {
+    const bool exp2 = path == FastPath::WgmmaPersistentExp2;  // on the lpt order
+    if (!run_fast_wgmma_persistent(p, path == FastPath::WgmmaPersistentLpt || exp2, exp2))
+      run_fast_wgmma(p, true);
+  } else
     run_fast_wgmma(p, path == FastPath::Wgmma);
 }
 
@@ -370,44 +379,88 @@ Array run_fast_host(const Array& q, const Array& k, const Array& v, bool causal,
   p.scale = scale;
   if (!(std::isfinite(scale) && scale > 0))
     throw InputError(out_of_range_message("scale", std::to_string(scale), "finite and > 0"));
-  fast_detail::require_device();
+  require_cuda_device("flash-attention --variant fast");
   if (p.dtype == FastDtype::Bf16) return run_fast_host_typed<__nv_bfloat16>(q, k, v, p);
   return run_fast_host_typed<__half>(q, k, v, p);
 }
+
+namespace {
+// The kernels KL_FLASH_FAST_BENCH_PATHS lists (comma-separated), or {""}: whatever fast_path() picks.
+std::vector<std::string> bench_paths() {
+  const char* env = std::getenv("KL_FLASH_FAST_BENCH_PATHS");
+  std::vector<std::string> out;
+  std::string item;
+  for (const char* c = env ? env : ""; ; ++c) {
+    if (*c == ',' || *c == 0) {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+      if (*c == 0) break;
+    } else {
+      item += *c;
+    }
+  }
+  if (out.empty()) out.push_back("");
+  return out;
+}
+// Sets KL_FLASH_FAST_PATH for one scope (empty: leaves it alone); fast_path() checks the value.
+struct ScopedFastPath {
+  std::string old;
+  bool had = false, set = false;
+  explicit ScopedFastPath(const std::string& want) {
+    if (want.empty()) return;
+    const char* o = std::getenv("KL_FLASH_FAST_PATH");
+    had = o != nullptr;
+    if (o) old = o;
+    setenv("KL_FLASH_FAST_PATH", want.c_str(), 1);
+    set = true;
+    try {
+      fast_path();  // InputError for an unknown name, before any timing
+    } catch (...) {
+      restore();
+      throw;
+    }
+  }
+  ~ScopedFastPath() { restore(); }
+  void restore() {
+    if (!set) return;
+    set = false;
+    if (had)
+      setenv("KL_FLASH_FAST_PATH", old.c_str(), 1);
+    else
+      unsetenv("KL_FLASH_FAST_PATH");
+  }
+};
+}  // namespace
 
 std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   using namespace fast_detail;
   std::vector<bench::Row> rows;
   if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
-  require_device();
-  const std::vector<int> lengths = quick ? std::vector<int>{512} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
-  const int64_t tokens = quick ? 1024 : 16384;  // B * L
-  const int64_t width = 2048;                   // H * d
-  Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(tokens * width)), k(Backend::Cuda, size_t(tokens * width)),
-      v(Backend::Cuda, size_t(tokens * width)), o(Backend::Cuda, size_t(tokens * width));
-  const int64_t n = tokens * width;
+  require_cuda_device("flash-attention --variant fast");
+  const FastBenchSpec spec = fast_bench_spec(quick, {64, 128, 256}, true);
+  const int64_t n = spec.elements();
+  Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
+      o(Backend::Cuda, size_t(n));
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
-  const FastPath path = fast_path();
-  // One row; h_kv = 0: multi-head (k and v with H heads), else grouped-query (k and v with h_kv heads).
-  auto row = [&](int d, int L, bool causal, int h_kv) {
+  // One row of shape s with the kernel fast_path() picks.
+  auto row_one = [&](const FastBenchShape& s) {
+    const FastPath path = fast_path();
     FastParams p;
-    p.B = int(tokens / L), p.H = int(width / d), p.H_kv = h_kv, p.Lq = p.Lk = L, p.d = d;
-    p.scale = 1.0f / std::sqrt(float(d));
-    p.causal = causal;
+    p.B = s.B, p.H = s.H, p.H_kv = s.H_kv, p.Lq = p.Lk = s.L, p.d = s.d;
+    p.scale = 1.0f / std::sqrt(float(s.d));
+    p.causal = s.causal;
     p.dtype = FastDtype::Bf16;
     p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
     set_contiguous_strides(p);
     const bench::Timing t =
         quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
-    const double flops = 4.0 * p.B * p.H * double(p.Lq) * p.Lk * d * (causal ? 0.5 : 1.0);
+    const double flops = 4.0 * p.B * p.H * double(p.Lq) * p.Lk * s.d * (s.causal ? 0.5 : 1.0);
     bench::Row r;
     r.kernel = "flash-attention";
     r.variant = "fast";
-    r.shape = "B=" + std::to_string(p.B) + " H=" + std::to_string(p.H) +
-              (h_kv > 0 ? " Hkv=" + std::to_string(h_kv) : std::string()) + " L=" + std::to_string(L) +
-              " d=" + std::to_string(d) + (causal ? " causal" : " non-causal") + " bf16 " + fast_path_name(path);
+    r.shape = fast_bench_shape_text(s) + " bf16 " + fast_path_name(path);
     r.ms = t.median_ms;
     r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
     // Q and O once each, K and V once each at H_kv heads: the fewest bytes (K/V are re-read per query
@@ -418,14 +471,13 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     r.baseline = "torch: bench/torch_flash.py";
     rows.push_back(r);
   };
-  for (int d : {64, 128, 256})  // H = 2048 / d: 32, 16, 8 heads
-    for (int L : lengths)
-      for (bool causal : {false, true}) row(d, L, causal, 0);
-  // Grouped-query attention: H = 16 query heads over 2 kv heads at d = 128 (the ratio 8 of Llama-3-70B's
-  // 64 query heads over 8), the same B*L and H*d as above: each row compares with the H = 16 d = 128 row
-  // of the same L and mask.
-  for (int L : quick ? std::vector<int>{512} : std::vector<int>{1024, 4096, 16384})
-    for (bool causal : {false, true}) row(128, L, causal, kGqaBenchKvHeads);
+  // KL_FLASH_FAST_BENCH_PATHS=wgmma,wgmma-persistent,...: each shape timed once per listed kernel, back
+  // to back (rows named by kernel), so candidates meet the same clocks; unset: the kernel fast_path() picks.
+  for (const FastBenchShape& s : spec.shapes)
+    for (const std::string& want : bench_paths()) {
+      const ScopedFastPath scoped(want);
+      row_one(s);
+    }
   mem::synchronize(Backend::Cuda);
   return rows;
 }

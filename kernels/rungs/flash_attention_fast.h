@@ -44,8 +44,10 @@
 // only the index map of the K/V pointers (and the K/V tensor maps' head coordinate) changes; H_kv = H
 // is plain multi-head attention.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -174,11 +176,31 @@ struct FastTileShape {
 // Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
 // Wgmma: the bulk-tensor-copy (TMA) kernel with a producer warpgroup; WgmmaCpAsync: the first wgmma kernel,
 // cp.async loads by all threads (taken too when a tensor map cannot be made for the strides given).
-enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma };
+// WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2: candidates, chosen only by name
+// (KL_FLASH_FAST_PATH=wgmma-persistent, wgmma-persistent-lpt, wgmma-persistent-exp2): the TMA kernel made
+// persistent (one block per SM looping over tiles, the next tile's loads under the current epilogue),
+// persistent_tile()'s order (plain, or causal heaviest-first over all heads), causal tiles handed out in
+// a snake (persistent_index); -exp2: the lpt order with a quarter of the softmax's exp2 computed on the FMA
+// pipe (a polynomial) instead of the SFU. Same tiles as Wgmma.
+enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma, WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2 };
 inline const char* fast_path_name(FastPath path) {
-  return path == FastPath::Wgmma ? "wgmma" : path == FastPath::WgmmaCpAsync ? "wgmma-cpasync" : "mma.sync";
+  switch (path) {
+    case FastPath::Wgmma: return "wgmma";
+    case FastPath::WgmmaCpAsync: return "wgmma-cpasync";
+    case FastPath::WgmmaPersistent: return "wgmma-persistent";
+    case FastPath::WgmmaPersistentLpt: return "wgmma-persistent-lpt";
+    case FastPath::WgmmaPersistentExp2: return "wgmma-persistent-exp2";
+    default: return "mma.sync";
+  }
 }
+// True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
+inline bool fast_path_persistent(FastPath path) {
+  return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentLpt ||
+         path == FastPath::WgmmaPersistentExp2;
+}
+inline bool fast_path_tma(FastPath path) { return path == FastPath::Wgmma || fast_path_persistent(path); }
 inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
+  if (fast_path_tma(path)) path = FastPath::Wgmma;
   auto make = [](auto tr) {
     using Tr = decltype(tr);
     return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_smem_bytes<Tr>()};
@@ -230,6 +252,69 @@ KL_FA_HD bool tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int bloc
   if (key_end > Lk) return true;
   // The first row of the block sees the fewest keys: up to m_block*block_m + Lk - Lq.
   return causal && key_end - 1 > m_block * block_m + (Lk - Lq);
+}
+
+// The persistent kernel's tile order (FastPath::WgmmaPersistent, ..Lpt): tile index idx in
+// [0, n_m * H * B) to (query block, head, batch). Plain order (section 0) = the non-persistent grid's
+// linear order (query blocks fastest, then heads, then batches; causal query blocks last-first inside each
+// head, as the grid launches them). With causal and section > 0 (longest processing time first, in
+// L2-sized sections): the (head, batch) pairs are cut into groups of `section` consecutive pairs (the
+// last may be smaller), taken one group after the other; inside a group query blocks are outermost, the
+// heaviest (last) query block of every pair first, so each group's lightest tiles come last and even out
+// the blocks' finishing times, while the group's K/V (chosen by the launcher to fit in L2) stays cached
+// between its query blocks. Without causal every tile weighs the same and section is ignored.
+// Which block takes which idx: persistent_index() below.
+struct PersistentTile {
+  int m_block, h, b;
+};
+KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool causal, int section) {
+  PersistentTile t;
+  if (causal && section > 0) {
+    const int hb = H * B, group = idx / (section * n_m), within = idx % (section * n_m);
+    const int size = hb - group * section < section ? hb - group * section : section;
+    const int pair = group * section + within % size;
+    t.m_block = n_m - 1 - within / size;
+    t.h = pair % H;
+    t.b = pair / H;
+    return t;
+  }
+  const int m = idx % n_m, rest = idx / n_m;
+  t.m_block = causal ? n_m - 1 - m : m;
+  t.h = rest % H;
+  t.b = rest / H;
+  return t;
+}
+// Which tile block c (of G) takes in its k-th step: c + k G (static round robin) or, with snake, c in even
+// steps and G - 1 - c in odd ones (k G + G - 1 - c): over a heaviest-first order the heavy and the light
+// ends of consecutive steps pair up, so every block's total work comes out nearly equal (the plain round
+// robin over the causal grid order gives block 0 the heaviest query blocks of each head and block 64 the
+// lightest: 1568 against 544 K/V tiles at L = 16384, d = 128). Indices >= the tile count are skipped.
+KL_FA_HD int persistent_index(int k, int c, int G, bool snake) { return k * G + (snake && (k & 1) ? G - 1 - c : c); }
+
+// ---- [SECTION] exp2 on the FMA pipe (the persistent kernel's exp2 candidate; tested on the CPU) --------
+// 2^x for x <= 0 without the SFU (MUFU.EX2 runs 16 a clock per SM; at d = 64 one warpgroup's softmax needs as
+// many SFU clocks as the other's two products take on the tensor cores): x = n + f with n = round(x) by
+// the 1.5 * 2^23 trick (the integer lands in the low mantissa bits of x + 1.5 * 2^23), f in [-0.5, 0.5],
+// 2^f by a degree-3 polynomial with constant term exactly 1 (relative error 1.0e-4 on [-0.5, 0.5], below
+// fp16's half ulp; bf16/fp16 P rounding dominates), and n added into the exponent bits. x is clamped to
+// -127, where f = 0, the polynomial is exactly 1 and the sum of the bits is exactly 0.0: masked scores
+// (-inf) give exactly 0, as MUFU's exp2 does, so rows that see nothing still end with l = 0.
+KL_FA_HD float exp2_fma(float x) {
+  x = fmaxf(x, -127.f);
+  const float t = x + 12582912.f;  // 1.5 * 2^23: round(x) in the low bits
+  const float f = x - (t - 12582912.f);
+  const float p = fmaf(fmaf(fmaf(0.055008940398693085f, f, 0.2422109693288803f), f, 0.6932829022407532f), f, 1.f);
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(__float_as_int(p) + int(uint32_t(__float_as_int(t)) << 23));
+#else
+  uint32_t pb, tb;
+  std::memcpy(&pb, &p, 4);
+  std::memcpy(&tb, &t, 4);
+  const uint32_t r = pb + (tb << 23);
+  float y;
+  std::memcpy(&y, &r, 4);
+  return y;
+#endif
 }
 
 // Checks a FastParams: InputError naming the parameter, its value and the allowed range.
@@ -298,16 +383,61 @@ inline void check_host_shapes(const Array& q, const Array& k, const Array& v, Fa
   p.B = int(B), p.H = int(H), p.H_kv = int(h_kv), p.Lq = int(Lq), p.Lk = int(Lk), p.d = int(d);
 }
 
-// ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
+// ---- [SECTION] the fast benches' shapes --------------------------------------------------------------
 constexpr int kGqaBenchKvHeads = 2;  // bench_fast's grouped-query rows: H = 16 over 2 kv heads at d = 128
 
+// One shape of the fast benches (this rung's bench_fast and rung 6's): H_kv = 0 is multi-head (k and v
+// with H heads), else grouped-query (k and v with H_kv heads).
+struct FastBenchShape {
+  int B = 0, H = 0, H_kv = 0, L = 0, d = 0;
+  bool causal = false;
+};
+// What both fast benches time, in their row order: B*L = `tokens` (16384; 1024 when quick) and H*d = 2048
+// for every shape; for each d of `head_dims`, L in {512, ..., 16384} (512 only when quick), non-causal then
+// causal. With `gqa`, then the grouped-query rows: d = 128, H = 16 over kGqaBenchKvHeads kv heads,
+// L in {1024, 4096, 16384} (512 when quick), non-causal then causal.
+struct FastBenchSpec {
+  int64_t tokens = 0, width = 0;  // B * L and H * d
+  std::vector<FastBenchShape> shapes;
+  int64_t elements() const { return tokens * width; }  // of each [B, H, L, d] operand
+};
+inline FastBenchSpec fast_bench_spec(bool quick, const std::vector<int>& head_dims, bool gqa) {
+  FastBenchSpec spec;
+  spec.tokens = quick ? 1024 : 16384;
+  spec.width = 2048;
+  auto add = [&](int d, const std::vector<int>& lengths, int h_kv) {
+    for (int L : lengths)
+      for (bool causal : {false, true})
+        spec.shapes.push_back(FastBenchShape{int(spec.tokens / L), int(spec.width / d), h_kv, L, d, causal});
+  };
+  const std::vector<int> lengths = quick ? std::vector<int>{512} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
+  for (int d : head_dims) add(d, lengths, 0);  // H = 2048 / d: 32, 16, 8 heads at d = 64, 128, 256
+  // Grouped-query attention: H = 16 query heads over 2 kv heads at d = 128 (the ratio 8 of Llama-3-70B's
+  // 64 query heads over 8), the same B*L and H*d as above: each row compares with the H = 16 d = 128 row
+  // of the same L and mask.
+  if (gqa) add(128, quick ? std::vector<int>{512} : std::vector<int>{1024, 4096, 16384}, kGqaBenchKvHeads);
+  return spec;
+}
+// "B=.. H=.. [Hkv=..] L=.. d=.. causal|non-causal": the start of a fast bench row's shape.
+inline std::string fast_bench_shape_text(const FastBenchShape& s) {
+  return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) +
+         (s.H_kv > 0 ? " Hkv=" + std::to_string(s.H_kv) : std::string()) + " L=" + std::to_string(s.L) +
+         " d=" + std::to_string(s.d) + (s.causal ? " causal" : " non-causal");
+}
+
+// ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------
+
 #ifdef KL_HAS_CUDA
+// InputError "<what> needs a CUDA device: <why>" where the process sees none (both fast variants' check).
+void require_cuda_device(const std::string& what);
+
 // Runs the forward pass on the current device, default stream, asynchronously. Validates first.
 // Takes the kernel fast_path() names.
 void run_fast(const FastParams& p);
 
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
-// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma in the environment overrides
+// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-lpt|
+// wgmma-persistent-exp2 in the environment overrides
 // (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With
@@ -316,6 +446,10 @@ FastPath fast_path();
 // kernel (false), and without tma an InputError (wgmma_cpasync_d256_message).
 void run_fast_mma_sync(const FastParams& p);
 bool run_fast_wgmma(const FastParams& p, bool tma);
+// The persistent candidates (lpt: causal heaviest-first order; exp2_fma: a quarter of the exp2 on the FMA
+// pipe): true when they ran, false when no tensor map could be made for p's strides (then run_fast runs
+// run_fast_wgmma(p, true) instead).
+bool run_fast_wgmma_persistent(const FastParams& p, bool lpt, bool exp2_fma = false);
 // True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
 bool fast_wgmma_kernels_loaded();
 

@@ -20,6 +20,7 @@
 //       so one's softmax runs while the other's products do. Measured on the H200 in docs/perf-log.md.
 //
 // Shared-memory layout, descriptors and fragment layouts: kernels/rungs/sm90_device.cuh.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -35,7 +36,8 @@ namespace sm90_detail {
 
 // ---- [SECTION] one warpgroup's state and steps (shared by both kernels) ---------------------------------
 // Warpgroup wg owns query rows m0 + 64 wg .. + 63; this thread holds rows row_g and row_g + 8.
-template <class T, int kHeadDim, int kBlockM, int kBlockN>
+// kExp2Fma (the exp2 candidate only): every fourth 8-column group of P by exp2_fma instead of the SFU.
+template <class T, int kHeadDim, int kBlockM, int kBlockN, bool kExp2Fma = false>
 struct WarpgroupState {
   float acc_o[kHeadDim / 2];         // O, 64 x d per warpgroup, fp32
   float acc_s[kBlockN / 2];          // S_t, then P_t (fp32) until it is packed
@@ -105,7 +107,8 @@ struct WarpgroupState {
     for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float pe = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -m_scaled[e >> 1]));
+        const float x = fmaf(acc_s[4 * j + e], scale_log2, -m_scaled[e >> 1]);
+        const float pe = kExp2Fma && j % 4 == 3 ? exp2_fma(x) : fast_exp2(x);
         acc_s[4 * j + e] = pe;
         rowsum[e >> 1] += pe;
       }
@@ -251,9 +254,13 @@ __global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
 }
 
 // The consumer warpgroups of the TMA kernel (below): wait for a stage, take the turn, issue, release.
-template <class T, int kHeadDim>
-__device__ __forceinline__ void consume(const FastParams& p, int m_block, int n_tiles, uint32_t sQ, uint32_t sK,
-                                        uint32_t sV, uint32_t bars) {
+// kPersistent (the persistent kernel, below): the tile's (h, b) and its first K/V load index `it0` (stage
+// and phase continue across the block's tiles) come from the tile scheduler, and the warpgroups also
+// release Q (after their last S) and the last V stage for the producer's next tile. Without it (kernel 2)
+// it0 is 0 and q_phase 0, and the code is what it was before the persistent kernel existed.
+template <class T, int kHeadDim, bool kPersistent = false, bool kExp2Fma = false>
+__device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0,
+                                        uint32_t q_phase, uint32_t sQ, uint32_t sK, uint32_t sV, uint32_t bars) {
   using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
@@ -262,45 +269,48 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int n_
   auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
   auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
   auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
-  const int h = blockIdx.y, b = blockIdx.z;
+  const uint32_t empty_q = bars + 8 * (1 + 4 * kStages);  // the persistent kernel's only
   const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wg = warp_id >> 2, warp = warp_id & 3, t4 = lane & 3;
   const int m0 = m_block * kBlockM;
 
   T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  WarpgroupState<T, kHeadDim, kBlockM, kBlockN> w;
+  WarpgroupState<T, kHeadDim, kBlockM, kBlockN, kExp2Fma> w;
   w.init(m0 + wg * 64 + warp * 16 + (lane >> 2), p.scale);
 
   if (n_tiles > 0) {  // uniform across the block
     const uint32_t sQw = sQ + wg * 64 * 128;
     // Turns: warpgroup wg waits on named barrier 1 + wg before issuing, then lets the other one go.
     // Warpgroup 1 lets warpgroup 0 go first, and skips its very last release (counts stay balanced:
-    // n_tiles + 1 turns each).
+    // n_tiles + 1 turns each). The persistent kernel lets warpgroup 0 go first once per block and never
+    // skips a release (the turns alternate across tiles; warpgroup 0 takes the one left over at the end).
     auto my_turn = [&] { named_bar_sync(1 + wg, 256); };
     auto their_turn = [&](bool last) {
-      if (!(wg == 1 && last)) named_bar_arrive(1 + (wg ^ 1), 256);
+      if (kPersistent || !(wg == 1 && last)) named_bar_arrive(1 + (wg ^ 1), 256);
     };
     auto release = [&](uint32_t bar) {
       if (lane == 0) mbar_arrive(bar);
     };
-    if (wg == 1) named_bar_arrive(1, 256);
+    auto stage = [&](int t) { return (it0 + t) % kStages; };
+    auto phase = [&](int t) { return uint32_t((it0 + t) / kStages) & 1u; };
+    if (!kPersistent && wg == 1) named_bar_arrive(1, 256);
 
-    mbar_wait(full_q, 0);
-    mbar_wait(full_k(0), 0);
+    mbar_wait(full_q, q_phase);
+    mbar_wait(full_k(stage(0)), phase(0));
     my_turn();
     fence_regs(w.acc_s);
     wgmma_fence();
-    w.issue_s(sQw, sK);
+    w.issue_s(sQw, sK + stage(0) * kKVBytes);
     their_turn(false);
     wgmma_wait<0>();
     fence_regs(w.acc_s);
-    release(empty_k(0));
+    release(empty_k(stage(0)));
     w.softmax(p, m_block, 0, t4);
     w.rescale_and_pack();
     for (int t = 1; t < n_tiles; ++t) {
-      const int s = t % kStages, sp = (t - 1) % kStages;
-      mbar_wait(full_k(s), (t / kStages) & 1);
-      mbar_wait(full_v(sp), ((t - 1) / kStages) & 1);
+      const int s = stage(t), sp = stage(t - 1);
+      mbar_wait(full_k(s), phase(t));
+      mbar_wait(full_v(sp), phase(t - 1));
       my_turn();
       fence_regs(w.acc_s);
       fence_regs(w.acc_o);
@@ -319,8 +329,9 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int n_
       release(empty_v(sp));
       w.rescale_and_pack();
     }
-    const int sl = (n_tiles - 1) % kStages;
-    mbar_wait(full_v(sl), ((n_tiles - 1) / kStages) & 1);
+    if (kPersistent) release(empty_q);  // every S of this tile has completed: Q may be overwritten
+    const int sl = stage(n_tiles - 1);
+    mbar_wait(full_v(sl), phase(n_tiles - 1));
     my_turn();
     fence_regs(w.acc_o);
     fence_regs(w.p_frag);
@@ -329,6 +340,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int n_
     their_turn(true);
     wgmma_wait<0>();
     fence_regs(w.acc_o);
+    if (kPersistent) release(empty_v(sl));
   }
   w.store(o, p, t4);
 }
@@ -408,7 +420,119 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
     }
   } else {  // ---- consumer warpgroups: 240 registers each thread (O, S, P and the softmax state)
     setmaxnreg_inc<240>();
-    consume<T, kHeadDim>(p, m_block, n_tiles, sQ, sK, sV, bars);
+    consume<T, kHeadDim>(p, m_block, h, b, n_tiles, 0, 0, sQ, sK, sV, bars);
+  }
+#endif
+}
+
+// ---- [SECTION] kernel 3: kernel 2 made persistent (candidate, FastPath::WgmmaPersistent / ..Lpt) ---------
+// Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
+// order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order, or for causal
+// with `lpt` the heaviest query blocks of all heads first); causal tiles are handed out in a snake
+// (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the blocks' work. The producer runs ahead across tiles: Q of
+// the next tile is loaded as soon as both consumers released the current Q (after their last S), and
+// K/V stages continue round the ring, so the next tile's first loads overlap the current tile's last
+// P V and its epilogue, and no block pays the launch, mbarrier init and register hand-over per tile.
+// One extra mbarrier, empty_q (one arrival per consumer warp).
+template <int kHeadDim>
+__device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
+                                                   const CUtensorMap* tm_v, const FastParams& p, int kv_group,
+                                                   int section, uint32_t sQ, uint32_t sK, uint32_t sV, uint32_t bars) {
+  using Tr = FastTraitsSm90Tma<kHeadDim>;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
+  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
+  const uint32_t full_q = bars, empty_q = bars + 8 * (1 + 4 * kStages);
+  auto full_k = [&](int s) { return bars + 8 * (1 + s); };
+  auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
+  auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
+  auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
+  const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
+  int it = 0, j = 0;  // K/V loads issued so far (stage ring position), tiles with work so far
+  const bool snake = p.causal;  // the causal tiles differ in weight: balance them
+  for (int k = 0; k * int(gridDim.x) < total; ++k) {
+    const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
+    if (tile >= total) continue;
+    const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
+    const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
+    if (n_tiles == 0) continue;  // the consumers skip it too
+    const int h_kv = kv_head_of(pt.h, kv_group);
+    if (j > 0) mbar_wait(empty_q, uint32_t(j - 1) & 1u);
+    mbar_arrive_expect_tx(full_q, kQBytes);
+#pragma unroll
+    for (int cb = 0; cb < kHeadDim / 64; ++cb)
+      tma_load_4d(sQ + cb * kBlockM * 128, tm_q, full_q, cb * 64, pt.m_block * kBlockM, pt.h, pt.b);
+    for (int t = 0; t < n_tiles; ++t) {
+      const int g = it + t, s = g % kStages;
+      const uint32_t parity = uint32_t(g / kStages - 1) & 1u;  // the release of load g - kStages
+      if (g >= kStages) mbar_wait(empty_k(s), parity);
+      mbar_arrive_expect_tx(full_k(s), kKVBytes);
+#pragma unroll
+      for (int cb = 0; cb < kHeadDim / 64; ++cb)
+        tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, tm_k, full_k(s), cb * 64, t * kBlockN, h_kv, pt.b);
+      if (g >= kStages) mbar_wait(empty_v(s), parity);
+      mbar_arrive_expect_tx(full_v(s), kKVBytes);
+#pragma unroll
+      for (int cb = 0; cb < kHeadDim / 64; ++cb)
+        tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, tm_v, full_v(s), cb * 64, t * kBlockN, h_kv, pt.b);
+    }
+    it += n_tiles;
+    ++j;
+  }
+}
+
+template <class T, int kHeadDim, bool kExp2Fma>
+__global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
+    flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group,
+                                      const int section) {
+#ifdef KL_FA_SM90A
+  using Tr = FastTraitsSm90Tma<kHeadDim>;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
+  static_assert(kBlockM == 128 && Tr::kNWarps == 8, "two consumer warpgroups of 64 rows");
+  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
+  constexpr int kConsumerWarps = Tr::kNWarps;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
+  const uint32_t sK = sQ + kQBytes;
+  const uint32_t sV = sK + kStages * kKVBytes;
+  const uint32_t bars = sV + kStages * kKVBytes;  // mbarriers, 8 bytes each: kernel 2's, then empty_q
+
+  if (blockDim.x != unsigned(Tr::kThreads)) __trap();  // the register hand-over needs this shape
+  const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    mbar_init(bars, 1);  // full_q
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bars + 8 * (1 + s), 1);                          // full_k
+      mbar_init(bars + 8 * (1 + kStages + s), 1);                // full_v
+      mbar_init(bars + 8 * (1 + 2 * kStages + s), kConsumerWarps);  // empty_k
+      mbar_init(bars + 8 * (1 + 3 * kStages + s), kConsumerWarps);  // empty_v
+    }
+    mbar_init(bars + 8 * (1 + 4 * kStages), kConsumerWarps);  // empty_q
+    fence_mbar_init();
+  }
+  __syncthreads();
+
+  if (warp_id >= kConsumerWarps) {
+    setmaxnreg_dec<24>();
+    if (warp_id == kConsumerWarps && lane == 0)
+      produce_persistent<kHeadDim>(&tm_q, &tm_k, &tm_v, p, kv_group, section, sQ, sK, sV, bars);
+  } else {
+    setmaxnreg_inc<240>();
+    const int wg = warp_id >> 2;
+    const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
+    if (wg == 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
+    int it = 0, j = 0;
+    const bool snake = p.causal;  // the causal tiles differ in weight: balance them
+    for (int k = 0; k * int(gridDim.x) < total; ++k) {
+      const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
+      if (tile >= total) continue;
+      const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
+      const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
+      consume<T, kHeadDim, true, kExp2Fma>(p, pt.m_block, pt.h, pt.b, n_tiles, it, uint32_t(j) & 1u, sQ, sK, sV, bars);
+      if (n_tiles > 0) it += n_tiles, ++j;
+    }
+    if (wg == 0) named_bar_sync(1, 256);  // the turn warpgroup 1 handed over after its last issue
   }
 #endif
 }
@@ -453,6 +577,42 @@ bool launch_tma(const FastParams& p) {
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (1 + 4 * Tr::kStages);
   cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, kHeadDim>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv,
                p, kv_group(p));
+  return true;
+}
+
+// Launches the persistent kernel (kernel 3); false (nothing launched) when a tensor map cannot be made.
+template <class T, int kHeadDim>
+bool launch_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
+  using Tr = FastTraitsSm90Tma<kHeadDim>;
+  CUtensorMap mq, mk, mv;
+  if (!make_tensor_map(&mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
+                       Tr::kBlockM) ||
+      !make_tensor_map(&mk, p.k, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+                       Tr::kBlockN) ||
+      !make_tensor_map(&mv, p.v, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.v_row_stride, p.v_head_stride, p.v_batch_stride,
+                       Tr::kBlockN))
+    return false;
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    KL_CUDA_CHECK(cudaGetDevice(&dev));
+    KL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  const int section = lpt ? p.H * p.B : 0;  // one group: heaviest first over all heads
+  const int64_t tiles = int64_t(ceil_div(p.Lq, Tr::kBlockM)) * p.H * p.B;
+  if (tiles > int64_t(INT32_MAX)) return false;  // the tile index is an int
+  const dim3 grid(unsigned(std::min<int64_t>(tiles, sms)));
+  const bool half = std::is_same<T, __half>::value;
+  const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_persistent_d64_fp16" : "flash_fwd_wgmma_persistent_d64_bf16")
+                     : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_persistent_d128_fp16" : "flash_fwd_wgmma_persistent_d128_bf16")
+                                       : (half ? "flash_fwd_wgmma_persistent_d256_fp16" : "flash_fwd_wgmma_persistent_d256_bf16");
+  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (2 + 4 * Tr::kStages);
+  if (exp2_fma)
+    cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, true>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
+                 mv, p, kv_group(p), section);
+  else
+    cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, false>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
+                 mv, p, kv_group(p), section);
   return true;
 }
 
@@ -502,6 +662,17 @@ bool run_fast_wgmma(const FastParams& p, bool tma) {
   else
     half ? sm90_detail::launch<__half, 128>(p) : sm90_detail::launch<__nv_bfloat16, 128>(p);
   return false;
+}
+
+bool run_fast_wgmma_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
+  validate(p);
+  const bool half = p.dtype == FastDtype::Fp16;
+  using namespace sm90_detail;
+  if (p.d == 64)
+    return half ? launch_persistent<__half, 64>(p, lpt, exp2_fma) : launch_persistent<__nv_bfloat16, 64>(p, lpt, exp2_fma);
+  if (p.d == 128)
+    return half ? launch_persistent<__half, 128>(p, lpt, exp2_fma) : launch_persistent<__nv_bfloat16, 128>(p, lpt, exp2_fma);
+  return half ? launch_persistent<__half, 256>(p, lpt, exp2_fma) : launch_persistent<__nv_bfloat16, 256>(p, lpt, exp2_fma);
 }
 
 }  // namespace kl::flash_attention

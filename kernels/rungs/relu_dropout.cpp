@@ -250,6 +250,7 @@ KernelEntry entry() {
   e.name = "relu-dropout";
   e.summary = "out = dropout(relu(x), p) with a Philox(seed, index) mask, survivors scaled by 1/(1-p)";
   e.variants = {"fused", "unfused", "traced"};
+  e.untraced_variants = {"fused", "unfused"};
   e.default_variant = "fused";
   e.inputs = {"x"};
   e.params = {param::p(), param::seed(), param::block_size()};

@@ -68,6 +68,7 @@ KernelEntry entry() {
   e.name = "vector-add";
   e.summary = "out = x + y, one program per BLOCK_SIZE elements, the tail masked";
   e.variants = {"traced", "fast"};
+  e.untraced_variants = {"fast"};
   e.default_variant = "traced";
   e.inputs = {"x", "y"};
   e.params = {param::block_size()};

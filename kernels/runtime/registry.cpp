@@ -21,6 +21,12 @@ const std::vector<KernelEntry>& kernel_registry() {
   return entries;
 }
 
+bool KernelEntry::untraced(const std::string& variant) const {
+  for (const std::string& v : untraced_variants)
+    if (v == variant) return true;
+  return false;
+}
+
 const KernelEntry* find_kernel(const std::string& name) {
   for (const KernelEntry& e : kernel_registry())
     if (e.name == name) return &e;

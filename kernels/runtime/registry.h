@@ -37,6 +37,9 @@ struct KernelEntry {
   std::string name;     // "vector-add"
   std::string summary;  // one line for `list`
   std::vector<std::string> variants;
+  // The variants the rung's editable source does not hold (they record no trace): `source --variant`
+  // refuses them. The others are the traced kernels the editable source is a copy of.
+  std::vector<std::string> untraced_variants;
   std::string default_variant;
   std::vector<std::string> inputs;  // required --in names, in order
   std::vector<std::string> optional_inputs;  // --in names that may be left out
@@ -46,6 +49,8 @@ struct KernelEntry {
   // `bench KERNEL`: rows measured on the backend, each with its ratio to a baseline measured in the
   // same run (copy bandwidth, the unfused pair, ...). `quick` uses small sizes (tests, the CPU backend).
   std::function<std::vector<bench::Row>(Backend, bool quick)> bench;
+
+  bool untraced(const std::string& variant) const;  // listed in untraced_variants
 };
 
 const std::vector<KernelEntry>& kernel_registry();

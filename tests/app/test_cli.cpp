@@ -16,14 +16,7 @@
 namespace kl {
 namespace {
 
-std::string write_npy(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
-  Array a;
-  a.shape = std::move(shape);
-  a.data = data;
-  const std::string path = test::tmp_dir() + "/" + name;
-  npy::write(path, a);
-  return path;
-}
+using test::write_npy;
 
 int count_lines(const std::string& s) {
   int n = 0;
@@ -89,10 +82,7 @@ TEST(Cli, BadInputsExitTwoWithOneLine) {
   expect_refused("shot vector-add --out /tmp/x.png --set n=67108865", "[1, 67108864]");
   expect_refused("frobnicate", "");
   // The malformed file's error names the file.
-  const std::string junk = test::tmp_dir() + "/junk.npy";
-  FILE* f = std::fopen(junk.c_str(), "wb");
-  std::fputs("not numpy", f);
-  std::fclose(f);
+  const std::string junk = test::write_file("junk.npy", "not numpy");
   expect_refused("run vector-add --in x=" + junk + " --in y=" + fx + " --out " + out, "junk.npy");
 }
 

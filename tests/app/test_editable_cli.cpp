@@ -16,32 +16,14 @@
 namespace kl {
 namespace {
 
-// Files of one test, named after it: ctest runs these tests in parallel and they must not share inputs.
-std::string tmp_path(const std::string& name) {
-  return test::tmp_dir() + "/" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
-}
-
-std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = tmp_path(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using test::write_file;
 
 std::string write_npy(const std::string& name, const std::vector<float>& data) {
-  Array a;
-  a.shape = {int64_t(data.size())};
-  a.data = data;
-  const std::string path = tmp_path(name);
-  npy::write(path, a);
-  return path;
+  return test::write_npy(name, {int64_t(data.size())}, data);
 }
 
 std::string edited(const std::string& from, const std::string& to) {
-  std::string s = editable::shipped_source("vector-add");
-  const size_t at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
+  return test::replaced(editable::shipped_source("vector-add"), from, to);
 }
 
 std::string run_args(const std::string& source, const std::string& out) {
@@ -65,11 +47,11 @@ TEST(EditableCli, SourcePrintsTheEditableKernel) {
 
 TEST(EditableCli, RunTheUneditedSourceWritesTheSum) {
   const std::string src = write_file("ecli_same.cu", editable::shipped_source("vector-add"));
-  const std::string out_path = tmp_path("ecli_out.npy");
+  const std::string out_path = test::test_file("ecli_out.npy");
   std::string out;
   ASSERT_EQ(test::run_cli(run_args(src, out_path), &out), 0) << out;
   const Array got = npy::read(out_path);
-  const Array x = npy::read(tmp_path("ecli_x.npy")), y = npy::read(tmp_path("ecli_y.npy"));
+  const Array x = npy::read(test::test_file("ecli_x.npy")), y = npy::read(test::test_file("ecli_y.npy"));
   ASSERT_EQ(got.data.size(), 1000u);
   for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(got.data[i], x.data[i] + y.data[i]) << i;
 }
@@ -77,7 +59,7 @@ TEST(EditableCli, RunTheUneditedSourceWritesTheSum) {
 TEST(EditableCli, CompileErrorsExit2WithTheFilesLines) {
   const std::string src = write_file("ecli_typo.cu", edited("out.store(offset, a + b, mask);", "out.store(offset, a + c, mask);"));
   std::string out;
-  EXPECT_EQ(test::run_cli(run_args(src, tmp_path("ecli_unused.npy")), &out), 2) << out;
+  EXPECT_EQ(test::run_cli(run_args(src, test::test_file("ecli_unused.npy")), &out), 2) << out;
   const std::regex line(R"((^|\n)[^\n]*ecli_typo\.cu:(\d+):(\d+): error: [^\n]*'c'[^\n]*)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, line)) << out;
@@ -90,13 +72,13 @@ TEST(EditableCli, CompileErrorsExit2WithTheFilesLines) {
 TEST(EditableCli, AnOutOfBoundsStoreExits3WithOneLine) {
   const std::string src = write_file("ecli_nomask.cu", edited("out.store(offset, a + b, mask)", "out.store(offset, a + b)"));
   std::string out;
-  EXPECT_EQ(test::run_cli(run_args(src, tmp_path("ecli_nomask.npy")), &out), 3) << out;
+  EXPECT_EQ(test::run_cli(run_args(src, test::test_file("ecli_nomask.npy")), &out), 3) << out;
   EXPECT_EQ(out, "kernel-ladder: out-of-bounds store to out[1000] (size 1000) by program 3, lane 232\n");
 }
 
 TEST(EditableCli, ShotRendersTheEditedKernelAndExits3WhenItMisbehaved) {
   const std::string src = write_file("ecli_shot.cu", edited("out.store(offset, a + b, mask)", "out.store(offset, a + b)"));
-  const std::string png = tmp_path("ecli_shot.png");
+  const std::string png = test::test_file("ecli_shot.png");
   ::unlink(png.c_str());
   std::string out;
   EXPECT_EQ(test::run_cli("shot vector-add --backend cpu --size 800x600 --out " + png + " --source " + src, &out), 3) << out;

@@ -3,7 +3,9 @@
 //     four plot areas, the series' colours, the fusion bars;
 //   - `measure --json/--csv` writes files that parse, with the expected columns, the machine, a positive
 //     copy bandwidth and GEMM ceiling, and needs no GL context (EGL made unusable for the run);
-//   - the worker cancels between measurements, restarts, and joins when destroyed mid-run.
+//   - the worker cancels between measurements, restarts, and joins when destroyed mid-run;
+//   - "Peers (recorded)": the recorded table drawn with its ratios coloured ahead and behind (before any
+//     run), and the layout audit over it at the smallest and the largest window, at UI scales 1 and 2.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include "app/panel.h"
 #include "assets/embedded.h"
 #include "kernels/measure/measure.h"
+#include "kernels/measure/peers.h"
 #include "test_util.h"
 #include "viz/png.h"
 
@@ -162,6 +165,42 @@ TEST(MeasurePanel, ShotWithoutRunShowsNoPlotsYet) {
   ASSERT_TRUE(viz::read_png(file, rgba, w, h));
   EXPECT_LT(count_colour(rgba, 120, 215, 120, 2), 50) << "bars drawn without a measurement";
   EXPECT_LT(count_colour(rgba, 20, 21, 24, 0), 1000) << "plots drawn without a measurement";
+}
+
+// The recorded peers are drawn before any run: the ratios in the ahead and behind colours (the recorded
+// forward has both: ahead of PyTorch flash everywhere, behind cuDNN at most shapes). Neither colour is
+// drawn anywhere else in the view before a run.
+TEST(MeasurePanel, RecordedPeersAreDrawnWithAheadAndBehindColours) {
+  const std::string file = test::tmp_dir() + "/measure-peers.png";
+  std::string out;
+  ASSERT_EQ(test::run_cli("shot measure --backend cpu --size 1280x720 --out " + file, &out), 0) << out;
+  std::vector<uint8_t> rgba;
+  int w = 0, h = 0;
+  ASSERT_TRUE(viz::read_png(file, rgba, w, h));
+  auto rgb = [](unsigned c, int i) { return int((c >> (8 * i)) & 0xFF); };
+  const int ahead = count_colour(rgba, rgb(app::kAheadColour, 0), rgb(app::kAheadColour, 1), rgb(app::kAheadColour, 2), 2);
+  const int behind = count_colour(rgba, rgb(app::kBehindColour, 0), rgb(app::kBehindColour, 1), rgb(app::kBehindColour, 2), 2);
+  EXPECT_GT(ahead, 40) << "no ratio drawn as ahead";  // none without the section (text: only its glyphs' cores match)
+  EXPECT_GT(behind, 40) << "no ratio drawn as behind";
+  // The colours follow the reading: 1.00 as shown is ahead, below it behind.
+  EXPECT_EQ(app::standing_colour(1.10, 2), app::kAheadColour);
+  EXPECT_EQ(app::standing_colour(0.996, 2), app::kAheadColour);
+  EXPECT_EQ(app::standing_colour(0.74, 2), app::kBehindColour);
+  EXPECT_NE(app::kAheadColour, app::kBehindColour);
+}
+
+// The section passes the layout audit where it is on screen (no run: it is at the top), from the smallest
+// window to 4K, at UI scales 1 and 2: nothing cut, outside its window or overlapping; the long tables scroll.
+TEST(MeasurePanel, RecordedPeersPassTheLayoutAudit) {
+  for (const char* size : {"1280x720", "1920x1080", "3840x2160"})
+    for (const char* scale : {"1", "2"}) {
+      std::string out;
+      const int code = test::run_cli(std::string("shot measure --chrome --layout-report --backend cpu --frames 3 --size ") +
+                                         size + " --ui-scale " + scale,
+                                     &out);
+      EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << size << " x" << scale << "\n" << out;
+      EXPECT_EQ(code, 0) << out;
+    }
 }
 
 TEST(MeasureCommand, JsonAndCsvParseWithTheMachineAndNeedNoGl) {

@@ -40,17 +40,9 @@ TEST(RunOutputs, RefusesUnknownDuplicateAndEmpty) {
   }
 }
 
-// Files are named after the running test: ctest runs each test as its own process, in parallel, so two
-// tests writing one name would read each other's inputs.
-std::string test_file(const std::string& name) {
-  return test::tmp_dir() + "/" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
-}
-
-std::string write_npy(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
-  const std::string path = test_file(name);
-  npy::write(path, Array{std::move(shape), data});
-  return path;
-}
+// Files are named after the running test (test::test_file): ctest runs each test as its own process.
+using test::test_file;
+using test::write_npy;
 
 struct Files {
   std::string args;

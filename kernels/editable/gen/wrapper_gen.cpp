@@ -2,12 +2,15 @@
 //   wrapper_gen cpu  SOURCE STEM OUT.cpp    the host compiler's translation unit for one source
 //   wrapper_gen cuda SOURCE STEM OUT.cu     nvcc's translation unit for one source
 //   wrapper_gen index OUT.cpp CUDA(0|1) STEM...   the table of every shipped source
+//   wrapper_gen gallery SHIPPED EDIT OUT.cu        a gallery bug's full text: the shipped source with the
+//                                                  bug's edit applied (kernels/editable/gallery_edit.h)
 // The wrappers are what kernels/editable/scan.cpp writes for a run-time build, in a namespace per source.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 
+#include "kernels/editable/gallery_edit.h"
 #include "kernels/editable/scan.h"
 
 namespace {
@@ -75,7 +78,11 @@ int main(int argc, char** argv) {
       write_if_changed(argv[4], text);
       return 0;
     }
-    std::cerr << "usage: wrapper_gen cpu|cuda SOURCE STEM OUT | index OUT CUDA STEM...\n";
+    if (mode == "gallery" && argc == 5) {
+      write_if_changed(argv[4], kl::editable::apply_gallery_edit(read(argv[2]), argv[2], read(argv[3]), argv[3]));
+      return 0;
+    }
+    std::cerr << "usage: wrapper_gen cpu|cuda SOURCE STEM OUT | index OUT CUDA STEM... | gallery SHIPPED EDIT OUT\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "wrapper_gen: " << e.what() << "\n";

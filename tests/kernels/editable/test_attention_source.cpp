@@ -15,27 +15,18 @@
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/studies/attention_study.h"
+#include "kernels/rungs/attention_inputs.h"
 #include "test_util.h"
 
 namespace kl {
 namespace {
 
-struct UseWorkerBinary : ::testing::Environment {
-  void SetUp() override { editable::worker::set_program(KL_BINARY); }
-  void TearDown() override { editable::worker::stop(); }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new UseWorkerBinary);
+const void* const kEnv = test::use_worker_binary();
 
 using attention::Shape;
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
-  Shape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.lq = lq;
-  s.lk = lk;
-  s.d = d;
-  return s;
+  return test::attention_shape<Shape>(lq, lk, d, batch, heads);
 }
 
 editable::Source shipped_copy(const std::string& file = "my_attention.cu") {
@@ -89,10 +80,7 @@ Trace run_on(Backend b, const Shape& s, const attention::Options& o, const std::
   return t;
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using test::same_bits;
 
 struct Case {
   Shape s;

@@ -17,6 +17,7 @@
 #include "kernels/rungs/flash_attention_backward.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/studies/flash_attention_backward_study.h"
+#include "kernels/rungs/attention_inputs.h"
 #include "test_util.h"
 
 namespace kl {
@@ -25,22 +26,12 @@ namespace {
 namespace fab = flash_attention_backward;
 using fab::Shape;
 
-struct UseWorkerBinary : ::testing::Environment {
-  void SetUp() override { editable::worker::set_program(KL_BINARY); }
-  void TearDown() override { editable::worker::stop(); }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new UseWorkerBinary);
+const void* const kEnv = test::use_worker_binary();
 
 constexpr const char* kRung = "flash-attention-backward";
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
-  Shape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.lq = lq;
-  s.lk = lk;
-  s.d = d;
-  return s;
+  return test::attention_shape<Shape>(lq, lk, d, batch, heads);
 }
 
 editable::Source gallery_bug(const std::string& name) {
@@ -133,10 +124,7 @@ Grads run_on(Backend b, const Inputs& in, int64_t kv, int64_t q_tile, const edit
   return g;
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using test::same_bits;
 
 struct Case {
   Shape s;

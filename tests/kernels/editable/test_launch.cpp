@@ -17,52 +17,27 @@
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/trace.h"
 #include "test_util.h"
+#include "vector_add_outcome.h"
 
 namespace kl {
 namespace {
 
 using editable::DType;
 
-struct Outcome {
-  std::vector<float> out;
-  std::vector<int32_t> writer;
-  std::vector<uint32_t> count;
-  std::vector<uint8_t> lanes;
-  editable::Fault fault;
-};
+using Outcome = test::VectorAddOutcome;
 
 Outcome vector_add_on(Backend b, const std::vector<float>& x, const std::vector<float>& y, int block,
                       const editable::Source* src) {
-  const int64_t n = int64_t(x.size());
-  Buffer<float> dx(b, x.size()), dy(b, y.size()), dout(b, x.size());
-  dx.upload(x);
-  dy.upload(y);
-  dout.fill_bytes(0xFF);
-  ElementTrace t;
-  t.reset(b, n, block);
-  ElementTraceView v = t.view();
-  Outcome o;
   // In this process (the worker's own path; tests/kernels/editable/test_worker.cpp covers the worker).
-  if (src) o.fault = editable::run_in_process(b, src, vector_add::detail::traced_launch(dx.data(), dy.data(), dout.data(), n, block, &v));
-  else o.fault = vector_add::run_traced(b, dx.data(), dy.data(), dout.data(), n, block, &v, nullptr);
-  o.out = dout.to_host();
-  o.writer = t.writer.to_host();
-  o.count = t.write_count.to_host();
-  o.lanes = t.lane_state.to_host();
-  return o;
+  return test::traced_vector_add(b, int64_t(x.size()), block, x, y,
+                                 [&](const float* dx, const float* dy, float* dout, int64_t n, int bs, ElementTraceView* v) {
+                                   if (src) return editable::run_in_process(b, src, vector_add::detail::traced_launch(dx, dy, dout, n, bs, v));
+                                   return vector_add::run_traced(b, dx, dy, dout, n, bs, v, nullptr);
+                                 });
 }
 
 editable::Source shipped_copy(const std::string& edit_from = "", const std::string& edit_to = "") {
-  editable::Source s;
-  s.rung = "vector-add";
-  s.file = "my_vector_add.cu";
-  s.text = editable::shipped_source("vector-add");
-  if (!edit_from.empty()) {
-    const size_t at = s.text.find(edit_from);
-    EXPECT_NE(at, std::string::npos) << edit_from;
-    if (at != std::string::npos) s.text.replace(at, edit_from.size(), edit_to);
-  }
-  return s;
+  return test::shipped_copy("vector-add", "my_vector_add.cu", edit_from, edit_to);
 }
 
 TEST(EditableLaunch, ShippedSourceIsEmbedded) {
@@ -137,13 +112,7 @@ std::vector<editable::Diagnostic> compile_errors(Backend b, const editable::Sour
   return {};
 }
 
-int line_of(const std::string& text, const std::string& needle) {
-  const size_t at = text.find(needle);
-  EXPECT_NE(at, std::string::npos) << needle;
-  int line = 1;
-  for (size_t i = 0; i < at; ++i) line += text[i] == '\n';
-  return line;
-}
+using test::line_of;
 
 TEST(EditableCompile, HostCompilerErrorsAtTheUsersFileAndLine) {
   editable::Source s = shipped_copy("const float b = y.load(offset, mask, 0.0f);", "const float b = y.lod(offset, mask, 0.0f);");

@@ -14,32 +14,17 @@
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/trace.h"
 #include "test_util.h"
+#include "vector_add_outcome.h"
 
 namespace kl {
 namespace {
 
 using editable::DType;
 
-struct UseWorkerBinary : ::testing::Environment {
-  void SetUp() override { editable::worker::set_program(KL_BINARY); }
-  void TearDown() override { editable::worker::stop(); }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new UseWorkerBinary);
+const void* const kEnv = test::use_worker_binary();
 
 editable::Source edited(const std::string& from = "", const std::string& to = "") {
-  editable::Source s{"vector-add", "nv_vector_add.cu", editable::shipped_source("vector-add")};
-  if (!from.empty()) {
-    const size_t at = s.text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.text.replace(at, from.size(), to);
-  }
-  return s;
-}
-
-int line_of(const std::string& text, const std::string& needle) {
-  int line = 1;
-  for (size_t i = 0; i < text.find(needle); ++i) line += text[i] == '\n';
-  return line;
+  return test::shipped_copy("vector-add", "nv_vector_add.cu", from, to);
 }
 
 TEST(EditableNvrtc, CompileErrorsAtTheUsersFileAndLineWithoutAGpu) {
@@ -51,7 +36,7 @@ TEST(EditableNvrtc, CompileErrorsAtTheUsersFileAndLineWithoutAGpu) {
   } catch (const editable::CompileError& e) {
     ASSERT_FALSE(e.diagnostics.empty()) << e.what();
     EXPECT_EQ(e.diagnostics[0].file, "nv_vector_add.cu");
-    EXPECT_EQ(e.diagnostics[0].line, line_of(s.text, "a + c"));
+    EXPECT_EQ(e.diagnostics[0].line, test::line_of(s.text, "a + c"));
     EXPECT_NE(e.diagnostics[0].message.find("\"c\""), std::string::npos) << e.diagnostics[0].message;
     EXPECT_EQ(e.diagnostics[0].text().rfind("nv_vector_add.cu:", 0), 0u) << e.diagnostics[0].text();
   }
@@ -62,32 +47,16 @@ TEST(EditableNvrtc, TheUneditedSourceCompiles) {
   EXPECT_NO_THROW(editable::compile(Backend::Cuda, edited()));
 }
 
-struct Outcome {
-  std::vector<float> out;
-  std::vector<int32_t> writer;
-  std::vector<uint32_t> count;
-  std::vector<uint8_t> lanes;
-  editable::Fault fault;
-};
+using Outcome = test::VectorAddOutcome;
 
 // In process (run_in_process) or through the worker (launch).
 Outcome vector_add_on(Backend b, int64_t n, int block, const editable::Source* src, bool worker,
                       const std::vector<float>& x, const std::vector<float>& y) {
-  Buffer<float> dx(b, size_t(n)), dy(b, size_t(n)), dout(b, size_t(n));
-  dx.upload(x);
-  dy.upload(y);
-  dout.fill_bytes(0xFF);
-  ElementTrace t;
-  t.reset(b, n, block);
-  ElementTraceView v = t.view();
-  const editable::Launch l = vector_add::detail::traced_launch(dx.data(), dy.data(), dout.data(), n, block, &v);
-  Outcome o;
-  o.fault = worker ? editable::launch(b, src, l) : editable::run_in_process(b, src, l);
-  o.out = dout.to_host();
-  o.writer = t.writer.to_host();
-  o.count = t.write_count.to_host();
-  o.lanes = t.lane_state.to_host();
-  return o;
+  return test::traced_vector_add(b, n, block, x, y,
+                                 [&](const float* dx, const float* dy, float* dout, int64_t m, int bs, ElementTraceView* v) {
+                                   const editable::Launch l = vector_add::detail::traced_launch(dx, dy, dout, m, bs, v);
+                                   return worker ? editable::launch(b, src, l) : editable::run_in_process(b, src, l);
+                                 });
 }
 
 void expect_same(const Outcome& a, const Outcome& b) {

@@ -25,20 +25,10 @@ namespace {
 namespace rd = relu_dropout;
 using softmax::Variant;
 
-struct UseWorkerBinary : ::testing::Environment {
-  void SetUp() override { editable::worker::set_program(KL_BINARY); }
-  void TearDown() override { editable::worker::stop(); }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new UseWorkerBinary);
+const void* const kEnv = test::use_worker_binary();
 
 editable::Source copy_of(const std::string& rung, const std::string& from = "", const std::string& to = "") {
-  editable::Source s{rung, "edited.cu", editable::shipped_source(rung)};
-  if (!from.empty()) {
-    const size_t at = s.text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.text.replace(at, from.size(), to);
-  }
-  return s;
+  return test::shipped_copy(rung, "edited.cu", from, to);
 }
 
 editable::GalleryBug bug(const std::string& rung, const std::string& file) {

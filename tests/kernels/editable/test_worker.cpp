@@ -17,52 +17,27 @@
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/trace.h"
 #include "test_util.h"
+#include "vector_add_outcome.h"
 
 namespace kl {
 namespace {
 
 using editable::DType;
 
-struct UseWorkerBinary : ::testing::Environment {
-  void SetUp() override { editable::worker::set_program(KL_BINARY); }
-  void TearDown() override { editable::worker::stop(); }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new UseWorkerBinary);
+const void* const kEnv = test::use_worker_binary();
 
 editable::Source edited(const std::string& from = "", const std::string& to = "") {
-  editable::Source s{"vector-add", "edited_vector_add.cu", editable::shipped_source("vector-add")};
-  if (!from.empty()) {
-    const size_t at = s.text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.text.replace(at, from.size(), to);
-  }
-  return s;
+  return test::shipped_copy("vector-add", "edited_vector_add.cu", from, to);
 }
 
-struct Outcome {
-  std::vector<float> out;
-  std::vector<int32_t> writer;
-  std::vector<uint32_t> count;
-  std::vector<uint8_t> lanes;
-  editable::Fault fault;
-};
+using Outcome = test::VectorAddOutcome;
 
 Outcome vector_add_on(Backend b, int64_t n, int block, const editable::Source* src, const std::vector<float>& x,
                       const std::vector<float>& y) {
-  Buffer<float> dx(b, size_t(n)), dy(b, size_t(n)), dout(b, size_t(n));
-  dx.upload(x);
-  dy.upload(y);
-  dout.fill_bytes(0xFF);
-  ElementTrace t;
-  t.reset(b, n, block);
-  ElementTraceView v = t.view();
-  Outcome o;
-  o.fault = vector_add::run_traced(b, dx.data(), dy.data(), dout.data(), n, block, &v, src);
-  o.out = dout.to_host();
-  o.writer = t.writer.to_host();
-  o.count = t.write_count.to_host();
-  o.lanes = t.lane_state.to_host();
-  return o;
+  return test::traced_vector_add(b, n, block, x, y,
+                                 [&](const float* dx, const float* dy, float* dout, int64_t m, int bs, ElementTraceView* v) {
+                                   return vector_add::run_traced(b, dx, dy, dout, m, bs, v, src);
+                                 });
 }
 
 void expect_same(const Outcome& a, const Outcome& b) {

@@ -1,5 +1,5 @@
-// Fresh random Q, K, V for the attention and flash-attention tests: Q and K uniform in
-// [-magnitude, magnitude] (large magnitudes make peaked softmaxes), V uniform in [-1, 1].
+// Shapes and fresh random Q, K, V for the attention, flash-attention and backward tests: Q and K uniform
+// in [-magnitude, magnitude] (large magnitudes make peaked softmaxes), V uniform in [-1, 1].
 #pragma once
 #include <vector>
 
@@ -7,6 +7,18 @@
 #include "test_util.h"
 
 namespace kl::test {
+
+// A [batch, heads, lq | lk, d] shape: attention::Shape, or flash_attention::Shape (derived from it).
+template <class S>
+S attention_shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
+  S s;
+  s.batch = batch;
+  s.heads = heads;
+  s.lq = lq;
+  s.lk = lk;
+  s.d = d;
+  return s;
+}
 
 struct AttentionInputs {
   std::vector<float> q, k, v;

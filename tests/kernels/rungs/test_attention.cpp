@@ -51,13 +51,7 @@ using test::nan_count;
 using test::rel_err;
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
-  Shape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.lq = lq;
-  s.lk = lk;
-  s.d = d;
-  return s;
+  return test::attention_shape<Shape>(lq, lk, d, batch, heads);
 }
 
 constexpr double kTol = 2e-6;  // float32 accumulation over at most a few thousand terms
@@ -278,12 +272,7 @@ TEST(Attention, WallOnGpuWithDeviceLimit) {
   for (int d : {16, 32, 64, 128}) check_wall(Backend::Cuda, d);
 }
 
-Array arr(std::vector<int64_t> shape) {
-  Array a;
-  a.shape = shape;
-  a.data = test::random_floats(size_t(Array{shape, {}}.size()));
-  return a;
-}
+Array arr(std::vector<int64_t> shape) { return test::random_array(std::move(shape)); }
 
 // [SECTION] Unfused (standard) attention ---------------------------------------------------------------------
 

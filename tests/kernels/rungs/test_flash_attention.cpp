@@ -34,13 +34,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 using Inputs = test::AttentionInputs;
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
-  Shape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.lq = lq;
-  s.lk = lk;
-  s.d = d;
-  return s;
+  return test::attention_shape<Shape>(lq, lk, d, batch, heads);
 }
 
 // A trace copied to the host.
@@ -612,18 +606,10 @@ TEST(FlashAttention, TeachingRefusesKvHeadsNotDividingQs) {
 // [SECTION] The editable source -------------------------------------------------------------------------
 
 editable::Source shipped_copy(const std::string& edit_from = "", const std::string& edit_to = "") {
-  editable::Source src{"flash-attention", "my_flash_attention.cu", editable::shipped_source("flash-attention")};
-  if (!edit_from.empty()) {
-    const size_t at = src.text.find(edit_from);
-    EXPECT_NE(at, std::string::npos) << edit_from;
-    if (at != std::string::npos) src.text.replace(at, edit_from.size(), edit_to);
-  }
-  return src;
+  return test::shipped_copy("flash-attention", "my_flash_attention.cu", edit_from, edit_to);
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
 void expect_same_bits(const HostTrace& a, const HostTrace& b) {
   EXPECT_TRUE(same_bits(a.m0, b.m0)) << "m_before";
@@ -719,7 +705,7 @@ TEST(FlashAttention, EditedSourceCpuAndCudaTracesAgree) {
         ASSERT_EQ(a.size(), b.size()) << what;
         for (size_t i = 0; i < a.size(); ++i) {
           if (std::isinf(a[i]) || std::isinf(b[i]) || std::isnan(a[i]) || std::isnan(b[i])) {
-            ASSERT_TRUE(same_bits({a[i]}, {b[i]})) << what << " at " << i << ": " << a[i] << " vs " << b[i];
+            ASSERT_TRUE(same_bits<float>({a[i]}, {b[i]})) << what << " at " << i << ": " << a[i] << " vs " << b[i];
             continue;
           }
           ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::fabs(a[i]))) << what << " at " << i;
@@ -759,12 +745,7 @@ TEST(FlashAttention, EditedKernelsOutOfBoundsStoreIsLocated) {
 
 // [SECTION] The command-line entry -----------------------------------------------------------------------
 
-Array arr(std::vector<int64_t> shape) {
-  Array a;
-  a.shape = shape;
-  a.data = test::random_floats(size_t(Array{shape, {}}.size()));
-  return a;
-}
+Array arr(std::vector<int64_t> shape) { return test::random_array(std::move(shape)); }
 
 TEST(FlashAttention, EntryRunsWithTrace) {
   const KernelEntry e = entry();

@@ -26,13 +26,7 @@ using test::nan_count;
 using test::rel_err;
 
 Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1) {
-  Shape s;
-  s.batch = batch;
-  s.heads = heads;
-  s.lq = lq;
-  s.lk = lk;
-  s.d = d;
-  return s;
+  return test::attention_shape<Shape>(lq, lk, d, batch, heads);
 }
 
 Options causal(bool c, double scale = 0) {

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/runtime/buffer.h"
@@ -38,6 +39,7 @@ namespace {
 // points; the tests that call them skip themselves (KL_REQUIRE_CUDA) before it matters.
 bool fast_wgmma_kernels_loaded() { return false; }
 bool run_fast_wgmma(const FastParams&, bool) { return false; }
+bool run_fast_wgmma_persistent(const FastParams&, bool, bool) { return false; }
 void run_fast_mma_sync(const FastParams&) {}
 #endif
 
@@ -422,13 +424,128 @@ TEST(FlashAttentionFast, CpAsyncWgmmaKernelMatchesReference) {
   reduced_sweep("wgmma-cpasync", FastPath::WgmmaCpAsync);
 }
 
+// The persistent candidates (KL_FLASH_FAST_PATH=wgmma-persistent, wgmma-persistent-lpt): the reduced sweep,
+// d = 256 odd lengths, grouped-query ratios 1, 2, 4, 8 at every head dimension, rows that see nothing, and
+// shapes with many more tiles than SMs (each block loops over several tiles: the Q, K/V stage and turn
+// phases carry from tile to tile), including causal Lq > Lk, where tiles with no key sit between tiles with
+// work. The launch itself is checked to be the persistent kernel's (no quiet fallback).
+std::vector<std::pair<const char*, FastPath>> persistent_paths(bool with_exp2 = true) {
+  std::vector<std::pair<const char*, FastPath>> v = {{"wgmma-persistent", FastPath::WgmmaPersistent},
+                                                     {"wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt}};
+  if (with_exp2) v.push_back({"wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2});
+  return v;
+}
+void persistent_sweep(const char* name, FastPath path) {
+  {
+    SCOPED_TRACE(name);
+    reduced_sweep(name, path);
+    if (::testing::Test::HasFatalFailure()) return;
+    ScopedEnv env("KL_FLASH_FAST_PATH", name);
+    sweep({1, 79, 81, 161}, {256});
+    if (::testing::Test::HasFatalFailure()) return;
+    gqa_sweep({33, 1000}, {64, 128, 256});
+    if (::testing::Test::HasFatalFailure()) return;
+    for (int d : {64, 128, 256})
+      for (auto [Lq, Lk] : {std::pair<int, int>{1000, 17}, {129, 1}, {300, 128}}) {
+        Shape s;
+        s.B = 2, s.H = 1, s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = true;
+        check_case(s);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Shape many;  // 2 x 40 x 3 = 240 tiles
+        many.B = 2, many.H = 40, many.Lq = 300, many.Lk = 300, many.d = d, many.causal = causal;
+        many.dtype = causal ? "fp16" : "bf16";
+        check_case(many);
+        if (::testing::Test::HasFatalFailure()) return;
+        Shape sparse;  // 3 x 50 x 4 = 600 tiles; causal: the first 250 rows of every head see nothing
+        sparse.B = 3, sparse.H = 50, sparse.H_kv = 10, sparse.Lq = 400, sparse.Lk = 150, sparse.d = d;
+        sparse.causal = causal;
+        check_case(sparse);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    Shape peaked;  // long rows, the max moving across many tiles
+    peaked.B = 1, peaked.H = 2, peaked.Lq = 300, peaked.Lk = 2049, peaked.d = 128, peaked.causal = true;
+    peaked.scale = 1.0f;
+    check_case(peaked, 2.0f);
+    if (::testing::Test::HasFatalFailure()) return;
+    // Every contiguous shape takes the persistent kernel itself.
+    for (int d : {64, 128, 256}) {
+      FastParams p;
+      p.B = 2, p.H = 3, p.Lq = 129, p.Lk = 200, p.d = d, p.scale = 0.1f, p.causal = true;
+      Buffer<uint16_t> q(Backend::Cuda, size_t(6) * 129 * d), k(Backend::Cuda, size_t(6) * 200 * d),
+          v(Backend::Cuda, size_t(6) * 200 * d), o(Backend::Cuda, size_t(6) * 129 * d);
+      q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
+      p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
+      set_contiguous_strides(p);
+      EXPECT_TRUE(run_fast_wgmma_persistent(p, path != FastPath::WgmmaPersistent,
+                                            path == FastPath::WgmmaPersistentExp2))
+          << "d=" << d;
+      mem::synchronize(Backend::Cuda);
+    }
+  }
+}
+TEST(FlashAttentionFast, PersistentKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent", FastPath::WgmmaPersistent);
+}
+TEST(FlashAttentionFast, PersistentLptKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt);
+}
+TEST(FlashAttentionFast, PersistentExp2KernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2);
+}
+
+// The persistent kernels' same inputs twice give bit-identical outputs, and (but the exp2 candidate, whose
+// exp2 differs) the same bits as the default TMA kernel (same tiles, same arithmetic order per tile; only
+// which block runs a tile changes).
+TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  for (int d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      const int B = 3, H = 60, Lq = 333, Lk = 517;  // 540 tiles: four or five per block
+      SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : " non-causal"));
+      const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
+      const Array k = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const Array v = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const float scale = 1.0f / std::sqrt(float(d));
+      Array base;
+      {
+        ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
+        base = run_fast_host(q, k, v, causal, scale, "bf16");
+      }
+      size_t nan = 0;
+      for (float x : base.data) nan += std::isnan(x) ? 1 : 0;
+      ASSERT_EQ(nan, 0u);
+      for (auto [name, path] : persistent_paths()) {
+        ScopedEnv env("KL_FLASH_FAST_PATH", name);
+        ASSERT_EQ(fast_path(), path);
+        const Array a = run_fast_host(q, k, v, causal, scale, "bf16");
+        const Array b = run_fast_host(q, k, v, causal, scale, "bf16");
+        ASSERT_EQ(a.data.size(), base.data.size());
+        EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << name << " moved";
+        if (path != FastPath::WgmmaPersistentExp2)
+          EXPECT_EQ(0, std::memcmp(a.data.data(), base.data.data(), a.data.size() * sizeof(float)))
+              << name << " differs from wgmma";
+      }
+    }
+}
+
 // Each query head of a GQA call gives exactly what the same kernel gives on multi-head inputs whose k and
 // v repeat each kv head `group` times in a row (PyTorch's repeat_interleave(group, dim=1)): the index map
 // is h / group, the arithmetic unchanged. Bit-identical, on every kernel the device has.
 TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
   KL_REQUIRE_CUDA();
   std::vector<const char*> paths = {"mma"};
-  if (fast_wgmma_kernels_loaded()) paths.insert(paths.end(), {"wgmma-cpasync", "wgmma"});
+  if (fast_wgmma_kernels_loaded())
+    paths.insert(paths.end(), {"wgmma-cpasync", "wgmma", "wgmma-persistent", "wgmma-persistent-lpt"});
   for (const char* path : paths)
     for (int d : {64, 128, 256})
       for (auto [H, H_kv] : {std::pair<int, int>{8, 1}, {8, 2}, {8, 4}, {6, 3}})
@@ -480,6 +597,13 @@ TEST(FlashAttentionFast, PathChoice) {
   } else {
     ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-cpasync");
     EXPECT_EQ(fast_path(), FastPath::WgmmaCpAsync);
+  }
+  for (auto [name, want] : persistent_paths()) {  // the candidates: by name only, refused without sm_90a
+    ScopedEnv env("KL_FLASH_FAST_PATH", name);
+    if (fast_wgmma_kernels_loaded())
+      EXPECT_EQ(fast_path(), want);
+    else
+      EXPECT_THROW(fast_path(), InputError);
   }
   if (fast_wgmma_kernels_loaded()) {
     // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to cp.async).
@@ -697,6 +821,100 @@ TEST(FlashAttentionFastHost, TileCountsAndMasksMatchBruteForce) {
             }
           }
         }
+}
+
+// The persistent kernels' tile order: every (query block, head, batch) exactly once; the plain order
+// (section 0) is the non-persistent grid's (blockIdx.x fastest, causal query blocks last-first); lpt with
+// causal takes the (head, batch) pairs in groups of `section` and never puts a lighter tile (fewer K/V
+// tiles) before a heavier one inside a group; lpt without causal is the plain order.
+TEST(FlashAttentionFastHost, PersistentTileOrderCoversEveryTileOnce) {
+  for (auto [n_m, H, B] : {std::tuple<int, int, int>{1, 1, 1}, {3, 2, 5}, {4, 32, 32}, {128, 16, 1}, {7, 3, 2}})
+    for (bool causal : {false, true})
+      for (int section : {0, 1, 3, 7, 1 << 20}) {
+        SCOPED_TRACE("n_m=" + std::to_string(n_m) + " H=" + std::to_string(H) + " B=" + std::to_string(B) +
+                     (causal ? " causal" : "") + " section=" + std::to_string(section));
+        const int total = n_m * H * B, L = n_m * 128, hb = H * B;
+        const int sec = std::min(section, hb);
+        std::vector<int> seen(size_t(total), 0);
+        int prev_work = 1 << 30, prev_group = -1;
+        for (int idx = 0; idx < total; ++idx) {
+          const PersistentTile t = persistent_tile(idx, n_m, H, B, causal, section);
+          ASSERT_TRUE(t.m_block >= 0 && t.m_block < n_m && t.h >= 0 && t.h < H && t.b >= 0 && t.b < B) << idx;
+          ++seen[size_t((t.b * H + t.h) * n_m + t.m_block)];
+          if (!(causal && section > 0)) {  // the grid's order: x = query block (reversed for causal), y = head, z = batch
+            const int x = idx % n_m;
+            ASSERT_EQ(t.m_block, causal ? n_m - 1 - x : x) << idx;
+            ASSERT_EQ(t.h, (idx / n_m) % H) << idx;
+            ASSERT_EQ(t.b, idx / (n_m * H)) << idx;
+          } else {
+            const int pair = t.b * H + t.h, group = pair / sec;
+            ASSERT_GE(group, prev_group) << "tile " << idx << " goes back to an earlier group";
+            if (group != prev_group) prev_work = 1 << 30;
+            const int work = key_tiles_for_block(t.m_block, L, L, 128, 128, true);
+            ASSERT_LE(work, prev_work) << "tile " << idx << " heavier than the one before in its group";
+            prev_work = work, prev_group = group;
+          }
+        }
+        for (int c : seen) ASSERT_EQ(c, 1);
+      }
+}
+
+// The snake hands every tile index to exactly one block, and it balances the blocks' causal work where
+// the plain round robin does not (the reason causal tiles go out in a snake): at L = 512, d = 128 on 132
+// SMs (4 query blocks a head, 132 = 0 mod 4, so round robin gives block 0 every head's heaviest block)
+// and, with the lpt order, at L = 16384, d = 128 (the plain order's snake is 1.54x off there).
+TEST(FlashAttentionFastHost, PersistentSnakeBalancesCausalWork) {
+  for (auto [total, G] : {std::pair<int, int>{1, 1}, {5, 3}, {2048, 132}, {4096, 132}, {131, 132}, {265, 132}}) {
+    std::vector<int> seen(size_t(total), 0);
+    for (int c = 0; c < G; ++c)
+      for (int k = 0; k * G < total; ++k) {
+        const int idx = persistent_index(k, c, G, true);
+        if (idx < total) ++seen[size_t(idx)];
+        ASSERT_EQ(persistent_index(k, c, G, false), c + k * G);
+      }
+    for (int n : seen) ASSERT_EQ(n, 1) << "total " << total << " G " << G;
+  }
+  auto spread = [](int n_m, int H, int B, int section, bool snake) {
+    const int G = 132, total = n_m * H * B, L = n_m * 128;
+    std::vector<double> work(G, 0.0);
+    for (int c = 0; c < G; ++c)
+      for (int k = 0; k * G < total; ++k) {
+        const int idx = persistent_index(k, c, G, snake);
+        if (idx >= total) continue;
+        const PersistentTile t = persistent_tile(idx, n_m, H, B, true, section);
+        work[size_t(c)] += key_tiles_for_block(t.m_block, L, L, 128, 128, true);
+      }
+    double mean = 0, most = 0;
+    for (double w : work) mean += w / G, most = std::max(most, w);
+    return most / mean;
+  };
+  EXPECT_LT(spread(128, 16, 1, 16, true), 1.03);  // L = 16384, lpt
+  EXPECT_GT(spread(128, 16, 1, 0, false), 1.3);
+  EXPECT_LT(spread(4, 16, 32, 0, true), 1.04);  // L = 512, plain order
+  EXPECT_GT(spread(4, 16, 32, 0, false), 1.5);
+}
+
+// The exp2 candidate's polynomial exp2 (the same function the kernel runs): relative error below 1.1e-4
+// over the softmax's whole range (x <= 0, with rounding slack above), exactly 0 for -inf and at the clamp,
+// never negative or NaN below it (no borrow out of the exponent bits).
+TEST(FlashAttentionFastHost, Exp2FmaMatchesExp2) {
+  EXPECT_EQ(exp2_fma(-INFINITY), 0.0f);
+  EXPECT_EQ(exp2_fma(-127.0f), 0.0f);
+  EXPECT_EQ(exp2_fma(-1000.0f), 0.0f);
+  EXPECT_EQ(exp2_fma(0.0f), 1.0f);
+  double worst = 0;
+  for (int i = 0; i <= 2000000; ++i) {
+    const float x = -126.0f + 126.001f * float(i) / 2000000.f;  // [-126, 0.001]
+    const float y = exp2_fma(x);
+    ASSERT_TRUE(std::isfinite(y) && y > 0) << x;
+    worst = std::max(worst, std::fabs(double(y) / std::exp2(double(x)) - 1));
+  }
+  EXPECT_LT(worst, 1.1e-4);
+  for (int i = 0; i <= 100000; ++i) {  // (-127, -126): tiny (subnormal bits), never negative or NaN
+    const float x = -127.0f + float(i) / 100000.f;
+    const float y = exp2_fma(x);
+    ASSERT_TRUE(y >= 0 && y < 1.2e-38f) << x << " -> " << y;
+  }
 }
 
 TEST(FlashAttentionFastHost, CheckHostShapesFillsDimensions) {

@@ -1,0 +1,397 @@
+// The recorded peers (kernels/measure/peers.*, docs/perf/h200.json): the embedded file parses and is the
+// source tree's; a bad file gets one line naming the field; the README's table is the one the file
+// generates (so they cannot drift) and its sentences on the backward agree with the file; the ratios, the
+// ahead/behind reading and the live match; kl_peers_table's --check; bench/record_peers.py's output reads
+// back (where python3 is installed).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "assets/embedded.h"
+#include "kernels/measure/peers.h"
+#include "kernels/runtime/errors.h"
+#include "test_util.h"
+
+namespace kl {
+namespace {
+
+// The source tree's root. __FILE__ may be relative to the build directory: resolve it from there.
+std::string source_root() {
+  const std::string here = __FILE__;  // .../tests/kernels/measure/test_peers.cpp
+  std::string root = here.substr(0, here.rfind("/tests/"));
+  if (root.empty() || root[0] != '/') {
+    const std::string bin = KL_BINARY;
+    root = bin.substr(0, bin.rfind('/')) + "/" + root;
+  }
+  return root;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string build_dir() {
+  const std::string bin = KL_BINARY;
+  return bin.substr(0, bin.rfind('/'));
+}
+
+std::string collapse_spaces(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool space = c == ' ' || c == '\n';
+    if (space && !out.empty() && out.back() == ' ') continue;
+    out += space ? ' ' : c;
+  }
+  return out;
+}
+
+// [SECTION] the embedded file ------------------------------------------------------------------------------
+TEST(RecordedPeers, TheEmbeddedFileParsesAndIsTheSourceTrees) {
+  const peers::Recorded& r = peers::embedded();
+  std::string embedded(assets::find(peers::kEmbeddedName));
+  while (!embedded.empty() && embedded.back() == '\0') embedded.pop_back();
+  EXPECT_EQ(embedded, read_file(source_root() + "/" + peers::kSourcePath)) << "rebuild: the embedded copy is stale";
+  // The caption names what ran (whichever session the file is from): device, date, torch, cuDNN, Triton.
+  ASSERT_FALSE(r.torch.empty());
+  ASSERT_FALSE(r.cudnn.empty());
+  ASSERT_FALSE(r.triton.empty());
+  const std::string cap = peers::caption(r);
+  EXPECT_EQ(cap.rfind(r.device + ", " + r.date + ", torch " + r.torch + ", cuDNN " + r.cudnn + ", Triton " + r.triton, 0), 0u)
+      << cap;
+  EXPECT_FALSE(r.quick) << "the recorded results are a full run";
+  EXPECT_FALSE(r.harness.empty());
+  EXPECT_NE(r.harness.find("bench/peers_common.py"), std::string::npos);
+}
+
+// Issue 16's rows: the forward's 24 shapes at d = 64 and 128, d = 256 and the grouped-query rows, each with
+// the ladder's figure, PyTorch flash's and cuDNN's; the backward's 24 shapes; vector add and ReLU + dropout
+// against Triton and torch.
+TEST(RecordedPeers, TheFileHoldsEveryShapeWithEveryPeer) {
+  const peers::Recorded& r = peers::embedded();
+  const peers::Section* fw = r.find("flash-forward");
+  ASSERT_TRUE(fw);
+  ASSERT_EQ(fw->columns.size(), 3u);
+  EXPECT_EQ(fw->columns[1].id, "flash");
+  EXPECT_EQ(fw->columns[2].id, "cudnn");
+  EXPECT_EQ(fw->unit, "TFLOP/s");
+  int by_d[257] = {}, gqa = 0;
+  for (const peers::Row& row : fw->rows) {
+    SCOPED_TRACE(row.shape);
+    EXPECT_TRUE(row.values[0].has_value()) << "the ladder has a figure at every shape";
+    EXPECT_TRUE(row.values[1] || row.values[2]) << "at least one peer timed it (a null is a peer's refusal)";
+    EXPECT_EQ(row.key.B * row.key.L, 16384);
+    EXPECT_EQ(row.key.H * row.key.d, 2048);
+    if (row.key.Hkv) ++gqa;
+    else ++by_d[row.key.d];
+  }
+  EXPECT_EQ(by_d[64], 12);
+  EXPECT_EQ(by_d[128], 12);
+  EXPECT_EQ(by_d[256], 12);
+  EXPECT_EQ(gqa, 6);
+  const peers::Section* bw = r.find("flash-backward");
+  ASSERT_TRUE(bw);
+  EXPECT_EQ(bw->rows.size(), 24u);
+  EXPECT_EQ(bw->peer_columns(), (std::vector<size_t>{2, 3}));
+  const peers::Section* mem = r.find("memory");
+  ASSERT_TRUE(mem);
+  EXPECT_EQ(mem->unit, "of copy");
+  ASSERT_GE(mem->rows.size(), 2u);
+  EXPECT_EQ(mem->rows[0].name, "vector add fast");
+  EXPECT_EQ(mem->rows[1].name, "ReLU + dropout fused");
+  for (const peers::Row& row : mem->rows) EXPECT_EQ(row.gbs.size(), mem->columns.size()) << row.name;
+}
+
+// [SECTION] bad files: one line naming the file, the field and what was expected -----------------------------
+std::string good_text() { return read_file(source_root() + "/" + peers::kSourcePath); }
+
+std::string error_of(const std::string& text) {
+  try {
+    peers::parse(text, "bad.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RecordedPeers, ABadFileIsRefusedNamingTheField) {
+  ASSERT_EQ(error_of(good_text()), "");
+  EXPECT_NE(error_of("{\"schema\": 1,").find("bad.json: not JSON"), std::string::npos);
+  auto mutated = [](const std::function<void(nlohmann::json&)>& f) {
+    nlohmann::json j = nlohmann::json::parse(good_text());
+    f(j);
+    return j.dump();
+  };
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string want;
+  };
+  const Case cases[] = {
+      {[](nlohmann::json& j) { j.erase("date"); }, "bad.json: top level: missing field \"date\""},
+      {[](nlohmann::json& j) { j["date"] = "1 Dec 2026"; }, "bad.json: date: expected YYYY-MM-DD, got \"1 Dec 2026\""},
+      {[](nlohmann::json& j) { j["schema"] = 2; }, "bad.json: top level.schema: expected an integer in [1, 1], got 2"},
+      {[](nlohmann::json& j) { j["torch"] = 2.11; }, "bad.json: top level.torch: expected a string or null, got 2.11"},
+      {[](nlohmann::json& j) { j["sections"][0]["rows"][3]["values"][1] = "abc"; },
+       "bad.json: sections[0].rows[3].values[1]: expected a positive number or null, got \"abc\""},
+      {[](nlohmann::json& j) { j["sections"][0]["rows"][3]["values"][2] = -1.5; },
+       "bad.json: sections[0].rows[3].values[2]: expected a positive number or null, got -1.5"},
+      {[](nlohmann::json& j) { j["sections"][1]["rows"][0]["values"].erase(0); },
+       "bad.json: sections[1].rows[0].values: expected 4 entries (one per column), got 3"},
+      {[](nlohmann::json& j) { j["sections"][0]["columns"][0]["ours"] = false; },
+       "bad.json: sections[0].columns: expected the ladder's column first (\"ours\": true) and at least one peer"},
+      {[](nlohmann::json& j) { j["sections"][2]["rows"] = nlohmann::json::array(); },
+       "bad.json: sections[2].rows: expected at least one row"},
+      {[](nlohmann::json& j) { j["sections"][0]["ratio_digits"] = 9; },
+       "bad.json: sections[0].ratio_digits: expected an integer in [1, 4], got 9"},
+      {[](nlohmann::json& j) { j["sections"] = nlohmann::json::object(); },
+       "bad.json: top level.sections: expected an array, got {}"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(error_of(mutated(c.edit)), c.want);
+}
+
+// A null value is a peer that refused the shape (or a figure not measured): shown as "-", no ratio.
+TEST(RecordedPeers, ANullValueReadsAsNotMeasured) {
+  nlohmann::json j = nlohmann::json::parse(good_text());
+  j["sections"][0]["rows"][0]["values"][2] = nullptr;
+  const peers::Recorded r = peers::parse(j.dump(), "x.json");
+  const peers::Section& s = r.sections[0];
+  EXPECT_FALSE(s.rows[0].values[2].has_value());
+  EXPECT_FALSE(peers::ratio(s.rows[0], 2).has_value());
+  EXPECT_EQ(peers::format_ratio(s, peers::ratio(s.rows[0], 2)), "-");
+  EXPECT_EQ(peers::format_value(s, s.rows[0].values[2]), "-");
+  const std::string line = "| B=32 H=32 L=512 d=64 non-causal bf16 | " + peers::format_value(s, s.rows[0].values[0]) + " | " +
+                           peers::format_value(s, s.rows[0].values[1]) + " | - | " +
+                           peers::format_ratio(s, peers::ratio(s.rows[0], 1)) + " | - |";
+  EXPECT_NE(peers::markdown(r).find(line), std::string::npos) << line;
+}
+
+// [SECTION] ratios and their reading ----------------------------------------------------------------------
+TEST(RecordedPeers, RatiosAreTheLaddersOverThePeersAndAheadIsAsShown) {
+  const peers::Section& s = *peers::embedded().find("flash-forward");
+  const peers::Row& row = s.rows[0];
+  ASSERT_EQ(row.shape, "B=32 H=32 L=512 d=64 non-causal bf16");
+  ASSERT_TRUE(row.values[0] && row.values[1] && row.values[2]);
+  EXPECT_DOUBLE_EQ(*peers::ratio(row, 1), *row.values[0] / *row.values[1]);
+  EXPECT_DOUBLE_EQ(*peers::ratio(row, 2), *row.values[0] / *row.values[2]);
+  char want[32];
+  std::snprintf(want, sizeof want, "%.2f", *row.values[0] / *row.values[2]);
+  EXPECT_EQ(peers::format_ratio(s, peers::ratio(row, 2)), want);
+  EXPECT_EQ(peers::format_ratio(s, 290.9 / 394.9), "0.74");
+  EXPECT_EQ(peers::format_value(s, 290.94), "290.9");
+  EXPECT_TRUE(peers::ahead(1.0, 2));
+  EXPECT_TRUE(peers::ahead(0.996, 2)) << "reads 1.00: level counts as ahead";
+  EXPECT_FALSE(peers::ahead(0.994, 2));
+  EXPECT_FALSE(peers::ahead(0.996, 3));
+  EXPECT_EQ(peers::short_shape(row), "d=64 L=512");
+  const peers::Row& gqa = s.rows.back();
+  EXPECT_EQ(peers::short_shape(gqa), "d=128 L=16384 Hkv=2 causal");
+  const peers::Section& mem = *peers::embedded().find("memory");
+  EXPECT_EQ(peers::short_shape(mem.rows[0]), "vector add fast n=2^26");
+}
+
+TEST(RecordedPeers, ShapeKeyReadsEveryField) {
+  const peers::ShapeKey k = peers::shape_key("B=16 H=16 Hkv=2 L=1024 d=128 causal bf16");
+  EXPECT_EQ(k.B, 16);
+  EXPECT_EQ(k.H, 16);
+  EXPECT_EQ(k.Hkv, 2);
+  EXPECT_EQ(k.L, 1024);
+  EXPECT_EQ(k.d, 128);
+  EXPECT_TRUE(k.causal);
+  EXPECT_FALSE(peers::shape_key("B=1 H=16 L=16384 d=128 non-causal bf16").causal);
+}
+
+// [SECTION] the README ------------------------------------------------------------------------------------
+TEST(RecordedPeers, TheReadmesTableIsTheOneTheFileGenerates) {
+  const std::string readme = read_file(source_root() + "/README.md");
+  const std::string block = peers::readme_block(readme);
+  ASSERT_FALSE(block.empty()) << "README.md lacks the peers table's markers";
+  const peers::Recorded r = peers::parse(good_text(), peers::kSourcePath);
+  EXPECT_EQ(block, peers::markdown(r))
+      << "README.md's peers table differs from " << peers::kSourcePath
+      << ": regenerate it with `cmake --build --preset default --target readme-peers-table`";
+  // Every shape of every section is in it, with the caption.
+  for (const peers::Section& s : r.sections)
+    for (const peers::Row& row : s.rows) EXPECT_NE(block.find("| " + row.shape + " |"), std::string::npos) << row.shape;
+  EXPECT_NE(block.find(peers::caption(r)), std::string::npos);
+}
+
+TEST(RecordedPeers, ReplacingTheBlockNeedsTheMarkers) {
+  EXPECT_THROW(peers::replace_readme_block("no markers here\n", "x"), InputError);
+  const std::string readme = std::string("a\n") + peers::kReadmeBegin + "\nold\n" + peers::kReadmeEnd + "\nb\n";
+  EXPECT_EQ(peers::replace_readme_block(readme, "NEW\n"), "a\nNEW\nb\n");
+}
+
+// Rung 6's paragraph states the backward's ranges: they are the file's (rounded as written).
+bool d64(const peers::Row& r) { return r.key.d == 64; }
+bool d128(const peers::Row& r) { return r.key.d == 128; }
+std::string range(const peers::Span& s, const char* f) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, s.lo, s.hi);
+  return b;
+}
+
+TEST(RecordedPeers, TheReadmesBackwardSentenceIsTheFiles) {
+  const std::string readme = collapse_spaces(read_file(source_root() + "/README.md"));
+  const peers::Section& bw = *peers::embedded().find("flash-backward");
+  const std::string want128 = "it reads " + range(peers::value_span(bw, 0, d128), "%.0f to %.0f") +
+                              " TFLOP/s at d = 128, " + range(peers::ratio_span(bw, 2, d128), "%.2fx to %.2fx") +
+                              " PyTorch's flash backward and " + range(peers::ratio_span(bw, 3, d128), "%.2fx to %.2fx") +
+                              " its cuDNN backward, and " + range(peers::value_span(bw, 0, d64), "%.0f to %.0f") +
+                              " TFLOP/s at d = 64 (" + range(peers::ratio_span(bw, 2, d64), "%.2fx to %.2fx") + " flash, " +
+                              range(peers::ratio_span(bw, 3, d64), "%.2fx to %.2fx") + " cuDNN)";
+  EXPECT_NE(readme.find(want128), std::string::npos) << "README's rung 6 paragraph should read: " << want128;
+}
+
+// [SECTION] live figures ----------------------------------------------------------------------------------
+TEST(RecordedPeers, LiveFiguresMatchByShape) {
+  const peers::Section& fw = *peers::embedded().find("flash-forward");
+  measure::Results live;
+  live.machine.cpu_figures = false;
+  measure::Point p;
+  p.section = "compute", p.kernel = "flash-attention", p.variant = "fast d=128 causal";
+  p.shape = "B=4 H=16 L=4096 d=128 causal bf16", p.size = 4096, p.tflops = 501.5;
+  live.points.push_back(p);
+  p.variant = "fast d=64", p.shape = "B=32 H=32 L=512 d=64 bf16", p.size = 512, p.tflops = 280.0;
+  live.points.push_back(p);
+  const std::vector<std::optional<double>> got = peers::live_ladder(fw, live);
+  ASSERT_EQ(got.size(), fw.rows.size());
+  int matched = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!got[i]) continue;
+    ++matched;
+    const peers::ShapeKey& k = fw.rows[i].key;
+    EXPECT_EQ(k.Hkv, 0) << "no grouped-query row matches a multi-head point";
+    if (k.d == 128) {
+      EXPECT_EQ(*got[i], 501.5);
+      EXPECT_TRUE(k.causal);
+      EXPECT_EQ(k.L, 4096);
+    } else {
+      EXPECT_EQ(*got[i], 280.0);
+      EXPECT_FALSE(k.causal);
+      EXPECT_EQ(k.L, 512);
+    }
+  }
+  EXPECT_EQ(matched, 2);
+  live.machine.cpu_figures = true;  // CPU figures are not the GPU's
+  for (const auto& v : peers::live_ladder(fw, live)) EXPECT_FALSE(v.has_value());
+  live.machine.cpu_figures = false;  // the other sections have no live figure
+  for (const auto& v : peers::live_ladder(*peers::embedded().find("flash-backward"), live)) EXPECT_FALSE(v.has_value());
+}
+
+// [SECTION] the generator, kl_peers_table ------------------------------------------------------------------
+TEST(PeersTableTool, ChecksTheReadmeAndRefusesABadFile) {
+  const std::string tool = build_dir() + "/kl_peers_table", json = source_root() + "/" + peers::kSourcePath;
+  std::string out;
+  EXPECT_EQ(test::run_shell(tool + " " + json + " --check-file", &out), 0) << out;
+  EXPECT_EQ(test::run_shell(tool + " " + json + " --check " + source_root() + "/README.md", &out), 0) << out;
+  // A README whose table was edited by hand: --check fails and says how to regenerate; --write fixes it.
+  std::string readme = read_file(source_root() + "/README.md");
+  const std::string first = "| B=32 H=32 L=512 d=64 non-causal bf16 | ";
+  const size_t row = readme.find(first, readme.find(peers::kReadmeBegin));
+  ASSERT_NE(row, std::string::npos);
+  const size_t digit = readme.find_first_of("0123456789", row + first.size());
+  readme[digit] = readme[digit] == '9' ? '8' : char(readme[digit] + 1);  // one figure edited by hand
+  const std::string copy = test::tmp_dir() + "/README-edited.md";
+  std::ofstream(copy, std::ios::binary) << readme;
+  EXPECT_EQ(test::run_shell(tool + " " + json + " --check " + copy, &out), 1) << out;
+  EXPECT_NE(out.find("--write"), std::string::npos) << out;
+  EXPECT_EQ(test::run_shell(tool + " " + json + " --write " + copy, &out), 0) << out;
+  EXPECT_EQ(test::run_shell(tool + " " + json + " --check " + copy, &out), 0) << out;
+  const std::string bad = test::tmp_dir() + "/bad-peers.json";
+  std::ofstream(bad) << "{\"schema\": 1}";
+  EXPECT_EQ(test::run_shell(tool + " " + bad + " --check-file", &out), 2) << out;
+  EXPECT_NE(out.find("bad-peers.json: top level: missing field \"date\""), std::string::npos) << out;
+  EXPECT_EQ(test::run_shell(tool + " " + json, &out), 2) << out;
+  EXPECT_NE(out.find("usage:"), std::string::npos) << out;
+}
+
+// [SECTION] bench/record_peers.py's output reads back --------------------------------------------------------
+TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
+  std::string out;
+  if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string dir = test::tmp_dir() + "/record-peers";
+  test::run_shell("mkdir -p " + dir, &out);
+  const nlohmann::json versions = {{"device", "NVIDIA H200"}, {"driver", "580.1"}, {"cuda", "13.0"},
+                                   {"torch", "2.11.0+cu130"}, {"cudnn", "9.19.0"}, {"triton", nullptr},
+                                   {"harness", "the harness"}};
+  const nlohmann::json bench = {
+      {"backend", "cuda"}, {"device", "NVIDIA H200"}, {"quick", false},
+      {"rows",
+       {{{"kernel", "flash-attention"}, {"variant", "fast"}, {"shape", "B=4 H=16 L=4096 d=128 non-causal bf16 wgmma-tma"}, {"tflops", 612.34}},
+        {{"kernel", "flash-attention"}, {"variant", "fast"}, {"shape", "B=4 H=16 Hkv=2 L=4096 d=128 causal bf16 wgmma-tma"}, {"tflops", 530.0}},
+        {{"kernel", "flash-attention-backward"}, {"variant", "fast"}, {"shape", "B=4 H=16 L=4096 d=128 causal bf16 dq=atomic"}, {"tflops", 175.5}},
+        {{"kernel", "flash-attention-backward"}, {"variant", "fast"}, {"shape", "B=4 H=16 L=4096 d=128 causal bf16 dq=deterministic"}, {"tflops", 179.1}},
+        {{"kernel", "vector-add"}, {"variant", "fast"}, {"shape", "n=2^26 fp32"}, {"gbs", 4268.0}, {"ratio", 1.0241}},
+        {{"kernel", "relu-dropout"}, {"variant", "fused"}, {"shape", "n=67108864 p=0.5"}, {"gbs", 4019.0}, {"ratio", 0.963}},
+        {{"kernel", "softmax"}, {"variant", "fixed"}, {"shape", "4096x1024 fp32"}, {"gbs", 3300.0}, {"ratio", 0.98}}}}};
+  const nlohmann::json flash = {
+      {"versions", versions},
+      {"rows",
+       {{{"B", 4}, {"H", 16}, {"Hkv", nullptr}, {"L", 4096}, {"d", 128}, {"causal", false},
+         {"shape", "B=4 H=16 L=4096 d=128 non-causal bf16"}, {"flash_tflops", 358.9}, {"cudnn_tflops", 663.9}},
+        {{"B", 4}, {"H", 16}, {"Hkv", 2}, {"L", 4096}, {"d", 128}, {"causal", true},
+         {"shape", "B=4 H=16 Hkv=2 L=4096 d=128 causal bf16"}, {"flash_tflops", 308.3}, {"cudnn_tflops", nullptr},
+         {"cudnn_error", "refused"}}}}};
+  const nlohmann::json backward = {
+      {"versions", versions},
+      {"rows",
+       {{{"B", 4}, {"H", 16}, {"Hkv", nullptr}, {"L", 4096}, {"d", 128}, {"causal", true},
+         {"shape", "B=4 H=16 L=4096 d=128 causal bf16"}, {"flash_tflops", 237.8}, {"cudnn_tflops", 485.6}}}}};
+  const nlohmann::json triton = {
+      {"versions", {{"triton", "3.6.0"}}},
+      {"triton_version", "3.6.0"},
+      {"peers",
+       {{{"op", "vector-add"}, {"impl", "triton add_kernel"}, {"shape", "n=2^26"}, {"gbs", 4277.0}, {"ratio", 1.027}},
+        {{"op", "vector-add"}, {"impl", "torch.add"}, {"shape", "n=2^26"}, {"gbs", 4270.0}, {"ratio", 1.025}},
+        {{"op", "relu-dropout"}, {"impl", "triton relu_dropout_kernel"}, {"shape", "n=2^26 p=0.5"}, {"gbs", 2583.0}, {"ratio", 0.62}},
+        {{"op", "relu-dropout"}, {"impl", "torch relu + F.dropout"}, {"shape", "n=2^26 p=0.5"}, {"gbs", 1705.0}, {"ratio", 0.409}},
+        {{"op", "softmax"}, {"impl", "triton softmax_kernel"}, {"shape", "4096x1024"}, {"gbs", 3000.0}, {"ratio", 0.9}},
+        {{"op", "softmax"}, {"impl", "triton softmax, num_warps=8"}, {"shape", "4096x1024"}, {"gbs", 3100.0}, {"ratio", 0.93}},
+        {{"op", "softmax"}, {"impl", "torch.softmax"}, {"shape", "4096x1024"}, {"gbs", 2800.0}, {"ratio", 0.85}}}}};
+  std::ofstream(dir + "/bench.json") << bench.dump();
+  std::ofstream(dir + "/flash.json") << flash.dump();
+  std::ofstream(dir + "/backward.json") << backward.dump();
+  std::ofstream(dir + "/triton.json") << triton.dump();
+  const std::string script = "python3 " + source_root() + "/bench/record_peers.py";
+  ASSERT_EQ(test::run_shell(script + " --bench " + dir + "/bench.json --flash " + dir + "/flash.json --backward " + dir +
+                                "/backward.json --triton " + dir + "/triton.json --date 2026-12-02 --out " + dir + "/h200.json",
+                            &out),
+            0)
+      << out;
+  const peers::Recorded r = peers::parse(read_file(dir + "/h200.json"), "h200.json");
+  EXPECT_EQ(peers::caption(r),
+            "NVIDIA H200, 2026-12-02, torch 2.11.0+cu130, cuDNN 9.19.0, Triton 3.6.0, CUDA 13.0, driver 580.1");
+  EXPECT_EQ(r.harness, "the harness");
+  const peers::Section& fw = *r.find("flash-forward");
+  ASSERT_EQ(fw.rows.size(), 2u);
+  EXPECT_EQ(*fw.rows[0].values[0], 612.3);
+  EXPECT_EQ(*fw.rows[0].values[2], 663.9);
+  EXPECT_EQ(*fw.rows[1].values[0], 530.0) << "the grouped-query row takes the ladder's Hkv=2 figure";
+  EXPECT_FALSE(fw.rows[1].values[2].has_value()) << "a refused peer is null";
+  const peers::Section& bw = *r.find("flash-backward");
+  ASSERT_EQ(bw.rows.size(), 1u);
+  EXPECT_EQ(*bw.rows[0].values[0], 175.5);
+  EXPECT_EQ(*bw.rows[0].values[1], 179.1);
+  const peers::Section& mem = *r.find("memory");
+  ASSERT_EQ(mem.rows.size(), 3u);
+  EXPECT_EQ(mem.rows[0].shape, "n=2^26");
+  EXPECT_EQ(*mem.rows[0].values[0], 1.024);
+  EXPECT_EQ(*mem.rows[0].values[2], 1.025);
+  EXPECT_EQ(mem.rows[1].shape, "n=2^26 p=0.5");
+  EXPECT_EQ(*mem.rows[2].values[1], 0.93) << "Triton softmax: the better of its two num_warps rows";
+  // A missing input is one line and exit 2.
+  EXPECT_EQ(test::run_shell(script + " --bench " + dir + "/nope.json --flash " + dir + "/flash.json --out " + dir + "/x.json", &out), 2);
+  EXPECT_NE(out.find("--bench " + dir + "/nope.json: cannot read"), std::string::npos) << out;
+  EXPECT_EQ(test::run_shell(script + " --flash " + dir + "/flash.json --out " + dir + "/x.json", &out), 2);
+  EXPECT_NE(out.find("needs --bench"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kl
