@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The backward's wgmma main kernel on an H100/H200, after `cmake --preset cuda && cmake --build --preset cuda`:
-#   1. the backward-fast tests (both main kernels: the Wgmma* tests run only where the sm_90a code loads),
-#   2. a `run flash-attention-backward --variant fast` smoke per path (KL_FLASH_BWD_PATH=mma|wgmma), both dQ
-#      modes, causal and not, Lq != Lk with tails, bf16 and fp16, d 64 and 128, against the teaching variant,
-#   3. `bench flash-attention-backward --backend cuda` once per path (--json each, for bench/torch_flash_backward.py).
+#   1. the backward-fast tests (all three main kernels: the Wgmma* and WgmmaBulk* tests run only where the
+#      sm_90a code loads),
+#   2. a `run flash-attention-backward --variant fast` smoke per path (KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk),
+#      both dQ modes, causal and not, Lq != Lk with tails, bf16 and fp16, d 64 and 128, against teaching,
+#   3. `bench flash-attention-backward --backend cuda` once per path (--json each), then a table of the three
+#      paths' TFLOP/s per shape with wgmma-bulk / wgmma (from the JSON files, no torch needed),
+#   4. where python3 imports torch (and KL_BWD_PEERS is not 0): bench/torch_flash_backward.py against the
+#      wgmma and wgmma-bulk JSON (bwd_peers_{wgmma,wgmma-bulk}.txt; PyTorch's flash and cuDNN times each run).
 # Logs into $OUT (default ./gpu-out): bwd_summary.txt (read this first), bwd_ctest.log, bwd_smoke.txt,
-# bwd_bench_{mma,wgmma}.{txt,json}. About 3 to 4 minutes.
+# bwd_bench_{mma,wgmma,wgmma-bulk}.{txt,json}, bwd_paths.txt. Steps 1-3 took about 1 minute on the H200
+# with two paths; with three and the peers, expect 2 to 4.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
@@ -73,7 +78,7 @@ smoke() {  # B H Lq Lk d causal dtype deterministic
     --out dq="$tmp/t_dq.npy" --out dk="$tmp/t_dk.npy" --out dv="$tmp/t_dv.npy" > "$tmp/log" 2>&1 || { cat "$tmp/log"; return 1; }
   local path line
   line="B=$B H=$H Lq=$Lq Lk=$Lk d=$d causal=$causal $dtype det=$det:"
-  for path in mma wgmma; do
+  for path in mma wgmma wgmma-bulk; do
     if ! KL_FLASH_BWD_PATH=$path timeout 60 "$bin" run flash-attention-backward --backend cuda --variant fast $ins \
         --set causal="$causal" --set dtype="$dtype" --set deterministic="$det" \
         --out dq="$tmp/${path}_dq.npy" --out dk="$tmp/${path}_dk.npy" --out dv="$tmp/${path}_dv.npy" > "$tmp/log" 2>&1; then
@@ -91,13 +96,49 @@ for d in 128 64; do
   smoke 1 2 333 129 "$d" 1 bf16 1
 done
 rm -rf "$tmp"
-echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; wgmma should read like mma)" | tee -a "$sum"
+echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; wgmma and wgmma-bulk should read like mma)" | tee -a "$sum"
 
-for path in mma wgmma; do
+for path in mma wgmma wgmma-bulk; do
   log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$path"
   KL_FLASH_BWD_PATH=$path timeout 100 "$bin" bench flash-attention-backward --backend cuda \
     --json "$out/bwd_bench_$path.json" > "$out/bwd_bench_$path.txt" 2>&1
   echo "bench rc=$?" | tee -a "$sum"
   grep -E "fast" "$out/bwd_bench_$path.txt" | tee -a "$sum"
 done
+log "the three paths side by side (TFLOP/s, bf16; bulk/wgmma > 1: the candidate is faster)"
+python3 - "$out" <<'EOF' 2>&1 | tee "$out/bwd_paths.txt" | tee -a "$sum"
+import json, os, re, sys
+out = sys.argv[1]
+def rows(path):
+    f = f"{out}/bwd_bench_{path}.json"
+    if not os.path.exists(f):
+        return {}
+    got = {}
+    try:
+        doc = json.load(open(f))
+    except ValueError:
+        return {}
+    for r in doc.get("rows", []):
+        if r.get("variant") != "fast":
+            continue
+        got[re.sub(r" (mma\.sync|wgmma-bulk|wgmma)$", "", r["shape"])] = r["tflops"]
+    return got
+m, w, b = rows("mma"), rows("wgmma"), rows("wgmma-bulk")
+print(f"{'shape':60s} {'mma':>7s} {'wgmma':>7s} {'bulk':>7s} {'bulk/wgmma':>10s}")
+cell = lambda t: f"{t:7.1f}" if t else "      -"
+for key in w or m or b:
+    ratio = f"{b[key] / w[key]:10.2f}" if b.get(key) and w.get(key) else "         -"
+    print(f"{key:60s} {cell(m.get(key))} {cell(w.get(key))} {cell(b.get(key))} {ratio}")
+EOF
+if [ "${KL_BWD_PEERS:-1}" != 0 ] && python3 -c "import torch" 2>/dev/null; then
+  for path in wgmma wgmma-bulk; do
+    log "peers: bench/torch_flash_backward.py --ladder-json bwd_bench_$path.json"
+    timeout 150 python3 bench/torch_flash_backward.py --ladder-json "$out/bwd_bench_$path.json" \
+      > "$out/bwd_peers_$path.txt" 2>&1
+    echo "peers rc=$?" | tee -a "$sum"
+    grep -vE '^\{' "$out/bwd_peers_$path.txt" | tee -a "$sum"
+  done
+else
+  log "peers skipped (KL_BWD_PEERS=0 or no torch)"
+fi
 log "done $(date -u)"

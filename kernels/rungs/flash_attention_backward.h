@@ -33,8 +33,9 @@
 //             An optional BackwardTrace records what the views need (see below), as more of the
 //             kernel's tensors. An edited copy of the source runs in the worker instead (src).
 //   reference float64 on the host, the chain rule row by row; the ground truth.
-//   fast      (CUDA only, bf16/fp16, d 64 and 128) FlashAttention-2's backward on the tensor cores
-//             (mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by fp32 atomics by default;
+//   fast      (CUDA only, bf16/fp16, d 64 and 128) FlashAttention-2/3's backward on the tensor cores
+//             (wgmma on an H100/H200, else mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by
+//             fp32 atomics by default;
 //             `--set deterministic=1` computes dQ in a separate pass per query tile instead, no atomics.
 #pragma once
 #include <cmath>

@@ -28,14 +28,20 @@
 //                 16 (w % 4).., columns half w / 4); shared memory d 64: 64 KiB, d 128: 112 KiB
 //   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
 // Two main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
-//   mma.sync (above; the default everywhere, until the wgmma kernel is measured faster on the H200)
+//   mma.sync (above; the default where the wgmma kernel cannot run)
 //   wgmma (kernels/rungs/flash_attention_backward_fast.sm90a.cu; compute capability 9.0 with the sm_90a build
 //            loaded): FlashAttention-3's structure, kBlockN 128 keys per CTA (two warpgroups of 64 keys, dK_j
 //            and dV_j in registers), kBlockM 64 query rows per step, the five products on wgmma
 //            (S^T = K Q^T, dP^T = V dO^T from shared memory; dV += P^T dO, dK += dS^T Q with P^T, dS^T in
 //            registers; dQ_i = dS K from shared memory, then fp32 atomics or the deterministic dQ pass).
-//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma
-//   (unset or auto: mma.sync); wgmma asked for where it cannot run is an InputError.
+//   wgmma-bulk (the same file, a template flag; only when asked for, KL_FLASH_BWD_PATH=wgmma-bulk): the wgmma
+//            kernel with dS^T stored by stmatrix.trans instead of 16-bit stores, and dQ_i staged in shared memory
+//            (fp32) and added by one cp.reduce.async.bulk .add.f32 per row (256 bytes) instead of per-thread
+//            atomics; the rows' adds are issued one step later, so they overlap the next step's products.
+//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk
+//   (unset or auto: wgmma where it runs, else mma.sync; on the H200 the wgmma kernel measured 1.3x-2.0x
+//   mma.sync's TFLOP/s at d = 128 and 0.98x-1.42x at d = 64, docs/perf-log.md); wgmma asked for where it
+//   cannot run is an InputError.
 // Layout: contiguous [B, H, L, d] (q, o, dout, dq [B, H, Lq, d]; k, v, dk, dv [B, H, Lk, d]; lse, D
 // [B, H, Lq]); every pointer 16-byte aligned. No grouped-query attention (k, v have H heads).
 #pragma once
@@ -78,12 +84,22 @@ struct FastBackwardTraitsSm90 {
   // (fp32, kBlockM each); plus 1 KiB to align the tiles to 1024 bytes (the 128-byte swizzle's period).
   static constexpr int64_t kSmemBytes =
       int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
+  // The wgmma-bulk kernel adds two stages of dQ staging: per warpgroup kBlockM rows of 64 fp32 columns, each
+  // row padded by 32 bytes (kDqRowBytes) so the 8 rows a half-warp's float2 stores touch fall on 8 banks each.
+  static constexpr int kDqRowBytes = 64 * 4 + 32;
+  static constexpr int64_t kDqStageBytes = int64_t(2) * kBlockM * kDqRowBytes;  // both warpgroups
+  static constexpr int64_t kSmemBytesBulk = kSmemBytes + 2 * kDqStageBytes;
 };
 
-// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else mma.sync.
-enum class FastBackwardPath { Auto, MmaSync, Wgmma };
+// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else wgmma where it runs, else mma.sync.
+// WgmmaBulk: the candidate (the wgmma kernel with dS stored by stmatrix and dQ by bulk reduce-adds), only
+// when asked for.
+enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaBulk };
 inline const char* fast_backward_path_name(FastBackwardPath path) {
-  return path == FastBackwardPath::Wgmma ? "wgmma" : path == FastBackwardPath::MmaSync ? "mma.sync" : "auto";
+  return path == FastBackwardPath::Wgmma       ? "wgmma"
+         : path == FastBackwardPath::WgmmaBulk ? "wgmma-bulk"
+         : path == FastBackwardPath::MmaSync   ? "mma.sync"
+                                               : "auto";
 }
 
 struct FastBackwardParams {
@@ -165,6 +181,21 @@ KL_FA_HD uint32_t ds_store_byte(int wg, int warp, int lane, int kk, int r, int h
   const int query = 8 * (2 * kk + (r >> 1)) + 2 * (lane & 3) + hh;
   return swizzled_byte(64, query, key);
 }
+// The same store by stmatrix.x4.trans (wgmma-bulk): ds_frag[kk][0..3] are four 8 x 8 matrices (keys +8 (i % 2),
+// queries 16 kk + 8 (i / 2)) of which each lane holds (key lane/4, queries 2 (lane % 4), +1); .trans writes
+// each matrix's query q as one 16-byte row of 8 keys, whose address lane 8i + q gives. This is that address.
+KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
+  const int i = lane >> 3;
+  const int key = 64 * wg + 16 * warp + 8 * (i & 1);
+  const int query = 16 * kk + 8 * (i >> 1) + (lane & 7);
+  return swizzled_byte(64, query, key);
+}
+// The wgmma-bulk kernel's dQ staging: byte offset of (row, column col) of warpgroup wg's 64-column block
+// in one stage (rows padded to FastBackwardTraitsSm90::kDqRowBytes).
+KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
+  constexpr int kRow = FastBackwardTraitsSm90<64>::kDqRowBytes;  // the same for every d
+  return uint32_t(wg * 64 * kRow + row * kRow + col * 4);
+}
 }  // namespace wgmma_frag
 
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.
@@ -192,14 +223,16 @@ inline void validate_fast(const FastBackwardParams& p) {
 // the default stream, asynchronously. Validates first.
 void run_fast(const FastBackwardParams& p);
 
-// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma when the device is compute
-// capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
-// (mma, wgmma, auto or unset; another value is an InputError) and, unset, takes MmaSync.
+// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma and WgmmaBulk when the device is
+// compute capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
+// (mma, wgmma, wgmma-bulk, auto or unset; another value is an InputError) and, unset or auto, takes Wgmma
+// where fast_backward_wgmma_available(), else MmaSync.
 FastBackwardPath fast_backward_path(FastBackwardPath requested = FastBackwardPath::Auto);
 // True when the wgmma kernel can run here (compute capability 9.0, sm_90a code loaded).
 bool fast_backward_wgmma_available();
 // The wgmma main kernel alone (flash_attention_backward_fast.sm90a.cu): dK, dV and, with atomic_dq, the
-// fp32 dQ accumulator's adds. run_fast wraps it with the preprocess and the convert (or dQ) pass.
+// fp32 dQ accumulator's adds (p.path WgmmaBulk: the candidate's bulk reduce-adds, else per-thread atomics).
+// run_fast wraps it with the preprocess and the convert (or dQ) pass.
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
 
 // float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]): q, k, v, dout converted to `dtype` on the
@@ -216,7 +249,8 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
 // with B*L = 16384 and H*d = 2048, causal and not, both dQ modes; the backward alone is timed (the
 // forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
 // (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024. The main kernel
-// is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync" or "wgmma").
+// is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync", "wgmma" or
+// "wgmma-bulk").
 std::vector<bench::Row> bench_fast(Backend b, bool quick);
 #else
 inline void run_fast(const FastBackwardParams& p) {

@@ -1,6 +1,6 @@
 // Rung 6, fast variant, Hopper path: the FlashAttention backward's main kernel on wgmma (sm_90a), chosen per
-// call (FastBackwardParams::path, or KL_FLASH_BWD_PATH=wgmma; the default stays mma.sync until this kernel is
-// measured faster on the H200). The preprocess (D), the convert pass and the deterministic mode's dQ pass
+// call (FastBackwardParams::path, or KL_FLASH_BWD_PATH=wgmma; the default where it runs: on the H200 it measured
+// 1.3x-2.0x the mma.sync kernel's TFLOP/s at d = 128, docs/perf-log.md). The preprocess (D), the convert pass and the deterministic mode's dQ pass
 // are the mma.sync path's (flash_attention_backward_fast.cu); only the main kernel differs.
 //
 // One CTA per K/V tile j of kBlockN = 128 keys, 8 warps = 2 warpgroups; warpgroup wg owns keys
@@ -17,6 +17,15 @@
 //                          (B, keys = k): wgmma.m64n64k16 ss with B transposed; d = 128: warpgroup wg takes
 //                          columns 64 wg .. (all 128 keys); d = 64: all columns over its own 64 keys (both add).
 //                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
+// The wgmma-bulk candidate (kBulk; KL_FLASH_BWD_PATH=wgmma-bulk, atomic mode only; the deterministic mode
+// runs the kernel above): dS^T goes to sdS by stmatrix.x4.trans (4 per thread per step instead of 32 16-bit
+// stores), and each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory, two stages; after the
+// next step's first barrier, 64 threads per warpgroup add one 256-byte row each into the fp32 accumulator
+// with cp.reduce.async.bulk .add.f32 (atomic per element in L2), so the adds overlap the next step's products.
+// Before a stage is rewritten its issuers wait for its previous adds to have read it (wait_group.read, before
+// the dS barrier); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits.
+// Shared memory: + 2 x 36 KiB (rows padded to 288 bytes, bank-conflict-free float2 stores): d = 64: 154 KiB,
+// d = 128: 218 KiB (of 227).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
@@ -37,8 +46,38 @@ using flash_attention::key_visible;
 using flash_attention::pack2;
 using namespace flash_attention::sm90_detail;
 
+__device__ __forceinline__ void st_shared_v2_f32(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
+}
 __device__ __forceinline__ void st_shared_u16(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(static_cast<unsigned short>(v & 0xFFFFu)) : "memory");
+}
+
+// stmatrix.x4.trans: lane l gives the address of row l % 8 of matrix l / 8; r[i] is this lane's (row lane/4,
+// columns 2 (lane%4), +1) of matrix i, written transposed (sm_90).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
+// dst[0 .. bytes/4) += src[...] element by element, asynchronously (the bulk-copy unit reads shared memory
+// and adds in L2, atomically per element); bytes a multiple of 16, both addresses 16-byte aligned.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// This thread's bulk groups but the newest N have finished reading shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// This thread's bulk groups but the newest N have completed (their global writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // dst[0] += a, dst[1] += b in global memory (one 8-byte vector atomic; dst even).
@@ -65,10 +104,13 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // ---- [SECTION] the main kernel ---------------------------------------------------------------------------
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
-template <class T, int kHeadDim, bool kAtomicDq>
+// kBulk (the wgmma-bulk candidate, with kAtomicDq): dS^T stored by stmatrix, dQ_i staged in shared memory
+// and added by bulk reduce-adds one step later (see the header's wgmma-bulk entry).
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_kernel(const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
+  static_assert(kAtomicDq || !kBulk, "the bulk path changes only the dQ part");
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   static_assert(BM == 64 && BN == 128 && kThreads == 256, "two warpgroups of 64 keys, 64 query rows a step");
@@ -84,6 +126,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   const uint32_t sdS = sdO + 2 * kQBytes;
   float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L * log2(e), +inf: P = 0
   float* sD = sLse + 2 * BM;                                                   // [2][BM]: D
+  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kBulk: [2] stages of Tr::kDqStageBytes (dQ, fp32)
 
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
@@ -103,6 +146,18 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   float acc_dk[D / 2], acc_dv[D / 2];
   zero(acc_dk);
   zero(acc_dv);
+
+  // kBulk: thread (wg, row = tid % 128 < 64) adds row `row` of query tile mt's dQ, staged by warpgroup wg in
+  // stage st, into the accumulator (256 bytes: 64 columns, at 64 wg for d = 128; both add at 0 for d = 64).
+  const bool dq_issuer = (tid & 127) < BM;
+  auto issue_dq_row = [&](int mt, int st) {
+    const int row = tid & 127, grow = mt * BM + row;
+    if (grow >= p.Lq) return;  // rows past Lq: nothing to add
+    float* dst = p.dq_accum + (bh * p.Lq + grow) * D + (D == 128 ? 64 * wg : 0);
+    bulk_reduce_add_f32(dst, sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, row, 0),
+                        64 * 4);
+    bulk_commit();
+  };
 
   // L and D of query tile m into stage s (plain stores by the first 64 threads; the next barrier publishes).
   auto load_stats = [&](int m, int s) {
@@ -135,6 +190,14 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
         load_stats(m + 1, stage ^ 1);
       }
       cp_async_commit();
+      if constexpr (kBulk) {
+        // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
+        // the accumulator; first, the adds issued one step ago have read their stage, this step's.
+        if (dq_issuer && m > m_first) {
+          bulk_wait_read<0>();
+          issue_dq_row(m - 1, stage ^ 1);
+        }
+      }
       const uint32_t sQs = sQ + stage * kQBytes, sdOs = sdO + stage * kQBytes;
 
       // S^T = K_j Q_i^T and dP^T = V_j dO_i^T (64 keys x 64 queries each, k = d).
@@ -199,15 +262,21 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
       wgmma_commit();
 
       if constexpr (kAtomicDq) {
-        // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K), one 16-bit element each:
-        // ds_frag[kk][r] holds (key +8 (r & 1), queries 8 (2 kk + r / 2) + 2t, +1).
+        // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K): ds_frag[kk][r] holds (key +8
+        // (r & 1), queries 8 (2 kk + r / 2) + 2t, +1). kBulk: four transposing 8 x 8 matrix stores per k-step;
+        // else one 16-bit element each.
+        if constexpr (kBulk) {
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
+          for (int kk = 0; kk < 4; ++kk) stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk), ds_frag[kk]);
+        } else {
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
+          for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-            for (int hh = 0; hh < 2; ++hh)
-              st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+              for (int hh = 0; hh < 2; ++hh)
+                st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
+        }
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 
@@ -232,15 +301,28 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
         fence_regs(acc_dk);
         fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
         fence_regs(ds_frag);
-        float* dq_accum = p.dq_accum + bh * p.Lq * D;
-        const int col0 = D == 128 ? 64 * wg : 0;
+        if constexpr (kBulk) {
+          // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
+          // barrier); the next step's first barrier publishes it, and its issuers add it.
+          const uint32_t st_base = sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes);
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int row = m * BM + 16 * warp + g + 8 * r;
-          if (row >= p.Lq) continue;
-          float* dst = dq_accum + int64_t(row) * D + col0 + 2 * t4;
+          for (int r = 0; r < 2; ++r)
 #pragma unroll
-          for (int j = 0; j < 8; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+            for (int j = 0; j < 8; ++j)
+              st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
+                               acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+          fence_proxy_async();  // these generic writes, before the bulk unit reads them
+        } else {
+          float* dq_accum = p.dq_accum + bh * p.Lq * D;
+          const int col0 = D == 128 ? 64 * wg : 0;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int row = m * BM + 16 * warp + g + 8 * r;
+            if (row >= p.Lq) continue;
+            float* dst = dq_accum + int64_t(row) * D + col0 + 2 * t4;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+          }
         }
       } else {
         wgmma_wait<0>();
@@ -251,6 +333,14 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
       }
     }
     cp_async_wait<0>();
+    if constexpr (kBulk) {
+      __syncthreads();  // the last step's dQ staged (and fenced) by every thread
+      if (dq_issuer) {
+        bulk_wait_read<0>();
+        issue_dq_row(m_blocks - 1, (m_blocks - 1 - m_first) & 1);
+      }
+      bulk_wait<0>();  // this thread's adds completed before the CTA (and its shared memory) goes
+    }
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
@@ -276,14 +366,22 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
   using Tr = FastBackwardTraitsSm90<D>;
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
   const bool half = std::is_same<T, __half>::value;
+  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;  // deterministic: no dQ part to change
   const char* name = D == 64 ? (atomic_dq ? (half ? "flash_bwd_wgmma_d64_fp16" : "flash_bwd_wgmma_d64_bf16")
                                           : (half ? "flash_bwd_wgmma_dkdv_d64_fp16" : "flash_bwd_wgmma_dkdv_d64_bf16"))
                              : (atomic_dq ? (half ? "flash_bwd_wgmma_d128_fp16" : "flash_bwd_wgmma_d128_bf16")
                                           : (half ? "flash_bwd_wgmma_dkdv_d128_fp16" : "flash_bwd_wgmma_dkdv_d128_bf16"));
-  if (atomic_dq)
-    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  const char* bulk_name = D == 64 ? (half ? "flash_bwd_wgmma_bulk_d64_fp16" : "flash_bwd_wgmma_bulk_d64_bf16")
+                                  : (half ? "flash_bwd_wgmma_bulk_d128_fp16" : "flash_bwd_wgmma_bulk_d128_bf16");
+  if (bulk)
+    cuda::launch(bulk_name, flash_bwd_wgmma_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytesBulk), 0, p);
+  else if (atomic_dq)
+    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
+                 p);
   else
-    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
+                 p);
 }
 
 // 1 when the driver loaded this file's sm_90a code (the kernel above is real), else 0.

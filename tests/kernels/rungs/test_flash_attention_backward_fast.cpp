@@ -355,12 +355,12 @@ struct ScopedEnv {
 // 63 | 64 | 65 and 127 | 128 | 129: one row or key short of a tile, exactly a tile, one past.
 TEST(FlashAttentionBackwardFast, AtomicDqAroundEveryTileBoundary) {
   KL_REQUIRE_CUDA();
-  sweep({1, 63, 64, 65, 129, 200}, false);
+  sweep({1, 63, 64, 65, 129, 200}, false, FastBackwardPath::MmaSync);
 }
 
 TEST(FlashAttentionBackwardFast, DeterministicDqAroundEveryTileBoundary) {
   KL_REQUIRE_CUDA();
-  sweep({1, 63, 65, 128, 200}, true);
+  sweep({1, 63, 65, 128, 200}, true, FastBackwardPath::MmaSync);
 }
 
 TEST(FlashAttentionBackwardFast, PeakedSoftmaxAndLongRows) {
@@ -405,6 +405,59 @@ TEST(FlashAttentionBackwardFast, WgmmaDeterministicModeIsBitwiseRepeatable) {
   bitwise_repeatable(FastBackwardPath::Wgmma);
 }
 
+// ---- the wgmma-bulk candidate (dS by stmatrix, dQ by bulk reduce-adds): the same checks; the atomic mode
+// is where it differs (the deterministic mode runs the wgmma kernel without its dQ part) ----
+TEST(FlashAttentionBackwardFast, WgmmaBulkAtomicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaBulk);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkDeterministicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 64, 200}, true, FastBackwardPath::WgmmaBulk);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkPeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_WGMMA();
+  peaked_and_long(FastBackwardPath::WgmmaBulk);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkCausalRowsThatSeeNothingOrOneKey) {
+  KL_REQUIRE_WGMMA();
+  causal_rows_that_see_little(FastBackwardPath::WgmmaBulk);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkDeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_WGMMA();
+  bitwise_repeatable(FastBackwardPath::WgmmaBulk);
+}
+
+// The candidate against the wgmma kernel in the atomic mode, on one input: dK and dV the same (the same
+// products from the same registers; only how dS reaches shared memory differs, not its bits), dQ to fp32
+// summation order.
+TEST(FlashAttentionBackwardFast, WgmmaBulkAgreesWithWgmma) {
+  KL_REQUIRE_WGMMA();
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Case c;
+        c.B = 2, c.H = 2, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+        c.dtype = dtype;
+        c.deterministic = false;
+        SCOPED_TRACE(c.text());
+        const Inputs in = rounded_inputs(c);
+        c.path = FastBackwardPath::Wgmma;
+        const FastHostResult w = run_case(c, in);
+        c.path = FastBackwardPath::WgmmaBulk;
+        const FastHostResult x = run_case(c, in);
+        EXPECT_LT(test::rel_err(x.dk.data, std::vector<double>(w.dk.data.begin(), w.dk.data.end())), 1e-6);
+        EXPECT_LT(test::rel_err(x.dv.data, std::vector<double>(w.dv.data.begin(), w.dv.data.end())), 1e-6);
+        EXPECT_EQ(test::nan_count(x.dq.data), 0u);
+        EXPECT_LT(test::rel_err(x.dq.data, std::vector<double>(w.dq.data.begin(), w.dq.data.end())),
+                  c.dtype == "bf16" ? 1e-2 : 2e-3);
+      }
+}
+
 // The two main kernels on one input: dK and dV within a few ulps of each other (both fp32 sums of the same
 // rounded P, dS; different order), dQ too.
 TEST(FlashAttentionBackwardFast, WgmmaAgreesWithMmaSync) {
@@ -427,13 +480,18 @@ TEST(FlashAttentionBackwardFast, WgmmaAgreesWithMmaSync) {
     }
 }
 
-// The kernel choice: mma.sync by default and with KL_FLASH_BWD_PATH=mma; wgmma when asked where it runs,
-// an InputError naming the setting where it does not; another value refused. Runs without a device too.
+// The kernel choice: by default (unset or auto) wgmma where it runs, else mma.sync; mma.sync with
+// KL_FLASH_BWD_PATH=mma; wgmma when asked where it runs, an InputError naming the setting where it does not;
+// another value refused. Runs without a device too.
 TEST(FlashAttentionBackwardFast, PathChoice) {
-  std::printf("wgmma backward on this device: %s\n", fast_backward_wgmma_available() ? "yes" : "no");
+  const bool wgmma = fast_backward_wgmma_available();
+  std::printf("wgmma backward on this device: %s\n", wgmma ? "yes" : "no");
+  const FastBackwardPath fallback = wgmma ? FastBackwardPath::Wgmma : FastBackwardPath::MmaSync;
+  unsetenv("KL_FLASH_BWD_PATH");
+  EXPECT_EQ(fast_backward_path(), fallback);  // unset: the default
   {
-    ScopedEnv env("KL_FLASH_BWD_PATH", "auto");  // the default
-    EXPECT_EQ(fast_backward_path(), FastBackwardPath::MmaSync);
+    ScopedEnv env("KL_FLASH_BWD_PATH", "auto");
+    EXPECT_EQ(fast_backward_path(), fallback);
     EXPECT_EQ(fast_backward_path(FastBackwardPath::MmaSync), FastBackwardPath::MmaSync);
   }
   {
@@ -444,18 +502,23 @@ TEST(FlashAttentionBackwardFast, PathChoice) {
     ScopedEnv env("KL_FLASH_BWD_PATH", "tensor-magic");
     EXPECT_THROW(fast_backward_path(), InputError);
   }
-  ScopedEnv env("KL_FLASH_BWD_PATH", "wgmma");
-  if (fast_backward_wgmma_available()) {
-    EXPECT_EQ(fast_backward_path(), FastBackwardPath::Wgmma);
-    EXPECT_EQ(fast_backward_path(FastBackwardPath::MmaSync), FastBackwardPath::MmaSync);  // explicit wins
-  } else {
-    try {
-      fast_backward_path();
-      FAIL() << "wgmma accepted without sm_90a code";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("KL_FLASH_BWD_PATH=wgmma"), std::string::npos) << e.what();
+  for (const char* name : {"wgmma", "wgmma-bulk"}) {
+    SCOPED_TRACE(name);
+    const FastBackwardPath want = std::string(name) == "wgmma" ? FastBackwardPath::Wgmma : FastBackwardPath::WgmmaBulk;
+    ScopedEnv env("KL_FLASH_BWD_PATH", name);
+    if (wgmma) {
+      EXPECT_EQ(fast_backward_path(), want);
+      EXPECT_EQ(fast_backward_path(FastBackwardPath::MmaSync), FastBackwardPath::MmaSync);  // explicit wins
+    } else {
+      try {
+        fast_backward_path();
+        FAIL() << name << " accepted without sm_90a code";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(std::string("KL_FLASH_BWD_PATH=") + name + ":"), std::string::npos)
+            << e.what();
+      }
+      EXPECT_THROW(fast_backward_path(want), InputError);
     }
-    EXPECT_THROW(fast_backward_path(FastBackwardPath::Wgmma), InputError);
   }
 }
 
@@ -534,12 +597,12 @@ TEST(FlashAttentionBackwardFast, RegistryRunsTheFastVariant) {
 TEST(FlashAttentionBackwardFast, BenchQuickGivesRows) {
   KL_REQUIRE_CUDA();
   std::vector<const char*> paths = {"mma"};
-  if (fast_backward_wgmma_available()) paths.push_back("wgmma");
+  if (fast_backward_wgmma_available()) paths.insert(paths.end(), {"wgmma", "wgmma-bulk"});
   for (const char* path : paths) {
     ScopedEnv env("KL_FLASH_BWD_PATH", path);  // the bench times fast_backward_path()'s kernel
     const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
     ASSERT_EQ(rows.size(), 8u);  // d in {64, 128} x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
-    const std::string name = std::string(" ") + (std::string(path) == "mma" ? "mma.sync" : "wgmma");
+    const std::string name = std::string(" ") + (std::string(path) == "mma" ? "mma.sync" : path);
     for (const bench::Row& r : rows) {
       SCOPED_TRACE(r.shape);
       EXPECT_EQ(r.variant, "fast");
@@ -815,6 +878,57 @@ TEST(FlashAttentionBackwardFastHost, WgmmaDsTransposeOnAnEmulatedCta) {
         for (int k = 0; k < 16; ++k)
           ASSERT_EQ(read_a(start, m, k), ds_t[size_t(64 * wg + 16 * kk + k) * kQueries + m]) << "wg " << wg << " kk " << kk;
     }
+}
+
+// The wgmma-bulk candidate's dS store: stmatrix.x4.trans emulated (lane L's register i, half hh, holds
+// (row L/4, column 2 (L%4) + hh) of 8 x 8 matrix i, written to memory row 2 (L%4) + hh, element L/4, the
+// row's address given by lane 8i + that row) puts every element exactly where the 16-bit stores put it.
+TEST(FlashAttentionBackwardFastHost, WgmmaBulkStmatrixStoresLikeTheElementStores) {
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int kk = 0; kk < 4; ++kk)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int i = 0; i < 4; ++i)
+            for (int hh = 0; hh < 2; ++hh) {
+              const int mem_row = 2 * (lane % 4) + hh;
+              const uint32_t row_start = wgmma_frag::ds_stmatrix_byte(wg, warp, 8 * i + mem_row, kk);
+              ASSERT_EQ(row_start % 16, 0u) << "stmatrix rows are 16-byte aligned";
+              const uint32_t byte = row_start + uint32_t(lane / 4) * 2;
+              ASSERT_EQ(byte, wgmma_frag::ds_store_byte(wg, warp, lane, kk, i, hh))
+                  << "wg " << wg << " warp " << warp << " kk " << kk << " lane " << lane << " matrix " << i;
+            }
+}
+
+// The wgmma-bulk candidate's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, rows
+// 16-byte aligned (the bulk reduce-add's rule), and a half-warp's float2 stores (rows g, g+1, .. g+3 of its
+// warp, columns 8j + 2t) touch each of the 32 banks exactly once (no conflict).
+TEST(FlashAttentionBackwardFastHost, WgmmaBulkDqStagingLayout) {
+  std::vector<int> seen(size_t(FastBackwardTraitsSm90<128>::kDqStageBytes / 4), 0);
+  for (int wg = 0; wg < 2; ++wg)
+    for (int row = 0; row < 64; ++row) {
+      ASSERT_EQ(wgmma_frag::dq_stage_byte(wg, row, 0) % 16, 0u);
+      for (int col = 0; col < 64; ++col) ++seen.at(wgmma_frag::dq_stage_byte(wg, row, col) / 4);
+    }
+  int used = 0;
+  for (int n : seen) {
+    ASSERT_LE(n, 1);
+    used += n;
+  }
+  EXPECT_EQ(used, 2 * 64 * 64);
+  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesBulk, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 64 * 288);
+  EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesBulk, 227 * 1024) << "past the H100/H200's per-block limit";
+  for (int warp = 0; warp < 4; ++warp)
+    for (int j = 0; j < 8; ++j)
+      for (int r = 0; r < 2; ++r)
+        for (int half = 0; half < 2; ++half) {
+          std::array<int, 32> banks{};
+          for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+            const uint32_t byte = wgmma_frag::dq_stage_byte(1, 16 * warp + lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
+            ++banks[(byte / 4) % 32];
+            ++banks[(byte / 4 + 1) % 32];
+          }
+          for (int b : banks) ASSERT_EQ(b, 1) << "warp " << warp << " j " << j;
+        }
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
