@@ -129,6 +129,10 @@ cell = lambda t: f"{t:7.1f}" if t else "      -"
 for key in w or m or b:
     ratio = f"{b[key] / w[key]:10.2f}" if b.get(key) and w.get(key) else "         -"
     print(f"{key:60s} {cell(m.get(key))} {cell(w.get(key))} {cell(b.get(key))} {ratio}")
+import math
+r = [b[k] / w[k] for k in w if b.get(k) and w.get(k) and "dq=atomic" in k]
+if r:  # one line for a script to read: the candidate's geometric-mean speed-up on the default dQ mode
+    print(f"bulk/wgmma geometric mean over the dq=atomic rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}")
 EOF
 if [ "${KL_BWD_PEERS:-1}" != 0 ] && python3 -c "import torch" 2>/dev/null; then
   for path in wgmma wgmma-bulk; do
