@@ -6,6 +6,9 @@
 # KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
 # `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
 # with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
+# Run `test` in a call that has NOT sourced x-env.sh: with the kit's Mesa libraries on LD_LIBRARY_PATH the
+# headless EGL tests (HeadlessHost, Heatmap, the panels' shots) read back blank and take ~100 s each on the
+# H200 (seen in two sessions; without the kit all of them pass).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
