@@ -399,18 +399,7 @@ __global__ void bwd_sm90a_probe(int* out) {
 bool fast_backward_wgmma_available() {
   static const bool loaded = [] {
     if (!flash_attention::fast_wgmma_kernels_loaded()) return false;
-    int* d = nullptr;
-    KL_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
-    int h = 0;
-    try {
-      cuda::launch("flash_bwd_sm90a_probe", sm90_bwd::bwd_sm90a_probe, dim3(1), dim3(1), 0, 0, d);
-      KL_CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
-    } catch (...) {
-      cudaFree(d);
-      throw;
-    }
-    KL_CUDA_CHECK(cudaFree(d));
-    return h == 1;
+    return flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_sm90a_probe", sm90_bwd::bwd_sm90a_probe);
   }();
   return loaded;
 }

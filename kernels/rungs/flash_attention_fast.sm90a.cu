@@ -647,18 +647,7 @@ bool fast_wgmma_kernels_loaded() {
     KL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     KL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
-    int* d = nullptr;
-    KL_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
-    int h = 0;
-    try {
-      cuda::launch("flash_fwd_sm90a_probe", sm90_detail::sm90a_probe, dim3(1), dim3(1), 0, 0, d);
-      KL_CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
-    } catch (...) {
-      cudaFree(d);
-      throw;
-    }
-    KL_CUDA_CHECK(cudaFree(d));
-    return h == 1;
+    return sm90_detail::sm90a_probe_reads_one("flash_fwd_sm90a_probe", sm90_detail::sm90a_probe);
   }();
   return loaded;
 }

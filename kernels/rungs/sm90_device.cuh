@@ -341,5 +341,22 @@ inline bool make_tensor_map(CUtensorMap* map, const void* ptr, FastDtype dtype, 
   return r == CUDA_SUCCESS;
 }
 
+// Launches a one-thread probe kernel that writes 1 where the driver loaded this file's sm_90a build (0 in
+// the plain sm_90 one) and returns whether it did; `name` names the launch in errors.
+inline bool sm90a_probe_reads_one(const char* name, void (*probe)(int*)) {
+  int* d = nullptr;
+  KL_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+  int h = 0;
+  try {
+    cuda::launch(name, probe, dim3(1), dim3(1), 0, 0, d);
+    KL_CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
+  } catch (...) {
+    cudaFree(d);
+    throw;
+  }
+  KL_CUDA_CHECK(cudaFree(d));
+  return h == 1;
+}
+
 }  // namespace sm90_detail
 }  // namespace kl::flash_attention
