@@ -24,6 +24,7 @@
 
 #include "kernels/rungs/flash_attention.h"
 #include "kernels/rungs/flash_attention_backward.h"
+#include "kernels/rungs/flash_attention_backward_fast_device.cuh"
 #include "kernels/rungs/flash_attention_fast_device.cuh"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/cuda_launch.cuh"
@@ -154,13 +155,7 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int wr = warp & 3, wc = warp >> 2, g = lane >> 2, t = lane & 3;
-  const int64_t bh = int64_t(b) * p.H + h;
-  const T* q = static_cast<const T*>(p.q) + bh * p.Lq * D;
-  const T* dout = static_cast<const T*>(p.dout) + bh * p.Lq * D;
-  const T* k = static_cast<const T*>(p.k) + bh * p.Lk * D;
-  const T* v = static_cast<const T*>(p.v) + bh * p.Lk * D;
-  const float* lse = p.lse + bh * p.Lq;
-  const float* drow = p.drow + bh * p.Lq;
+  const HeadPointers<T, D> hp(p, b, h);
   const int n0 = n_block * BN;
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
@@ -171,10 +166,10 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
   zero(acc_dv);
 
   if (m_first < m_blocks) {  // uniform across the CTA
-    load_tile_async<T, BN, D, kThreads>(sK, k, D, n0, p.Lk, tid);
-    load_tile_async<T, BN, D, kThreads>(sV, v, D, n0, p.Lk, tid);
-    load_tile_async<T, BM, D, kThreads>(sQ, q, D, m_first * BM, p.Lq, tid);
-    load_tile_async<T, BM, D, kThreads>(sdO, dout, D, m_first * BM, p.Lq, tid);
+    load_tile_async<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
+    load_tile_async<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
+    load_tile_async<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
+    load_tile_async<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
     cp_async_commit();
     for (int m = m_first; m < m_blocks; ++m) {
       const int stage = (m - m_first) & 1;
@@ -183,8 +178,8 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) have landed
       __syncthreads();     // ... for every thread; and every warp is done with the previous step
       if (m + 1 < m_blocks) {  // the next step's Q, dO into the other stage, while this one computes
-        load_tile_async<T, BM, D, kThreads>(sQ + (stage ^ 1) * BM * D, q, D, (m + 1) * BM, p.Lq, tid);
-        load_tile_async<T, BM, D, kThreads>(sdO + (stage ^ 1) * BM * D, dout, D, (m + 1) * BM, p.Lq, tid);
+        load_tile_async<T, BM, D, kThreads>(sQ + (stage ^ 1) * BM * D, hp.q, D, (m + 1) * BM, p.Lq, tid);
+        load_tile_async<T, BM, D, kThreads>(sdO + (stage ^ 1) * BM * D, hp.dout, D, (m + 1) * BM, p.Lq, tid);
       }
       cp_async_commit();
 
@@ -212,7 +207,7 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
       // P and dS, then into shared memory (rounded to T): dV and dK read them transposed.
       const int row = m * BM + wr * 16 + g;
       float lse2[2], dr[2];
-      row_stats(lse, drow, row, p.Lq, lse2, dr);
+      row_stats(hp.lse, hp.drow, row, p.Lq, lse2, dr);
       if (backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal))
         softmax_grad<true>(acc_s, acc_dp, lse2, dr, scale_log2, row, n0 + wc * 32, t, p);
       else
@@ -262,11 +257,10 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
             mma_16816<T>(acc_dq[2 * dn + 1], a, bk[2], bk[3]);
           }
         }
-        float* dq_accum = p.dq_accum + bh * p.Lq * D;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           if (row + 8 * r >= p.Lq) continue;
-          float* dst = dq_accum + int64_t(row + 8 * r) * D + wc * kHalf + 2 * t;
+          float* dst = hp.dq_accum_at(p, row + 8 * r, wc * kHalf + 2 * t);
 #pragma unroll
           for (int j = 0; j < kHalfTiles; ++j) add_pair(dst + j * 8, acc_dq[j][2 * r], acc_dq[j][2 * r + 1]);
         }
@@ -276,8 +270,8 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
-  T* dk = static_cast<T*>(p.dk) + bh * p.Lk * D;
-  T* dv = static_cast<T*>(p.dv) + bh * p.Lk * D;
+  T* dk = hp.dk(p);
+  T* dv = hp.dv(p);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = n0 + wr * 16 + g + 8 * r;
@@ -312,11 +306,8 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq
   const int m_block = p.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
   const int h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int64_t bh = int64_t(b) * p.H + h;
-  const T* q = static_cast<const T*>(p.q) + bh * p.Lq * D;
-  const T* dout = static_cast<const T*>(p.dout) + bh * p.Lq * D;
-  const T* k = static_cast<const T*>(p.k) + bh * p.Lk * D;
-  const T* v = static_cast<const T*>(p.v) + bh * p.Lk * D;
+  const HeadPointers<T, D> hp(p, b, h);
+  const T *k = hp.k, *v = hp.v;  // local copies: used as hp.k, hp.v, nvcc orders the loop's K/V address adds otherwise
   const int m0 = m_block * BM, row = m0 + warp * 16 + g;
   const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, BM, BN, p.causal);
   const float scale_log2 = p.scale * kLog2e;
@@ -325,9 +316,9 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq
   zero(acc_dq);
   if (n_tiles > 0) {  // uniform across the CTA
     float lse2[2], dr[2];
-    row_stats(p.lse + bh * p.Lq, p.drow + bh * p.Lq, row, p.Lq, lse2, dr);
-    load_tile_async<T, BM, D, kThreads>(sQ, q, D, m0, p.Lq, tid);
-    load_tile_async<T, BM, D, kThreads>(sdO, dout, D, m0, p.Lq, tid);
+    row_stats(hp.lse, hp.drow, row, p.Lq, lse2, dr);
+    load_tile_async<T, BM, D, kThreads>(sQ, hp.q, D, m0, p.Lq, tid);
+    load_tile_async<T, BM, D, kThreads>(sdO, hp.dout, D, m0, p.Lq, tid);
     load_tile_async<T, BN, D, kThreads>(sK, k, D, 0, p.Lk, tid);
     load_tile_async<T, BN, D, kThreads>(sV, v, D, 0, p.Lk, tid);
     cp_async_commit();
@@ -388,13 +379,12 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq
     }
     cp_async_wait<0>();
   }
-  T* dq = static_cast<T*>(p.dq) + bh * p.Lq * D;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (row + 8 * r >= p.Lq) continue;
 #pragma unroll
     for (int j = 0; j < D / 8; ++j)
-      *reinterpret_cast<uint32_t*>(dq + int64_t(row + 8 * r) * D + j * 8 + 2 * t) =
+      *reinterpret_cast<uint32_t*>(hp.dq_at(p, row + 8 * r, j * 8 + 2 * t)) =
           pack2<T>(acc_dq[j][2 * r] * p.scale, acc_dq[j][2 * r + 1] * p.scale);
   }
 }

@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "kernels/rungs/flash_attention_backward_fast.h"
+#include "kernels/rungs/flash_attention_backward_fast_device.cuh"
 #include "kernels/rungs/flash_attention_fast_device.cuh"
 #include "kernels/rungs/sm90_device.cuh"
 #include "kernels/runtime/cuda_launch.cuh"
@@ -130,13 +131,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-  const int64_t bh = int64_t(b) * p.H + h;
-  const T* q = static_cast<const T*>(p.q) + bh * p.Lq * D;
-  const T* dout = static_cast<const T*>(p.dout) + bh * p.Lq * D;
-  const T* k = static_cast<const T*>(p.k) + bh * p.Lk * D;
-  const T* v = static_cast<const T*>(p.v) + bh * p.Lk * D;
-  const float* lse = p.lse + bh * p.Lq;
-  const float* drow = p.drow + bh * p.Lq;
+  const HeadPointers<T, D> hp(p, b, h);
   const int n0 = n_block * BN;
   const int key_row = n0 + 64 * wg + 16 * warp + g;  // this thread's keys: key_row, key_row + 8
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
@@ -153,7 +148,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   auto issue_dq_row = [&](int mt, int st) {
     const int row = tid & 127, grow = mt * BM + row;
     if (grow >= p.Lq) return;  // rows past Lq: nothing to add
-    float* dst = p.dq_accum + (bh * p.Lq + grow) * D + (D == 128 ? 64 * wg : 0);
+    float* dst = hp.dq_accum_at(p, grow, D == 128 ? 64 * wg : 0);
     bulk_reduce_add_f32(dst, sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, row, 0),
                         64 * 4);
     bulk_commit();
@@ -163,17 +158,17 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   auto load_stats = [&](int m, int s) {
     if (tid < BM) {
       const int i = m * BM + tid;
-      const float L = i < p.Lq ? lse[i] : -INFINITY;
+      const float L = i < p.Lq ? hp.lse[i] : -INFINITY;
       sLse[s * BM + tid] = L == -INFINITY ? INFINITY : L * kLog2e;
-      sD[s * BM + tid] = i < p.Lq ? drow[i] : 0.f;
+      sD[s * BM + tid] = i < p.Lq ? hp.drow[i] : 0.f;
     }
   };
 
   if (m_first < m_blocks) {  // uniform across the CTA
-    load_tile<T, BN, D, kThreads>(sK, k, D, n0, p.Lk, tid);
-    load_tile<T, BN, D, kThreads>(sV, v, D, n0, p.Lk, tid);
-    load_tile<T, BM, D, kThreads>(sQ, q, D, m_first * BM, p.Lq, tid);
-    load_tile<T, BM, D, kThreads>(sdO, dout, D, m_first * BM, p.Lq, tid);
+    load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
+    load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
+    load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
+    load_tile<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
     load_stats(m_first, 0);
     cp_async_commit();
     // This warpgroup's 64 keys of K and V: 64 rows (8 swizzle atoms) into each 64-column block.
@@ -185,8 +180,8 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
       fence_proxy_async();
       __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
       if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
-        load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, q, D, (m + 1) * BM, p.Lq, tid);
-        load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, dout, D, (m + 1) * BM, p.Lq, tid);
+        load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
+        load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
         load_stats(m + 1, stage ^ 1);
       }
       cp_async_commit();
@@ -313,13 +308,12 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
                                acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
           fence_proxy_async();  // these generic writes, before the bulk unit reads them
         } else {
-          float* dq_accum = p.dq_accum + bh * p.Lq * D;
           const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int row = m * BM + 16 * warp + g + 8 * r;
             if (row >= p.Lq) continue;
-            float* dst = dq_accum + int64_t(row) * D + col0 + 2 * t4;
+            float* dst = hp.dq_accum_at(p, row, col0 + 2 * t4);
 #pragma unroll
             for (int j = 0; j < 8; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
           }
@@ -344,8 +338,8 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
-  T* dk = static_cast<T*>(p.dk) + bh * p.Lk * D;
-  T* dv = static_cast<T*>(p.dv) + bh * p.Lk * D;
+  T* dk = hp.dk(p);
+  T* dv = hp.dv(p);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = key_row + 8 * r;
