@@ -1,6 +1,7 @@
-// One traced vector-add launch for the editable-kernel tests (test_launch, test_nvrtc, test_worker): x and
-// y uploaded, the output poisoned (0xFF bytes: NaN), a fresh element trace, the launch the test chooses
-// (shipped or edited, in process or through the worker), and everything copied back to the host.
+// One traced vector-add launch for the editable-kernel tests (test_launch, test_nvrtc, test_worker) and the
+// rung's own (tests/kernels/rungs/test_vector_add.cpp): x and y uploaded, the output poisoned (0xFF bytes:
+// NaN), a fresh element trace, the launch the test chooses (shipped or edited, in process or through the
+// worker), and everything copied back to the host.
 #pragma once
 #include <cstdint>
 #include <functional>

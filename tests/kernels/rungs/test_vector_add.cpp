@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "kernels/editable/vector_add_outcome.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/vector_add.h"
 #include "test_util.h"
@@ -12,24 +13,15 @@
 namespace kl {
 namespace {
 
-struct Outcome {
-  std::vector<float> out;
-  std::vector<int32_t> writer;
-  std::vector<uint32_t> count;
-  std::vector<uint8_t> lanes;
-};
+using Outcome = test::VectorAddOutcome;
 
+// The shipped traced version (test::traced_vector_add uploads, poisons the output, resets the trace and
+// reads everything back).
 Outcome run_on(Backend b, const std::vector<float>& x, const std::vector<float>& y, int block) {
-  const int64_t n = int64_t(x.size());
-  Buffer<float> dx(b, x.size()), dy(b, y.size()), dout(b, x.size());
-  dx.upload(x);
-  dy.upload(y);
-  dout.fill_bytes(0xFF);
-  ElementTrace t;
-  t.reset(b, n, block);
-  ElementTraceView v = t.view();
-  vector_add::run_traced(b, dx.data(), dy.data(), dout.data(), n, block, &v);
-  return {dout.to_host(), t.writer.to_host(), t.write_count.to_host(), t.lane_state.to_host()};
+  return test::traced_vector_add(b, int64_t(x.size()), block, x, y,
+                                 [&](const float* dx, const float* dy, float* dout, int64_t n, int bs, ElementTraceView* v) {
+                                   return vector_add::run_traced(b, dx, dy, dout, n, bs, v);
+                                 });
 }
 
 std::vector<int64_t> sizes_for(int block) {
