@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <imgui.h>
 
+#include <cstdio>
 #include <set>
 
 #include "viz/gl_check.h"
@@ -20,6 +21,9 @@ std::unique_ptr<viz::RenderHost> make_host(int w, int h) {
   std::string error;
   auto host = viz::make_headless_host(o, &error);
   EXPECT_TRUE(host) << error;
+  // Which EGL device and driver drew: on the H200 these tests once read back blank while heavy CUDA
+  // tests ran beside them (docs/perf-log.md); a failing run's log then says where it rendered.
+  if (host) std::printf("headless host: %s, GL_RENDERER %s\n", host->kind().c_str(), host->gl_renderer().c_str());
   return host;
 }
 
