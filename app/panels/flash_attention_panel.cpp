@@ -493,11 +493,18 @@ class FlashAttentionPanel : public Panel {
 
     // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
     if (fa::fast_head_dim(d)) {
+      // The default on an H100/H200 picks its kernel by shape: the one it takes at this panel's shape.
+      fa::FastParams here;
+      here.Lq = int(res_.shape.lq), here.Lk = int(res_.shape.lk), here.d = d;
+      here.causal = params_.get_int("causal") != 0;
       auto line = [&](fa::FastPath path, const char* where) {
-        const fa::FastTileShape t = fa::fast_tile_shape(d, path);
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "fast, %s (%s): %d x %d tiles, %d warps, %d stages, %s", fa::fast_path_name(path),
-                      where, t.block_m, t.block_n, t.warps, t.stages, mem::bytes_text(uint64_t(t.smem_bytes)).c_str());
+        const fa::FastPath kernel = fa::fast_kernel_for(path, here);
+        const fa::FastTileShape t = fa::fast_tile_shape(d, kernel);
+        const std::string q = t.q_tiles > 1 ? ", " + std::to_string(t.q_tiles) + " Q tiles" : "";
+        char buf[320];
+        std::snprintf(buf, sizeof buf, "fast, %s (%s%s): %d x %d tiles, %d warps, %d stages%s, %s",
+                      fa::fast_path_name(kernel), where, kernel != path ? ", at this shape" : "", t.block_m, t.block_n,
+                      t.warps, t.stages, q.c_str(), mem::bytes_text(uint64_t(t.smem_bytes)).c_str());
         wrapped_in(width, buf, true);
       };
       if (backend == Backend::Cuda) {
@@ -507,7 +514,7 @@ class FlashAttentionPanel : public Panel {
           wrapped_in(width, (std::string("fast variant: ") + e.what()).c_str(), true);
         }
       } else {
-        line(fa::FastPath::Wgmma, "H100/H200");
+        line(fa::FastPath::WgmmaByShape, "H100/H200");
         line(fa::FastPath::MmaSync, "other GPUs");
       }
     }

@@ -17,9 +17,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "kernels/runtime/buffer.h"
@@ -314,20 +316,19 @@ FastPath fast_path() {
   const char* env = std::getenv("KL_FLASH_FAST_PATH");
   const std::string want = env ? env : "";
   if (want == "mma") return FastPath::MmaSync;
-  const bool persistent = want == "wgmma-persistent" || want == "wgmma-persistent-lpt" || want == "wgmma-persistent-exp2";
-  if (!want.empty() && want != "wgmma" && want != "wgmma-cpasync" && !persistent && want != "auto")
-    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want,
-                                          "mma, wgmma-cpasync, wgmma, wgmma-persistent, wgmma-persistent-lpt, "
-                                          "wgmma-persistent-exp2 or auto (unset)"));
+  const FastPath* const end = std::end(kNamedWgmmaPaths);
+  const FastPath* named =
+      std::find_if(std::begin(kNamedWgmmaPaths), end, [&](FastPath path) { return want == fast_path_name(path); });
+  if (named == end && !want.empty() && want != "auto") {
+    std::string allowed = "mma";
+    for (FastPath path : kNamedWgmmaPaths) allowed += std::string(", ") + fast_path_name(path);
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, allowed + " or auto (unset)"));
+  }
   const bool wgmma = fast_wgmma_kernels_loaded();
-  if ((want == "wgmma" || want == "wgmma-cpasync" || persistent) && !wgmma)
+  if (named != end && !wgmma)
     throw InputError("KL_FLASH_FAST_PATH=" + want + ": this device or build has no sm_90a code (needs an H100/H200)");
   if (!wgmma) return FastPath::MmaSync;
-  if (want == "wgmma-persistent") return FastPath::WgmmaPersistent;
-  if (want == "wgmma-persistent-lpt") return FastPath::WgmmaPersistentLpt;
-  if (want == "wgmma-persistent-exp2") return FastPath::WgmmaPersistentExp2;
-  if (want == "wgmma-cpasync") return FastPath::WgmmaCpAsync;
-  return want == "wgmma" ? FastPath::Wgmma : FastPath::WgmmaByShape;  // unset or auto: by shape
+  return named != end ? *named : FastPath::WgmmaByShape;  // unset or auto: by shape
 }
 
 void run_fast(const FastParams& p) {
@@ -336,11 +337,9 @@ void run_fast(const FastParams& p) {
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
   else if (fast_path_persistent(path)) {
-    const bool exp2 = path == FastPath::WgmmaPersistentExp2;  // on the lpt order
-    if (!run_fast_wgmma_persistent(p, path == FastPath::WgmmaPersistentLpt || exp2, exp2))
-      run_fast_wgmma(p, true);
+    if (!run_fast_wgmma_persistent(p, path)) run_fast_wgmma(p, true);
   } else
-    run_fast_wgmma(p, path == FastPath::Wgmma);
+    run_fast_wgmma(p, path == FastPath::Wgmma || path == FastPath::WgmmaLate, path == FastPath::WgmmaLate);
 }
 
 namespace {

@@ -153,11 +153,37 @@ struct FastTraitsSm90Tma {
   static constexpr int kBlockN = kHeadDim_ == 256 ? 80 : 128, kStages = kHeadDim_ == 256 ? 2 : 3;
   static constexpr int kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32 + 128;
+  static constexpr int kQBufs = 1;
+  static constexpr bool kLateRescale = false;
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // setmaxnreg: 128 x 24 + 256 x 240 <= 64 Ki
 };
+// The TMA tiles with options, for the persistent kernel and the candidates: kQBufs Q tiles in shared
+// memory. Two (the q2 candidates) let the producer load the next tile's Q while the consumers still read
+// the current one; at d = 128 the second Q takes the place of one K/V stage (Q 2 x 32 KiB + 2 x 64 KiB =
+// 192 KiB); d = 256 has no room for it (Q 64 KiB + 2 x 80 KiB = 224 KiB already). kLateRescale (the -late
+// paths): O is rescaled by the last softmax's alpha after S of the next tile is issued, while the tensor
+// cores compute it, instead of before (FlashAttention-3's order); the same arithmetic in the same order on O.
+// kBlockM_ 192 (the m192 candidate, d = 64 only, FlashAttention-3's tile there): three consumer warpgroups
+// of 64 rows taking turns in a ring, 512 threads, setmaxnreg 24 / 160 (128 x 24 + 384 x 160 <= 64 Ki).
+template <int kHeadDim_, int kQBufs_ = 1, bool kLateRescale_ = false, int kBlockM_ = 128>
+struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
+  static_assert(kQBufs_ == 1 || (kQBufs_ == 2 && kHeadDim_ < 256), "d = 256 has shared memory for one Q tile");
+  static_assert(kBlockM_ == 128 || (kBlockM_ == 192 && kHeadDim_ == 64), "192 query rows: d = 64 only");
+  static constexpr int kQBufs = kQBufs_;
+  static constexpr bool kLateRescale = kLateRescale_;
+  static constexpr int kStages = kQBufs_ == 2 && kHeadDim_ == 128 ? 2 : FastTraitsSm90Tma<kHeadDim_>::kStages;
+  static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
+  static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
+};
+// kQBufs where the traits name it, else 1.
+template <class Tr>
+constexpr auto fast_q_tiles(int) -> decltype(Tr::kQBufs) { return Tr::kQBufs; }
+template <class Tr>
+constexpr int fast_q_tiles(long) { return 1; }
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
-  // Q tile + kStages x (K tile + V tile), 2-byte elements.
-  return int64_t(Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) * Tr::kHeadDim * 2;
+  // kQBufs x Q tile + kStages x (K tile + V tile), 2-byte elements.
+  return int64_t(fast_q_tiles<Tr>(0) * Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) * Tr::kHeadDim * 2;
 }
 
 // The head dimensions the fast kernels take, and the one line refusing d = 256 on the cp.async wgmma kernel.
@@ -170,7 +196,7 @@ inline std::string wgmma_cpasync_d256_message() {
 
 // The tile shapes at run time, for the panel and `list`. Throws InputError for an unsupported d.
 struct FastTileShape {
-  int head_dim = 0, block_m = 0, block_n = 0, warps = 0, stages = 0;
+  int head_dim = 0, block_m = 0, block_n = 0, warps = 0, stages = 0, q_tiles = 1;
   int64_t smem_bytes = 0;
 };
 // Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
@@ -181,10 +207,30 @@ struct FastTileShape {
 // persistent (one block per SM looping over tiles, the next tile's loads under the current epilogue),
 // persistent_tile()'s order (plain, or causal heaviest-first over all heads), causal tiles handed out in
 // a snake (persistent_index); -exp2: the lpt order with a quarter of the softmax's exp2 computed on the FMA
-// pipe (a polynomial) instead of the SFU. Same tiles as Wgmma.
-// WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks Wgmma or
-// WgmmaPersistent for each shape.
-enum class FastPath { MmaSync, WgmmaCpAsync, Wgmma, WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2, WgmmaByShape };
+// pipe (a polynomial) instead of the SFU. Same tiles as Wgmma. WgmmaPersistentQ2
+// (KL_FLASH_FAST_PATH=wgmma-persistent-q2): wgmma-persistent's order with two Q tiles
+// (FastTraitsSm90TmaOpt), so a tile's first S does not wait for its Q to arrive; d = 256: one Q tile,
+// the same kernel as wgmma-persistent. WgmmaPersistentQ2Late (wgmma-persistent-q2-late): q2 with O
+// rescaled while the next S runs on the tensor cores (kLateRescale); WgmmaPersistentLate
+// (wgmma-persistent-late): one Q tile, the late rescale; WgmmaLate (wgmma-late): the one-block-per-tile
+// TMA kernel with the late rescale. WgmmaPersistentM192 (wgmma-persistent-m192): at d = 64 the persistent
+// kernel on 192 query rows over three consumer warpgroups (elsewhere the same as wgmma-persistent).
+// WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks one of the
+// others for each shape.
+enum class FastPath {
+  MmaSync,
+  WgmmaCpAsync,
+  Wgmma,
+  WgmmaPersistent,
+  WgmmaPersistentLpt,
+  WgmmaPersistentExp2,
+  WgmmaPersistentQ2,
+  WgmmaPersistentQ2Late,
+  WgmmaPersistentLate,
+  WgmmaLate,
+  WgmmaPersistentM192,
+  WgmmaByShape
+};
 inline const char* fast_path_name(FastPath path) {
   switch (path) {
     case FastPath::WgmmaByShape: return "wgmma-by-shape";
@@ -193,32 +239,59 @@ inline const char* fast_path_name(FastPath path) {
     case FastPath::WgmmaPersistent: return "wgmma-persistent";
     case FastPath::WgmmaPersistentLpt: return "wgmma-persistent-lpt";
     case FastPath::WgmmaPersistentExp2: return "wgmma-persistent-exp2";
+    case FastPath::WgmmaPersistentQ2: return "wgmma-persistent-q2";
+    case FastPath::WgmmaPersistentQ2Late: return "wgmma-persistent-q2-late";
+    case FastPath::WgmmaPersistentLate: return "wgmma-persistent-late";
+    case FastPath::WgmmaLate: return "wgmma-late";
+    case FastPath::WgmmaPersistentM192: return "wgmma-persistent-m192";
     default: return "mma.sync";
   }
 }
+// The kernels KL_FLASH_FAST_PATH may name besides mma (each needs the sm_90a code), in the order its
+// messages list them.
+constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,          FastPath::Wgmma,
+                                         FastPath::WgmmaPersistent,       FastPath::WgmmaPersistentLpt,
+                                         FastPath::WgmmaPersistentExp2,   FastPath::WgmmaPersistentQ2,
+                                         FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate,
+                                         FastPath::WgmmaLate,             FastPath::WgmmaPersistentM192};
 // True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentLpt ||
-         path == FastPath::WgmmaPersistentExp2;
+         path == FastPath::WgmmaPersistentExp2 || path == FastPath::WgmmaPersistentQ2 ||
+         path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentLate ||
+         path == FastPath::WgmmaPersistentM192;
 }
 inline bool fast_path_tma(FastPath path) {
-  return path == FastPath::Wgmma || path == FastPath::WgmmaByShape || fast_path_persistent(path);
+  return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||
+         fast_path_persistent(path);
 }
-// The kernel WgmmaByShape runs for p: the persistent one (static order, causal tiles in a snake) where it
-// measured faster on the H200 (docs/perf-log.md, 2026-12-01: 1.03x to 1.28x at L <= 4096 for d = 64 and
-// 128, and for causal d = 256), the one-block-per-tile TMA kernel where it did not (long causal rows, whose
-// uneven tiles the hardware's block scheduler balances better, and d = 256 non-causal). Other paths: itself.
-inline bool fast_persistent_pays(const FastParams& p) { return p.Lq <= 4096 && (p.d < 256 || p.causal); }
+// The kernel WgmmaByShape runs for p, as measured on the H200 (docs/perf-log.md, "two Q tiles and the late
+// rescale", two sessions of 2026-12-01): long causal rows (Lq > 8192; d = 256: Lq > 4096), whose uneven tiles
+// the hardware's block scheduler balances better than the persistent kernel's static order, take the
+// one-block-per-tile TMA kernel with the late rescale (wgmma-late), as does d = 256 non-causal; elsewhere
+// the persistent kernel: at d = 64 plain (the late rescale gave 0.95x to 1.00x there), at d = 128 with two Q
+// tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192), at d = 256 with the late
+// rescale (one Q tile: no room for two). Other paths: themselves.
+inline bool fast_persistent_pays(const FastParams& p) {
+  return p.d == 256 ? p.causal && p.Lq <= 4096 : !p.causal || p.Lq <= 8192;
+}
 inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
   if (path != FastPath::WgmmaByShape) return path;
-  return fast_persistent_pays(p) ? FastPath::WgmmaPersistent : FastPath::Wgmma;
+  if (!fast_persistent_pays(p)) return FastPath::WgmmaLate;
+  if (p.d == 64) return FastPath::WgmmaPersistent;
+  return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
 }
 inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
-  if (fast_path_tma(path)) path = FastPath::Wgmma;
   auto make = [](auto tr) {
     using Tr = decltype(tr);
-    return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_smem_bytes<Tr>()};
+    return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_q_tiles<Tr>(0),
+                         fast_smem_bytes<Tr>()};
   };
+  const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late;
+  if (q2 && d == 64) return make(FastTraitsSm90TmaOpt<64, 2>{});
+  if (q2 && d == 128) return make(FastTraitsSm90TmaOpt<128, 2>{});
+  if (path == FastPath::WgmmaPersistentM192 && d == 64) return make(FastTraitsSm90TmaOpt<64, 1, false, 192>{});
+  if (fast_path_tma(path)) path = FastPath::Wgmma;
   if (d == 64)
     return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<64>{})
            : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<64>{})
@@ -451,7 +524,8 @@ void run_fast(const FastParams& p);
 
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
 // was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-lpt|
-// wgmma-persistent-exp2 in the environment overrides
+// wgmma-persistent-exp2|wgmma-persistent-q2|wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|
+// wgmma-persistent-m192 in the environment overrides
 // (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With
@@ -459,11 +533,10 @@ FastPath fast_path();
 // cp.async wgmma kernel (false); at d = 256, which the cp.async kernel has no tiles for, the mma.sync
 // kernel (false), and without tma an InputError (wgmma_cpasync_d256_message).
 void run_fast_mma_sync(const FastParams& p);
-bool run_fast_wgmma(const FastParams& p, bool tma);
-// The persistent candidates (lpt: causal heaviest-first order; exp2_fma: a quarter of the exp2 on the FMA
-// pipe): true when they ran, false when no tensor map could be made for p's strides (then run_fast runs
-// run_fast_wgmma(p, true) instead).
-bool run_fast_wgmma_persistent(const FastParams& p, bool lpt, bool exp2_fma = false);
+bool run_fast_wgmma(const FastParams& p, bool tma, bool late_rescale = false);
+// The persistent kernel as `path` (one of fast_path_persistent()'s) names it: true when it ran, false when
+// no tensor map could be made for p's strides (then run_fast runs run_fast_wgmma(p, true) instead).
+bool run_fast_wgmma_persistent(const FastParams& p, FastPath path);
 // True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
 bool fast_wgmma_kernels_loaded();
 

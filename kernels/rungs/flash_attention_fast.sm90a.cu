@@ -19,8 +19,9 @@
 //       barrier after the start, and the consumers take turns on the tensor cores (ping-pong), so one's
 //       softmax runs while the other's products do.
 //     kernel 3 (FastPath::WgmmaPersistent and candidates): kernel 2 made persistent (its section below).
-//     The default (FastPath::WgmmaByShape, fast_kernel_for in the header) runs kernel 3 at L <= 4096
-//     (d = 256: causal only) and kernel 2 elsewhere, as measured on the H200 (docs/perf-log.md).
+//     The default (FastPath::WgmmaByShape, fast_kernel_for in the header) picks kernel 2 or 3 and their
+//     options (two Q tiles, the late rescale: FastTraitsSm90TmaOpt) by shape, as measured on the H200
+//     (docs/perf-log.md).
 //
 // Shared-memory layout, descriptors and fragment layouts: kernels/rungs/sm90_device.cuh.
 #include <algorithm>
@@ -121,6 +122,10 @@ struct WarpgroupState {
 
   // The rescale step (O <- alpha O; l was rescaled in softmax), then P_t into the A fragments.
   __device__ __forceinline__ void rescale_and_pack() {
+    rescale();
+    pack();
+  }
+  __device__ __forceinline__ void rescale() {
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j) {
       acc_o[4 * j + 0] *= alpha[0];
@@ -128,6 +133,8 @@ struct WarpgroupState {
       acc_o[4 * j + 2] *= alpha[1];
       acc_o[4 * j + 3] *= alpha[1];
     }
+  }
+  __device__ __forceinline__ void pack() {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       p_frag[kk][0] = pack2<T>(acc_s[8 * kk + 0], acc_s[8 * kk + 1]);
@@ -256,34 +263,51 @@ __global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
 #endif
 }
 
-// The TMA kernels' mbarriers, 8 bytes each from `base` (after the K/V stages in shared memory): full_q,
+// The TMA kernels' mbarriers, 8 bytes each from `base` (after the K/V stages in shared memory): full_q(0),
 // then per stage full_k and full_v (one arrival and the copy's bytes) and empty_k and empty_v (one arrival
-// per consumer warp), then empty_q, which only the persistent kernel initialises and uses.
-template <int kStages>
+// per consumer warp), then empty_q(0), which only the persistent kernel initialises and uses, then with a
+// second Q tile full_q(1) and empty_q(1).
+template <int kStages, int kQBufs = 1>
 struct TmaBarriers {
-  static constexpr int kCount = 2 + 4 * kStages;
+  static constexpr int kCount = 4 * kStages + 2 * kQBufs;
   uint32_t base;
-  __device__ uint32_t full_q() const { return base; }
+  __device__ uint32_t full_q(int i = 0) const { return i == 0 ? base : base + 8 * (4 * kStages + 2 * i); }
   __device__ uint32_t full_k(int s) const { return base + 8 * (1 + s); }
   __device__ uint32_t full_v(int s) const { return base + 8 * (1 + kStages + s); }
   __device__ uint32_t empty_k(int s) const { return base + 8 * (1 + 2 * kStages + s); }
   __device__ uint32_t empty_v(int s) const { return base + 8 * (1 + 3 * kStages + s); }
-  __device__ uint32_t empty_q() const { return base + 8 * (1 + 4 * kStages); }
+  __device__ uint32_t empty_q(int i = 0) const { return base + 8 * (1 + 4 * kStages + 2 * i); }
+};
+
+// The TMA kernels' shared memory from a 1024-byte aligned start (the launch asks for 1 KiB of slack):
+// Tr::kQBufs Q tiles, kStages K tiles, kStages V tiles, then the mbarriers (TmaBarriers).
+template <class Tr>
+struct TmaSmem {
+  static constexpr int kQBufs = fast_q_tiles<Tr>(0), kStages = Tr::kStages;
+  static constexpr uint32_t kQBytes = Tr::kBlockM * Tr::kHeadDim * 2, kKVBytes = Tr::kBlockN * Tr::kHeadDim * 2;
+  uint32_t base;
+  __device__ explicit TmaSmem(const unsigned char* raw) : base((smem_u32(raw) + 1023u) & ~1023u) {}
+  __device__ uint32_t q(int i = 0) const { return base + i * kQBytes; }
+  __device__ uint32_t k(int s = 0) const { return base + kQBufs * kQBytes + s * kKVBytes; }
+  __device__ uint32_t v(int s = 0) const { return k(kStages) + s * kKVBytes; }
+  __device__ TmaBarriers<kStages, kQBufs> bars() const { return {v(kStages)}; }
 };
 
 // The consumer warpgroups of the TMA kernel (below): wait for a stage, take the turn, issue, release.
 // kPersistent (the persistent kernel, below): the tile's (h, b) and its first K/V load index `it0` (stage
 // and phase continue across the block's tiles) come from the tile scheduler, and the warpgroups also
 // release Q (after their last S) and the last V stage for the producer's next tile. Without it (kernel 2)
-// it0 is 0 and q_phase 0, and the code is what it was before the persistent kernel existed.
-template <class T, int kHeadDim, bool kPersistent = false, bool kExp2Fma = false>
-__device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0,
-                                        uint32_t q_phase, uint32_t sQ, uint32_t sK, uint32_t sV, uint32_t bars) {
-  using Tr = FastTraitsSm90Tma<kHeadDim>;
-  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
+// it0 is 0 and q_phase 0, and the code is what it was before the persistent kernel existed. The tile reads
+// Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase.
+template <class T, class Tr, bool kPersistent = false, bool kExp2Fma = false>
+__device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0, int qb,
+                                        uint32_t q_phase, const TmaSmem<Tr>& sm) {
+  constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
-  const TmaBarriers<kStages> bar{bars};
-  const uint32_t full_q = bar.full_q(), empty_q = bar.empty_q();
+  const auto bar = sm.bars();
+  const uint32_t full_q = bar.full_q(qb), empty_q = bar.empty_q(qb);
+  const uint32_t sQ = sm.q(qb), sK = sm.k(), sV = sm.v();
+  constexpr bool kLate = Tr::kLateRescale;
   auto full_k = [&](int s) { return bar.full_k(s); };
   auto full_v = [&](int s) { return bar.full_v(s); };
   auto empty_k = [&](int s) { return bar.empty_k(s); };
@@ -298,20 +322,37 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
 
   if (n_tiles > 0) {  // uniform across the block
     const uint32_t sQw = sQ + wg * 64 * 128;
-    // Turns: warpgroup wg waits on named barrier 1 + wg before issuing, then lets the other one go.
-    // Warpgroup 1 lets warpgroup 0 go first, and skips its very last release (counts stay balanced:
-    // n_tiles + 1 turns each). The persistent kernel lets warpgroup 0 go first once per block and never
-    // skips a release (the turns alternate across tiles; warpgroup 0 takes the one left over at the end).
+    // Turns: warpgroup wg waits on named barrier 1 + wg before issuing, then lets the next one go (two
+    // warpgroups alternate; three, Tr::kBlockM 192, go round a ring 0 -> 1 -> 2 -> 0). The last warpgroup
+    // lets warpgroup 0 go first, and skips its very last release (counts stay balanced: n_tiles + 1 turns
+    // each). The persistent kernel lets warpgroup 0 go first once per block and never skips a release
+    // (the turns continue across tiles; warpgroup 0 takes the one left over at the end).
+    constexpr int kWGs = Tr::kNWarps / 4;
     auto my_turn = [&] { named_bar_sync(1 + wg, 256); };
     auto their_turn = [&](bool last) {
-      if (kPersistent || !(wg == 1 && last)) named_bar_arrive(1 + (wg ^ 1), 256);
+      const int next = kWGs == 2 ? (wg ^ 1) : (wg + 1) % kWGs;
+      if (kPersistent || !(wg == kWGs - 1 && last)) named_bar_arrive(1 + next, 256);
     };
     auto release = [&](uint32_t bar) {
       if (lane == 0) mbar_arrive(bar);
     };
     auto stage = [&](int t) { return (it0 + t) % kStages; };
+    // O <- alpha O before the P V that adds to it: right after the softmax (kernel 2), or with kLate
+    // (Tr::kLateRescale) after the next S was issued, so the multiplies run while the tensor cores do S.
+    auto rescale_and_pack = [&] {
+      if (kLate)
+        w.pack();
+      else
+        w.rescale_and_pack();
+    };
+    auto late_rescale = [&] {
+      if (!kLate) return;
+      w.rescale();
+      fence_regs(w.acc_o);
+      wgmma_fence();
+    };
     auto phase = [&](int t) { return uint32_t((it0 + t) / kStages) & 1u; };
-    if (!kPersistent && wg == 1) named_bar_arrive(1, 256);
+    if (!kPersistent && wg == kWGs - 1) named_bar_arrive(1, 256);
 
     mbar_wait(full_q, q_phase);
     mbar_wait(full_k(stage(0)), phase(0));
@@ -324,7 +365,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     fence_regs(w.acc_s);
     release(empty_k(stage(0)));
     w.softmax(p, m_block, 0, t4);
-    w.rescale_and_pack();
+    rescale_and_pack();
     for (int t = 1; t < n_tiles; ++t) {
       const int s = stage(t), sp = stage(t - 1);
       mbar_wait(full_k(s), phase(t));
@@ -335,6 +376,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
       fence_regs(w.p_frag);
       wgmma_fence();
       w.issue_s(sQw, sK + s * kKVBytes);
+      late_rescale();
       w.issue_pv(sV + sp * kKVBytes);
       their_turn(false);
       wgmma_wait<1>();  // S_t done; P_{t-1} V_{t-1} may still run while the softmax does
@@ -345,12 +387,13 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       release(empty_v(sp));
-      w.rescale_and_pack();
+      rescale_and_pack();
     }
     if (kPersistent) release(empty_q);  // every S of this tile has completed: Q may be overwritten
     const int sl = stage(n_tiles - 1);
     mbar_wait(full_v(sl), phase(n_tiles - 1));
     my_turn();
+    if (kLate) w.rescale();
     fence_regs(w.acc_o);
     fence_regs(w.p_frag);
     wgmma_fence();
@@ -372,23 +415,22 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
 // the start, so the two warpgroups run out of phase: named barriers 1 and 2 make them take turns issuing
 // their wgmma (FlashAttention-3's "ping-pong"), so one warpgroup's softmax runs while the other's
 // products occupy the tensor cores. Tiles past L arrive as zeros (the copy engine's out-of-bounds fill).
-template <class T, int kHeadDim>
-__global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
+// Tr: FastTraitsSm90Tma<d>, or FastTraitsSm90TmaOpt<d, 1, true> for the late rescale (wgmma-late).
+template <class T, class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                                const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
 #ifdef KL_FA_SM90A
-  using Tr = FastTraitsSm90Tma<kHeadDim>;
+  constexpr int kHeadDim = Tr::kHeadDim;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   static_assert(kBlockM == 128 && Tr::kNWarps == 8, "two consumer warpgroups of 64 rows");
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
   constexpr int kConsumerWarps = Tr::kNWarps;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
-  const uint32_t sK = sQ + kQBytes;
-  const uint32_t sV = sK + kStages * kKVBytes;
-  const uint32_t bars = sV + kStages * kKVBytes;  // mbarriers, 8 bytes each
-  const TmaBarriers<kStages> bar{bars};
+  const TmaSmem<Tr> sm(smem_raw);
+  const uint32_t sQ = sm.q(), sK = sm.k(), sV = sm.v();
+  const auto bar = sm.bars();
   const uint32_t full_q = bar.full_q();
   auto full_k = [&](int s) { return bar.full_k(s); };
   auto full_v = [&](int s) { return bar.full_v(s); };
@@ -416,7 +458,7 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
   __syncthreads();
 
   if (warp_id >= kConsumerWarps) {  // ---- producer warpgroup: one lane works, 24 registers suffice
-    setmaxnreg_dec<24>();
+    setmaxnreg_dec<Tr::kProducerRegs>();
     if (warp_id == kConsumerWarps && lane == 0 && n_tiles > 0) {
       const int h_kv = kv_head_of(h, kv_group);  // grouped-query attention: the K/V maps' head coordinate
       mbar_arrive_expect_tx(full_q, kQBytes);
@@ -438,8 +480,8 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
       }
     }
   } else {  // ---- consumer warpgroups: 240 registers each thread (O, S, P and the softmax state)
-    setmaxnreg_inc<240>();
-    consume<T, kHeadDim>(p, m_block, h, b, n_tiles, 0, 0, sQ, sK, sV, bars);
+    setmaxnreg_inc<Tr::kConsumerRegs>();
+    consume<T, Tr>(p, m_block, h, b, n_tiles, 0, 0, 0, sm);
   }
 #endif
 }
@@ -452,20 +494,18 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
 // the next tile is loaded as soon as both consumers released the current Q (after their last S), and
 // K/V stages continue round the ring, so the next tile's first loads overlap the current tile's last
 // P V and its epilogue, and no block pays the launch, mbarrier init and register hand-over per tile.
-// One extra mbarrier, empty_q (one arrival per consumer warp).
-template <int kHeadDim>
+// One extra mbarrier per Q tile, empty_q (one arrival per consumer warp). With two Q tiles (Tr::kQBufs, the
+// q2 candidate) the block's j-th tile with work reads Q tile j % 2, so the producer loads the next tile's Q
+// while the current one is still read, and waits only for the release of the tile before.
+template <class Tr>
 __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
-                                                   int section, uint32_t sQ, uint32_t sK, uint32_t sV, uint32_t bars) {
-  using Tr = FastTraitsSm90Tma<kHeadDim>;
-  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
+                                                   int section, const TmaSmem<Tr>& sm) {
+  constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
+  constexpr int kQBufs = TmaSmem<Tr>::kQBufs;
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
-  const TmaBarriers<kStages> bar{bars};
-  const uint32_t full_q = bar.full_q(), empty_q = bar.empty_q();
-  auto full_k = [&](int s) { return bar.full_k(s); };
-  auto full_v = [&](int s) { return bar.full_v(s); };
-  auto empty_k = [&](int s) { return bar.empty_k(s); };
-  auto empty_v = [&](int s) { return bar.empty_v(s); };
+  const auto bar = sm.bars();
+  const uint32_t sK = sm.k(), sV = sm.v();
   const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
   int it = 0, j = 0;  // K/V loads issued so far (stage ring position), tiles with work so far
   const bool snake = p.causal;  // the causal tiles differ in weight: balance them
@@ -476,7 +516,9 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
     const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
     if (n_tiles == 0) continue;  // the consumers skip it too
     const int h_kv = kv_head_of(pt.h, kv_group);
-    if (j > 0) mbar_wait(empty_q, uint32_t(j - 1) & 1u);
+    const int qb = j % kQBufs;
+    const uint32_t full_q = bar.full_q(qb), sQ = sm.q(qb);
+    if (j >= kQBufs) mbar_wait(bar.empty_q(qb), uint32_t(j / kQBufs - 1) & 1u);  // the release of tile j - kQBufs
     mbar_arrive_expect_tx(full_q, kQBytes);
 #pragma unroll
     for (int cb = 0; cb < kHeadDim / 64; ++cb)
@@ -484,65 +526,60 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
     for (int t = 0; t < n_tiles; ++t) {
       const int g = it + t, s = g % kStages;
       const uint32_t parity = uint32_t(g / kStages - 1) & 1u;  // the release of load g - kStages
-      if (g >= kStages) mbar_wait(empty_k(s), parity);
-      mbar_arrive_expect_tx(full_k(s), kKVBytes);
+      if (g >= kStages) mbar_wait(bar.empty_k(s), parity);
+      mbar_arrive_expect_tx(bar.full_k(s), kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
-        tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, tm_k, full_k(s), cb * 64, t * kBlockN, h_kv, pt.b);
-      if (g >= kStages) mbar_wait(empty_v(s), parity);
-      mbar_arrive_expect_tx(full_v(s), kKVBytes);
+        tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, tm_k, bar.full_k(s), cb * 64, t * kBlockN, h_kv, pt.b);
+      if (g >= kStages) mbar_wait(bar.empty_v(s), parity);
+      mbar_arrive_expect_tx(bar.full_v(s), kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
-        tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, tm_v, full_v(s), cb * 64, t * kBlockN, h_kv, pt.b);
+        tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, tm_v, bar.full_v(s), cb * 64, t * kBlockN, h_kv, pt.b);
     }
     it += n_tiles;
     ++j;
   }
 }
 
-template <class T, int kHeadDim, bool kExp2Fma>
-__global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
+// Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles).
+template <class T, class Tr, bool kExp2Fma>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                                       const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group,
                                       const int section) {
 #ifdef KL_FA_SM90A
-  using Tr = FastTraitsSm90Tma<kHeadDim>;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
-  static_assert(kBlockM == 128 && Tr::kNWarps == 8, "two consumer warpgroups of 64 rows");
-  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
-  constexpr int kConsumerWarps = Tr::kNWarps;
+  static_assert((kBlockM == 128 || kBlockM == 192) && Tr::kNWarps == kBlockM / 16, "consumer warpgroups of 64 rows");
+  constexpr int kConsumerWarps = Tr::kNWarps, kQBufs = TmaSmem<Tr>::kQBufs;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
-  const uint32_t sK = sQ + kQBytes;
-  const uint32_t sV = sK + kStages * kKVBytes;
-  const uint32_t bars = sV + kStages * kKVBytes;  // mbarriers, 8 bytes each: kernel 2's, then empty_q
+  const TmaSmem<Tr> sm(smem_raw);
 
   if (blockDim.x != unsigned(Tr::kThreads)) __trap();  // the register hand-over needs this shape
   const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
-    const TmaBarriers<kStages> bar{bars};
-    mbar_init(bar.full_q(), 1);
+    const auto bar = sm.bars();
+    for (int i = 0; i < kQBufs; ++i) mbar_init(bar.full_q(i), 1);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(bar.full_k(s), 1);
       mbar_init(bar.full_v(s), 1);
       mbar_init(bar.empty_k(s), kConsumerWarps);
       mbar_init(bar.empty_v(s), kConsumerWarps);
     }
-    mbar_init(bar.empty_q(), kConsumerWarps);
+    for (int i = 0; i < kQBufs; ++i) mbar_init(bar.empty_q(i), kConsumerWarps);
     fence_mbar_init();
   }
   __syncthreads();
 
   if (warp_id >= kConsumerWarps) {
-    setmaxnreg_dec<24>();
-    if (warp_id == kConsumerWarps && lane == 0)
-      produce_persistent<kHeadDim>(&tm_q, &tm_k, &tm_v, p, kv_group, section, sQ, sK, sV, bars);
+    setmaxnreg_dec<Tr::kProducerRegs>();
+    if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, section, sm);
   } else {
-    setmaxnreg_inc<240>();
+    setmaxnreg_inc<Tr::kConsumerRegs>();
     const int wg = warp_id >> 2;
     const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
-    if (wg == 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
+    if (wg == kConsumerWarps / 4 - 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
     int it = 0, j = 0;
     const bool snake = p.causal;  // the causal tiles differ in weight: balance them
     for (int k = 0; k * int(gridDim.x) < total; ++k) {
@@ -550,10 +587,10 @@ __global__ void __launch_bounds__(FastTraitsSm90Tma<kHeadDim>::kThreads, 1)
       if (tile >= total) continue;
       const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
       const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
-      consume<T, kHeadDim, true, kExp2Fma>(p, pt.m_block, pt.h, pt.b, n_tiles, it, uint32_t(j) & 1u, sQ, sK, sV, bars);
+      consume<T, Tr, true, kExp2Fma>(p, pt.m_block, pt.h, pt.b, n_tiles, it, j % kQBufs, uint32_t(j / kQBufs) & 1u, sm);
       if (n_tiles > 0) it += n_tiles, ++j;
     }
-    if (wg == 0) named_bar_sync(1, 256);  // the turn warpgroup 1 handed over after its last issue
+    if (wg == 0) named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
   }
 #endif
 }
@@ -579,9 +616,9 @@ void launch(const FastParams& p) {
 }
 
 // Launches the TMA kernel; false (nothing launched) when a tensor map cannot be made.
-template <class T, int kHeadDim>
+template <class T, class Tr>
 bool launch_tma(const FastParams& p) {
-  using Tr = FastTraitsSm90Tma<kHeadDim>;
+  constexpr int kHeadDim = Tr::kHeadDim;
   CUtensorMap mq, mk, mv;
   if (!make_tensor_map(&mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
                        Tr::kBlockM) ||
@@ -596,15 +633,23 @@ bool launch_tma(const FastParams& p) {
                      : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16")
                                        : (half ? "flash_fwd_wgmma_tma_d256_fp16" : "flash_fwd_wgmma_tma_d256_bf16");
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (TmaBarriers<Tr::kStages>::kCount - 1);  // no empty_q
-  cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, kHeadDim>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv,
-               p, kv_group(p));
+  cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, Tr>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
   return true;
 }
+// The TMA kernel for p's dtype and head dim, with or without the late rescale.
+template <int kHeadDim>
+bool launch_tma_for(const FastParams& p, bool late) {
+  using Plain = FastTraitsSm90Tma<kHeadDim>;
+  using Late = FastTraitsSm90TmaOpt<kHeadDim, 1, true>;
+  if (p.dtype == FastDtype::Fp16) return late ? launch_tma<__half, Late>(p) : launch_tma<__half, Plain>(p);
+  return late ? launch_tma<__nv_bfloat16, Late>(p) : launch_tma<__nv_bfloat16, Plain>(p);
+}
 
-// Launches the persistent kernel (kernel 3); false (nothing launched) when a tensor map cannot be made.
-template <class T, int kHeadDim>
-bool launch_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
-  using Tr = FastTraitsSm90Tma<kHeadDim>;
+// Launches the persistent kernel (kernel 3) on Tr's tiles; false (nothing launched) when a tensor map cannot
+// be made.
+template <class T, class Tr, bool kExp2Fma>
+bool launch_persistent(const FastParams& p, bool lpt) {
+  constexpr int kHeadDim = Tr::kHeadDim;
   CUtensorMap mq, mk, mv;
   if (!make_tensor_map(&mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
                        Tr::kBlockM) ||
@@ -624,17 +669,34 @@ bool launch_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
   if (tiles > int64_t(INT32_MAX)) return false;  // the tile index is an int
   const dim3 grid(unsigned(std::min<int64_t>(tiles, sms)));
   const bool half = std::is_same<T, __half>::value;
+  const bool q2 = TmaSmem<Tr>::kQBufs == 2, late = Tr::kLateRescale, m192 = Tr::kBlockM == 192;
   const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_persistent_d64_fp16" : "flash_fwd_wgmma_persistent_d64_bf16")
                      : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_persistent_d128_fp16" : "flash_fwd_wgmma_persistent_d128_bf16")
                                        : (half ? "flash_fwd_wgmma_persistent_d256_fp16" : "flash_fwd_wgmma_persistent_d256_bf16");
-  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages>::kCount;
-  if (exp2_fma)
-    cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, true>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
-                 mv, p, kv_group(p), section);
-  else
-    cuda::launch(name, flash_fwd_wgmma_persistent_kernel<T, kHeadDim, false>, grid, dim3(Tr::kThreads), smem, 0, mq, mk,
-                 mv, p, kv_group(p), section);
+  const std::string named = std::string(name) + (q2 ? "_q2" : "") + (late ? "_late" : "") + (m192 ? "_m192" : "");
+  const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages, TmaSmem<Tr>::kQBufs>::kCount;
+  cuda::launch(named.c_str(), flash_fwd_wgmma_persistent_kernel<T, Tr, kExp2Fma>, grid, dim3(Tr::kThreads), smem, 0,
+               mq, mk, mv, p, kv_group(p), section);
   return true;
+}
+
+// The persistent kernel for p's dtype and head dim on kQBufs Q tiles (d = 256: always one).
+template <int kQBufs, bool kLate, bool kExp2Fma, int kBlockM64 = 128>
+bool run_persistent_tiles(const FastParams& p, bool lpt) {
+  const bool half = p.dtype == FastDtype::Fp16;
+  if (p.d == 64) {
+    using Tr = FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>;
+    return half ? launch_persistent<__half, Tr, kExp2Fma>(p, lpt)
+                : launch_persistent<__nv_bfloat16, Tr, kExp2Fma>(p, lpt);
+  }
+  if (p.d == 128) {
+    using Tr = FastTraitsSm90TmaOpt<128, kQBufs, kLate>;
+    return half ? launch_persistent<__half, Tr, kExp2Fma>(p, lpt)
+                : launch_persistent<__nv_bfloat16, Tr, kExp2Fma>(p, lpt);
+  }
+  using Tr = FastTraitsSm90TmaOpt<256, 1, kLate>;
+  return half ? launch_persistent<__half, Tr, kExp2Fma>(p, lpt)
+              : launch_persistent<__nv_bfloat16, Tr, kExp2Fma>(p, lpt);
 }
 
 }  // namespace sm90_detail
@@ -652,21 +714,17 @@ bool fast_wgmma_kernels_loaded() {
   return loaded;
 }
 
-bool run_fast_wgmma(const FastParams& p, bool tma) {
+bool run_fast_wgmma(const FastParams& p, bool tma, bool late_rescale) {
   validate(p);
   const bool half = p.dtype == FastDtype::Fp16;
+  using sm90_detail::launch_tma_for;
   if (p.d == 256) {  // the TMA kernel only (the cp.async one has no d = 256 tiles): else mma.sync
     if (!tma) throw InputError(wgmma_cpasync_d256_message());
-    if (half ? sm90_detail::launch_tma<__half, 256>(p) : sm90_detail::launch_tma<__nv_bfloat16, 256>(p)) return true;
+    if (launch_tma_for<256>(p, late_rescale)) return true;
     run_fast_mma_sync(p);
     return false;
   }
-  if (tma) {
-    const bool ok = p.d == 64 ? (half ? sm90_detail::launch_tma<__half, 64>(p) : sm90_detail::launch_tma<__nv_bfloat16, 64>(p))
-                              : (half ? sm90_detail::launch_tma<__half, 128>(p)
-                                      : sm90_detail::launch_tma<__nv_bfloat16, 128>(p));
-    if (ok) return true;
-  }
+  if (tma && (p.d == 64 ? launch_tma_for<64>(p, late_rescale) : launch_tma_for<128>(p, late_rescale))) return true;
   if (p.d == 64)
     half ? sm90_detail::launch<__half, 64>(p) : sm90_detail::launch<__nv_bfloat16, 64>(p);
   else
@@ -674,15 +732,18 @@ bool run_fast_wgmma(const FastParams& p, bool tma) {
   return false;
 }
 
-bool run_fast_wgmma_persistent(const FastParams& p, bool lpt, bool exp2_fma) {
+bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
   validate(p);
-  const bool half = p.dtype == FastDtype::Fp16;
-  using namespace sm90_detail;
-  if (p.d == 64)
-    return half ? launch_persistent<__half, 64>(p, lpt, exp2_fma) : launch_persistent<__nv_bfloat16, 64>(p, lpt, exp2_fma);
-  if (p.d == 128)
-    return half ? launch_persistent<__half, 128>(p, lpt, exp2_fma) : launch_persistent<__nv_bfloat16, 128>(p, lpt, exp2_fma);
-  return half ? launch_persistent<__half, 256>(p, lpt, exp2_fma) : launch_persistent<__nv_bfloat16, 256>(p, lpt, exp2_fma);
+  if (!fast_path_persistent(path))
+    throw RuntimeError(std::string("run_fast_wgmma_persistent: not a persistent path: ") + fast_path_name(path));
+  const bool exp2 = path == FastPath::WgmmaPersistentExp2;  // on the lpt order
+  const bool lpt = path == FastPath::WgmmaPersistentLpt || exp2;
+  using sm90_detail::run_persistent_tiles;
+  if (path == FastPath::WgmmaPersistentQ2) return run_persistent_tiles<2, false, false>(p, false);
+  if (path == FastPath::WgmmaPersistentQ2Late) return run_persistent_tiles<2, true, false>(p, false);
+  if (path == FastPath::WgmmaPersistentLate) return run_persistent_tiles<1, true, false>(p, false);
+  if (path == FastPath::WgmmaPersistentM192) return run_persistent_tiles<1, false, false, 192>(p, false);
+  return exp2 ? run_persistent_tiles<1, false, true>(p, lpt) : run_persistent_tiles<1, false, false>(p, lpt);
 }
 
 }  // namespace kl::flash_attention

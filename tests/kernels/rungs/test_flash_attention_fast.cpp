@@ -38,8 +38,8 @@ namespace {
 // CPU-only builds (cpu and asan presets, machines without nvcc) declare none of the CUDA-only entry
 // points; the tests that call them skip themselves (KL_REQUIRE_CUDA) before it matters.
 bool fast_wgmma_kernels_loaded() { return false; }
-bool run_fast_wgmma(const FastParams&, bool) { return false; }
-bool run_fast_wgmma_persistent(const FastParams&, bool, bool) { return false; }
+bool run_fast_wgmma(const FastParams&, bool, bool = false) { return false; }
+bool run_fast_wgmma_persistent(const FastParams&, FastPath) { return false; }
 void run_fast_mma_sync(const FastParams&) {}
 #endif
 
@@ -423,35 +423,92 @@ TEST(FlashAttentionFast, CpAsyncWgmmaKernelMatchesReference) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   reduced_sweep("wgmma-cpasync", FastPath::WgmmaCpAsync);
 }
+// The TMA kernel with the late rescale (KL_FLASH_FAST_PATH=wgmma-late): the reduced sweep, d = 256, peaked
+// scores (alpha far from 1 at every tile, so a rescale applied to the wrong P V shows), and the same bits
+// as the TMA kernel (the same multiplies on O in the same order, only issued later).
+TEST(FlashAttentionFast, LateRescaleTmaKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  reduced_sweep("wgmma-late", FastPath::WgmmaLate);
+  if (HasFatalFailure()) return;
+  {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-late");
+    sweep({1, 79, 81, 161}, {256});
+    if (HasFatalFailure()) return;
+    for (int d : {64, 128, 256})
+      for (bool causal : {false, true}) {
+        Shape s;
+        s.B = 1, s.H = 2, s.Lq = 300, s.Lk = 2049, s.d = d, s.causal = causal, s.scale = 1.0f;
+        check_case(s, 2.0f);
+        if (HasFatalFailure()) return;
+      }
+  }
+  for (int d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      const int B = 2, H = 5, Lq = 333, Lk = 517;
+      SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : " non-causal"));
+      const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
+      const Array k = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const Array v = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const float scale = 1.0f / std::sqrt(float(d));
+      Array base, late;
+      {
+        ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
+        base = run_fast_host(q, k, v, causal, scale, "bf16");
+      }
+      {
+        ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-late");
+        late = run_fast_host(q, k, v, causal, scale, "bf16");
+      }
+      ASSERT_EQ(late.data.size(), base.data.size());
+      EXPECT_EQ(0, std::memcmp(late.data.data(), base.data.data(), late.data.size() * sizeof(float)));
+    }
+}
 
-// The persistent candidates (KL_FLASH_FAST_PATH=wgmma-persistent, wgmma-persistent-lpt): the reduced sweep,
+// The persistent candidates (KL_FLASH_FAST_PATH=wgmma-persistent, -lpt, -exp2, -q2): the reduced sweep,
 // d = 256 odd lengths, grouped-query ratios 1, 2, 4, 8 at every head dimension, rows that see nothing, and
 // shapes with many more tiles than SMs (each block loops over several tiles: the Q, K/V stage and turn
 // phases carry from tile to tile), including causal Lq > Lk, where tiles with no key sit between tiles with
-// work. The launch itself is checked to be the persistent kernel's (no quiet fallback).
+// work (and, for q2, the two Q tiles alternate over tiles with and without work). The launch itself is
+// checked to be the persistent kernel's (no quiet fallback).
+// d = 256 odd lengths, grouped-query ratios at every head dimension, rows that see nothing, long peaked rows.
+void persistent_edge_cases() {
+  sweep({1, 79, 81, 161}, {256});
+  if (::testing::Test::HasFatalFailure()) return;
+  gqa_sweep({33, 1000}, {64, 128, 256});
+  if (::testing::Test::HasFatalFailure()) return;
+  for (int d : {64, 128, 256})
+    for (auto [Lq, Lk] : {std::pair<int, int>{1000, 17}, {129, 1}, {300, 128}}) {
+      Shape s;
+      s.B = 2, s.H = 1, s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = true;
+      check_case(s);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  Shape peaked;  // long rows, the max moving across many tiles
+  peaked.B = 1, peaked.H = 2, peaked.Lq = 300, peaked.Lk = 2049, peaked.d = 128, peaked.causal = true;
+  peaked.scale = 1.0f;
+  check_case(peaked, 2.0f);
+}
 std::vector<std::pair<const char*, FastPath>> persistent_paths(bool with_exp2 = true) {
   std::vector<std::pair<const char*, FastPath>> v = {{"wgmma-persistent", FastPath::WgmmaPersistent},
-                                                     {"wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt}};
+                                                     {"wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt},
+                                                     {"wgmma-persistent-q2", FastPath::WgmmaPersistentQ2},
+                                                     {"wgmma-persistent-q2-late", FastPath::WgmmaPersistentQ2Late},
+                                                     {"wgmma-persistent-late", FastPath::WgmmaPersistentLate},
+                                                     {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192}};
   if (with_exp2) v.push_back({"wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2});
   return v;
 }
-void persistent_sweep(const char* name, FastPath path) {
+// `full`: every case below, for the kernels the default runs (fast_kernel_for); the candidates the default
+// does not take (lpt, exp2, q2) get the reduced sweep and the many-tiles cases only, to keep the GPU run short.
+void persistent_sweep(const char* name, FastPath path, bool full = true) {
   {
     SCOPED_TRACE(name);
     reduced_sweep(name, path);
     if (::testing::Test::HasFatalFailure()) return;
     ScopedEnv env("KL_FLASH_FAST_PATH", name);
-    sweep({1, 79, 81, 161}, {256});
+    if (full) persistent_edge_cases();
     if (::testing::Test::HasFatalFailure()) return;
-    gqa_sweep({33, 1000}, {64, 128, 256});
-    if (::testing::Test::HasFatalFailure()) return;
-    for (int d : {64, 128, 256})
-      for (auto [Lq, Lk] : {std::pair<int, int>{1000, 17}, {129, 1}, {300, 128}}) {
-        Shape s;
-        s.B = 2, s.H = 1, s.Lq = Lq, s.Lk = Lk, s.d = d, s.causal = true;
-        check_case(s);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
     for (int d : {64, 128})
       for (bool causal : {false, true}) {
         Shape many;  // 2 x 40 x 3 = 240 tiles
@@ -465,11 +522,6 @@ void persistent_sweep(const char* name, FastPath path) {
         check_case(sparse);
         if (::testing::Test::HasFatalFailure()) return;
       }
-    Shape peaked;  // long rows, the max moving across many tiles
-    peaked.B = 1, peaked.H = 2, peaked.Lq = 300, peaked.Lk = 2049, peaked.d = 128, peaked.causal = true;
-    peaked.scale = 1.0f;
-    check_case(peaked, 2.0f);
-    if (::testing::Test::HasFatalFailure()) return;
     // Every contiguous shape takes the persistent kernel itself.
     for (int d : {64, 128, 256}) {
       FastParams p;
@@ -479,9 +531,7 @@ void persistent_sweep(const char* name, FastPath path) {
       q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
       p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
       set_contiguous_strides(p);
-      EXPECT_TRUE(run_fast_wgmma_persistent(p, path != FastPath::WgmmaPersistent,
-                                            path == FastPath::WgmmaPersistentExp2))
-          << "d=" << d;
+      EXPECT_TRUE(run_fast_wgmma_persistent(p, path)) << "d=" << d;
       mem::synchronize(Backend::Cuda);
     }
   }
@@ -494,12 +544,33 @@ TEST(FlashAttentionFast, PersistentKernelMatchesReference) {
 TEST(FlashAttentionFast, PersistentLptKernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt);
+  persistent_sweep("wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt, false);
 }
 TEST(FlashAttentionFast, PersistentExp2KernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2);
+  persistent_sweep("wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2, false);
+}
+TEST(FlashAttentionFast, PersistentQ2KernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-q2", FastPath::WgmmaPersistentQ2, false);
+}
+TEST(FlashAttentionFast, PersistentQ2LateKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-q2-late", FastPath::WgmmaPersistentQ2Late);
+}
+TEST(FlashAttentionFast, PersistentLateKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-late", FastPath::WgmmaPersistentLate);
+}
+// Three consumer warpgroups in a ring (192 rows at d = 64): every case, the turns' ring included.
+TEST(FlashAttentionFast, PersistentM192KernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-m192", FastPath::WgmmaPersistentM192);
 }
 
 // The persistent kernels' same inputs twice give bit-identical outputs, and (but the exp2 candidate, whose
@@ -545,7 +616,9 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
   KL_REQUIRE_CUDA();
   std::vector<const char*> paths = {"mma"};
   if (fast_wgmma_kernels_loaded())
-    paths.insert(paths.end(), {"wgmma-cpasync", "wgmma", "wgmma-persistent", "wgmma-persistent-lpt"});
+    paths.insert(paths.end(), {"wgmma-cpasync", "wgmma", "wgmma-persistent", "wgmma-persistent-lpt",
+                               "wgmma-persistent-q2", "wgmma-persistent-q2-late", "wgmma-persistent-late",
+                               "wgmma-late", "wgmma-persistent-m192"});
   for (const char* path : paths)
     for (int d : {64, 128, 256})
       for (auto [H, H_kv] : {std::pair<int, int>{8, 1}, {8, 2}, {8, 4}, {6, 3}})
@@ -578,28 +651,69 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
 }
 
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
-// The default on sm_90a picks its kernel by shape: persistent at L <= 4096 (d = 256: causal only), the
-// one-block-per-tile TMA kernel past it; every named path stays itself.
-TEST(FlashAttentionFastHost, ByShapeChoosesThePersistentKernelWhereItMeasuredFaster) {
+// The default on sm_90a picks its kernel by shape (as measured, docs/perf-log.md): the persistent kernel
+// (d = 64 plain, d = 128 two Q tiles + late rescale, d = 256 late rescale) but on long causal rows
+// (Lq > 8192; d = 256: Lq > 4096) and d = 256 non-causal, which take the TMA kernel with the late rescale;
+// every named path stays itself.
+TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
   auto kernel = [](int L, int d, bool causal) {
     FastParams p;
     p.B = 1, p.H = 1, p.Lq = p.Lk = L, p.d = d, p.causal = causal;
     return fast_kernel_for(FastPath::WgmmaByShape, p);
   };
-  for (int d : {64, 128})
-    for (bool causal : {false, true}) {
-      EXPECT_EQ(kernel(512, d, causal), FastPath::WgmmaPersistent);
-      EXPECT_EQ(kernel(4096, d, causal), FastPath::WgmmaPersistent);
-      EXPECT_EQ(kernel(4097, d, causal), FastPath::Wgmma);
-      EXPECT_EQ(kernel(16384, d, causal), FastPath::Wgmma);
+  for (bool causal : {false, true}) {
+    for (int L : {512, 4096, 8192}) {
+      EXPECT_EQ(kernel(L, 64, causal), FastPath::WgmmaPersistent);
+      EXPECT_EQ(kernel(L, 128, causal), FastPath::WgmmaPersistentQ2Late);
     }
-  EXPECT_EQ(kernel(1024, 256, true), FastPath::WgmmaPersistent);
-  EXPECT_EQ(kernel(1024, 256, false), FastPath::Wgmma);
+    EXPECT_EQ(kernel(16384, 64, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistent);
+    EXPECT_EQ(kernel(8193, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2Late);
+    EXPECT_EQ(kernel(16384, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2Late);
+  }
+  EXPECT_EQ(kernel(4096, 256, true), FastPath::WgmmaPersistentLate);
+  EXPECT_EQ(kernel(4097, 256, true), FastPath::WgmmaLate);
+  EXPECT_EQ(kernel(1024, 256, false), FastPath::WgmmaLate);
   FastParams p;
   p.Lq = 512, p.d = 64;
   for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaCpAsync, FastPath::WgmmaPersistentLpt})
     EXPECT_EQ(fast_kernel_for(named, p), named);
 }
+
+#ifdef KL_HAS_CUDA
+// KL_FLASH_FAST_PATH, with or without a device: an unknown value is refused naming every kernel it may name;
+// each name gives its own kernel where the sm_90a code runs and is refused, saying why, where it does not.
+TEST(FlashAttentionFastHost, PathNamesAreTheirKernelsAndAnUnknownOneListsThemAll) {
+  {
+    ScopedEnv env("KL_FLASH_FAST_PATH", "tensor-magic");
+    try {
+      fast_path();
+      FAIL() << "tensor-magic was taken";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("KL_FLASH_FAST_PATH=tensor-magic"), std::string::npos) << m;
+      EXPECT_NE(m.find("mma, "), std::string::npos) << m;
+      EXPECT_NE(m.find("or auto (unset)"), std::string::npos) << m;
+      for (FastPath path : kNamedWgmmaPaths)
+        EXPECT_NE(m.find(std::string(fast_path_name(path)) + (path == FastPath::WgmmaPersistentM192 ? " or" : ",")),
+                  std::string::npos)
+            << fast_path_name(path) << " not listed: " << m;
+    }
+  }
+  for (FastPath path : kNamedWgmmaPaths) {
+    ScopedEnv env("KL_FLASH_FAST_PATH", fast_path_name(path));
+    if (fast_wgmma_kernels_loaded()) {
+      EXPECT_EQ(fast_path(), path) << fast_path_name(path);
+    } else {
+      try {
+        fast_path();
+        ADD_FAILURE() << fast_path_name(path) << " was taken without the sm_90a code";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("no sm_90a code"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+#endif
 
 TEST(FlashAttentionFast, PathChoice) {
   KL_REQUIRE_CUDA();
@@ -779,7 +893,8 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 }
 
 TEST(FlashAttentionFastHost, TileShapes) {
-  for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma})
+  for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma, FastPath::WgmmaPersistentQ2,
+                        FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentM192})
   for (int d : {64, 128, 256}) {
     if (d == 256 && path == FastPath::WgmmaCpAsync) continue;  // refused: below
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
@@ -788,7 +903,9 @@ TEST(FlashAttentionFastHost, TileShapes) {
     EXPECT_EQ(t.head_dim, d);
     EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
     EXPECT_EQ(t.block_n % 16, 0);
-    EXPECT_EQ(t.smem_bytes, int64_t(t.block_m + 2 * t.stages * t.block_n) * d * 2);
+    const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late;
+    EXPECT_EQ(t.q_tiles, q2 && d < 256 ? 2 : 1);
+    EXPECT_EQ(t.smem_bytes, int64_t(t.q_tiles * t.block_m + 2 * t.stages * t.block_n) * d * 2);
     // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
     // room for their mbarriers).
     EXPECT_LE(t.smem_bytes + (path != FastPath::MmaSync ? 1024 + 128 : 0), 227 * 1024);
@@ -804,6 +921,16 @@ TEST(FlashAttentionFastHost, TileShapes) {
   EXPECT_EQ(w.stages, 2);
   EXPECT_EQ(w.smem_bytes, 224 * 1024);
   EXPECT_EQ(int64_t(w128.block_m + 2 * w128.stages * w128.block_n) * 256 * 2, 448 * 1024);
+  // q2 at d = 128: the second Q tile takes one K/V stage's place (2 x 32 + 2 x 64 KiB).
+  const FastTileShape q2 = fast_tile_shape(128, FastPath::WgmmaPersistentQ2);
+  EXPECT_EQ(q2.stages, 2);
+  EXPECT_EQ(q2.smem_bytes, 192 * 1024);
+  // m192 at d = 64: three warpgroups of 64 rows, Q 24 KiB + 3 x 32 KiB.
+  const FastTileShape m192 = fast_tile_shape(64, FastPath::WgmmaPersistentM192);
+  EXPECT_EQ(m192.block_m, 192);
+  EXPECT_EQ(m192.warps, 12);
+  EXPECT_EQ(m192.smem_bytes, 120 * 1024);
+  EXPECT_EQ(fast_tile_shape(128, FastPath::WgmmaPersistentM192).block_m, 128);
   const FastTileShape m = fast_tile_shape(256, FastPath::MmaSync);
   EXPECT_EQ(m.block_n, 32);
   EXPECT_EQ(m.smem_bytes, 128 * 1024);
