@@ -12,32 +12,25 @@ that ratio by head dimension and length.
 import argparse
 import json
 import math
+import os
 import re
+import sys
 
-ROW_RE = re.compile(r"(?:Hkv=(\d+)\s+)?L=(\d+)\s+d=(\d+)\s+(non-causal|causal)\s+bf16\s+(\S+)")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_json as bj  # noqa: E402  (torch-free; torch_flash.py reads the same JSON with it)
+
+# A fast row's shape as KL_FLASH_FAST_BENCH_PATHS names it: SHAPE_RE's groups, then the kernel's name.
+ROW_RE = re.compile(bj.SHAPE_RE.pattern + r"\s+bf16\s+(\S+)")
 
 
 def ladder(path):
-    with open(path) as f:
-        doc = json.load(f)
     rows, order = {}, []
-
-    def walk(x):
-        if isinstance(x, dict):
-            if "shape" in x and "tflops" in x and x.get("variant") == "fast":
-                m = ROW_RE.search(str(x["shape"]))
-                if m:
-                    key = (int(m.group(2)), int(m.group(3)), m.group(4) == "causal", int(m.group(1)) if m.group(1) else None)
-                    rows.setdefault(key, {})[m.group(5)] = float(x["tflops"])
-                    if m.group(5) not in order:
-                        order.append(m.group(5))
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(doc)
+    for x in bj.walk_rows(path, lambda x: "shape" in x and "tflops" in x and x.get("variant") == "fast"):
+        m = ROW_RE.search(str(x["shape"]))
+        if m:
+            rows.setdefault(bj.shape_key(m), {})[m.group(5)] = float(x["tflops"])
+            if m.group(5) not in order:
+                order.append(m.group(5))
     return rows, order
 
 

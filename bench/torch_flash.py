@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import re
 import sys
 
 import torch
@@ -33,6 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_common as pc  # noqa: E402  (the timing method: the spin, events, the median)
+from bench_json import SHAPE_RE, shape_key, walk_rows  # noqa: E402,F401  (torch_flash_backward.py: tf.walk_rows)
 
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 TOKENS = 16384  # B * L
@@ -127,29 +127,6 @@ def peer_rows(shape_list, time_backend, flops_of, ladder_of, free_between=False)
     return results
 
 
-def walk_rows(path, accept):
-    """Every dict of the ladder's `bench --json` file at `path` (any nesting) for which accept(row) holds."""
-    with open(path) as f:
-        doc = json.load(f)
-    found = []
-
-    def walk(x):
-        if isinstance(x, dict):
-            if accept(x):
-                found.append(x)
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(doc)
-    return found
-
-
-SHAPE_RE = re.compile(r"(?:Hkv=(\d+)\s+)?L=(\d+)\s+d=(\d+)\s+(non-causal|causal)")
-
-
 def ladder_rows(path):
     """(L, d, causal, Hkv or None) -> TFLOP/s of the ladder's fast variant, from its --json file (any nesting)."""
     found = {}
@@ -157,8 +134,7 @@ def ladder_rows(path):
                        and x.get("kernel", "flash-attention") == "flash-attention"):
         m = SHAPE_RE.search(str(x["shape"]))
         if m:
-            hkv = int(m.group(1)) if m.group(1) else None
-            found[(int(m.group(2)), int(m.group(3)), m.group(4) == "causal", hkv)] = float(x["tflops"])
+            found[shape_key(m)] = float(x["tflops"])
     return found
 
 
