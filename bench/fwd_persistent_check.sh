@@ -23,8 +23,7 @@ grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped" "$out/ctest.l
 # A candidate whose correctness test did not pass (or hung) is left out of the timing, so a hang cannot
 # eat the run; the default is always timed.
 keep=wgmma
-# The candidates timed (KL_FWD_CANDIDATES overrides: test-name:path pairs; the lpt and exp2 candidates were
-# measured on 2026-12-01 and not taken, so they are no longer timed by default).
+# The candidates timed (KL_FWD_CANDIDATES overrides: test-name:path pairs).
 for c in ${KL_FWD_CANDIDATES:-LateRescaleTma:wgmma-late persistent:wgmma-persistent persistentlate:wgmma-persistent-late persistentq2:wgmma-persistent-q2 persistentq2late:wgmma-persistent-q2-late persistentm192:wgmma-persistent-m192}; do
   test_name=${c%%:*} path=${c#*:}
   if grep -qiE "FlashAttentionFast\.${test_name}KernelMatchesReference \.+ +Passed" "$out/ctest.log"; then

@@ -47,7 +47,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -202,12 +201,9 @@ struct FastTileShape {
 // Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
 // Wgmma: the bulk-tensor-copy (TMA) kernel with a producer warpgroup; WgmmaCpAsync: the first wgmma kernel,
 // cp.async loads by all threads (taken too when a tensor map cannot be made for the strides given).
-// WgmmaPersistent, WgmmaPersistentLpt, WgmmaPersistentExp2: candidates, chosen only by name
-// (KL_FLASH_FAST_PATH=wgmma-persistent, wgmma-persistent-lpt, wgmma-persistent-exp2): the TMA kernel made
-// persistent (one block per SM looping over tiles, the next tile's loads under the current epilogue),
-// persistent_tile()'s order (plain, or causal heaviest-first over all heads), causal tiles handed out in
-// a snake (persistent_index); -exp2: the lpt order with a quarter of the softmax's exp2 computed on the FMA
-// pipe (a polynomial) instead of the SFU. Same tiles as Wgmma. WgmmaPersistentQ2
+// WgmmaPersistent (KL_FLASH_FAST_PATH=wgmma-persistent): the TMA kernel made persistent (one block per SM
+// looping over tiles, the next tile's loads under the current epilogue), in persistent_tile()'s order,
+// causal tiles handed out in a snake (persistent_index). Same tiles as Wgmma. WgmmaPersistentQ2
 // (KL_FLASH_FAST_PATH=wgmma-persistent-q2): wgmma-persistent's order with two Q tiles
 // (FastTraitsSm90TmaOpt), so a tile's first S does not wait for its Q to arrive; d = 256: one Q tile,
 // the same kernel as wgmma-persistent. WgmmaPersistentQ2Late (wgmma-persistent-q2-late): q2 with O
@@ -222,8 +218,6 @@ enum class FastPath {
   WgmmaCpAsync,
   Wgmma,
   WgmmaPersistent,
-  WgmmaPersistentLpt,
-  WgmmaPersistentExp2,
   WgmmaPersistentQ2,
   WgmmaPersistentQ2Late,
   WgmmaPersistentLate,
@@ -237,8 +231,6 @@ inline const char* fast_path_name(FastPath path) {
     case FastPath::Wgmma: return "wgmma";
     case FastPath::WgmmaCpAsync: return "wgmma-cpasync";
     case FastPath::WgmmaPersistent: return "wgmma-persistent";
-    case FastPath::WgmmaPersistentLpt: return "wgmma-persistent-lpt";
-    case FastPath::WgmmaPersistentExp2: return "wgmma-persistent-exp2";
     case FastPath::WgmmaPersistentQ2: return "wgmma-persistent-q2";
     case FastPath::WgmmaPersistentQ2Late: return "wgmma-persistent-q2-late";
     case FastPath::WgmmaPersistentLate: return "wgmma-persistent-late";
@@ -249,15 +241,13 @@ inline const char* fast_path_name(FastPath path) {
 }
 // The kernels KL_FLASH_FAST_PATH may name besides mma (each needs the sm_90a code), in the order its
 // messages list them.
-constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,          FastPath::Wgmma,
-                                         FastPath::WgmmaPersistent,       FastPath::WgmmaPersistentLpt,
-                                         FastPath::WgmmaPersistentExp2,   FastPath::WgmmaPersistentQ2,
+constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,        FastPath::Wgmma,
+                                         FastPath::WgmmaPersistent,     FastPath::WgmmaPersistentQ2,
                                          FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate,
-                                         FastPath::WgmmaLate,             FastPath::WgmmaPersistentM192};
+                                         FastPath::WgmmaLate,           FastPath::WgmmaPersistentM192};
 // True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
-  return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentLpt ||
-         path == FastPath::WgmmaPersistentExp2 || path == FastPath::WgmmaPersistentQ2 ||
+  return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2 ||
          path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentLate ||
          path == FastPath::WgmmaPersistentM192;
 }
@@ -341,30 +331,16 @@ KL_FA_HD bool tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int bloc
   return causal && key_end - 1 > m_block * block_m + (Lk - Lq);
 }
 
-// The persistent kernel's tile order (FastPath::WgmmaPersistent, ..Lpt): tile index idx in
-// [0, n_m * H * B) to (query block, head, batch). Plain order (section 0) = the non-persistent grid's
-// linear order (query blocks fastest, then heads, then batches; causal query blocks last-first inside each
-// head, as the grid launches them). With causal and section > 0 (longest processing time first, in
-// L2-sized sections): the (head, batch) pairs are cut into groups of `section` consecutive pairs (the
-// last may be smaller), taken one group after the other; inside a group query blocks are outermost, the
-// heaviest (last) query block of every pair first, so each group's lightest tiles come last and even out
-// the blocks' finishing times, while the group's K/V (chosen by the launcher to fit in L2) stays cached
-// between its query blocks. Without causal every tile weighs the same and section is ignored.
-// Which block takes which idx: persistent_index() below.
+// The persistent kernels' tile order: tile index idx in [0, n_m * H * B) to (query block, head, batch), the
+// non-persistent grid's linear order (query blocks fastest, then heads, then batches; causal query blocks
+// last-first inside each head, as the grid launches them). Which block takes which idx: persistent_index()
+// below. (A longest-first order over all heads, and a quarter of the softmax's exp2 on the FMA pipe, were
+// measured on the H200 and not taken: docs/perf-log.md.)
 struct PersistentTile {
   int m_block, h, b;
 };
-KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool causal, int section) {
+KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool causal) {
   PersistentTile t;
-  if (causal && section > 0) {
-    const int hb = H * B, group = idx / (section * n_m), within = idx % (section * n_m);
-    const int size = hb - group * section < section ? hb - group * section : section;
-    const int pair = group * section + within % size;
-    t.m_block = n_m - 1 - within / size;
-    t.h = pair % H;
-    t.b = pair / H;
-    return t;
-  }
   const int m = idx % n_m, rest = idx / n_m;
   t.m_block = causal ? n_m - 1 - m : m;
   t.h = rest % H;
@@ -377,32 +353,6 @@ KL_FA_HD PersistentTile persistent_tile(int idx, int n_m, int H, int B, bool cau
 // robin over the causal grid order gives block 0 the heaviest query blocks of each head and block 64 the
 // lightest: 1568 against 544 K/V tiles at L = 16384, d = 128). Indices >= the tile count are skipped.
 KL_FA_HD int persistent_index(int k, int c, int G, bool snake) { return k * G + (snake && (k & 1) ? G - 1 - c : c); }
-
-// ---- [SECTION] exp2 on the FMA pipe (the persistent kernel's exp2 candidate; tested on the CPU) --------
-// 2^x for x <= 0 without the SFU (MUFU.EX2 runs 16 a clock per SM; at d = 64 one warpgroup's softmax needs as
-// many SFU clocks as the other's two products take on the tensor cores): x = n + f with n = round(x) by
-// the 1.5 * 2^23 trick (the integer lands in the low mantissa bits of x + 1.5 * 2^23), f in [-0.5, 0.5],
-// 2^f by a degree-3 polynomial with constant term exactly 1 (relative error 1.0e-4 on [-0.5, 0.5], below
-// fp16's half ulp; bf16/fp16 P rounding dominates), and n added into the exponent bits. x is clamped to
-// -127, where f = 0, the polynomial is exactly 1 and the sum of the bits is exactly 0.0: masked scores
-// (-inf) give exactly 0, as MUFU's exp2 does, so rows that see nothing still end with l = 0.
-KL_FA_HD float exp2_fma(float x) {
-  x = fmaxf(x, -127.f);
-  const float t = x + 12582912.f;  // 1.5 * 2^23: round(x) in the low bits
-  const float f = x - (t - 12582912.f);
-  const float p = fmaf(fmaf(fmaf(0.055008940398693085f, f, 0.2422109693288803f), f, 0.6932829022407532f), f, 1.f);
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(__float_as_int(p) + int(uint32_t(__float_as_int(t)) << 23));
-#else
-  uint32_t pb, tb;
-  std::memcpy(&pb, &p, 4);
-  std::memcpy(&tb, &t, 4);
-  const uint32_t r = pb + (tb << 23);
-  float y;
-  std::memcpy(&y, &r, 4);
-  return y;
-#endif
-}
 
 // Checks a FastParams: InputError naming the parameter, its value and the allowed range.
 inline void validate(const FastParams& p) {
@@ -523,9 +473,8 @@ void require_cuda_device(const std::string& what);
 void run_fast(const FastParams& p);
 
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
-// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-lpt|
-// wgmma-persistent-exp2|wgmma-persistent-q2|wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|
-// wgmma-persistent-m192 in the environment overrides
+// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-q2|
+// wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|wgmma-persistent-m192 in the environment overrides
 // (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With

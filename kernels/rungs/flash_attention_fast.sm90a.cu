@@ -40,8 +40,7 @@ namespace sm90_detail {
 
 // ---- [SECTION] one warpgroup's state and steps (shared by both kernels) ---------------------------------
 // Warpgroup wg owns query rows m0 + 64 wg .. + 63; this thread holds rows row_g and row_g + 8.
-// kExp2Fma (the exp2 candidate only): every fourth 8-column group of P by exp2_fma instead of the SFU.
-template <class T, int kHeadDim, int kBlockM, int kBlockN, bool kExp2Fma = false>
+template <class T, int kHeadDim, int kBlockM, int kBlockN>
 struct WarpgroupState {
   float acc_o[kHeadDim / 2];         // O, 64 x d per warpgroup, fp32
   float acc_s[kBlockN / 2];          // S_t, then P_t (fp32) until it is packed
@@ -112,7 +111,7 @@ struct WarpgroupState {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float x = fmaf(acc_s[4 * j + e], scale_log2, -m_scaled[e >> 1]);
-        const float pe = kExp2Fma && j % 4 == 3 ? exp2_fma(x) : fast_exp2(x);
+        const float pe = fast_exp2(x);
         acc_s[4 * j + e] = pe;
         rowsum[e >> 1] += pe;
       }
@@ -299,7 +298,7 @@ struct TmaSmem {
 // release Q (after their last S) and the last V stage for the producer's next tile. Without it (kernel 2)
 // it0 is 0 and q_phase 0, and the code is what it was before the persistent kernel existed. The tile reads
 // Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase.
-template <class T, class Tr, bool kPersistent = false, bool kExp2Fma = false>
+template <class T, class Tr, bool kPersistent = false>
 __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0, int qb,
                                         uint32_t q_phase, const TmaSmem<Tr>& sm) {
   constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
@@ -317,7 +316,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
   const int m0 = m_block * kBlockM;
 
   T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  WarpgroupState<T, kHeadDim, kBlockM, kBlockN, kExp2Fma> w;
+  WarpgroupState<T, kHeadDim, kBlockM, kBlockN> w;
   w.init(m0 + wg * 64 + warp * 16 + (lane >> 2), p.scale);
 
   if (n_tiles > 0) {  // uniform across the block
@@ -486,10 +485,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #endif
 }
 
-// ---- [SECTION] kernel 3: kernel 2 made persistent (FastPath::WgmmaPersistent, ..Lpt, ..Exp2) --------------
+// ---- [SECTION] kernel 3: kernel 2 made persistent (FastPath::WgmmaPersistent and its options) ------------
 // Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
-// order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order, or for causal
-// with `lpt` the heaviest query blocks of all heads first); causal tiles are handed out in a snake
+// order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order); causal tiles are
+// handed out in a snake
 // (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the blocks' work. The producer runs ahead across tiles: Q of
 // the next tile is loaded as soon as both consumers released the current Q (after their last S), and
 // K/V stages continue round the ring, so the next tile's first loads overlap the current tile's last
@@ -500,7 +499,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 template <class Tr>
 __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
-                                                   int section, const TmaSmem<Tr>& sm) {
+                                                   const TmaSmem<Tr>& sm) {
   constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr int kQBufs = TmaSmem<Tr>::kQBufs;
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
@@ -512,7 +511,7 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
   for (int k = 0; k * int(gridDim.x) < total; ++k) {
     const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
     if (tile >= total) continue;
-    const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
+    const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
     const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
     if (n_tiles == 0) continue;  // the consumers skip it too
     const int h_kv = kv_head_of(pt.h, kv_group);
@@ -543,11 +542,10 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
 }
 
 // Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles).
-template <class T, class Tr, bool kExp2Fma>
+template <class T, class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group,
-                                      const int section) {
+                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
 #ifdef KL_FA_SM90A
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   static_assert((kBlockM == 128 || kBlockM == 192) && Tr::kNWarps == kBlockM / 16, "consumer warpgroups of 64 rows");
@@ -574,7 +572,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (warp_id >= kConsumerWarps) {
     setmaxnreg_dec<Tr::kProducerRegs>();
-    if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, section, sm);
+    if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, sm);
   } else {
     setmaxnreg_inc<Tr::kConsumerRegs>();
     const int wg = warp_id >> 2;
@@ -585,9 +583,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int k = 0; k * int(gridDim.x) < total; ++k) {
       const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
       if (tile >= total) continue;
-      const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal, section);
+      const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
       const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
-      consume<T, Tr, true, kExp2Fma>(p, pt.m_block, pt.h, pt.b, n_tiles, it, j % kQBufs, uint32_t(j / kQBufs) & 1u, sm);
+      consume<T, Tr, true>(p, pt.m_block, pt.h, pt.b, n_tiles, it, j % kQBufs, uint32_t(j / kQBufs) & 1u, sm);
       if (n_tiles > 0) it += n_tiles, ++j;
     }
     if (wg == 0) named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
@@ -615,25 +613,32 @@ void launch(const FastParams& p) {
                size_t(fast_smem_bytes<Tr>() + 1024), 0, p, kv_group(p));
 }
 
+// Q's, K's and V's tensor maps for Tr's tiles (Q: kBlockM rows, K and V: kBlockN); false when one cannot be
+// made for p's strides.
+template <class Tr>
+bool make_qkv_maps(const FastParams& p, CUtensorMap* mq, CUtensorMap* mk, CUtensorMap* mv) {
+  return make_tensor_map(mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
+                         Tr::kBlockM) &&
+         make_tensor_map(mk, p.k, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.k_row_stride, p.k_head_stride,
+                         p.k_batch_stride, Tr::kBlockN) &&
+         make_tensor_map(mv, p.v, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.v_row_stride, p.v_head_stride,
+                         p.v_batch_stride, Tr::kBlockN);
+}
+
 // Launches the TMA kernel; false (nothing launched) when a tensor map cannot be made.
 template <class T, class Tr>
 bool launch_tma(const FastParams& p) {
   constexpr int kHeadDim = Tr::kHeadDim;
   CUtensorMap mq, mk, mv;
-  if (!make_tensor_map(&mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
-                       Tr::kBlockM) ||
-      !make_tensor_map(&mk, p.k, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
-                       Tr::kBlockN) ||
-      !make_tensor_map(&mv, p.v, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.v_row_stride, p.v_head_stride, p.v_batch_stride,
-                       Tr::kBlockN))
-    return false;
+  if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
   const bool half = std::is_same<T, __half>::value;
   const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_tma_d64_fp16" : "flash_fwd_wgmma_tma_d64_bf16")
                      : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16")
                                        : (half ? "flash_fwd_wgmma_tma_d256_fp16" : "flash_fwd_wgmma_tma_d256_bf16");
+  const std::string named = std::string(name) + (Tr::kLateRescale ? "_late" : "");
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (TmaBarriers<Tr::kStages>::kCount - 1);  // no empty_q
-  cuda::launch(name, flash_fwd_wgmma_tma_kernel<T, Tr>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+  cuda::launch(named.c_str(), flash_fwd_wgmma_tma_kernel<T, Tr>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
   return true;
 }
 // The TMA kernel for p's dtype and head dim, with or without the late rescale.
@@ -647,24 +652,17 @@ bool launch_tma_for(const FastParams& p, bool late) {
 
 // Launches the persistent kernel (kernel 3) on Tr's tiles; false (nothing launched) when a tensor map cannot
 // be made.
-template <class T, class Tr, bool kExp2Fma>
-bool launch_persistent(const FastParams& p, bool lpt) {
+template <class T, class Tr>
+bool launch_persistent(const FastParams& p) {
   constexpr int kHeadDim = Tr::kHeadDim;
   CUtensorMap mq, mk, mv;
-  if (!make_tensor_map(&mq, p.q, p.dtype, p.d, p.Lq, p.H, p.B, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
-                       Tr::kBlockM) ||
-      !make_tensor_map(&mk, p.k, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
-                       Tr::kBlockN) ||
-      !make_tensor_map(&mv, p.v, p.dtype, p.d, p.Lk, kv_heads(p), p.B, p.v_row_stride, p.v_head_stride, p.v_batch_stride,
-                       Tr::kBlockN))
-    return false;
+  if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
   static const int sms = [] {
     int dev = 0, n = 0;
     KL_CUDA_CHECK(cudaGetDevice(&dev));
     KL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
-  const int section = lpt ? p.H * p.B : 0;  // one group: heaviest first over all heads
   const int64_t tiles = int64_t(ceil_div(p.Lq, Tr::kBlockM)) * p.H * p.B;
   if (tiles > int64_t(INT32_MAX)) return false;  // the tile index is an int
   const dim3 grid(unsigned(std::min<int64_t>(tiles, sms)));
@@ -675,28 +673,28 @@ bool launch_persistent(const FastParams& p, bool lpt) {
                                        : (half ? "flash_fwd_wgmma_persistent_d256_fp16" : "flash_fwd_wgmma_persistent_d256_bf16");
   const std::string named = std::string(name) + (q2 ? "_q2" : "") + (late ? "_late" : "") + (m192 ? "_m192" : "");
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages, TmaSmem<Tr>::kQBufs>::kCount;
-  cuda::launch(named.c_str(), flash_fwd_wgmma_persistent_kernel<T, Tr, kExp2Fma>, grid, dim3(Tr::kThreads), smem, 0,
-               mq, mk, mv, p, kv_group(p), section);
+  cuda::launch(named.c_str(), flash_fwd_wgmma_persistent_kernel<T, Tr>, grid, dim3(Tr::kThreads), smem, 0,
+               mq, mk, mv, p, kv_group(p));
   return true;
 }
 
 // The persistent kernel for p's dtype and head dim on kQBufs Q tiles (d = 256: always one).
-template <int kQBufs, bool kLate, bool kExp2Fma, int kBlockM64 = 128>
-bool run_persistent_tiles(const FastParams& p, bool lpt) {
+template <int kQBufs, bool kLate, int kBlockM64 = 128>
+bool run_persistent_tiles(const FastParams& p) {
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64) {
     using Tr = FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>;
-    return half ? launch_persistent<__half, Tr, kExp2Fma>(p, lpt)
-                : launch_persistent<__nv_bfloat16, Tr, kExp2Fma>(p, lpt);
+    return half ? launch_persistent<__half, Tr>(p)
+                : launch_persistent<__nv_bfloat16, Tr>(p);
   }
   if (p.d == 128) {
     using Tr = FastTraitsSm90TmaOpt<128, kQBufs, kLate>;
-    return half ? launch_persistent<__half, Tr, kExp2Fma>(p, lpt)
-                : launch_persistent<__nv_bfloat16, Tr, kExp2Fma>(p, lpt);
+    return half ? launch_persistent<__half, Tr>(p)
+                : launch_persistent<__nv_bfloat16, Tr>(p);
   }
   using Tr = FastTraitsSm90TmaOpt<256, 1, kLate>;
-  return half ? launch_persistent<__half, Tr, kExp2Fma>(p, lpt)
-              : launch_persistent<__nv_bfloat16, Tr, kExp2Fma>(p, lpt);
+  return half ? launch_persistent<__half, Tr>(p)
+              : launch_persistent<__nv_bfloat16, Tr>(p);
 }
 
 }  // namespace sm90_detail
@@ -736,14 +734,12 @@ bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
   validate(p);
   if (!fast_path_persistent(path))
     throw RuntimeError(std::string("run_fast_wgmma_persistent: not a persistent path: ") + fast_path_name(path));
-  const bool exp2 = path == FastPath::WgmmaPersistentExp2;  // on the lpt order
-  const bool lpt = path == FastPath::WgmmaPersistentLpt || exp2;
   using sm90_detail::run_persistent_tiles;
-  if (path == FastPath::WgmmaPersistentQ2) return run_persistent_tiles<2, false, false>(p, false);
-  if (path == FastPath::WgmmaPersistentQ2Late) return run_persistent_tiles<2, true, false>(p, false);
-  if (path == FastPath::WgmmaPersistentLate) return run_persistent_tiles<1, true, false>(p, false);
-  if (path == FastPath::WgmmaPersistentM192) return run_persistent_tiles<1, false, false, 192>(p, false);
-  return exp2 ? run_persistent_tiles<1, false, true>(p, lpt) : run_persistent_tiles<1, false, false>(p, lpt);
+  if (path == FastPath::WgmmaPersistentQ2) return run_persistent_tiles<2, false>(p);
+  if (path == FastPath::WgmmaPersistentQ2Late) return run_persistent_tiles<2, true>(p);
+  if (path == FastPath::WgmmaPersistentLate) return run_persistent_tiles<1, true>(p);
+  if (path == FastPath::WgmmaPersistentM192) return run_persistent_tiles<1, false, 192>(p);
+  return run_persistent_tiles<1, false>(p);
 }
 
 }  // namespace kl::flash_attention

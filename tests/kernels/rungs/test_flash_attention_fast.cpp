@@ -465,7 +465,7 @@ TEST(FlashAttentionFast, LateRescaleTmaKernelMatchesReference) {
     }
 }
 
-// The persistent candidates (KL_FLASH_FAST_PATH=wgmma-persistent, -lpt, -exp2, -q2): the reduced sweep,
+// The persistent candidates (KL_FLASH_FAST_PATH=wgmma-persistent, -q2, -q2-late, -late, -m192): the reduced sweep,
 // d = 256 odd lengths, grouped-query ratios 1, 2, 4, 8 at every head dimension, rows that see nothing, and
 // shapes with many more tiles than SMs (each block loops over several tiles: the Q, K/V stage and turn
 // phases carry from tile to tile), including causal Lq > Lk, where tiles with no key sit between tiles with
@@ -489,18 +489,15 @@ void persistent_edge_cases() {
   peaked.scale = 1.0f;
   check_case(peaked, 2.0f);
 }
-std::vector<std::pair<const char*, FastPath>> persistent_paths(bool with_exp2 = true) {
-  std::vector<std::pair<const char*, FastPath>> v = {{"wgmma-persistent", FastPath::WgmmaPersistent},
-                                                     {"wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt},
-                                                     {"wgmma-persistent-q2", FastPath::WgmmaPersistentQ2},
-                                                     {"wgmma-persistent-q2-late", FastPath::WgmmaPersistentQ2Late},
-                                                     {"wgmma-persistent-late", FastPath::WgmmaPersistentLate},
-                                                     {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192}};
-  if (with_exp2) v.push_back({"wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2});
-  return v;
+std::vector<std::pair<const char*, FastPath>> persistent_paths() {
+  return {{"wgmma-persistent", FastPath::WgmmaPersistent},
+          {"wgmma-persistent-q2", FastPath::WgmmaPersistentQ2},
+          {"wgmma-persistent-q2-late", FastPath::WgmmaPersistentQ2Late},
+          {"wgmma-persistent-late", FastPath::WgmmaPersistentLate},
+          {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192}};
 }
 // `full`: every case below, for the kernels the default runs (fast_kernel_for); the candidates the default
-// does not take (lpt, exp2, q2) get the reduced sweep and the many-tiles cases only, to keep the GPU run short.
+// does not take (q2) gets the reduced sweep and the many-tiles cases only, to keep the GPU run short.
 void persistent_sweep(const char* name, FastPath path, bool full = true) {
   {
     SCOPED_TRACE(name);
@@ -541,16 +538,6 @@ TEST(FlashAttentionFast, PersistentKernelMatchesReference) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent", FastPath::WgmmaPersistent);
 }
-TEST(FlashAttentionFast, PersistentLptKernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-lpt", FastPath::WgmmaPersistentLpt, false);
-}
-TEST(FlashAttentionFast, PersistentExp2KernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-exp2", FastPath::WgmmaPersistentExp2, false);
-}
 TEST(FlashAttentionFast, PersistentQ2KernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
@@ -573,8 +560,7 @@ TEST(FlashAttentionFast, PersistentM192KernelMatchesReference) {
   persistent_sweep("wgmma-persistent-m192", FastPath::WgmmaPersistentM192);
 }
 
-// The persistent kernels' same inputs twice give bit-identical outputs, and (but the exp2 candidate, whose
-// exp2 differs) the same bits as the default TMA kernel (same tiles, same arithmetic order per tile; only
+// The persistent kernels' same inputs twice give bit-identical outputs, and the same bits as the TMA kernel (same tiles, same arithmetic order per tile; only
 // which block runs a tile changes).
 TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
   KL_REQUIRE_CUDA();
@@ -602,9 +588,8 @@ TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
         const Array b = run_fast_host(q, k, v, causal, scale, "bf16");
         ASSERT_EQ(a.data.size(), base.data.size());
         EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << name << " moved";
-        if (path != FastPath::WgmmaPersistentExp2)
-          EXPECT_EQ(0, std::memcmp(a.data.data(), base.data.data(), a.data.size() * sizeof(float)))
-              << name << " differs from wgmma";
+        EXPECT_EQ(0, std::memcmp(a.data.data(), base.data.data(), a.data.size() * sizeof(float)))
+            << name << " differs from wgmma";
       }
     }
 }
@@ -616,8 +601,7 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
   KL_REQUIRE_CUDA();
   std::vector<const char*> paths = {"mma"};
   if (fast_wgmma_kernels_loaded())
-    paths.insert(paths.end(), {"wgmma-cpasync", "wgmma", "wgmma-persistent", "wgmma-persistent-lpt",
-                               "wgmma-persistent-q2", "wgmma-persistent-q2-late", "wgmma-persistent-late",
+    paths.insert(paths.end(), {"wgmma-cpasync", "wgmma", "wgmma-persistent", "wgmma-persistent-q2", "wgmma-persistent-q2-late", "wgmma-persistent-late",
                                "wgmma-late", "wgmma-persistent-m192"});
   for (const char* path : paths)
     for (int d : {64, 128, 256})
@@ -675,7 +659,7 @@ TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
   EXPECT_EQ(kernel(1024, 256, false), FastPath::WgmmaLate);
   FastParams p;
   p.Lq = 512, p.d = 64;
-  for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaCpAsync, FastPath::WgmmaPersistentLpt})
+  for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaCpAsync, FastPath::WgmmaPersistentQ2})
     EXPECT_EQ(fast_kernel_for(named, p), named);
 }
 
@@ -981,46 +965,31 @@ TEST(FlashAttentionFastHost, TileCountsAndMasksMatchBruteForce) {
         }
 }
 
-// The persistent kernels' tile order: every (query block, head, batch) exactly once; the plain order
-// (section 0) is the non-persistent grid's (blockIdx.x fastest, causal query blocks last-first); lpt with
-// causal takes the (head, batch) pairs in groups of `section` and never puts a lighter tile (fewer K/V
-// tiles) before a heavier one inside a group; lpt without causal is the plain order.
+// The persistent kernels' tile order: every (query block, head, batch) exactly once, in the non-persistent
+// grid's order (blockIdx.x fastest, causal query blocks last-first).
 TEST(FlashAttentionFastHost, PersistentTileOrderCoversEveryTileOnce) {
   for (auto [n_m, H, B] : {std::tuple<int, int, int>{1, 1, 1}, {3, 2, 5}, {4, 32, 32}, {128, 16, 1}, {7, 3, 2}})
-    for (bool causal : {false, true})
-      for (int section : {0, 1, 3, 7, 1 << 20}) {
-        SCOPED_TRACE("n_m=" + std::to_string(n_m) + " H=" + std::to_string(H) + " B=" + std::to_string(B) +
-                     (causal ? " causal" : "") + " section=" + std::to_string(section));
-        const int total = n_m * H * B, L = n_m * 128, hb = H * B;
-        const int sec = std::min(section, hb);
-        std::vector<int> seen(size_t(total), 0);
-        int prev_work = 1 << 30, prev_group = -1;
-        for (int idx = 0; idx < total; ++idx) {
-          const PersistentTile t = persistent_tile(idx, n_m, H, B, causal, section);
-          ASSERT_TRUE(t.m_block >= 0 && t.m_block < n_m && t.h >= 0 && t.h < H && t.b >= 0 && t.b < B) << idx;
-          ++seen[size_t((t.b * H + t.h) * n_m + t.m_block)];
-          if (!(causal && section > 0)) {  // the grid's order: x = query block (reversed for causal), y = head, z = batch
-            const int x = idx % n_m;
-            ASSERT_EQ(t.m_block, causal ? n_m - 1 - x : x) << idx;
-            ASSERT_EQ(t.h, (idx / n_m) % H) << idx;
-            ASSERT_EQ(t.b, idx / (n_m * H)) << idx;
-          } else {
-            const int pair = t.b * H + t.h, group = pair / sec;
-            ASSERT_GE(group, prev_group) << "tile " << idx << " goes back to an earlier group";
-            if (group != prev_group) prev_work = 1 << 30;
-            const int work = key_tiles_for_block(t.m_block, L, L, 128, 128, true);
-            ASSERT_LE(work, prev_work) << "tile " << idx << " heavier than the one before in its group";
-            prev_work = work, prev_group = group;
-          }
-        }
-        for (int c : seen) ASSERT_EQ(c, 1);
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("n_m=" + std::to_string(n_m) + " H=" + std::to_string(H) + " B=" + std::to_string(B) +
+                   (causal ? " causal" : ""));
+      const int total = n_m * H * B;
+      std::vector<int> seen(size_t(total), 0);
+      for (int idx = 0; idx < total; ++idx) {
+        const PersistentTile t = persistent_tile(idx, n_m, H, B, causal);
+        ASSERT_TRUE(t.m_block >= 0 && t.m_block < n_m && t.h >= 0 && t.h < H && t.b >= 0 && t.b < B) << idx;
+        ++seen[size_t((t.b * H + t.h) * n_m + t.m_block)];
+        const int x = idx % n_m;  // x = query block (reversed for causal), y = head, z = batch
+        ASSERT_EQ(t.m_block, causal ? n_m - 1 - x : x) << idx;
+        ASSERT_EQ(t.h, (idx / n_m) % H) << idx;
+        ASSERT_EQ(t.b, idx / (n_m * H)) << idx;
       }
+      for (int c : seen) ASSERT_EQ(c, 1);
+    }
 }
 
 // The snake hands every tile index to exactly one block, and it balances the blocks' causal work where
 // the plain round robin does not (the reason causal tiles go out in a snake): at L = 512, d = 128 on 132
-// SMs (4 query blocks a head, 132 = 0 mod 4, so round robin gives block 0 every head's heaviest block)
-// and, with the lpt order, at L = 16384, d = 128 (the plain order's snake is 1.54x off there).
+// SMs (4 query blocks a head, 132 = 0 mod 4, so round robin gives block 0 every head's heaviest block).
 TEST(FlashAttentionFastHost, PersistentSnakeBalancesCausalWork) {
   for (auto [total, G] : {std::pair<int, int>{1, 1}, {5, 3}, {2048, 132}, {4096, 132}, {131, 132}, {265, 132}}) {
     std::vector<int> seen(size_t(total), 0);
@@ -1032,47 +1001,23 @@ TEST(FlashAttentionFastHost, PersistentSnakeBalancesCausalWork) {
       }
     for (int n : seen) ASSERT_EQ(n, 1) << "total " << total << " G " << G;
   }
-  auto spread = [](int n_m, int H, int B, int section, bool snake) {
+  auto spread = [](int n_m, int H, int B, bool snake) {
     const int G = 132, total = n_m * H * B, L = n_m * 128;
     std::vector<double> work(G, 0.0);
     for (int c = 0; c < G; ++c)
       for (int k = 0; k * G < total; ++k) {
         const int idx = persistent_index(k, c, G, snake);
         if (idx >= total) continue;
-        const PersistentTile t = persistent_tile(idx, n_m, H, B, true, section);
+        const PersistentTile t = persistent_tile(idx, n_m, H, B, true);
         work[size_t(c)] += key_tiles_for_block(t.m_block, L, L, 128, 128, true);
       }
     double mean = 0, most = 0;
     for (double w : work) mean += w / G, most = std::max(most, w);
     return most / mean;
   };
-  EXPECT_LT(spread(128, 16, 1, 16, true), 1.03);  // L = 16384, lpt
-  EXPECT_GT(spread(128, 16, 1, 0, false), 1.3);
-  EXPECT_LT(spread(4, 16, 32, 0, true), 1.04);  // L = 512, plain order
-  EXPECT_GT(spread(4, 16, 32, 0, false), 1.5);
-}
-
-// The exp2 candidate's polynomial exp2 (the same function the kernel runs): relative error below 1.1e-4
-// over the softmax's whole range (x <= 0, with rounding slack above), exactly 0 for -inf and at the clamp,
-// never negative or NaN below it (no borrow out of the exponent bits).
-TEST(FlashAttentionFastHost, Exp2FmaMatchesExp2) {
-  EXPECT_EQ(exp2_fma(-INFINITY), 0.0f);
-  EXPECT_EQ(exp2_fma(-127.0f), 0.0f);
-  EXPECT_EQ(exp2_fma(-1000.0f), 0.0f);
-  EXPECT_EQ(exp2_fma(0.0f), 1.0f);
-  double worst = 0;
-  for (int i = 0; i <= 2000000; ++i) {
-    const float x = -126.0f + 126.001f * float(i) / 2000000.f;  // [-126, 0.001]
-    const float y = exp2_fma(x);
-    ASSERT_TRUE(std::isfinite(y) && y > 0) << x;
-    worst = std::max(worst, std::fabs(double(y) / std::exp2(double(x)) - 1));
-  }
-  EXPECT_LT(worst, 1.1e-4);
-  for (int i = 0; i <= 100000; ++i) {  // (-127, -126): tiny (subnormal bits), never negative or NaN
-    const float x = -127.0f + float(i) / 100000.f;
-    const float y = exp2_fma(x);
-    ASSERT_TRUE(y >= 0 && y < 1.2e-38f) << x << " -> " << y;
-  }
+  EXPECT_GT(spread(128, 16, 1, false), 1.3);  // L = 16384
+  EXPECT_LT(spread(4, 16, 32, true), 1.04);  // L = 512
+  EXPECT_GT(spread(4, 16, 32, false), 1.5);
 }
 
 TEST(FlashAttentionFastHost, CheckHostShapesFillsDimensions) {
