@@ -9,8 +9,8 @@
 // does not run (inline asm, wmma, cooperative groups, __nanosleep, cuda::) are compile errors at their line.
 // The fibers carry the sanitizer annotations, so an AddressSanitizer build of the host runs them.
 #pragma once
-// The fibers switch stacks with _setjmp/_longjmp. With _FORTIFY_SOURCE (on by default in some distributions'
-// GCC, Ubuntu's among them) glibc's longjmp checks that it jumps up its own stack and aborts a switch to
+// Where the fibers switch stacks with glibc's _setjmp/_longjmp (KL_CPU_SETJMP below): with _FORTIFY_SOURCE
+// (on by default in some distributions' GCC, Ubuntu's among them) glibc's longjmp checks that it jumps up its own stack and aborts a switch to
 // another fiber's ("longjmp causes uninitialized stack frame"): this file comes first in its translation
 // unit, so undefining it here turns that check off before any system header reads it.
 #ifdef _FORTIFY_SOURCE
@@ -81,13 +81,40 @@ inline int2 make_int2(int x, int y) { return {x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 constexpr int warpSize = 32;
 
+// The fibers' jump buffers. On x86-64 GCC's and Clang's __builtin_setjmp/__builtin_longjmp: five words (frame,
+// resume address, stack), the compiler saving the other registers around the call; glibc's _longjmp also
+// walks the thread's cleanup handlers on every switch, which took a fifth of a shuffle-heavy kernel's time
+// (rung 4 at Lq = 4096). glibc's _setjmp/_longjmp elsewhere and under AddressSanitizer, whose interceptors
+// see them.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KL_CPU_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(KL_CPU_ASAN)
+#define KL_CPU_ASAN 1
+#endif
+#if defined(__x86_64__) && !defined(KL_CPU_ASAN)
+#define KL_CPU_SETJMP(b) __builtin_setjmp(b)
+namespace kl_cpu {
+typedef void* JumpBuf[5];
+// __builtin_longjmp may not be called from the function that called __builtin_setjmp: never inlined.
+[[noreturn]] __attribute__((noinline)) inline void long_jump(JumpBuf b) { __builtin_longjmp(b, 1); }
+}  // namespace kl_cpu
+#define KL_CPU_LONGJMP(b) ::kl_cpu::long_jump(b)
+#else
+#define KL_CPU_SETJMP(b) _setjmp(b)
+#define KL_CPU_LONGJMP(b) _longjmp(b, 1)
+namespace kl_cpu { typedef jmp_buf JumpBuf; }
+#endif
+
 namespace kl_cpu {
 
 // ---- the state of the launch running on this CPU thread ----------------------------------------------
 enum FiberState : uint8_t { kReady, kAtBlockBarrier, kAtWarpBarrier, kDone };
 
 struct Fiber {
-  jmp_buf jb;
+  JumpBuf jb;
   ucontext_t uc;
   char* stack = nullptr;
   size_t stack_size = 0;
@@ -113,7 +140,8 @@ struct Grid {
   bool fibers = false;
   Fiber* fiber = nullptr;   // [nthreads] in fiber mode
   Fiber* current = nullptr;
-  jmp_buf sched_jb;
+  JumpBuf sched_jb;
+  bool from_scheduler = false;  // the switch into a fiber came from the scheduler (else from a fiber)
   void* sched_fake = nullptr;
   const void* sched_bottom = nullptr;
   size_t sched_size = 0;
@@ -174,13 +202,41 @@ inline void finish_switch(void* save, const void** bottom, size_t* size) {
   if (&__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(save, bottom, size);
 }
 
-// Fiber -> scheduler. Returns when the scheduler switches back.
+// Into fiber f (from the scheduler or from another fiber, whose own switch-out is done): started at
+// fiber_main the first time, else where it last yielded. Does not return.
+[[noreturn]] inline void enter(Grid& g, Fiber& f) {
+  g.current = &f;
+  g.tid = f.tid;
+  if (!f.started) {
+    f.started = true;
+    setcontext(&f.uc);
+  }
+  KL_CPU_LONGJMP(f.jb);
+}
+
+// The fiber the pass runs after `from`: the next ready one in index order (nullptr: the pass is over). Only
+// the scheduler's release() makes fibers ready, between passes, so the pass runs exactly the fibers that
+// were ready when it began, in index order, whether they are entered from the scheduler or from each other.
+inline Fiber* next_ready(Grid& g, Fiber* from) {
+  for (Fiber* f = from + 1; f < g.fiber + g.nthreads; ++f)
+    if (f->state == kReady) return f;
+  return nullptr;
+}
+
+// Fiber -> the next ready fiber of the pass, or the scheduler when there is none (one switch per wait, not
+// two). Returns when something switches back.
 __attribute__((noinline)) inline void yield() {
   Grid& g = *g_grid;
   Fiber* me = g.current;
-  if (!_setjmp(me->jb)) {
+  if (!KL_CPU_SETJMP(me->jb)) {
+    Fiber* next = next_ready(g, me);
+    if (next) {
+      start_switch(&me->fake_stack, next->stack, next->stack_size);
+      g.from_scheduler = false;
+      enter(g, *next);
+    }
     start_switch(&me->fake_stack, g.sched_bottom, g.sched_size);
-    _longjmp(g.sched_jb, 1);
+    KL_CPU_LONGJMP(g.sched_jb);
   }
   finish_switch(me->fake_stack, nullptr, nullptr);
   g_grid->tid = me->tid;
@@ -188,7 +244,13 @@ __attribute__((noinline)) inline void yield() {
 
 inline void fiber_main() {
   Grid* g = g_grid;
-  finish_switch(nullptr, &g->sched_bottom, &g->sched_size);
+  // The stack switched from: the scheduler's (kept: fibers switch back to it) or another fiber's.
+  const void* other_bottom = nullptr;
+  size_t other_size = 0;
+  if (g->from_scheduler)
+    finish_switch(nullptr, &g->sched_bottom, &g->sched_size);
+  else
+    finish_switch(nullptr, &other_bottom, &other_size);
   for (;;) {
     g_grid->tid = g_grid->current->tid;
     g_grid->body(g_grid->body_arg);
@@ -197,17 +259,12 @@ inline void fiber_main() {
   }
 }
 
-// Scheduler -> fiber f, until it yields.
+// Scheduler -> fiber f, and on through the pass's other ready fibers; returns when the last of them yields.
 inline void resume(Grid& g, Fiber& f) {
-  g.current = &f;
-  g.tid = f.tid;
-  if (!_setjmp(g.sched_jb)) {
+  if (!KL_CPU_SETJMP(g.sched_jb)) {
     start_switch(&g.sched_fake, f.stack, f.stack_size);
-    if (!f.started) {
-      f.started = true;
-      setcontext(&f.uc);
-    }
-    _longjmp(f.jb, 1);
+    g.from_scheduler = true;
+    enter(g, f);
   }
   finish_switch(g.sched_fake, nullptr, nullptr);
 }
@@ -307,15 +364,14 @@ inline bool release(Grid& g) {
 inline bool run_block_fibers(Grid& g) {
   for (int64_t i = 0; i < g.nthreads; ++i) g.fiber[i].state = kReady, g.fiber[i].published = 0, g.fiber[i].parity = 0;
   for (;;) {
+    // One pass: every fiber ready now runs until it waits or ends, in index order (after it no fiber is
+    // ready: a fiber leaves the ready state when it runs, and only release() below sets it again).
+    Fiber* first = g.fiber[0].state == kReady ? &g.fiber[0] : next_ready(g, &g.fiber[0]);
+    if (first) resume(g, *first);
     bool live = false;
-    for (int64_t i = 0; i < g.nthreads; ++i) {
-      if (g.fiber[i].state == kReady) resume(g, g.fiber[i]);
-      live = live || g.fiber[i].state != kDone;
-    }
+    for (int64_t i = 0; i < g.nthreads && !live; ++i) live = g.fiber[i].state != kDone;
     if (!live) return true;
-    bool ready = false;
-    for (int64_t i = 0; i < g.nthreads && !ready; ++i) ready = g.fiber[i].state == kReady;
-    if (!ready && !release(g)) return false;
+    if (!release(g)) return false;
   }
 }
 
