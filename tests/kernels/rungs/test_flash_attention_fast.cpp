@@ -293,6 +293,26 @@ struct ScopedEnv {
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
+// Random inputs: q [B, H, Lq, d], k and v [B, H_kv, Lk, d] (H_kv = H unless given).
+struct Qkv {
+  Array q, k, v;
+};
+Qkv random_qkv(int B, int H, int Lq, int Lk, int d, int H_kv = 0) {
+  if (H_kv == 0) H_kv = H;
+  return {make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d)),
+          make_array({B, H_kv, Lk, d}, test::random_floats(size_t(B) * H_kv * Lk * d)),
+          make_array({B, H_kv, Lk, d}, test::random_floats(size_t(B) * H_kv * Lk * d))};
+}
+// The fast forward in bf16 on the kernel KL_FLASH_FAST_PATH=path names.
+Array run_on_path(const char* path, const Qkv& in, bool causal, float scale) {
+  ScopedEnv env("KL_FLASH_FAST_PATH", path);
+  return run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
+}
+// The two outputs hold the same floats, bit for bit.
+bool same_bits(const Array& a, const Array& b) {
+  return a.data.size() == b.data.size() && std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
+}
+
 // The kernels that take d = 256 on this device: the default (wgmma with TMA on an H100/H200) and mma.sync.
 std::vector<std::pair<const char*, FastPath>> d256_paths() {
   std::vector<std::pair<const char*, FastPath>> v = {{"mma", FastPath::MmaSync}};
@@ -369,16 +389,12 @@ TEST(FlashAttentionFast, Deterministic) {
   KL_REQUIRE_CUDA();
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
-      const int B = 2, H = 2, Lq = 777, Lk = 1000;
       SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : " non-causal"));
-      const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
-      const Array k = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
-      const Array v = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const Qkv in = random_qkv(2, 2, 777, 1000, d);
       const float scale = 1.0f / std::sqrt(float(d));
-      const Array a = run_fast_host(q, k, v, causal, scale, "bf16");
-      const Array b = run_fast_host(q, k, v, causal, scale, "bf16");
-      ASSERT_EQ(a.data.size(), b.data.size());
-      EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)));
+      const Array a = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
+      const Array b = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
+      EXPECT_TRUE(same_bits(a, b));
     }
 }
 
@@ -445,23 +461,10 @@ TEST(FlashAttentionFast, LateRescaleTmaKernelMatchesReference) {
   }
   for (int d : {64, 128, 256})
     for (bool causal : {false, true}) {
-      const int B = 2, H = 5, Lq = 333, Lk = 517;
       SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : " non-causal"));
-      const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
-      const Array k = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
-      const Array v = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const Qkv in = random_qkv(2, 5, 333, 517, d);
       const float scale = 1.0f / std::sqrt(float(d));
-      Array base, late;
-      {
-        ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
-        base = run_fast_host(q, k, v, causal, scale, "bf16");
-      }
-      {
-        ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-late");
-        late = run_fast_host(q, k, v, causal, scale, "bf16");
-      }
-      ASSERT_EQ(late.data.size(), base.data.size());
-      EXPECT_EQ(0, std::memcmp(late.data.data(), base.data.data(), late.data.size() * sizeof(float)));
+      EXPECT_TRUE(same_bits(run_on_path("wgmma-late", in, causal, scale), run_on_path("wgmma", in, causal, scale)));
     }
 }
 
@@ -567,29 +570,20 @@ TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   for (int d : {64, 128, 256})
     for (bool causal : {false, true}) {
-      const int B = 3, H = 60, Lq = 333, Lk = 517;  // 540 tiles: four or five per block
       SCOPED_TRACE("d=" + std::to_string(d) + (causal ? " causal" : " non-causal"));
-      const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
-      const Array k = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
-      const Array v = make_array({B, H, Lk, d}, test::random_floats(size_t(B) * H * Lk * d));
+      const Qkv in = random_qkv(3, 60, 333, 517, d);  // 540 tiles: four or five per block
       const float scale = 1.0f / std::sqrt(float(d));
-      Array base;
-      {
-        ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
-        base = run_fast_host(q, k, v, causal, scale, "bf16");
-      }
+      const Array base = run_on_path("wgmma", in, causal, scale);
       size_t nan = 0;
       for (float x : base.data) nan += std::isnan(x) ? 1 : 0;
       ASSERT_EQ(nan, 0u);
       for (auto [name, path] : persistent_paths()) {
         ScopedEnv env("KL_FLASH_FAST_PATH", name);
         ASSERT_EQ(fast_path(), path);
-        const Array a = run_fast_host(q, k, v, causal, scale, "bf16");
-        const Array b = run_fast_host(q, k, v, causal, scale, "bf16");
-        ASSERT_EQ(a.data.size(), base.data.size());
-        EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << name << " moved";
-        EXPECT_EQ(0, std::memcmp(a.data.data(), base.data.data(), a.data.size() * sizeof(float)))
-            << name << " differs from wgmma";
+        const Array a = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
+        const Array b = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
+        EXPECT_TRUE(same_bits(a, b)) << name << " moved";
+        EXPECT_TRUE(same_bits(a, base)) << name << " differs from wgmma";
       }
     }
 }
@@ -601,8 +595,7 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
   KL_REQUIRE_CUDA();
   std::vector<const char*> paths = {"mma"};
   if (fast_wgmma_kernels_loaded())
-    paths.insert(paths.end(), {"wgmma-cpasync", "wgmma", "wgmma-persistent", "wgmma-persistent-q2", "wgmma-persistent-q2-late", "wgmma-persistent-late",
-                               "wgmma-late", "wgmma-persistent-m192"});
+    for (FastPath named : kNamedWgmmaPaths) paths.push_back(fast_path_name(named));
   for (const char* path : paths)
     for (int d : {64, 128, 256})
       for (auto [H, H_kv] : {std::pair<int, int>{8, 1}, {8, 2}, {8, 4}, {6, 3}})
@@ -612,9 +605,7 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
           const int B = 2, Lq = 333, Lk = 517, group = H / H_kv;
           SCOPED_TRACE(std::string(path) + " d=" + std::to_string(d) + " H=" + std::to_string(H) +
                        " H_kv=" + std::to_string(H_kv) + (causal ? " causal" : ""));
-          const Array q = make_array({B, H, Lq, d}, test::random_floats(size_t(B) * H * Lq * d));
-          const Array k = make_array({B, H_kv, Lk, d}, test::random_floats(size_t(B) * H_kv * Lk * d));
-          const Array v = make_array({B, H_kv, Lk, d}, test::random_floats(size_t(B) * H_kv * Lk * d));
+          const Qkv in = random_qkv(B, H, Lq, Lk, d, H_kv);
           auto repeat = [&](const Array& a) {
             Array r = make_array({B, H, Lk, d}, std::vector<float>(size_t(B) * H * Lk * d));
             const size_t head = size_t(Lk) * d;
@@ -624,13 +615,12 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
             return r;
           };
           const float scale = 1.0f / std::sqrt(float(d));
-          const Array gqa = run_fast_host(q, k, v, causal, scale, "bf16");
-          const Array mha = run_fast_host(q, repeat(k), repeat(v), causal, scale, "bf16");
-          ASSERT_EQ(gqa.data.size(), mha.data.size());
+          const Array gqa = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
+          const Array mha = run_fast_host(in.q, repeat(in.k), repeat(in.v), causal, scale, "bf16");
           size_t nan = 0;
           for (float x : gqa.data) nan += std::isnan(x) ? 1 : 0;
           ASSERT_EQ(nan, 0u);
-          EXPECT_EQ(0, std::memcmp(gqa.data.data(), mha.data.data(), gqa.data.size() * sizeof(float)));
+          EXPECT_TRUE(same_bits(gqa, mha));
         }
 }
 
