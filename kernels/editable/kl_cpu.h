@@ -1,5 +1,6 @@
 // kl_cpu.h: the CPU prelude, force-included (-include) before an editable CUDA source is compiled by the
-// host compiler. It runs CUDA's execution model on one CPU thread: the blocks of the grid in order, and
+// host compiler. It runs CUDA's execution model on the CPU: the blocks of the grid in order on one thread
+// (or, for the shipped build of a source without atomics, spread over several: launch()), and
 // the threads of a block as fibers that switch at __syncthreads, __syncwarp and the warp shuffles, or as
 // plain calls, one after the other, when the source uses none of them (the generated entry says which).
 // It provides: __global__/__device__/__host__/__forceinline__, __shared__ (per block) and `extern
@@ -32,9 +33,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <atomic>
 #include <new>
+#include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // The part of a launch the host fills and reads back. The host includes this file with
 // KL_CPU_ABI_ONLY defined to get this struct and nothing else.
@@ -42,10 +46,13 @@ namespace kl_cpu {
 struct Launch {
   uint32_t grid[3], block[3];
   uint64_t dynamic_shared_bytes;  // asked for by the launch (at most kDynamicShared)
+  uint32_t threads;    // CPU threads the blocks may be spread over (0 or 1: in order on the caller's);
+                       // taken only by kernels whose blocks are independent (entry<..., true>)
   int32_t fault_kind;  // kl::detail::FaultRecord's fields: 1 out-of-bounds load, 2 store
   int32_t fault_tensor;
   int64_t fault_program, fault_lane, fault_index, fault_size;
   int32_t deadlock;    // 1: the threads of a block waited at different barriers (deadlock_text says where)
+  int64_t deadlock_program;  // the block that deadlocked
   char deadlock_text[240];
 };
 // The generated entry of one __global__ function: runs the grid and returns 0.
@@ -60,7 +67,7 @@ typedef int (*EntryFn)(Launch* launch, void** args);
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-#define __shared__ thread_local  // one copy per CPU thread; the blocks of a launch run in turn on one
+#define __shared__ thread_local  // one copy per CPU thread; the blocks a thread runs take turns on it
 #define __constant__ static const
 #define __grid_constant__
 #define __align__(n) alignas(n)
@@ -305,6 +312,7 @@ inline void free_fibers(Grid& g) {
 inline void set_deadlock(Grid& g, const char* what) {
   if (g.l->deadlock) return;
   g.l->deadlock = 1;
+  g.l->deadlock_program = g.program;
   std::snprintf(g.l->deadlock_text, sizeof g.l->deadlock_text, "program %lld: %s", (long long)g.program, what);
 }
 
@@ -486,9 +494,10 @@ struct Bound {
   }
 };
 
-// Runs every block of the grid, in order, on this CPU thread.
-template <class... P>
-int launch(void (*f)(P...), Launch* l, void** args, bool fibers) {
+// Runs blocks of the grid on this CPU thread, each to its end, in the order `next` hands out their linear
+// indices (program = x + gx (y + gy z)), until it hands out one past the last or a block deadlocks.
+template <class... P, class Next>
+void run_blocks(void (*f)(P...), Launch* l, void** args, bool fibers, Next next) {
   Bound<P...> bound{f, args};
   Grid grid;
   Grid* g = &grid;
@@ -505,32 +514,89 @@ int launch(void (*f)(P...), Launch* l, void** args, bool fibers) {
     set_deadlock(*g, "could not allocate the fibers' stacks");
     free_fibers(*g);
     g_grid = saved;
-    return 0;
+    return;
   }
-  for (unsigned z = 0; z < g->grid.z && !l->deadlock; ++z)
-    for (unsigned y = 0; y < g->grid.y && !l->deadlock; ++y)
-      for (unsigned x = 0; x < g->grid.x && !l->deadlock; ++x) {
-        g->bid = dim3(x, y, z);
-        g->program = int64_t(x) + int64_t(g->grid.x) * (int64_t(y) + int64_t(g->grid.y) * z);
-        if (fibers) {
-          if (!run_block_fibers(*g)) break;
-          continue;
-        }
-        for (int64_t t = 0; t < g->nthreads; ++t) {
-          g->tid = dim3(unsigned(t % g->block.x), unsigned((t / g->block.x) % g->block.y),
-                        unsigned(t / (int64_t(g->block.x) * g->block.y)));
-          Bound<P...>::run(&bound);
-        }
-      }
+  const int64_t gx = g->grid.x, gxy = gx * g->grid.y, total = gxy * g->grid.z;
+  for (int64_t program = next(); program < total && !l->deadlock; program = next()) {
+    g->bid = dim3(unsigned(program % gx), unsigned(program / gx % g->grid.y), unsigned(program / gxy));
+    g->program = program;
+    if (fibers) {
+      if (!run_block_fibers(*g)) break;
+      continue;
+    }
+    for (int64_t t = 0; t < g->nthreads; ++t) {
+      g->tid = dim3(unsigned(t % g->block.x), unsigned((t / g->block.x) % g->block.y),
+                    unsigned(t / (int64_t(g->block.x) * g->block.y)));
+      Bound<P...>::run(&bound);
+    }
+  }
   free_fibers(*g);
   g_grid = saved;
+}
+
+// In order on this CPU thread.
+template <class... P>
+void launch_in_order(void (*f)(P...), Launch* l, void** args, bool fibers) {
+  int64_t next = 0;
+  run_blocks(f, l, args, fibers, [&] { return next++; });
+}
+
+// Over n CPU threads (this one among them) taking the blocks in increasing order, each recording into its
+// own copy of the launch's fault fields; the launch keeps the fault (then the deadlock) of the lowest
+// program, which is the one the in-order run records first.
+template <class... P>
+void launch_over_threads(void (*f)(P...), Launch* l, void** args, bool fibers, int64_t n) {
+  std::atomic<int64_t> next{0};
+  auto take = [&] { return next++; };
+  std::vector<Launch> part(size_t(n), *l);
+  std::vector<std::thread> threads;
+  for (int64_t i = 1; i < n; ++i) {
+    try {
+      threads.emplace_back([&, i] { run_blocks(f, &part[size_t(i)], args, fibers, take); });
+    } catch (...) {  // no thread to be had: the ones running (this one at least) take the remaining blocks
+      break;
+    }
+  }
+  run_blocks(f, &part[0], args, fibers, take);
+  for (std::thread& t : threads) t.join();
+  const Launch* fault = nullptr;
+  const Launch* deadlock = nullptr;
+  for (const Launch& p : part) {
+    if (p.fault_kind != 0 && (!fault || p.fault_program < fault->fault_program)) fault = &p;
+    if (p.deadlock && (!deadlock || p.deadlock_program < deadlock->deadlock_program)) deadlock = &p;
+  }
+  if (fault) {
+    l->fault_kind = fault->fault_kind, l->fault_tensor = fault->fault_tensor, l->fault_program = fault->fault_program;
+    l->fault_lane = fault->fault_lane, l->fault_index = fault->fault_index, l->fault_size = fault->fault_size;
+  }
+  if (deadlock) {
+    l->deadlock = 1, l->deadlock_program = deadlock->deadlock_program;
+    std::memcpy(l->deadlock_text, deadlock->deadlock_text, sizeof l->deadlock_text);
+  }
+}
+
+// Runs every block of the grid: in order, or, for a kernel whose blocks are independent (`parallel`: its
+// source uses no atomics, so no block reads what another writes) with l->threads > 1, over that many
+// threads. The result is the same either way.
+template <bool parallel, class... P>
+int launch(void (*f)(P...), Launch* l, void** args, bool fibers) {
+  if constexpr (parallel) {
+    const int64_t total = int64_t(l->grid[0]) * l->grid[1] * l->grid[2];
+    const int64_t n = std::min<int64_t>(l->threads, total);
+    if (n > 1) {
+      launch_over_threads(f, l, args, fibers, n);
+      return 0;
+    }
+  }
+  launch_in_order(f, l, args, fibers);
   return 0;
 }
 
-// The generated entry of `kernel` (the kernel's address as a template argument).
-template <auto kernel, bool fibers>
+// The generated entry of `kernel` (the kernel's address as a template argument); `parallel`: its blocks are
+// independent (launch above).
+template <auto kernel, bool fibers, bool parallel = false>
 int entry(Launch* l, void** args) {
-  return launch(kernel, l, args, fibers);
+  return launch<parallel>(kernel, l, args, fibers);
 }
 
 // Dynamic shared memory: `extern __shared__ T name[];` resolves to a generated definition of this size.

@@ -2,11 +2,14 @@
 // run on the shipped build or an edited one, the first fault read back and named.
 #include "kernels/editable/launch.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "assets/embedded.h"
 #include "kernels/editable/compile.h"
@@ -177,9 +180,23 @@ Fault fault_from(const FaultRecord& r, const Launch& l) {
   return f;
 }
 
-Fault run_cpu_entry(kl_cpu::EntryFn entry, const Launch& l, void** args) {
+int cpu_threads() {
+  const char* v = std::getenv("KL_CPU_THREADS");
+  if (v && *v) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > 256)
+      throw InputError(out_of_range_message("KL_CPU_THREADS", v, "an integer in [1, 256] (CPU threads a launch may use)"));
+    return int(n);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : int(std::min(hw, 8u));
+}
+
+Fault run_cpu_entry(kl_cpu::EntryFn entry, const Launch& l, void** args, int threads) {
   fault::at_launch((l.kernel + " (CPU backend)").c_str());
   kl_cpu::Launch cl{};
+  cl.threads = uint32_t(threads);
   cl.grid[0] = l.grid.x, cl.grid[1] = l.grid.y, cl.grid[2] = l.grid.z;
   cl.block[0] = l.block.x, cl.block[1] = l.block.y, cl.block[2] = l.block.z;
   cl.dynamic_shared_bytes = l.shared_bytes;
@@ -228,7 +245,7 @@ Fault run_shipped(Backend b, const Launch& l) {
     for (const shipped::CpuKernel* k = s.cpu; k->name; ++k) {
       if (l.kernel != k->name) continue;
       if (std::string e = detail::check_params(k->params, l); !e.empty()) throw RuntimeError("shipped " + std::string(s.file) + ": " + e);
-      return detail::run_cpu_entry(k->entry, l, p.ptrs.data());
+      return detail::run_cpu_entry(k->entry, l, p.ptrs.data(), detail::cpu_threads());
     }
     throw RuntimeError("shipped " + std::string(s.file) + " has no kernel " + l.kernel);
   }

@@ -52,7 +52,12 @@ std::string check_params(const std::string& have, const Launch& l);
 void check_shape(const Launch& l);  // InputError naming the kernel and the limit
 
 Fault fault_from(const FaultRecord& r, const Launch& l);
-Fault run_cpu_entry(kl_cpu::EntryFn entry, const Launch& l, void** args);
+// The CPU threads a shipped launch may spread its blocks over: KL_CPU_THREADS (an integer in [1, 256]; else
+// InputError naming it), unset: the hardware's threads, at most 8 (each thread of a launch whose blocks
+// use barriers or shuffles holds a stack per GPU thread of the block).
+int cpu_threads();
+// Runs a CPU entry (threads: as kl_cpu::Launch::threads; 1 for a run-time build, whose entries run in order).
+Fault run_cpu_entry(kl_cpu::EntryFn entry, const Launch& l, void** args, int threads = 1);
 #ifdef KL_HAS_CUDA
 Fault run_shipped_cuda(const shipped::CudaModule& m, const char* file, const Launch& l, void** args);
 #endif

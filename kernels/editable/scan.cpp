@@ -144,6 +144,9 @@ Result scan(const std::string& text) {
   for (const char* w : {"__syncthreads", "__syncwarp", "__shfl_sync", "__shfl_xor_sync", "__shfl_down_sync",
                         "__shfl_up_sync", "__ballot_sync", "__any_sync", "__all_sync"})
     r.fibers = r.fibers || !find_word(code, w).empty();
+  for (const char* w : {"atomicAdd", "atomicSub", "atomicExch", "atomicMin", "atomicMax", "atomicInc", "atomicDec",
+                        "atomicCAS", "atomicAnd", "atomicOr", "atomicXor", "atomic_add"})
+    r.atomics = r.atomics || !find_word(code, w).empty();
   unsupported(code, r);
   return r;
 }
@@ -170,7 +173,7 @@ std::string cpu_wrapper(const Result& r, const std::string& include, const std::
        "[];\nconst CpuKernel " + table_name + "[] = {\n";
   for (const Kernel& k : r.kernels)
     o += "    {\"" + k.name + "\", &::kl_cpu::entry<&::" + ns + "::" + k.name + ", " + fibers +
-         ">, ::kl::detail::SignatureOf<decltype(::" + ns + "::" + k.name + ")>::value.text},\n";
+         (r.atomics ? ", false" : ", true") + ">, ::kl::detail::SignatureOf<decltype(::" + ns + "::" + k.name + ")>::value.text},\n";
   o += "    {nullptr, nullptr, nullptr}};\n}  // namespace kl::editable::shipped\n";
   return o;
 }

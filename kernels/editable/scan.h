@@ -1,6 +1,7 @@
 // What the build needs to know of an editable source before compiling it, read from its text: its
 // __global__ functions, its `extern __shared__` arrays (the CPU build defines them), whether it uses
-// barriers or warp shuffles (the CPU build then runs a block's threads as fibers), and the constructs the
+// barriers or warp shuffles (the CPU build then runs a block's threads as fibers) or atomics (the shipped
+// CPU build spreads the blocks of a source without them over several threads), and the constructs the
 // CPU prelude does not run. Shared by the run-time compile and the build-time generator, so the shipped
 // build and an edited one are wrapped the same way. Depends on nothing else in the project.
 #pragma once
@@ -27,6 +28,7 @@ struct Result {
   std::vector<Kernel> kernels;
   std::vector<ExternShared> extern_shared;
   bool fibers = false;
+  bool atomics = false;  // it uses atomics (atomicAdd, ..., Tensor::atomic_add): its blocks may share data
   std::vector<Unsupported> unsupported;  // CPU only
 };
 
@@ -36,7 +38,9 @@ Result scan(const std::string& text);
 // source's `extern __shared__` arrays and one entry per kernel. `include` is how it includes the source;
 // `ns` wraps the source in a namespace (the shipped build, many sources in one binary) or is empty
 // (a run-time build, one source per shared object, entries exported as extern "C" kl_entry_NAME and
-// kl_params_NAME).
+// kl_params_NAME). The shipped build's entries of a source without atomics may run blocks on several
+// threads (kl_cpu::launch); a run-time build's run in order, so an edited kernel's races replay the same way
+// every time.
 std::string cpu_wrapper(const Result& r, const std::string& include, const std::string& ns,
                         const std::string& table_name);
 // The CUDA translation unit of the shipped build (nvcc): the source in `ns`, its kernels' table and the

@@ -3,17 +3,22 @@
 // out-of-bounds store exactly and performs none; the host compiler's errors come back at the user's
 // file and line; constructs the prelude does not run are named at their line; a changed signature is
 // refused in words; the prelude's fibers run barriers, shared memory and warp shuffles, and report
-// threads waiting at different barriers as a deadlock.
+// threads waiting at different barriers as a deadlock; a shipped kernel's blocks spread over CPU threads
+// (KL_CPU_THREADS) give what they give in order, bit for bit, faults included.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 
 #include "kernels/editable/compile.h"
 #include "kernels/editable/launch.h"
+#include "kernels/editable/launch_detail.h"
+#include "kernels/rungs/attention.h"
 #include "kernels/rungs/vector_add.h"
+#include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/trace.h"
 #include "test_util.h"
@@ -259,6 +264,116 @@ __global__ void split(kl::Tensor<float> out) {
   std::fill(out.begin(), out.end(), 0.0f);
   EXPECT_EQ(editable::run_in_process(Backend::Cpu, &early, l).kind, editable::Fault::None);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(out[size_t(i)], i < 40 ? 1.0f : 0.0f) << i;
+}
+
+// KL_CPU_THREADS for one scope.
+struct CpuThreads {
+  explicit CpuThreads(const char* n) { setenv("KL_CPU_THREADS", n, 1); }
+  ~CpuThreads() { unsetenv("KL_CPU_THREADS"); }
+};
+
+TEST(EditablePrelude, CpuThreadsIsCheckedAndNamedWhenBad) {
+  for (const char* bad : {"0", "257", "x", "4x", "-1"}) {
+    CpuThreads t(bad);
+    try {
+      editable::detail::cpu_threads();
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("KL_CPU_THREADS=") + bad), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("[1, 256]"), std::string::npos) << e.what();
+    }
+  }
+  CpuThreads t("3");
+  EXPECT_EQ(editable::detail::cpu_threads(), 3);
+}
+
+// The shipped vector add (no fibers) over 1, 2, 3 and 8 threads: the same output and trace, bit for bit.
+TEST(EditablePrelude, ShippedBlocksOverThreadsGiveTheInOrderResult) {
+  const int64_t n = 100003;
+  const std::vector<float> x = test::random_floats(size_t(n)), y = test::random_floats(size_t(n));
+  Outcome one;
+  {
+    CpuThreads t("1");
+    one = vector_add_on(Backend::Cpu, x, y, 256, nullptr);
+  }
+  for (const char* threads : {"2", "3", "8"}) {
+    SCOPED_TRACE(std::string("threads=") + threads);
+    CpuThreads t(threads);
+    const Outcome many = vector_add_on(Backend::Cpu, x, y, 256, nullptr);
+    EXPECT_EQ(many.fault.kind, editable::Fault::None) << many.fault.text();
+    EXPECT_EQ(0, std::memcmp(one.out.data(), many.out.data(), size_t(n) * 4));
+    EXPECT_EQ(one.writer, many.writer);
+    EXPECT_EQ(one.count, many.count);
+    EXPECT_EQ(one.lanes, many.lanes);
+  }
+}
+
+// Rung 4's shipped kernel (fibers: barriers and shuffles in every block) over threads: O, S, P and the
+// output trace equal the in-order run's, bit for bit, causal and not.
+TEST(EditablePrelude, ShippedFiberBlocksOverThreadsGiveTheInOrderResult) {
+  attention::Shape s;
+  s.batch = 2, s.heads = 3, s.lq = 77, s.lk = 130, s.d = 32;
+  const size_t nq = size_t(s.bh() * s.lq * s.d), nk = size_t(s.bh() * s.lk * s.d), cells = size_t(s.bh() * s.lq * s.lk);
+  const std::vector<float> q = test::random_floats(nq), k = test::random_floats(nk), v = test::random_floats(nk);
+  struct Run {
+    std::vector<float> out, scores, weights;
+    std::vector<int32_t> writer;
+    std::vector<uint32_t> count;
+  };
+  auto run = [&](const char* threads, bool causal) {
+    CpuThreads t(threads);
+    Run r{std::vector<float>(nq), std::vector<float>(cells * 2), std::vector<float>(cells * 2),
+          std::vector<int32_t>(nq, -1), std::vector<uint32_t>(nq, 0)};
+    attention::Options o;
+    o.causal = causal;
+    attention::Extras e;
+    e.scores = r.scores.data(), e.weights = r.weights.data(), e.channels = 2;
+    e.out_writer = r.writer.data(), e.out_count = r.count.data();
+    const editable::Fault f = attention::run(Backend::Cpu, q.data(), k.data(), v.data(), r.out.data(), s, o, e);
+    EXPECT_EQ(f.kind, editable::Fault::None) << f.text();
+    return r;
+  };
+  for (bool causal : {false, true}) {
+    const Run one = run("1", causal);
+    for (const char* threads : {"2", "5"}) {
+      SCOPED_TRACE(std::string("threads=") + threads + (causal ? " causal" : ""));
+      const Run many = run(threads, causal);
+      EXPECT_EQ(0, std::memcmp(one.out.data(), many.out.data(), nq * 4));
+      EXPECT_EQ(0, std::memcmp(one.scores.data(), many.scores.data(), cells * 8));
+      EXPECT_EQ(0, std::memcmp(one.weights.data(), many.weights.data(), cells * 8));
+      EXPECT_EQ(one.writer, many.writer);
+      EXPECT_EQ(one.count, many.count);
+    }
+  }
+}
+
+// A fault in several blocks at once (the shipped vector add told `out` holds 300 of its n elements): over
+// threads, the launch reports the fault of the lowest program, as the in-order run does, every time; the
+// stores past 300 are not performed.
+TEST(EditablePrelude, ShippedFaultOverThreadsIsTheLowestProgramsFirst) {
+  const int64_t n = 20000;
+  const int block = 256;
+  const std::vector<float> x = test::random_floats(size_t(n)), y = test::random_floats(size_t(n));
+  Buffer<float> dx(Backend::Cpu, size_t(n)), dy(Backend::Cpu, size_t(n)), dout(Backend::Cpu, size_t(n));
+  dx.upload(x);
+  dy.upload(y);
+  for (const char* threads : {"1", "4"})
+    for (int rep = 0; rep < (std::string(threads) == "1" ? 1 : 20); ++rep) {
+      SCOPED_TRACE(std::string("threads=") + threads + " rep " + std::to_string(rep));
+      CpuThreads t(threads);
+      dout.fill_bytes(0xFF);
+      ElementTrace tr;
+      tr.reset(Backend::Cpu, n, block);
+      ElementTraceView tv = tr.view();
+      editable::Launch l = vector_add::detail::traced_launch(dx.data(), dy.data(), dout.data(), n, block, &tv);
+      for (editable::Arg& a : l.args)
+        if (a.is_tensor && a.tensor.name == "out") a.tensor.size = 300;
+      const editable::Fault f = editable::run_in_process(Backend::Cpu, nullptr, l);
+      ASSERT_EQ(f.kind, editable::Fault::OutOfBounds) << f.text();
+      ASSERT_EQ(f.text(), "out-of-bounds store to out[300] (size 300) by program 1, lane 44");
+      const std::vector<float> got = dout.to_host();
+      for (int64_t i = 300; i < n; ++i) ASSERT_TRUE(std::isnan(got[size_t(i)])) << "stored past the size at " << i;
+    }
 }
 
 }  // namespace
