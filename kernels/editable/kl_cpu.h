@@ -11,9 +11,10 @@
 // The fibers carry the sanitizer annotations, so an AddressSanitizer build of the host runs them.
 #pragma once
 // Where the fibers switch stacks with glibc's _setjmp/_longjmp (KL_CPU_SETJMP below): with _FORTIFY_SOURCE
-// (on by default in some distributions' GCC, Ubuntu's among them) glibc's longjmp checks that it jumps up its own stack and aborts a switch to
-// another fiber's ("longjmp causes uninitialized stack frame"): this file comes first in its translation
-// unit, so undefining it here turns that check off before any system header reads it.
+// (on by default in some distributions' GCC, Ubuntu's among them) glibc's longjmp checks that it jumps up
+// its own stack and aborts a switch to another fiber's ("longjmp causes uninitialized stack frame"): this
+// file comes first in its translation unit, so undefining it here turns that check off before any system
+// header reads it.
 #ifdef _FORTIFY_SOURCE
 #undef _FORTIFY_SOURCE
 #endif
@@ -24,6 +25,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <climits>
 #include <cmath>
@@ -33,7 +35,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <atomic>
 #include <new>
 #include <thread>
 #include <type_traits>

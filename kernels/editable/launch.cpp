@@ -186,7 +186,8 @@ int cpu_threads() {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
     if (*end != '\0' || n < 1 || n > 256)
-      throw InputError(out_of_range_message("KL_CPU_THREADS", v, "an integer in [1, 256] (CPU threads a launch may use)"));
+      throw InputError(
+          out_of_range_message("KL_CPU_THREADS", v, "an integer in [1, 256] (CPU threads a launch may use)"));
     return int(n);
   }
   const unsigned hw = std::thread::hardware_concurrency();
