@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include <sched.h>
+
 #include "assets/embedded.h"
 #include "kernels/editable/compile.h"
 #include "kernels/editable/launch_detail.h"
@@ -190,8 +192,11 @@ int cpu_threads() {
           out_of_range_message("KL_CPU_THREADS", v, "an integer in [1, 256] (CPU threads a launch may use)"));
     return int(n);
   }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : int(std::min(hw, 8u));
+  // The CPUs this process may run on (a container's cpuset, as nproc counts them), else the machine's.
+  cpu_set_t set;
+  const int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  const int hw = allowed > 0 ? allowed : int(std::thread::hardware_concurrency());
+  return std::clamp(hw, 1, 8);
 }
 
 Fault run_cpu_entry(kl_cpu::EntryFn entry, const Launch& l, void** args, int threads) {

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <regex>
 
+#include <sched.h>
+
 #include "kernels/editable/compile.h"
 #include "kernels/editable/launch.h"
 #include "kernels/editable/launch_detail.h"
@@ -283,8 +285,14 @@ TEST(EditablePrelude, CpuThreadsIsCheckedAndNamedWhenBad) {
       EXPECT_NE(std::string(e.what()).find("[1, 256]"), std::string::npos) << e.what();
     }
   }
-  CpuThreads t("3");
-  EXPECT_EQ(editable::detail::cpu_threads(), 3);
+  {
+    CpuThreads t("3");
+    EXPECT_EQ(editable::detail::cpu_threads(), 3);
+  }
+  // Unset: the CPUs this process may run on, at most 8.
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(editable::detail::cpu_threads(), std::min(CPU_COUNT(&set), 8));
 }
 
 // The shipped vector add (no fibers) over 1, 2, 3 and 8 threads: the same output and trace, bit for bit.
