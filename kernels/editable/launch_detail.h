@@ -53,8 +53,8 @@ void check_shape(const Launch& l);  // InputError naming the kernel and the limi
 
 Fault fault_from(const FaultRecord& r, const Launch& l);
 // The CPU threads a shipped launch may spread its blocks over: KL_CPU_THREADS (an integer in [1, 256]; else
-// InputError naming it), unset: the hardware's threads, at most 8 (each thread of a launch whose blocks
-// use barriers or shuffles holds a stack per GPU thread of the block).
+// InputError naming it), unset: the CPUs this process may run on, at most 8 (each thread of a launch whose
+// blocks use barriers or shuffles holds a stack per GPU thread of the block).
 int cpu_threads();
 // Runs a CPU entry (threads: as kl_cpu::Launch::threads; 1 for a run-time build, whose entries run in order).
 Fault run_cpu_entry(kl_cpu::EntryFn entry, const Launch& l, void** args, int threads = 1);
