@@ -488,9 +488,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // ---- [SECTION] kernel 3: kernel 2 made persistent (FastPath::WgmmaPersistent and its options) ------------
 // Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
 // order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order); causal tiles are
-// handed out in a snake
-// (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the blocks' work. The producer runs ahead across tiles: Q of
-// the next tile is loaded as soon as both consumers released the current Q (after their last S), and
+// handed out in a snake (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the
+// blocks' work. The producer runs ahead across tiles: Q of the next tile is loaded as soon as both consumers released the current Q (after their last S), and
 // K/V stages continue round the ring, so the next tile's first loads overlap the current tile's last
 // P V and its epilogue, and no block pays the launch, mbarrier init and register hand-over per tile.
 // One extra mbarrier per Q tile, empty_q (one arrival per consumer warp). With two Q tiles (Tr::kQBufs, the
@@ -602,14 +601,18 @@ __global__ void sm90a_probe(int* out) {
 #endif
 }
 
+// A launch's name, as errors name it: flash_fwd_wgmma<kind>_d<d>_<fp16|bf16><options>.
+std::string launch_name(const char* kind, int head_dim, bool half, const std::string& options = "") {
+  return std::string("flash_fwd_wgmma") + kind + "_d" + std::to_string(head_dim) + (half ? "_fp16" : "_bf16") +
+         options;
+}
+
 template <class T, int kHeadDim>
 void launch(const FastParams& p) {
   using Tr = FastTraitsSm90<kHeadDim>;
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
-  const bool half = std::is_same<T, __half>::value;
-  const char* name = kHeadDim == 64 ? (half ? "flash_fwd_wgmma_d64_fp16" : "flash_fwd_wgmma_d64_bf16")
-                                    : (half ? "flash_fwd_wgmma_d128_fp16" : "flash_fwd_wgmma_d128_bf16");
-  cuda::launch(name, flash_fwd_wgmma_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32),
+  const std::string name = launch_name("", kHeadDim, std::is_same<T, __half>::value);
+  cuda::launch(name.c_str(), flash_fwd_wgmma_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32),
                size_t(fast_smem_bytes<Tr>() + 1024), 0, p, kv_group(p));
 }
 
@@ -625,36 +628,30 @@ bool make_qkv_maps(const FastParams& p, CUtensorMap* mq, CUtensorMap* mk, CUtens
                          p.v_batch_stride, Tr::kBlockN);
 }
 
-// Launches the TMA kernel; false (nothing launched) when a tensor map cannot be made.
-template <class T, class Tr>
+// Launches the TMA kernel on Tr's tiles for p's dtype; false (nothing launched) when a tensor map cannot be
+// made.
+template <class Tr>
 bool launch_tma(const FastParams& p) {
-  constexpr int kHeadDim = Tr::kHeadDim;
   CUtensorMap mq, mk, mv;
   if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
-  const bool half = std::is_same<T, __half>::value;
-  const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_tma_d64_fp16" : "flash_fwd_wgmma_tma_d64_bf16")
-                     : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_tma_d128_fp16" : "flash_fwd_wgmma_tma_d128_bf16")
-                                       : (half ? "flash_fwd_wgmma_tma_d256_fp16" : "flash_fwd_wgmma_tma_d256_bf16");
-  const std::string named = std::string(name) + (Tr::kLateRescale ? "_late" : "");
+  const bool half = p.dtype == FastDtype::Fp16;
+  auto* kernel = half ? flash_fwd_wgmma_tma_kernel<__half, Tr> : flash_fwd_wgmma_tma_kernel<__nv_bfloat16, Tr>;
+  const std::string name = launch_name("_tma", Tr::kHeadDim, half, Tr::kLateRescale ? "_late" : "");
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (TmaBarriers<Tr::kStages>::kCount - 1);  // no empty_q
-  cuda::launch(named.c_str(), flash_fwd_wgmma_tma_kernel<T, Tr>, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
   return true;
 }
-// The TMA kernel for p's dtype and head dim, with or without the late rescale.
+// The TMA kernel for p's head dim, with or without the late rescale.
 template <int kHeadDim>
 bool launch_tma_for(const FastParams& p, bool late) {
-  using Plain = FastTraitsSm90Tma<kHeadDim>;
-  using Late = FastTraitsSm90TmaOpt<kHeadDim, 1, true>;
-  if (p.dtype == FastDtype::Fp16) return late ? launch_tma<__half, Late>(p) : launch_tma<__half, Plain>(p);
-  return late ? launch_tma<__nv_bfloat16, Late>(p) : launch_tma<__nv_bfloat16, Plain>(p);
+  return late ? launch_tma<FastTraitsSm90TmaOpt<kHeadDim, 1, true>>(p) : launch_tma<FastTraitsSm90Tma<kHeadDim>>(p);
 }
 
-// Launches the persistent kernel (kernel 3) on Tr's tiles; false (nothing launched) when a tensor map cannot
-// be made.
-template <class T, class Tr>
+// Launches the persistent kernel (kernel 3) on Tr's tiles for p's dtype; false (nothing launched) when a
+// tensor map cannot be made.
+template <class Tr>
 bool launch_persistent(const FastParams& p) {
-  constexpr int kHeadDim = Tr::kHeadDim;
   CUtensorMap mq, mk, mv;
   if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
   static const int sms = [] {
@@ -666,35 +663,23 @@ bool launch_persistent(const FastParams& p) {
   const int64_t tiles = int64_t(ceil_div(p.Lq, Tr::kBlockM)) * p.H * p.B;
   if (tiles > int64_t(INT32_MAX)) return false;  // the tile index is an int
   const dim3 grid(unsigned(std::min<int64_t>(tiles, sms)));
-  const bool half = std::is_same<T, __half>::value;
-  const bool q2 = TmaSmem<Tr>::kQBufs == 2, late = Tr::kLateRescale, m192 = Tr::kBlockM == 192;
-  const char* name = kHeadDim == 64    ? (half ? "flash_fwd_wgmma_persistent_d64_fp16" : "flash_fwd_wgmma_persistent_d64_bf16")
-                     : kHeadDim == 128 ? (half ? "flash_fwd_wgmma_persistent_d128_fp16" : "flash_fwd_wgmma_persistent_d128_bf16")
-                                       : (half ? "flash_fwd_wgmma_persistent_d256_fp16" : "flash_fwd_wgmma_persistent_d256_bf16");
-  const std::string named = std::string(name) + (q2 ? "_q2" : "") + (late ? "_late" : "") + (m192 ? "_m192" : "");
+  const bool half = p.dtype == FastDtype::Fp16;
+  auto* kernel =
+      half ? flash_fwd_wgmma_persistent_kernel<__half, Tr> : flash_fwd_wgmma_persistent_kernel<__nv_bfloat16, Tr>;
+  const std::string name = launch_name("_persistent", Tr::kHeadDim, half,
+                                       std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") +
+                                           (Tr::kLateRescale ? "_late" : "") + (Tr::kBlockM == 192 ? "_m192" : ""));
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages, TmaSmem<Tr>::kQBufs>::kCount;
-  cuda::launch(named.c_str(), flash_fwd_wgmma_persistent_kernel<T, Tr>, grid, dim3(Tr::kThreads), smem, 0,
-               mq, mk, mv, p, kv_group(p));
+  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
   return true;
 }
 
-// The persistent kernel for p's dtype and head dim on kQBufs Q tiles (d = 256: always one).
+// The persistent kernel for p's head dim on kQBufs Q tiles (d = 256: always one).
 template <int kQBufs, bool kLate, int kBlockM64 = 128>
 bool run_persistent_tiles(const FastParams& p) {
-  const bool half = p.dtype == FastDtype::Fp16;
-  if (p.d == 64) {
-    using Tr = FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>;
-    return half ? launch_persistent<__half, Tr>(p)
-                : launch_persistent<__nv_bfloat16, Tr>(p);
-  }
-  if (p.d == 128) {
-    using Tr = FastTraitsSm90TmaOpt<128, kQBufs, kLate>;
-    return half ? launch_persistent<__half, Tr>(p)
-                : launch_persistent<__nv_bfloat16, Tr>(p);
-  }
-  using Tr = FastTraitsSm90TmaOpt<256, 1, kLate>;
-  return half ? launch_persistent<__half, Tr>(p)
-              : launch_persistent<__nv_bfloat16, Tr>(p);
+  if (p.d == 64) return launch_persistent<FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>>(p);
+  if (p.d == 128) return launch_persistent<FastTraitsSm90TmaOpt<128, kQBufs, kLate>>(p);
+  return launch_persistent<FastTraitsSm90TmaOpt<256, 1, kLate>>(p);
 }
 
 }  // namespace sm90_detail
