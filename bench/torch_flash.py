@@ -32,7 +32,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_common as pc  # noqa: E402  (the timing method: the spin, events, the median)
-from bench_json import SHAPE_RE, shape_key, walk_rows  # noqa: E402,F401  (torch_flash_backward.py: tf.walk_rows)
+from bench_json import SHAPE_RE, shape_key, walk_rows  # noqa: E402  (the ladder's bench --json rows)
 
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 TOKENS = 16384  # B * L

@@ -32,6 +32,7 @@ from torch.nn.attention import sdpa_kernel
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers_common as pc  # noqa: E402  (the timing method: the spin, events, the median)
 import torch_flash as tf  # noqa: E402  (the forward's shapes, FLOP count, shape loop and options)
+from bench_json import walk_rows  # noqa: E402  (the ladder's bench --json rows)
 
 
 def flops(s):
@@ -56,7 +57,7 @@ SHAPE_RE = re.compile(r"L=(\d+)\s+d=(\d+)\s+(non-causal|causal).*dq=(atomic|dete
 def ladder_rows(path):
     """(L, d, causal, mode) -> TFLOP/s of the ladder's fast backward, from its `bench --json` file."""
     found = {}
-    for x in tf.walk_rows(path, lambda x: x.get("kernel") == "flash-attention-backward" and x.get("variant") == "fast"
+    for x in walk_rows(path, lambda x: x.get("kernel") == "flash-attention-backward" and x.get("variant") == "fast"
                           and "shape" in x and "tflops" in x):
         m = SHAPE_RE.search(str(x["shape"]))
         if m:
