@@ -256,19 +256,20 @@ inline bool fast_path_tma(FastPath path) {
          fast_path_persistent(path);
 }
 // The kernel WgmmaByShape runs for p, as measured on the H200 (docs/perf-log.md, "two Q tiles and the late
-// rescale", two sessions of 2026-12-01): long causal rows (Lq > 8192; d = 256: Lq > 4096), whose uneven tiles
-// the hardware's block scheduler balances better than the persistent kernel's static order, take the
-// one-block-per-tile TMA kernel with the late rescale (wgmma-late), as does d = 256 non-causal; elsewhere
-// the persistent kernel: at d = 64 plain (the late rescale gave 0.95x to 1.00x there), at d = 128 with two Q
-// tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192), at d = 256 with the late
-// rescale (one Q tile: no room for two). Other paths: themselves.
+// rescale", two sessions of 2026-12-01, and "192 query rows at d = 64", 2026-12-02): long causal rows
+// (Lq > 8192; d = 256: Lq > 4096), whose uneven tiles the hardware's block scheduler balances better than the
+// persistent kernel's static order, take the one-block-per-tile TMA kernel with the late rescale
+// (wgmma-late), as does d = 256 non-causal; elsewhere the persistent kernel: at d = 64 on 192 query rows
+// without the mask (1.04x to 1.17x over 128 rows) and on 128 rows with it (192 rows read 0.86x to 1.08x
+// there), at d = 128 with two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to
+// L = 8192), at d = 256 with the late rescale (one Q tile: no room for two). Other paths: themselves.
 inline bool fast_persistent_pays(const FastParams& p) {
   return p.d == 256 ? p.causal && p.Lq <= 4096 : !p.causal || p.Lq <= 8192;
 }
 inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
   if (path != FastPath::WgmmaByShape) return path;
   if (!fast_persistent_pays(p)) return FastPath::WgmmaLate;
-  if (p.d == 64) return FastPath::WgmmaPersistent;
+  if (p.d == 64) return p.causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192;
   return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
 }
 inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
