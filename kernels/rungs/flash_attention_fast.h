@@ -174,6 +174,18 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
   static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
 };
+// The cross-tile candidate (wgmma-persistent-q2-late-cross): Base's tiles, and at the end of each tile the
+// consumer warpgroup issues the tile's last P V and the next tile's first S in one turn, writing O while
+// that S runs (flash_attention_fast.sm90a.cu, consume_cross).
+template <class Base>
+struct FastTraitsCrossTile : Base {
+  static constexpr bool kCrossTile = true;
+};
+// kCrossTile where the traits name it, else false.
+template <class Tr>
+constexpr auto fast_cross_tile(int) -> decltype(Tr::kCrossTile) { return Tr::kCrossTile; }
+template <class Tr>
+constexpr bool fast_cross_tile(long) { return false; }
 // kQBufs where the traits name it, else 1.
 template <class Tr>
 constexpr auto fast_q_tiles(int) -> decltype(Tr::kQBufs) { return Tr::kQBufs; }
@@ -211,6 +223,8 @@ struct FastTileShape {
 // (wgmma-persistent-late): one Q tile, the late rescale; WgmmaLate (wgmma-late): the one-block-per-tile
 // TMA kernel with the late rescale. WgmmaPersistentM192 (wgmma-persistent-m192): at d = 64 the persistent
 // kernel on 192 query rows over three consumer warpgroups (elsewhere the same as wgmma-persistent).
+// WgmmaPersistentQ2LateCross (wgmma-persistent-q2-late-cross): q2-late with the tile boundary overlapped
+// (FastTraitsCrossTile; d = 256: the same kernel as wgmma-persistent-late).
 // WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks one of the
 // others for each shape.
 enum class FastPath {
@@ -223,6 +237,7 @@ enum class FastPath {
   WgmmaPersistentLate,
   WgmmaLate,
   WgmmaPersistentM192,
+  WgmmaPersistentQ2LateCross,
   WgmmaByShape
 };
 inline const char* fast_path_name(FastPath path) {
@@ -236,20 +251,22 @@ inline const char* fast_path_name(FastPath path) {
     case FastPath::WgmmaPersistentLate: return "wgmma-persistent-late";
     case FastPath::WgmmaLate: return "wgmma-late";
     case FastPath::WgmmaPersistentM192: return "wgmma-persistent-m192";
+    case FastPath::WgmmaPersistentQ2LateCross: return "wgmma-persistent-q2-late-cross";
     default: return "mma.sync";
   }
 }
 // The kernels KL_FLASH_FAST_PATH may name besides mma (each needs the sm_90a code), in the order its
 // messages list them.
-constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,        FastPath::Wgmma,
-                                         FastPath::WgmmaPersistent,     FastPath::WgmmaPersistentQ2,
+constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,          FastPath::Wgmma,
+                                         FastPath::WgmmaPersistent,       FastPath::WgmmaPersistentQ2,
                                          FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate,
-                                         FastPath::WgmmaLate,           FastPath::WgmmaPersistentM192};
+                                         FastPath::WgmmaLate,             FastPath::WgmmaPersistentM192,
+                                         FastPath::WgmmaPersistentQ2LateCross};
 // True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2 ||
          path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentLate ||
-         path == FastPath::WgmmaPersistentM192;
+         path == FastPath::WgmmaPersistentM192 || path == FastPath::WgmmaPersistentQ2LateCross;
 }
 inline bool fast_path_tma(FastPath path) {
   return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||
@@ -278,7 +295,8 @@ inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
     return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_q_tiles<Tr>(0),
                          fast_smem_bytes<Tr>()};
   };
-  const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late;
+  const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late ||
+                  path == FastPath::WgmmaPersistentQ2LateCross;
   if (q2 && d == 64) return make(FastTraitsSm90TmaOpt<64, 2>{});
   if (q2 && d == 128) return make(FastTraitsSm90TmaOpt<128, 2>{});
   if (path == FastPath::WgmmaPersistentM192 && d == 64) return make(FastTraitsSm90TmaOpt<64, 1, false, 192>{});
@@ -475,7 +493,8 @@ void run_fast(const FastParams& p);
 
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
 // was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-q2|
-// wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|wgmma-persistent-m192 in the environment overrides
+// wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|wgmma-persistent-m192|
+// wgmma-persistent-q2-late-cross in the environment overrides
 // (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With

@@ -540,7 +540,155 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
   }
 }
 
-// Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles).
+// The cross-tile candidate (Tr::kCrossTile, wgmma-persistent-q2-late-cross): kernel 3's consumers with the
+// boundary between two of the block's tiles overlapped. Without it a warpgroup issues a tile's last P V
+// alone, waits for it, writes O, then issues the next tile's S_0 alone and waits for that: twice per tile
+// the tensor cores see one product where the steady state gives them two. Here the last P V and the next
+// S_0 go in one turn, and O is written while S_0 runs. The same products on the same tiles in the same
+// order: the output is bit-identical to the kernel without the overlap. The next tile's Q must be in shared
+// memory by then: with two Q tiles (kQBufs 2) the producer loaded it during the current tile. The turns
+// stay balanced: every warpgroup of the block takes one turn per tile boundary, as each runs the same tiles.
+template <class T, class Tr>
+__device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem<Tr>& sm) {
+  constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
+  constexpr int kQBufs = TmaSmem<Tr>::kQBufs, kWGs = Tr::kNWarps / 4;
+  constexpr bool kLate = Tr::kLateRescale;
+  const auto bar = sm.bars();
+  const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wg = warp_id >> 2, warp = warp_id & 3, t4 = lane & 3;
+  const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
+  const bool snake = p.causal;  // as produce_persistent's order
+
+  struct Tile {
+    PersistentTile pt;
+    int n_tiles;
+  };
+  int k = 0;  // the block's position in the schedule
+  auto next_tile = [&](Tile& t) {  // the block's next tile with work (false at the end)
+    for (; k * int(gridDim.x) < total; ++k) {
+      const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
+      if (tile >= total) continue;
+      t.pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
+      t.n_tiles = key_tiles_for_block(t.pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
+      if (t.n_tiles > 0) {
+        ++k;
+        return true;
+      }
+    }
+    return false;
+  };
+  auto my_turn = [&] { named_bar_sync(1 + wg, 256); };
+  auto their_turn = [&] { named_bar_arrive(1 + (kWGs == 2 ? (wg ^ 1) : (wg + 1) % kWGs), 256); };
+  auto release = [&](uint32_t b) {
+    if (lane == 0) mbar_arrive(b);
+  };
+  // g: the block's K/V load index (the producer's), so stages and phases continue across tiles.
+  auto stage = [&](int g) { return g % kStages; };
+  auto phase = [&](int g) { return uint32_t(g / kStages) & 1u; };
+  // j: the tile's index among the block's tiles with work, which picks its Q tile and that tile's phase.
+  auto q_rows = [&](int j) { return sm.q(j % kQBufs) + wg * 64 * 128; };
+  WarpgroupState<T, kHeadDim, kBlockM, kBlockN> w;
+  auto start = [&](const Tile& t) { w.init(t.pt.m_block * kBlockM + wg * 64 + warp * 16 + (lane >> 2), p.scale); };
+  auto pack = [&] {
+    if (kLate)
+      w.pack();
+    else
+      w.rescale_and_pack();
+  };
+  // S_0 of the tile at load index g has completed: release its K, then its softmax.
+  auto finish_first = [&](const Tile& t, int g) {
+    wgmma_wait<0>();
+    fence_regs(w.acc_s);
+    release(bar.empty_k(stage(g)));
+    w.softmax(p, t.pt.m_block, 0, t4);
+    pack();
+  };
+
+  Tile cur;
+  if (!next_tile(cur)) return;
+  int it = 0, j = 0;  // cur's first K/V load index and its index among the tiles with work
+  start(cur);
+  mbar_wait(bar.full_q(0), 0);
+  mbar_wait(bar.full_k(stage(0)), phase(0));
+  my_turn();
+  fence_regs(w.acc_s);
+  wgmma_fence();
+  w.issue_s(q_rows(0), sm.k(stage(0)));
+  their_turn();
+  finish_first(cur, 0);
+  for (;;) {
+    const uint32_t sQw = q_rows(j);
+    for (int t = 1; t < cur.n_tiles; ++t) {  // the steady state, as consume's
+      const int s = stage(it + t), sp = stage(it + t - 1);
+      mbar_wait(bar.full_k(s), phase(it + t));
+      mbar_wait(bar.full_v(sp), phase(it + t - 1));
+      my_turn();
+      fence_regs(w.acc_s);
+      fence_regs(w.acc_o);
+      fence_regs(w.p_frag);
+      wgmma_fence();
+      w.issue_s(sQw, sm.k(s));
+      if (kLate) {
+        w.rescale();
+        fence_regs(w.acc_o);
+        wgmma_fence();
+      }
+      w.issue_pv(sm.v(sp));
+      their_turn();
+      wgmma_wait<1>();  // S_t done; P_{t-1} V_{t-1} may still run while the softmax does
+      fence_regs(w.acc_s);
+      release(bar.empty_k(s));
+      w.softmax(p, cur.pt.m_block, t, t4);
+      wgmma_wait<0>();
+      fence_regs(w.acc_o);
+      fence_regs(w.p_frag);
+      release(bar.empty_v(sp));
+      pack();
+    }
+    release(bar.empty_q(j % kQBufs));  // every S of this tile has completed: Q may be overwritten
+    const int gl = it + cur.n_tiles - 1;  // this tile's last V
+    T* o = static_cast<T*>(p.o) + cur.pt.b * p.o_batch_stride + cur.pt.h * p.o_head_stride;
+    Tile nxt;
+    if (!next_tile(nxt)) {  // the block's last tile: its last P V alone
+      mbar_wait(bar.full_v(stage(gl)), phase(gl));
+      my_turn();
+      if (kLate) w.rescale();
+      fence_regs(w.acc_o);
+      fence_regs(w.p_frag);
+      wgmma_fence();
+      w.issue_pv(sm.v(stage(gl)));
+      their_turn();
+      wgmma_wait<0>();
+      fence_regs(w.acc_o);
+      release(bar.empty_v(stage(gl)));
+      w.store(o, p, t4);
+      return;
+    }
+    // The boundary: this tile's last P V and the next tile's S_0 in one turn.
+    const int g0 = gl + 1;
+    mbar_wait(bar.full_v(stage(gl)), phase(gl));
+    mbar_wait(bar.full_q((j + 1) % kQBufs), uint32_t((j + 1) / kQBufs) & 1u);
+    mbar_wait(bar.full_k(stage(g0)), phase(g0));
+    my_turn();
+    if (kLate) w.rescale();
+    fence_regs(w.acc_o);
+    fence_regs(w.p_frag);
+    fence_regs(w.acc_s);
+    wgmma_fence();
+    w.issue_pv(sm.v(stage(gl)));
+    w.issue_s(q_rows(j + 1), sm.k(stage(g0)));
+    their_turn();
+    wgmma_wait<1>();  // the P V done; S_0 of the next tile may still run
+    fence_regs(w.acc_o);
+    release(bar.empty_v(stage(gl)));
+    w.store(o, p, t4);  // O of this tile while the tensor cores compute the next S_0
+    cur = nxt, it = g0, ++j;
+    start(cur);  // O, m and l of the next tile (S_0's registers are not touched)
+    finish_first(cur, it);
+  }
+}
+
+// Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles), or FastTraitsCrossTile of one.
 template <class T, class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
@@ -572,6 +720,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if (warp_id >= kConsumerWarps) {
     setmaxnreg_dec<Tr::kProducerRegs>();
     if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, sm);
+  } else if constexpr (fast_cross_tile<Tr>(0)) {
+    setmaxnreg_inc<Tr::kConsumerRegs>();
+    const int wg = warp_id >> 2;
+    if (wg == kConsumerWarps / 4 - 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
+    consume_cross<T, Tr>(p, sm);
+    if (wg == 0) named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
   } else {
     setmaxnreg_inc<Tr::kConsumerRegs>();
     const int wg = warp_id >> 2;
@@ -668,7 +822,8 @@ bool launch_persistent(const FastParams& p) {
       half ? flash_fwd_wgmma_persistent_kernel<__half, Tr> : flash_fwd_wgmma_persistent_kernel<__nv_bfloat16, Tr>;
   const std::string name = launch_name("_persistent", Tr::kHeadDim, half,
                                        std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") +
-                                           (Tr::kLateRescale ? "_late" : "") + (Tr::kBlockM == 192 ? "_m192" : ""));
+                                           (Tr::kLateRescale ? "_late" : "") + (Tr::kBlockM == 192 ? "_m192" : "") +
+                                           (fast_cross_tile<Tr>(0) ? "_cross" : ""));
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages, TmaSmem<Tr>::kQBufs>::kCount;
   cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
   return true;
@@ -724,6 +879,11 @@ bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
   if (path == FastPath::WgmmaPersistentQ2Late) return run_persistent_tiles<2, true>(p);
   if (path == FastPath::WgmmaPersistentLate) return run_persistent_tiles<1, true>(p);
   if (path == FastPath::WgmmaPersistentM192) return run_persistent_tiles<1, false, 192>(p);
+  if (path == FastPath::WgmmaPersistentQ2LateCross) {  // d = 256: no room for two Q tiles, no overlap
+    if (p.d == 64) return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<64, 2, true>>>(p);
+    if (p.d == 128) return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<128, 2, true>>>(p);
+    return run_persistent_tiles<1, true>(p);
+  }
   return run_persistent_tiles<1, false>(p);
 }
 

@@ -497,7 +497,8 @@ std::vector<std::pair<const char*, FastPath>> persistent_paths() {
           {"wgmma-persistent-q2", FastPath::WgmmaPersistentQ2},
           {"wgmma-persistent-q2-late", FastPath::WgmmaPersistentQ2Late},
           {"wgmma-persistent-late", FastPath::WgmmaPersistentLate},
-          {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192}};
+          {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192},
+          {"wgmma-persistent-q2-late-cross", FastPath::WgmmaPersistentQ2LateCross}};
 }
 // `full`: every case below, for the kernels the default runs (fast_kernel_for); the candidates the default
 // does not take (q2) gets the reduced sweep and the many-tiles cases only, to keep the GPU run short.
@@ -561,6 +562,13 @@ TEST(FlashAttentionFast, PersistentM192KernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent-m192", FastPath::WgmmaPersistentM192);
+}
+// The tile boundary overlapped (the next tile's S_0 with this one's last P V, O written meanwhile): every
+// case, the blocks that run many tiles and skip the empty ones included.
+TEST(FlashAttentionFast, PersistentQ2LateCrossKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-q2-late-cross", FastPath::WgmmaPersistentQ2LateCross);
 }
 
 // The persistent kernels' same inputs twice give bit-identical outputs, and the same bits as the TMA kernel (same tiles, same arithmetic order per tile; only
@@ -669,7 +677,7 @@ TEST(FlashAttentionFastHost, PathNamesAreTheirKernelsAndAnUnknownOneListsThemAll
       EXPECT_NE(m.find("mma, "), std::string::npos) << m;
       EXPECT_NE(m.find("or auto (unset)"), std::string::npos) << m;
       for (FastPath path : kNamedWgmmaPaths)
-        EXPECT_NE(m.find(std::string(fast_path_name(path)) + (path == FastPath::WgmmaPersistentM192 ? " or" : ",")),
+        EXPECT_NE(m.find(std::string(fast_path_name(path)) + (path == std::end(kNamedWgmmaPaths)[-1] ? " or" : ",")),
                   std::string::npos)
             << fast_path_name(path) << " not listed: " << m;
     }
@@ -869,7 +877,8 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 
 TEST(FlashAttentionFastHost, TileShapes) {
   for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma, FastPath::WgmmaPersistentQ2,
-                        FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentM192})
+                        FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentM192,
+                        FastPath::WgmmaPersistentQ2LateCross})
   for (int d : {64, 128, 256}) {
     if (d == 256 && path == FastPath::WgmmaCpAsync) continue;  // refused: below
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
@@ -878,7 +887,8 @@ TEST(FlashAttentionFastHost, TileShapes) {
     EXPECT_EQ(t.head_dim, d);
     EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
     EXPECT_EQ(t.block_n % 16, 0);
-    const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late;
+    const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late ||
+                    path == FastPath::WgmmaPersistentQ2LateCross;
     EXPECT_EQ(t.q_tiles, q2 && d < 256 ? 2 : 1);
     EXPECT_EQ(t.smem_bytes, int64_t(t.q_tiles * t.block_m + 2 * t.stages * t.block_n) * d * 2);
     // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
