@@ -26,8 +26,8 @@ bin=./build-cuda/kernel-ladder
 log "$(date -u) $(nvidia-smi -L 2>&1 | head -1)"
 # One process holds a CUDA context for the whole session. On 2026-12-02, with the tests one at a time, each
 # `--backend cuda` shot took ~20 s where the same tests took under 1 s beside other CUDA processes: the
-# GPU was, most likely, initialised anew for every process that found no other holding it (persistence mode
-# is off there, and is the machine's setting to leave alone). Needs torch; without it nothing is held.
+# GPU was, most likely, initialised anew for every process that found no other holding it (not checked:
+# persistence mode is the machine's setting, left alone). Needs torch; without it nothing is held.
 python3 -c "import torch, time; torch.zeros(1, device='cuda'); time.sleep(3000)" > /dev/null 2>&1 &
 holder=$!
 trap 'kill $holder 2>/dev/null' EXIT
