@@ -181,6 +181,12 @@ template <class Base>
 struct FastTraitsCrossTile : Base {
   static constexpr bool kCrossTile = true;
 };
+// The n176 candidate (wgmma-persistent-late-n176, d = 128): Base's tiles with 176 keys each in 2 stages
+// (FlashAttention-3's tile at d = 128 without the mask): Q 32 KiB + 2 x (44 + 44) KiB = 208 KiB.
+template <class Base, int kBlockN_>
+struct FastTraitsBlockN : Base {
+  static constexpr int kBlockN = kBlockN_, kStages = 2;
+};
 // kCrossTile where the traits name it, else false.
 template <class Tr>
 constexpr auto fast_cross_tile(int) -> decltype(Tr::kCrossTile) { return Tr::kCrossTile; }
@@ -224,7 +230,9 @@ struct FastTileShape {
 // TMA kernel with the late rescale. WgmmaPersistentM192 (wgmma-persistent-m192): at d = 64 the persistent
 // kernel on 192 query rows over three consumer warpgroups (elsewhere the same as wgmma-persistent).
 // WgmmaPersistentQ2LateCross (wgmma-persistent-q2-late-cross): q2-late with the tile boundary overlapped
-// (FastTraitsCrossTile; d = 256: the same kernel as wgmma-persistent-late).
+// (FastTraitsCrossTile; d = 256: the same kernel as wgmma-persistent-late). WgmmaPersistentLateN176
+// (wgmma-persistent-late-n176): at d = 128 persistent-late on 176 keys a tile (FastTraitsBlockN; elsewhere
+// the same kernel as wgmma-persistent-late).
 // WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks one of the
 // others for each shape.
 enum class FastPath {
@@ -238,6 +246,7 @@ enum class FastPath {
   WgmmaLate,
   WgmmaPersistentM192,
   WgmmaPersistentQ2LateCross,
+  WgmmaPersistentLateN176,
   WgmmaByShape
 };
 inline const char* fast_path_name(FastPath path) {
@@ -252,6 +261,7 @@ inline const char* fast_path_name(FastPath path) {
     case FastPath::WgmmaLate: return "wgmma-late";
     case FastPath::WgmmaPersistentM192: return "wgmma-persistent-m192";
     case FastPath::WgmmaPersistentQ2LateCross: return "wgmma-persistent-q2-late-cross";
+    case FastPath::WgmmaPersistentLateN176: return "wgmma-persistent-late-n176";
     default: return "mma.sync";
   }
 }
@@ -261,12 +271,13 @@ constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,          FastPa
                                          FastPath::WgmmaPersistent,       FastPath::WgmmaPersistentQ2,
                                          FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate,
                                          FastPath::WgmmaLate,             FastPath::WgmmaPersistentM192,
-                                         FastPath::WgmmaPersistentQ2LateCross};
+                                         FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176};
 // True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2 ||
          path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentLate ||
-         path == FastPath::WgmmaPersistentM192 || path == FastPath::WgmmaPersistentQ2LateCross;
+         path == FastPath::WgmmaPersistentM192 || path == FastPath::WgmmaPersistentQ2LateCross ||
+         path == FastPath::WgmmaPersistentLateN176;
 }
 inline bool fast_path_tma(FastPath path) {
   return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||
@@ -300,6 +311,8 @@ inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   if (q2 && d == 64) return make(FastTraitsSm90TmaOpt<64, 2>{});
   if (q2 && d == 128) return make(FastTraitsSm90TmaOpt<128, 2>{});
   if (path == FastPath::WgmmaPersistentM192 && d == 64) return make(FastTraitsSm90TmaOpt<64, 1, false, 192>{});
+  if (path == FastPath::WgmmaPersistentLateN176 && d == 128)
+    return make(FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 1, true>, 176>{});
   if (fast_path_tma(path)) path = FastPath::Wgmma;
   if (d == 64)
     return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<64>{})
@@ -494,7 +507,7 @@ void run_fast(const FastParams& p);
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
 // was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-q2|
 // wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|wgmma-persistent-m192|
-// wgmma-persistent-q2-late-cross in the environment overrides
+// wgmma-persistent-q2-late-cross|wgmma-persistent-late-n176 in the environment overrides
 // (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With

@@ -823,7 +823,8 @@ bool launch_persistent(const FastParams& p) {
   const std::string name = launch_name("_persistent", Tr::kHeadDim, half,
                                        std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") +
                                            (Tr::kLateRescale ? "_late" : "") + (Tr::kBlockM == 192 ? "_m192" : "") +
-                                           (fast_cross_tile<Tr>(0) ? "_cross" : ""));
+                                           (fast_cross_tile<Tr>(0) ? "_cross" : "") +
+                                           (Tr::kBlockN == 176 ? "_n176" : ""));
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages, TmaSmem<Tr>::kQBufs>::kCount;
   cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
   return true;
@@ -884,6 +885,9 @@ bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
     if (p.d == 128) return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<128, 2, true>>>(p);
     return run_persistent_tiles<1, true>(p);
   }
+  if (path == FastPath::WgmmaPersistentLateN176 && p.d == 128)
+    return sm90_detail::launch_persistent<FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 1, true>, 176>>(p);
+  if (path == FastPath::WgmmaPersistentLateN176) return run_persistent_tiles<1, true>(p);
   return run_persistent_tiles<1, false>(p);
 }
 
