@@ -28,7 +28,7 @@ grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped" "$out/ctest.l
 # eat the run; the default is always timed.
 keep=wgmma
 # The candidates timed (KL_FWD_CANDIDATES overrides: test-name:path pairs).
-for c in ${KL_FWD_CANDIDATES:-LateRescaleTma:wgmma-late persistent:wgmma-persistent persistentlate:wgmma-persistent-late persistentq2:wgmma-persistent-q2 persistentq2late:wgmma-persistent-q2-late persistentm192:wgmma-persistent-m192 persistentq2latecross:wgmma-persistent-q2-late-cross persistentlaten176:wgmma-persistent-late-n176}; do
+for c in ${KL_FWD_CANDIDATES:-LateRescaleTma:wgmma-late persistent:wgmma-persistent persistentlate:wgmma-persistent-late persistentq2:wgmma-persistent-q2 persistentq2late:wgmma-persistent-q2-late persistentm192:wgmma-persistent-m192 persistentq2latecross:wgmma-persistent-q2-late-cross persistentlaten176:wgmma-persistent-late-n176 persistentm192cross:wgmma-persistent-m192-cross}; do
   test_name=${c%%:*} path=${c#*:}
   if grep -qiE "FlashAttentionFast\.${test_name}KernelMatchesReference \.+ +Passed" "$out/ctest.log"; then
     keep=$keep,$path

@@ -174,7 +174,7 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
   static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
 };
-// The cross-tile candidate (wgmma-persistent-q2-late-cross): Base's tiles, and at the end of each tile the
+// The cross-tile candidates (wgmma-persistent-q2-late-cross, wgmma-persistent-m192-cross): Base's tiles, and at the end of each tile the
 // consumer warpgroup issues the tile's last P V and the next tile's first S in one turn, writing O while
 // that S runs (flash_attention_fast.sm90a.cu, consume_cross).
 template <class Base>
@@ -232,7 +232,8 @@ struct FastTileShape {
 // WgmmaPersistentQ2LateCross (wgmma-persistent-q2-late-cross): q2-late with the tile boundary overlapped
 // (FastTraitsCrossTile; d = 256: the same kernel as wgmma-persistent-late). WgmmaPersistentLateN176
 // (wgmma-persistent-late-n176): at d = 128 persistent-late on 176 keys a tile (FastTraitsBlockN; elsewhere
-// the same kernel as wgmma-persistent-late).
+// the same kernel as wgmma-persistent-late). WgmmaPersistentM192Cross (wgmma-persistent-m192-cross): at
+// d = 64 m192 with two Q tiles and the tile boundary overlapped (elsewhere the same as wgmma-persistent).
 // WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks one of the
 // others for each shape.
 enum class FastPath {
@@ -247,6 +248,7 @@ enum class FastPath {
   WgmmaPersistentM192,
   WgmmaPersistentQ2LateCross,
   WgmmaPersistentLateN176,
+  WgmmaPersistentM192Cross,
   WgmmaByShape
 };
 inline const char* fast_path_name(FastPath path) {
@@ -262,6 +264,7 @@ inline const char* fast_path_name(FastPath path) {
     case FastPath::WgmmaPersistentM192: return "wgmma-persistent-m192";
     case FastPath::WgmmaPersistentQ2LateCross: return "wgmma-persistent-q2-late-cross";
     case FastPath::WgmmaPersistentLateN176: return "wgmma-persistent-late-n176";
+    case FastPath::WgmmaPersistentM192Cross: return "wgmma-persistent-m192-cross";
     default: return "mma.sync";
   }
 }
@@ -271,13 +274,14 @@ constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,          FastPa
                                          FastPath::WgmmaPersistent,       FastPath::WgmmaPersistentQ2,
                                          FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate,
                                          FastPath::WgmmaLate,             FastPath::WgmmaPersistentM192,
-                                         FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176};
+                                         FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176,
+                                         FastPath::WgmmaPersistentM192Cross};
 // True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2 ||
          path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentLate ||
          path == FastPath::WgmmaPersistentM192 || path == FastPath::WgmmaPersistentQ2LateCross ||
-         path == FastPath::WgmmaPersistentLateN176;
+         path == FastPath::WgmmaPersistentLateN176 || path == FastPath::WgmmaPersistentM192Cross;
 }
 inline bool fast_path_tma(FastPath path) {
   return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||
@@ -311,6 +315,7 @@ inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   if (q2 && d == 64) return make(FastTraitsSm90TmaOpt<64, 2>{});
   if (q2 && d == 128) return make(FastTraitsSm90TmaOpt<128, 2>{});
   if (path == FastPath::WgmmaPersistentM192 && d == 64) return make(FastTraitsSm90TmaOpt<64, 1, false, 192>{});
+  if (path == FastPath::WgmmaPersistentM192Cross && d == 64) return make(FastTraitsSm90TmaOpt<64, 2, false, 192>{});
   if (path == FastPath::WgmmaPersistentLateN176 && d == 128)
     return make(FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 1, true>, 176>{});
   if (fast_path_tma(path)) path = FastPath::Wgmma;
@@ -507,7 +512,8 @@ void run_fast(const FastParams& p);
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
 // was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-q2|
 // wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|wgmma-persistent-m192|
-// wgmma-persistent-q2-late-cross|wgmma-persistent-late-n176 in the environment overrides
+// wgmma-persistent-q2-late-cross|wgmma-persistent-late-n176|wgmma-persistent-m192-cross in the environment
+// overrides
 // (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With

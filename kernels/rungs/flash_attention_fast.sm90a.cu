@@ -888,6 +888,9 @@ bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
   if (path == FastPath::WgmmaPersistentLateN176 && p.d == 128)
     return sm90_detail::launch_persistent<FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 1, true>, 176>>(p);
   if (path == FastPath::WgmmaPersistentLateN176) return run_persistent_tiles<1, true>(p);
+  if (path == FastPath::WgmmaPersistentM192Cross && p.d == 64)
+    return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<64, 2, false, 192>>>(p);
+  if (path == FastPath::WgmmaPersistentM192Cross) return run_persistent_tiles<1, false>(p);
   return run_persistent_tiles<1, false>(p);
 }
 

@@ -499,7 +499,8 @@ std::vector<std::pair<const char*, FastPath>> persistent_paths() {
           {"wgmma-persistent-late", FastPath::WgmmaPersistentLate},
           {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192},
           {"wgmma-persistent-q2-late-cross", FastPath::WgmmaPersistentQ2LateCross},
-          {"wgmma-persistent-late-n176", FastPath::WgmmaPersistentLateN176}};
+          {"wgmma-persistent-late-n176", FastPath::WgmmaPersistentLateN176},
+          {"wgmma-persistent-m192-cross", FastPath::WgmmaPersistentM192Cross}};
 }
 // `full`: every case below, for the kernels the default runs (fast_kernel_for); the candidates the default
 // does not take (q2) gets the reduced sweep and the many-tiles cases only, to keep the GPU run short.
@@ -577,6 +578,12 @@ TEST(FlashAttentionFast, PersistentLateN176KernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent-late-n176", FastPath::WgmmaPersistentLateN176);
+}
+// Three warpgroups in a ring with the tile boundary overlapped (d = 64, two Q tiles): every case.
+TEST(FlashAttentionFast, PersistentM192CrossKernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-m192-cross", FastPath::WgmmaPersistentM192Cross);
 }
 
 // The persistent kernels' same inputs twice give bit-identical outputs, and the same bits as the TMA kernel (same tiles, same arithmetic order per tile; only
@@ -889,7 +896,8 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 TEST(FlashAttentionFastHost, TileShapes) {
   for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma, FastPath::WgmmaPersistentQ2,
                         FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentM192,
-                        FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176})
+                        FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176,
+                        FastPath::WgmmaPersistentM192Cross})
   for (int d : {64, 128, 256}) {
     if (d == 256 && path == FastPath::WgmmaCpAsync) continue;  // refused: below
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
@@ -900,7 +908,7 @@ TEST(FlashAttentionFastHost, TileShapes) {
     EXPECT_EQ(t.block_n % 16, 0);
     const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late ||
                     path == FastPath::WgmmaPersistentQ2LateCross;
-    EXPECT_EQ(t.q_tiles, q2 && d < 256 ? 2 : 1);
+    EXPECT_EQ(t.q_tiles, (q2 && d < 256) || (path == FastPath::WgmmaPersistentM192Cross && d == 64) ? 2 : 1);
     EXPECT_EQ(t.smem_bytes, int64_t(t.q_tiles * t.block_m + 2 * t.stages * t.block_n) * d * 2);
     // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
     // room for their mbarriers).
@@ -933,6 +941,11 @@ TEST(FlashAttentionFastHost, TileShapes) {
   EXPECT_EQ(n176.stages, 2);
   EXPECT_EQ(n176.smem_bytes, 208 * 1024);
   EXPECT_EQ(fast_tile_shape(64, FastPath::WgmmaPersistentLateN176).block_n, 128);
+  // m192-cross at d = 64: 192 rows, two Q tiles, 2 x 24 KiB + 3 x 32 KiB.
+  const FastTileShape m192x = fast_tile_shape(64, FastPath::WgmmaPersistentM192Cross);
+  EXPECT_EQ(m192x.block_m, 192);
+  EXPECT_EQ(m192x.q_tiles, 2);
+  EXPECT_EQ(m192x.smem_bytes, 144 * 1024);
   const FastTileShape m = fast_tile_shape(256, FastPath::MmaSync);
   EXPECT_EQ(m.block_n, 32);
   EXPECT_EQ(m.smem_bytes, 128 * 1024);
