@@ -304,20 +304,52 @@ inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
   if (p.d == 64) return p.causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192;
   return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
 }
+// f(Tr{}) for the TMA tiles with options kQBufs, kLate (kBlockM64 rows at d = 64) at head dim d (64, 128 or
+// 256; d = 256 has room for one Q tile only).
+template <int kQBufs, bool kLate, int kBlockM64 = 128, class F>
+auto with_tma_opt(int d, F&& f) {
+  if (d == 64) return f(FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>{});
+  if (d == 128) return f(FastTraitsSm90TmaOpt<128, kQBufs, kLate>{});
+  return f(FastTraitsSm90TmaOpt<256, 1, kLate>{});
+}
+// f(Tr{}) for the traits the persistent path `path` (one of fast_path_persistent()'s) runs at head dim d (64,
+// 128 or 256): the one map from a persistent path to its kernel, which the launch (run_fast_wgmma_persistent)
+// and the tile shapes below both take. Each candidate differs from its base kernel at the head dims it names.
+template <class F>
+auto with_persistent_traits(FastPath path, int d, F&& f) {
+  switch (path) {
+    case FastPath::WgmmaPersistentQ2: return with_tma_opt<2, false>(d, f);
+    case FastPath::WgmmaPersistentQ2Late: return with_tma_opt<2, true>(d, f);
+    case FastPath::WgmmaPersistentLate: return with_tma_opt<1, true>(d, f);
+    case FastPath::WgmmaPersistentM192: return with_tma_opt<1, false, 192>(d, f);
+    case FastPath::WgmmaPersistentQ2LateCross:  // d = 256: no room for the second Q tile, so no overlap
+      return with_tma_opt<2, true>(d, [&](auto tr) {
+        using Tr = decltype(tr);
+        if constexpr (Tr::kHeadDim < 256) return f(FastTraitsCrossTile<Tr>{});
+        else return f(tr);
+      });
+    case FastPath::WgmmaPersistentLateN176:
+      return with_tma_opt<1, true>(d, [&](auto tr) {
+        using Tr = decltype(tr);
+        if constexpr (Tr::kHeadDim == 128) return f(FastTraitsBlockN<Tr, 176>{});
+        else return f(tr);
+      });
+    case FastPath::WgmmaPersistentM192Cross:
+      return with_tma_opt<1, false>(d, [&](auto tr) {
+        using Tr = decltype(tr);
+        if constexpr (Tr::kHeadDim == 64) return f(FastTraitsCrossTile<FastTraitsSm90TmaOpt<64, 2, false, 192>>{});
+        else return f(tr);
+      });
+    default: return with_tma_opt<1, false>(d, f);
+  }
+}
 inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   auto make = [](auto tr) {
     using Tr = decltype(tr);
     return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_q_tiles<Tr>(0),
                          fast_smem_bytes<Tr>()};
   };
-  const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late ||
-                  path == FastPath::WgmmaPersistentQ2LateCross;
-  if (q2 && d == 64) return make(FastTraitsSm90TmaOpt<64, 2>{});
-  if (q2 && d == 128) return make(FastTraitsSm90TmaOpt<128, 2>{});
-  if (path == FastPath::WgmmaPersistentM192 && d == 64) return make(FastTraitsSm90TmaOpt<64, 1, false, 192>{});
-  if (path == FastPath::WgmmaPersistentM192Cross && d == 64) return make(FastTraitsSm90TmaOpt<64, 2, false, 192>{});
-  if (path == FastPath::WgmmaPersistentLateN176 && d == 128)
-    return make(FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 1, true>, 176>{});
+  if (fast_path_persistent(path) && fast_head_dim(d)) return with_persistent_traits(path, d, make);
   if (fast_path_tma(path)) path = FastPath::Wgmma;
   if (d == 64)
     return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<64>{})

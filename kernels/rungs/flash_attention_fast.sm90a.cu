@@ -830,14 +830,6 @@ bool launch_persistent(const FastParams& p) {
   return true;
 }
 
-// The persistent kernel for p's head dim on kQBufs Q tiles (d = 256: always one).
-template <int kQBufs, bool kLate, int kBlockM64 = 128>
-bool run_persistent_tiles(const FastParams& p) {
-  if (p.d == 64) return launch_persistent<FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>>(p);
-  if (p.d == 128) return launch_persistent<FastTraitsSm90TmaOpt<128, kQBufs, kLate>>(p);
-  return launch_persistent<FastTraitsSm90TmaOpt<256, 1, kLate>>(p);
-}
-
 }  // namespace sm90_detail
 
 bool fast_wgmma_kernels_loaded() {
@@ -875,23 +867,7 @@ bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
   validate(p);
   if (!fast_path_persistent(path))
     throw RuntimeError(std::string("run_fast_wgmma_persistent: not a persistent path: ") + fast_path_name(path));
-  using sm90_detail::run_persistent_tiles;
-  if (path == FastPath::WgmmaPersistentQ2) return run_persistent_tiles<2, false>(p);
-  if (path == FastPath::WgmmaPersistentQ2Late) return run_persistent_tiles<2, true>(p);
-  if (path == FastPath::WgmmaPersistentLate) return run_persistent_tiles<1, true>(p);
-  if (path == FastPath::WgmmaPersistentM192) return run_persistent_tiles<1, false, 192>(p);
-  if (path == FastPath::WgmmaPersistentQ2LateCross) {  // d = 256: no room for two Q tiles, no overlap
-    if (p.d == 64) return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<64, 2, true>>>(p);
-    if (p.d == 128) return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<128, 2, true>>>(p);
-    return run_persistent_tiles<1, true>(p);
-  }
-  if (path == FastPath::WgmmaPersistentLateN176 && p.d == 128)
-    return sm90_detail::launch_persistent<FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 1, true>, 176>>(p);
-  if (path == FastPath::WgmmaPersistentLateN176) return run_persistent_tiles<1, true>(p);
-  if (path == FastPath::WgmmaPersistentM192Cross && p.d == 64)
-    return sm90_detail::launch_persistent<FastTraitsCrossTile<FastTraitsSm90TmaOpt<64, 2, false, 192>>>(p);
-  if (path == FastPath::WgmmaPersistentM192Cross) return run_persistent_tiles<1, false>(p);
-  return run_persistent_tiles<1, false>(p);
+  return with_persistent_traits(path, p.d, [&](auto tr) { return sm90_detail::launch_persistent<decltype(tr)>(p); });
 }
 
 }  // namespace kl::flash_attention
