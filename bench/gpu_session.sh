@@ -10,10 +10,10 @@
 # through EGL (HeadlessHost, Heatmap, Plot, Animate, the panels' shots) one at a time, the long FlashAttention
 # fast-kernel sweeps (GPU- and CPU-heavy) with -j8, and the rest with -j8. On 2026-12-01 the EGL tests read
 # back blank and took 10-100 s each beside the sweeps (two sessions); on 2026-12-02 they did so beside the
-# rest of the suite at -j8 with the sweeps held back (15 of the first 382 failed, every one of them an EGL test), and passed one at a time
-# right after (81 of 82, 0.3-4 s each, but each `--backend cuda` shot ~20 s: a CUDA process's start on a
-# GPU that no other process holds, as far as the timings show). Not diagnosed further (GPU time-slicing
-# between the processes' contexts is the likely cause).
+# rest of the suite at -j8 with the sweeps held back (15 of the first 382 failed, every one an EGL test), and
+# passed one at a time right after (81 of 82, 0.3-4 s each, but each `--backend cuda` shot ~20 s: a CUDA
+# process's start on a GPU that no other process holds, as far as the timings show). Not diagnosed further
+# (GPU time-slicing between the processes' contexts is the likely cause).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
