@@ -27,11 +27,36 @@ std::vector<Backend> backends() {
   return b;
 }
 
+namespace {
+
+// The process's first seed: KL_TEST_SEED where set (to replay a failure), else from the clock.
+uint64_t base_seed() {
+  static const uint64_t base = []() -> uint64_t {
+    if (const char* s = std::getenv("KL_TEST_SEED"); s && *s) return std::strtoull(s, nullptr, 0);
+    return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  }();
+  return base;
+}
+
+// Prints the base seed after a failed test, so that its random inputs can be drawn again: ctest runs one
+// test per process, and the test draws its seeds in the same order every run.
+class SeedPrinter : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (info.result() && info.result()->Failed())
+      std::printf("random inputs: KL_TEST_SEED=%llu replays them\n", (unsigned long long)base_seed());
+  }
+};
+
+[[maybe_unused]] const bool seed_printer_added = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new SeedPrinter);
+  return true;
+}();
+
+}  // namespace
+
 uint64_t next_seed() {
   static std::atomic<uint64_t> counter{0};
-  static const uint64_t base =
-      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
-  return base + counter++;
+  return base_seed() + counter++;
 }
 
 std::vector<float> random_floats(size_t n, float lo, float hi) {

@@ -23,7 +23,8 @@ bool has_cuda_device();
 // Backends to sweep in a test: always the CPU one, the CUDA one where a device is present.
 std::vector<Backend> backends();
 
-// Fresh random inputs per call (seeded from a per-process counter, printed on failure by the caller).
+// Fresh random inputs per call, seeded from a per-process counter on a base seed: the clock's, or
+// KL_TEST_SEED's where set. A failed test prints the base (KL_TEST_SEED=N replays its inputs).
 std::vector<float> random_floats(size_t n, float lo = -1.0f, float hi = 1.0f);
 // Small integers stored as floats, so sums compare bit-exactly (the CUTLASS habit).
 std::vector<float> random_small_ints(size_t n, int lo = -64, int hi = 64);
