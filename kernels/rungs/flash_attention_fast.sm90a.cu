@@ -159,6 +159,18 @@ struct WarpgroupState {
       }
     }
   }
+
+  // O = 0 for this thread's rows of a tile that sees no key (what store() writes after init()), leaving
+  // the state alone: the cross-tile consumer skips such tiles while it holds another tile's accumulators.
+  static __device__ __forceinline__ void store_zeros(T* o, const FastParams& p, int row, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      if (row + 8 * r < p.Lq) {
+        T* orow = o + int64_t(row + 8 * r) * p.o_row_stride;
+#pragma unroll
+        for (int j = 0; j < kHeadDim / 8; ++j) *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) = 0u;
+      }
+  }
 };
 
 // ---- [SECTION] kernel 1: cp.async loads, all threads compute ---------------------------------------------
@@ -489,9 +501,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
 // order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order); causal tiles are
 // handed out in a snake (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the
-// blocks' work. The producer runs ahead across tiles: Q of the next tile is loaded as soon as both consumers released the current Q (after their last S), and
-// K/V stages continue round the ring, so the next tile's first loads overlap the current tile's last
-// P V and its epilogue, and no block pays the launch, mbarrier init and register hand-over per tile.
+// blocks' work. The producer runs ahead across tiles: Q of the next tile is loaded as soon as both
+// consumers released the current Q (after their last S), and K/V stages continue round the ring, so the
+// next tile's first loads overlap the current tile's last P V and its epilogue, and no block pays the
+// launch, mbarrier init and register hand-over per tile.
 // One extra mbarrier per Q tile, empty_q (one arrival per consumer warp). With two Q tiles (Tr::kQBufs, the
 // q2 candidate) the block's j-th tile with work reads Q tile j % 2, so the producer loads the next tile's Q
 // while the current one is still read, and waits only for the release of the tile before.
@@ -563,8 +576,15 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
     PersistentTile pt;
     int n_tiles;
   };
+  using State = WarpgroupState<T, kHeadDim, kBlockM, kBlockN>;
+  auto out = [&](const PersistentTile& pt) {
+    return static_cast<T*>(p.o) + pt.b * p.o_batch_stride + pt.h * p.o_head_stride;
+  };
+  auto first_row = [&](const PersistentTile& pt) { return pt.m_block * kBlockM + wg * 64 + warp * 16 + (lane >> 2); };
   int k = 0;  // the block's position in the schedule
-  auto next_tile = [&](Tile& t) {  // the block's next tile with work (false at the end)
+  // The block's next tile with work (false at the end). A tile on the way whose rows see no key (causal,
+  // Lq past Lk) gets its zeros here: it has no loads and no turns, as in produce_persistent.
+  auto next_tile = [&](Tile& t) {
     for (; k * int(gridDim.x) < total; ++k) {
       const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
       if (tile >= total) continue;
@@ -574,6 +594,7 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
         ++k;
         return true;
       }
+      State::store_zeros(out(t.pt), p, first_row(t.pt), t4);
     }
     return false;
   };
@@ -587,8 +608,8 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
   auto phase = [&](int g) { return uint32_t(g / kStages) & 1u; };
   // j: the tile's index among the block's tiles with work, which picks its Q tile and that tile's phase.
   auto q_rows = [&](int j) { return sm.q(j % kQBufs) + wg * 64 * 128; };
-  WarpgroupState<T, kHeadDim, kBlockM, kBlockN> w;
-  auto start = [&](const Tile& t) { w.init(t.pt.m_block * kBlockM + wg * 64 + warp * 16 + (lane >> 2), p.scale); };
+  State w;
+  auto start = [&](const Tile& t) { w.init(first_row(t.pt), p.scale); };
   auto pack = [&] {
     if (kLate)
       w.pack();
@@ -647,7 +668,7 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
     }
     release(bar.empty_q(j % kQBufs));  // every S of this tile has completed: Q may be overwritten
     const int gl = it + cur.n_tiles - 1;  // this tile's last V
-    T* o = static_cast<T*>(p.o) + cur.pt.b * p.o_batch_stride + cur.pt.h * p.o_head_stride;
+    T* o = out(cur.pt);
     Tile nxt;
     if (!next_tile(nxt)) {  // the block's last tile: its last P V alone
       mbar_wait(bar.full_v(stage(gl)), phase(gl));
