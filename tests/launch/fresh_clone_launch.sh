@@ -2,8 +2,12 @@
 # The README's first command as a new user meets it: a fresh clone of the committed HEAD, no display,
 # `./ladder.sh launch` must exit 0 with every panel's image and index.md in out/tour/.
 # Usage: fresh_clone_launch.sh REPOSITORY
-# It builds a second copy of the project. Where ccache exists the clone's build goes through it (paths
-# made relative to the clone, so a later run finds the earlier one's objects); without it, a plain build.
+# Where REPOSITORY is its committed HEAD with nothing changed and nothing untracked (CI runs `.ci/run` on a
+# fresh clone, so there it is one), the launch runs in REPOSITORY itself: its build/ is what ladder.sh's
+# build made from that clone, so `./ladder.sh launch` configures and builds nothing new and renders the
+# tour. Anywhere else (a working tree with changes) it clones HEAD into a temporary folder and builds a
+# second copy there, through ccache where it exists (paths made relative to the clone, so the objects of an
+# earlier build of the same sources are found); without ccache, a plain build.
 set -euo pipefail
 repo="${1:?usage: fresh_clone_launch.sh REPOSITORY}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/kl-fresh-clone.XXXXXX")"
@@ -21,11 +25,18 @@ if [ ${#missing[@]} -gt 0 ] && ! apt-get install -s -qq "${missing[@]}" > /dev/n
   echo "SKIP: ladder.sh would install ${missing[*]}, and apt cannot find them here"
   exit 77
 fi
-git clone -q "$repo" "$work/kl"
-cd "$work/kl"
-if command -v ccache >/dev/null 2>&1; then
-  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
-  export CCACHE_BASEDIR="$work/kl" CCACHE_NOHASHDIR=1
+if [ -z "$(git -C "$repo" status --porcelain --untracked-files=normal)" ]; then
+  echo "fresh_clone_launch: $repo is its HEAD ($(git -C "$repo" rev-parse --short HEAD)) with nothing changed or added: launching there"
+  cd "$repo"
+  rm -rf out/tour
+else
+  echo "fresh_clone_launch: $repo has changes: cloning HEAD ($(git -C "$repo" rev-parse --short HEAD)) and building it again"
+  git clone -q "$repo" "$work/kl"
+  cd "$work/kl"
+  if command -v ccache >/dev/null 2>&1; then
+    export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+    export CCACHE_BASEDIR="$work/kl" CCACHE_NOHASHDIR=1
+  fi
 fi
 status=0
 env -u DISPLAY -u WAYLAND_DISPLAY ./ladder.sh launch || status=$?
