@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "kernels/editable/worker.h"
 #include "kernels/runtime/npy.h"
@@ -172,5 +174,15 @@ struct UseWorkerBinary : ::testing::Environment {
 }  // namespace
 
 const void* use_worker_binary() { return ::testing::AddGlobalTestEnvironment(new UseWorkerBinary); }
+
+void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body) {
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    pool.emplace_back([&body, begin, end] { body(begin, end); });
+  }
+  for (std::thread& th : pool) th.join();
+}
 
 }  // namespace kl::test

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ std::vector<float> random_small_ints(size_t n, int lo = -64, int hi = 64);
 uint64_t next_seed();
 // An array of `shape` filled by random_floats.
 Array random_array(std::vector<int64_t> shape);
+
+// Runs body(begin, end) over [0, n) split into contiguous ranges, one thread per range, as many threads as
+// the machine has (for the float64 references of the GPU sweeps: 16 cores there, where one took minutes).
+void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body);
 
 // Relative error in the 2-norm of a float32 result against a float64 reference (absolute where the
 // reference is all zeros), and the number of NaNs in a result.

@@ -92,7 +92,8 @@ struct References {
 };
 
 // Both references in one pass over the scores. k and v hold B * H_kv heads; query head h (of H) reads
-// kv head h / (H / H_kv), written out here independently of the kernels' kv_head_of.
+// kv head h / (H / H_kv), written out here independently of the kernels' kv_head_of. The rows are spread
+// over the machine's threads (test::parallel_for): each row's arithmetic is the same whichever thread runs it.
 References references(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                       const std::vector<float>& v) {
   References r;
@@ -100,14 +101,14 @@ References references(const Shape& s, const std::vector<float>& q, const std::ve
   r.exact.assign(size_t(rows) * s.d, 0.0);
   r.plain.assign(size_t(rows) * s.d, 0.f);
   r.empty_row.assign(size_t(rows), 0);
-  std::vector<double> sc(size_t(s.Lk));
-  std::vector<float> sf(size_t(s.Lk));
-  std::vector<double> od(size_t(s.d));
-  std::vector<float> of(size_t(s.d));
   const int group = s.H / s.kv();
-  for (int bh = 0; bh < s.B * s.H; ++bh)
-    for (int i = 0; i < s.Lq; ++i) {
-      const int64_t row = int64_t(bh) * s.Lq + i;
+  test::parallel_for(rows, [&](int64_t first, int64_t last) {
+    std::vector<double> sc(size_t(s.Lk));
+    std::vector<float> sf(size_t(s.Lk));
+    std::vector<double> od(size_t(s.d));
+    std::vector<float> of(size_t(s.d));
+    for (int64_t row = first; row < last; ++row) {
+      const int bh = int(row / s.Lq), i = int(row % s.Lq);
       const int kv_bh = (bh / s.H) * s.kv() + (bh % s.H) / group;
       const float* qi = &q[size_t(row) * s.d];
       const float* kb = &k[size_t(kv_bh) * s.Lk * s.d];
@@ -154,6 +155,7 @@ References references(const Shape& s, const std::vector<float>& q, const std::ve
         r.plain[size_t(row) * s.d + c] = round_to(s.dtype, of[size_t(c)] / lf);
       }
     }
+  });
   return r;
 }
 
