@@ -6,14 +6,12 @@
 # KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
 # `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
 # with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
-# Run `test` in a call that has NOT sourced x-env.sh. `test` runs three groups apart: the tests that draw
-# through EGL (HeadlessHost, Heatmap, Plot, Animate, the panels' shots) one at a time, the long FlashAttention
-# fast-kernel sweeps (GPU- and CPU-heavy) with -j8, and the rest with -j8. On 2026-12-01 the EGL tests read
-# back blank and took 10-100 s each beside the sweeps (two sessions); on 2026-12-02 they did so beside the
-# rest of the suite at -j8 with the sweeps held back (15 of the first 382 failed, every one an EGL test), and
-# passed one at a time right after (81 of 82, 0.3-4 s each, but each `--backend cuda` shot ~20 s: a CUDA
-# process's start on a GPU that no other process holds, as far as the timings show). Not diagnosed further
-# (GPU time-slicing between the processes' contexts is the likely cause).
+# Run `test` in a call that has NOT sourced x-env.sh. `test` is the whole suite in two ctest runs: the CUDA
+# and host tests of kl_kernels (the fast-kernel sweeps among them) at -j$(nproc), then the tests that draw
+# (kl_viz, kl_app: EGL, most of them through the kernel-ladder binary) at -j$KL_EGL_JOBS (default 4) with no
+# CUDA test beside them: beside the sweeps, the EGL tests read back blank and took 10-100 s each (2026-12-01,
+# 2026-12-02: 18 drawing tests failed so in one -j10 run of the whole suite), and passed when run apart. It ends with one line of passed,
+# failed and skipped counts and the ten slowest tests (bench/ctest_summary.py over both runs' JUnit files).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
@@ -39,15 +37,15 @@ if has build; then
   rm -f "$out/build.log"
 fi
 if has test; then
-  log "ctest"
-  heavy='^FlashAttention(Backward)?Fast\.'
-  egl='HeadlessHost|Heatmap|Plot|Animate|Panel'
-  { timeout 900 ctest --preset cuda -j8 --timeout 600 -E "$heavy|$egl"
-    timeout 900 ctest --preset cuda -j1 --timeout 300 -R "$egl"
-    timeout 900 ctest --preset cuda -j8 --timeout 600 -R "$heavy"; } > "$out/ctest.log" 2>&1
-  grep -E "tests passed|tests failed|Total Test time|\(Failed\)|\(Timeout\)|Not Run" "$out/ctest.log" | tee -a "$out/summary.txt"
-  echo "skipped: $(grep -c '\*\*\*Skipped' "$out/ctest.log")" | tee -a "$out/summary.txt"
-  grep -E "\*\*\*Skipped" "$out/ctest.log" >> "$out/summary.txt"
+  log "ctest: kl_kernels at -j$(nproc), then the drawing tests at -j${KL_EGL_JOBS:-4}"
+  t0=$(date +%s)
+  junit=$(realpath "$out")
+  timeout 900 ctest --preset cuda -j"$(nproc)" --timeout 300 -L '^kl_kernels$' --output-junit "$junit/junit-kernels.xml" \
+    > "$out/ctest.log" 2>&1
+  timeout 900 ctest --preset cuda -j"${KL_EGL_JOBS:-4}" --timeout 300 -LE '^kl_kernels$' --output-junit "$junit/junit-draw.xml" \
+    >> "$out/ctest.log" 2>&1
+  python3 bench/ctest_summary.py "$out/junit-kernels.xml" "$out/junit-draw.xml" | tee -a "$out/summary.txt"
+  log "ctest took $(( $(date +%s) - t0 )) s"
 fi
 if has window; then
   log "window tests, CUDA backend (DISPLAY=${DISPLAY:-none})"
