@@ -6,12 +6,13 @@
 # KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
 # `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
 # with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
-# Run `test` in a call that has NOT sourced x-env.sh. `test` is the whole suite in two ctest runs: the CUDA
-# and host tests of kl_kernels (the fast-kernel sweeps among them) at -j$(nproc), then the tests that draw
-# (kl_viz, kl_app: EGL, most of them through the kernel-ladder binary) at -j$KL_EGL_JOBS (default 4) with no
-# CUDA test beside them: beside the sweeps, the EGL tests read back blank and took 10-100 s each (2026-12-01,
-# 2026-12-02: 18 drawing tests failed so in one -j10 run of the whole suite), and passed when run apart. It ends with one line of passed,
-# failed and skipped counts and the ten slowest tests (bench/ctest_summary.py over both runs' JUnit files).
+# Run `test` in a call that has NOT sourced x-env.sh. `test` is the whole suite in two ctest runs: the
+# CUDA and host tests of kl_kernels (the fast-kernel sweeps among them) at -j$(nproc), then the tests that
+# draw (kl_viz, kl_app: EGL, most of them through the kernel-ladder binary) at -j$KL_EGL_JOBS (default 4)
+# with no CUDA test beside them: beside the sweeps, the EGL tests read back blank and took 10-100 s each
+# (2026-12-01, 2026-12-02: 18 drawing tests failed so in one -j10 run of the whole suite), and passed when
+# run apart. It ends with one line of passed, failed and skipped counts and the ten slowest tests
+# (bench/ctest_summary.py over both runs' JUnit files).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
