@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/runtime/errors.h"
+#include "kernels/runtime/startup_trace.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
 #include "viz/ui_log.h"
@@ -327,7 +328,11 @@ void DataTexture::ensure_registered() {
       why = "GL could not allocate the pixel-unpack buffer: " + gl_first_error();
     } else {
       cudaGraphicsResource_t r = nullptr;
+      static bool first = true;  // GL's thread only
+      startup::Step step("CUDA-GL interop: the first buffer registered (cudaGraphicsGLRegisterBuffer)", first);
+      first = false;
       cudaError_t e = cudaGraphicsGLRegisterBuffer(&r, pbo_, cudaGraphicsRegisterFlagsWriteDiscard);
+      if (e != cudaSuccess) step.set(std::string("CUDA-GL interop: the first registration failed: ") + cudaGetErrorName(e));
       if (e == cudaSuccess) {
         resource_ = r;
         interop_ok_ = true;
