@@ -175,7 +175,8 @@ void draw_panel(Shell& s, float x, float w, float h) {
 }
 
 // The status bar's pieces, in order: the backend and why, the GL renderer, the frame time, the
-// interop path, GL errors, and the last message (where the screenshot went).
+// interop path, a texture that read back other values than its data, GL errors, and the last message
+// (where the screenshot went).
 struct Piece {
   ImU32 color;
   std::string text;
@@ -191,6 +192,8 @@ std::vector<Piece> status_pieces(const Shell& s) {
                 ImGui::GetIO().Framerate);
   v.push_back({dim, b});
   v.push_back({dim, viz::DataTexture::last_interop_status()});
+  if (!viz::DataTexture::write_problem().empty())  // a texture read back other values than its data
+    v.push_back({IM_COL32(255, 115, 102, 255), viz::DataTexture::write_problem()});
   if (viz::gl_error_count())
     v.push_back({IM_COL32(255, 115, 102, 255), "GL errors: " + std::to_string(viz::gl_error_count()) +
                                                    " (first: " + viz::gl_first_error() + ")"});

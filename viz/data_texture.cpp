@@ -10,14 +10,18 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/runtime/errors.h"
+#include "kernels/runtime/startup_trace.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
+#include "viz/ui_log.h"
 
 namespace kl::viz {
 namespace {
@@ -47,9 +51,142 @@ std::string& last_status() {
   return s;
 }
 
+// [SECTION] The first write read back -----------------------------------------------------------------
+
+std::string& problem() {
+  static std::string s;
+  return s;
+}
+
+DataTexture::Corrupt corrupt_from_env() {
+  const char* v = std::getenv("KL_TEST_CORRUPT_TEXTURE");
+  if (!v || !*v) return DataTexture::Corrupt::None;
+  if (std::strcmp(v, "upload") == 0) return DataTexture::Corrupt::Upload;
+  if (std::strcmp(v, "interop") == 0) return DataTexture::Corrupt::Interop;
+  throw InputError(out_of_range_message("KL_TEST_CORRUPT_TEXTURE", v, "upload or interop (a test hook)"));
+}
+
+DataTexture::Corrupt& corrupt_mode() {
+  static DataTexture::Corrupt c = corrupt_from_env();
+  return c;
+}
+
+struct Texel {
+  int x, y;
+};
+
+// The corners and the centre, each once.
+std::vector<Texel> sample_texels(int w, int h) {
+  std::vector<Texel> v;
+  for (Texel t : {Texel{0, 0}, Texel{w - 1, h - 1}, Texel{w / 2, h / 2}, Texel{w - 1, 0}, Texel{0, h - 1}}) {
+    bool seen = false;
+    for (const Texel& o : v) seen = seen || (o.x == t.x && o.y == t.y);
+    if (!seen) v.push_back(t);
+  }
+  return v;
+}
+
+// The first `c` channels of texture `tex` at each texel, through a framebuffer it is attached to (float
+// formats are colour-renderable in GL 3.3, and glReadPixels leaves them unclamped). False when that
+// framebuffer is incomplete. GL's bindings and pack settings are restored.
+bool read_texels(unsigned tex, int c, const std::vector<Texel>& at, std::vector<float>* out) {
+  GLint prev_read = 0, prev_pack = 0, align = 0, row = 0, skip_px = 0, skip_rows = 0;
+  glGetIntegerv(GL_READ_FRAMEBUFFER_BINDING, &prev_read);
+  glGetIntegerv(GL_PIXEL_PACK_BUFFER_BINDING, &prev_pack);
+  glGetIntegerv(GL_PACK_ALIGNMENT, &align);
+  glGetIntegerv(GL_PACK_ROW_LENGTH, &row);
+  glGetIntegerv(GL_PACK_SKIP_PIXELS, &skip_px);
+  glGetIntegerv(GL_PACK_SKIP_ROWS, &skip_rows);
+  GLuint fbo = 0;
+  glGenFramebuffers(1, &fbo);
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, fbo);
+  glFramebufferTexture2D(GL_READ_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, tex, 0);
+  glReadBuffer(GL_COLOR_ATTACHMENT0);
+  const bool ok = glCheckFramebufferStatus(GL_READ_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
+  if (ok) {
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+    glPixelStorei(GL_PACK_ALIGNMENT, 4);
+    glPixelStorei(GL_PACK_ROW_LENGTH, 0);
+    glPixelStorei(GL_PACK_SKIP_PIXELS, 0);
+    glPixelStorei(GL_PACK_SKIP_ROWS, 0);
+    out->clear();
+    for (const Texel& t : at) {
+      float px[4] = {0, 0, 0, 0};
+      glReadPixels(t.x, t.y, 1, 1, GL_RGBA, GL_FLOAT, px);
+      out->insert(out->end(), px, px + c);
+    }
+    glPixelStorei(GL_PACK_ALIGNMENT, align);
+    glPixelStorei(GL_PACK_ROW_LENGTH, row);
+    glPixelStorei(GL_PACK_SKIP_PIXELS, skip_px);
+    glPixelStorei(GL_PACK_SKIP_ROWS, skip_rows);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, GLuint(prev_pack));
+  }
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, GLuint(prev_read));
+  glDeleteFramebuffers(1, &fbo);
+  gl_check("DataTexture: reading texels back");
+  return ok;
+}
+
+// The same value: the same bits, or both NaN (a driver may quieten a NaN's payload).
+bool same_value(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+std::string number(float v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", double(v));
+  return b;
+}
+
+// Said once per mismatch: stderr, the UI log, the status bar.
+void say(const std::string& m) {
+  problem() = m;
+  std::fprintf(stderr, "kernel-ladder: %s\n", m.c_str());
+  ui_log::event(m);
+}
+
 }  // namespace
 
 const std::string& DataTexture::last_interop_status() { return last_status(); }
+const std::string& DataTexture::write_problem() { return problem(); }
+void DataTexture::corrupt_writes_for_test(Corrupt c) { corrupt_mode() = c; }
+
+// Overwrites texel (0, 0)'s first channel with a value it does not hold, when the hook asks for `path`.
+void DataTexture::corrupt_if_testing(Corrupt path) {
+  if (corrupt_mode() != path) return;
+  std::vector<float> px;
+  if (!read_texels(tex_, c_, {Texel{0, 0}}, &px)) return;
+  px[0] = px[0] == 7.0f ? 8.0f : 7.0f;
+  GLint prev = 0, prev_unpack = 0;
+  glGetIntegerv(GL_TEXTURE_BINDING_2D, &prev);
+  glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev_unpack);
+  glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
+  glBindTexture(GL_TEXTURE_2D, tex_);
+  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, 1, 1, pixel_format(c_), GL_FLOAT, px.data());
+  glBindTexture(GL_TEXTURE_2D, GLuint(prev));
+  glBindBuffer(GL_PIXEL_UNPACK_BUFFER, GLuint(prev_unpack));
+  gl_check("DataTexture: the corrupting test hook");
+}
+
+bool DataTexture::matches(const float* data, const char* fallback) {
+  const std::vector<Texel> at = sample_texels(w_, h_);
+  std::vector<float> got;
+  const std::string name = "texture " + std::to_string(tex_);
+  if (!read_texels(tex_, c_, at, &got)) {
+    std::fprintf(stderr, "kernel-ladder: %s: its framebuffer is incomplete, so its first write is not read back\n",
+                 name.c_str());
+    return true;
+  }
+  for (size_t i = 0; i < at.size(); ++i)
+    for (int k = 0; k < c_; ++k) {
+      const float g = got[i * size_t(c_) + size_t(k)];
+      const float want = data[(size_t(at[i].y) * size_t(w_) + size_t(at[i].x)) * size_t(c_) + size_t(k)];
+      if (same_value(g, want)) continue;
+      say(name + ": GPU wrote " + number(g) + ", data says " + number(want) + " (texel " + std::to_string(at[i].x) +
+          "," + std::to_string(at[i].y) + " channel " + std::to_string(k) + "): " +
+          (fallback ? fallback : "still wrong after the fallback: the picture is not the data"));
+      return false;
+    }
+  return true;
+}
 
 DataTexture::DataTexture() = default;
 
@@ -132,9 +269,7 @@ void DataTexture::resize(int width, int height, int channels) {
                        std::to_string(c_) + " float texture: " + gl_first_error());
 }
 
-void DataTexture::upload(const float* host) {
-  if (!tex_ || gl_generation_ != detail::gl_context_generation())
-    throw RuntimeError("DataTexture::upload before resize (under the current render host)");
+void DataTexture::write_texture(const float* host, bool safe) {
   GLint prev = 0, prev_unpack = 0;
   glGetIntegerv(GL_TEXTURE_BINDING_2D, &prev);
   glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev_unpack);
@@ -142,10 +277,30 @@ void DataTexture::upload(const float* host) {
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
   glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
   glBindTexture(GL_TEXTURE_2D, tex_);
-  glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, w_, h_, pixel_format(c_), GL_FLOAT, host);
+  if (safe) {  // the fallback: every unpack setting at its default, the texture's storage specified again
+    for (GLenum p : {GL_UNPACK_SKIP_PIXELS, GL_UNPACK_SKIP_ROWS, GL_UNPACK_IMAGE_HEIGHT, GL_UNPACK_SKIP_IMAGES,
+                     GL_UNPACK_SWAP_BYTES, GL_UNPACK_LSB_FIRST})
+      glPixelStorei(p, 0);
+    glTexImage2D(GL_TEXTURE_2D, 0, GLint(internal_format(c_)), w_, h_, 0, pixel_format(c_), GL_FLOAT, host);
+  } else {
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, w_, h_, pixel_format(c_), GL_FLOAT, host);
+  }
   glBindTexture(GL_TEXTURE_2D, GLuint(prev));
   glBindBuffer(GL_PIXEL_UNPACK_BUFFER, GLuint(prev_unpack));
   gl_check("DataTexture::upload");
+}
+
+void DataTexture::upload(const float* host) {
+  if (!tex_ || gl_generation_ != detail::gl_context_generation())
+    throw RuntimeError("DataTexture::upload before resize (under the current render host)");
+  write_texture(host, safe_upload_);
+  if (!safe_upload_) corrupt_if_testing(Corrupt::Upload);
+  if (checked_upload_) return;
+  checked_upload_ = true;
+  if (matches(host, "uploading it again with glTexImage2D, every unpack setting reset")) return;
+  safe_upload_ = true;
+  write_texture(host, true);
+  matches(host, nullptr);
 }
 
 // [SECTION] CUDA device writes ---------------------------------------------------------------------------
@@ -158,8 +313,10 @@ void DataTexture::ensure_registered() {
   interop_tried_ = true;
   const size_t bytes = size_t(w_) * size_t(h_) * size_t(c_) * sizeof(float);
   std::string why;
-  if (interop_forced_off() || force_upload_) {
-    why = force_upload_ ? "upload path forced by the caller" : "KL_FORCE_NO_INTEROP=1";
+  if (interop_forced_off() || force_upload_ || interop_mismatch_) {
+    why = interop_mismatch_ ? "its first write read back other values than the data"
+          : force_upload_   ? "upload path forced by the caller"
+                            : "KL_FORCE_NO_INTEROP=1";
   } else {
     GLint prev = 0;
     glGetIntegerv(GL_PIXEL_UNPACK_BUFFER_BINDING, &prev);
@@ -171,7 +328,11 @@ void DataTexture::ensure_registered() {
       why = "GL could not allocate the pixel-unpack buffer: " + gl_first_error();
     } else {
       cudaGraphicsResource_t r = nullptr;
+      static bool first = true;  // GL's thread only
+      startup::Step step("CUDA-GL interop: the first buffer registered (cudaGraphicsGLRegisterBuffer)", first);
+      first = false;
       cudaError_t e = cudaGraphicsGLRegisterBuffer(&r, pbo_, cudaGraphicsRegisterFlagsWriteDiscard);
+      if (e != cudaSuccess) step.set(std::string("CUDA-GL interop: the first registration failed: ") + cudaGetErrorName(e));
       if (e == cudaSuccess) {
         resource_ = r;
         interop_ok_ = true;
@@ -220,18 +381,38 @@ void DataTexture::begin_device_write_all(const std::vector<DataTexture*>& textur
   }
 }
 
+// The interop path's first write did not reach the texture as written: the host copy is drawn (by the
+// upload path, whose own first write is read back too) and this texture leaves interop for good.
+void DataTexture::interop_failed(const std::vector<float>& host_copy) {
+  interop_mismatch_ = true;
+  release(true);  // the registration and the buffer; the next device write takes the staging path
+  interop_status_ = "interop unavailable (its first write read back other values than the data): device-to-host "
+                    "copy + glTexSubImage2D";
+  last_status() = interop_status_;
+  upload(host_copy.data());
+}
+
 void DataTexture::end_device_write_all(const std::vector<DataTexture*>& textures) {
   std::vector<cudaGraphicsResource_t> resources;
-  for (DataTexture* t : textures) {
+  // The first interop write of a texture: a host copy of what CUDA wrote, taken while it is mapped, to
+  // compare the texture with (and to draw from if they differ).
+  std::vector<std::vector<float>> first(textures.size());
+  for (size_t i = 0; i < textures.size(); ++i) {
+    DataTexture* t = textures[i];
     if (!t->mapped_) throw RuntimeError("DataTexture::end_device_write without begin_device_write");
-    if (t->interop_ok_) resources.push_back(static_cast<cudaGraphicsResource_t>(t->resource_));
+    if (!t->interop_ok_) continue;
+    resources.push_back(static_cast<cudaGraphicsResource_t>(t->resource_));
+    if (t->checked_interop_) continue;
+    first[i].resize(size_t(t->w_) * size_t(t->h_) * size_t(t->c_));
+    KL_VIZ_CUDA_CHECK(cudaMemcpy(first[i].data(), t->mapped_, first[i].size() * sizeof(float), cudaMemcpyDeviceToHost));
   }
   // Unmapping orders all work issued to stream 0 before GL's use of the buffers.
   if (!resources.empty())
     KL_VIZ_CUDA_CHECK(cudaGraphicsUnmapResources(int(resources.size()), resources.data(), 0));
   // Reused across frames: a fresh 64 MiB vector per frame would page-fault its way through every frame.
   static thread_local std::vector<float> host;
-  for (DataTexture* t : textures) {
+  for (size_t i = 0; i < textures.size(); ++i) {
+    DataTexture* t = textures[i];
     t->mapped_ = nullptr;
     if (t->interop_ok_) {
       // The texture is refreshed from the buffer on the GPU: offset 0 into the bound unpack buffer.
@@ -246,6 +427,10 @@ void DataTexture::end_device_write_all(const std::vector<DataTexture*>& textures
       glBindTexture(GL_TEXTURE_2D, GLuint(prev));
       glBindBuffer(GL_PIXEL_UNPACK_BUFFER, GLuint(prev_unpack));
       gl_check("DataTexture::end_device_write (from the CUDA-written buffer)");
+      t->corrupt_if_testing(Corrupt::Interop);
+      if (first[i].empty()) continue;
+      t->checked_interop_ = true;
+      if (!t->matches(first[i].data(), "drawing through the host copy")) t->interop_failed(first[i]);
     } else {
       host.resize(size_t(t->w_) * size_t(t->h_) * size_t(t->c_));
       KL_VIZ_CUDA_CHECK(cudaMemcpy(host.data(), t->staging_, host.size() * sizeof(float), cudaMemcpyDeviceToHost));

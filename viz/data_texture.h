@@ -6,6 +6,12 @@
 //                           texture is refreshed from that buffer on the GPU (no trip through the host).
 // If registration fails (or KL_FORCE_NO_INTEROP=1), the device path falls back to a device staging
 // buffer copied to the host and uploaded, and interop_status() says so for the UI.
+// The picture is the data: the first write of each texture on each path (upload, interop) in a process is
+// read back at a few texels (corners and centre) and compared with the data it came from (the host array;
+// on interop a host copy of the CUDA-written buffer taken before unmapping). A mismatch is said once as
+// "texture N: GPU wrote X, data says Y (texel x,y channel k): ..." on stderr, in the UI log and in the
+// status bar (write_problem()), and the texture falls back for this and every later write: interop to
+// the host copy and the staging path; glTexSubImage2D to glTexImage2D with every unpack setting reset.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,6 +46,17 @@ class DataTexture {
   // effect at the next registration (the first device write after construction or a resize).
   void force_upload_path(bool on) { force_upload_ = on; }
   const std::string& interop_status() const { return interop_status_; }
+  // Whether the first write on the upload path / the interop path has been read back and compared, and
+  // whether this texture's uploads have fallen back to glTexImage2D (a mismatch on the upload path).
+  bool upload_checked() const { return checked_upload_; }
+  bool interop_checked() const { return checked_interop_; }
+  bool upload_fallback() const { return safe_upload_; }
+  // The last mismatch said ("" while every texture read back matched its data), for the status bar.
+  static const std::string& write_problem();
+  // Test hook: corrupts one texel after every write of that path (as a broken driver would), so the check
+  // and the fallback can be tested. Also set by KL_TEST_CORRUPT_TEXTURE=upload|interop at start-up.
+  enum class Corrupt { None, Upload, Interop };
+  static void corrupt_writes_for_test(Corrupt c);
 
   // Maps several textures' buffers with one cudaGraphicsMapResources call (once per frame).
   static void begin_device_write_all(const std::vector<DataTexture*>& textures);
@@ -53,6 +70,11 @@ class DataTexture {
  private:
   void ensure_registered();
   void release(bool gl_live);
+  void write_texture(const float* host, bool safe);  // glTexSubImage2D, or glTexImage2D with unpack reset
+  void corrupt_if_testing(Corrupt path);
+  // Compares the sample texels with `data`; on a mismatch says it, with `fallback` naming what follows.
+  bool matches(const float* data, const char* fallback);
+  void interop_failed(const std::vector<float>& host_copy);  // draws the host copy, leaves interop
   uint64_t gl_generation_ = 0;  // the render host's context the GL names belong to
   unsigned tex_ = 0, pbo_ = 0;
   int w_ = 0, h_ = 0, c_ = 0;
@@ -60,6 +82,7 @@ class DataTexture {
   void* mapped_ = nullptr;
   void* staging_ = nullptr;   // device staging buffer on the fallback path
   bool interop_tried_ = false, interop_ok_ = false, force_upload_ = false;
+  bool checked_upload_ = false, checked_interop_ = false, safe_upload_ = false, interop_mismatch_ = false;
   std::string interop_status_ = "not used (CPU backend uploads with glTexSubImage2D)";
 };
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/runtime/errors.h"
+#include "kernels/runtime/startup_trace.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
 #include "viz/render_host.h"
@@ -108,7 +109,11 @@ bool open_egl(EglContext* out, std::string* error) {
   auto note = [&](const std::string& what, const std::string& why) {
     reasons += (reasons.empty() ? "" : "; ") + what + ": " + why;
   };
-  const char* client = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
+  const char* client = nullptr;
+  {
+    startup::Step step("EGL loaded (libEGL and its vendor library: the client extensions)");
+    client = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
+  }
 
   // 1. The device platform, hardware devices before software ones.
   std::string missing;
@@ -201,7 +206,11 @@ class HeadlessHost final : public RenderHost {
                " is out of range: allowed 1..16384 per side";
       return false;
     }
-    if (!open_egl(&egl_, error)) return false;
+    {
+      startup::Step step("EGL display and GL 3.3 core context");
+      if (!open_egl(&egl_, error)) return false;
+      step.set("EGL display and GL 3.3 core context: " + egl_.how);
+    }
     detail::set_gl_context_live(true);
     w_ = o.width;
     h_ = o.height;
@@ -248,6 +257,7 @@ class HeadlessHost final : public RenderHost {
   }
 
   bool begin_frame() override {
+    startup::Step step("first frame begun: ImGui's GL objects, the font atlas rasterised and uploaded", frames_ == 0);
     ImGuiIO& io = ImGui::GetIO();
     io.DisplaySize = ImVec2(float(w_), float(h_));
     io.DeltaTime = 1.0f / 60.0f;  // fixed: shots and tours are reproducible frame by frame
@@ -267,6 +277,7 @@ class HeadlessHost final : public RenderHost {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glFinish();
     gl_check("headless host: end_frame");
+    if (frames_++ == 0) startup::mark("first frame drawn: the panels' work (kernels, textures) and the GL draw");
   }
 
   bool read_pixels(std::vector<uint8_t>& rgba, int& width, int& height) override {
@@ -294,6 +305,7 @@ class HeadlessHost final : public RenderHost {
   EglContext egl_;
   GLuint fbo_ = 0, color_ = 0;
   int w_ = 0, h_ = 0;
+  int64_t frames_ = 0;  // frames ended (the first one's steps are traced)
   bool imgui_context_ = false, imgui_backend_ = false;
 };
 

@@ -10,6 +10,7 @@
 
 #include "assets/embedded.h"
 #include "kernels/runtime/errors.h"
+#include "kernels/runtime/startup_trace.h"
 #include "viz/host_common.h"
 #include "viz/render_host.h"
 
@@ -148,6 +149,7 @@ void build_fonts_and_style(float scale) {
 }  // namespace
 
 void create_imgui_context(const std::string& ini_path) {
+  startup::Step step("ImGui context, its fonts read and its style");
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/runtime/startup_trace.h"
 #include "viz/gl_check.h"
 #include "viz/host_common.h"
 #include "viz/render_host.h"
@@ -111,7 +112,12 @@ class WindowHost final : public RenderHost {
     }
     g_display_lost = false;
     glfwSetErrorCallback(glfw_error_callback);
-    if (!glfwInit()) {
+    bool inited = false;
+    {
+      startup::Step step("GLFW initialised (the display connection)");
+      inited = glfwInit();
+    }
+    if (!inited) {
       *error = "no display: glfwInit failed (" + last_glfw_error() + ")";
       return false;
     }
@@ -125,7 +131,10 @@ class WindowHost final : public RenderHost {
     // Never larger than the monitor's work area (the desktop minus panels and docks).
     int ww = o.width, wh = o.height;
     if (work_area(&wx_, &wy_, &ww_, &wh_)) ww = std::min(ww, ww_), wh = std::min(wh, wh_);
-    window_ = glfwCreateWindow(ww, wh, o.title.c_str(), nullptr, nullptr);
+    {
+      startup::Step step("GLFW window and GL 3.3 core context");
+      window_ = glfwCreateWindow(ww, wh, o.title.c_str(), nullptr, nullptr);
+    }
     if (!window_) {
       *error = "could not open a GL 3.3 core window (" + last_glfw_error() + ")";
       return false;
@@ -169,6 +178,7 @@ class WindowHost final : public RenderHost {
     }
     if (g_display_lost || glfwWindowShouldClose(window_)) return false;
     detail::apply_pending_ui_scale(true);
+    startup::Step step("first frame begun: ImGui's GL objects, the font atlas rasterised and uploaded", frames_ == 0);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
@@ -202,6 +212,7 @@ class WindowHost final : public RenderHost {
       gl_check("window host: capture");
     }
     glfwSwapBuffers(window_);
+    if (frames_++ == 0) startup::mark("first frame drawn: the panels' work (kernels, textures) and the GL draw");
   }
 
   // Reading back every frame costs time, so the window keeps a copy of each frame only once a caller
@@ -276,6 +287,7 @@ class WindowHost final : public RenderHost {
   GLFWwindow* window_ = nullptr;
   bool glfw_ = false, imgui_context_ = false, imgui_glfw_ = false, imgui_gl_ = false;
   bool in_frame_ = false, capture_ = false;
+  int64_t frames_ = 0;  // frames swapped (the first one's steps are traced)
   std::vector<uint8_t> last_;
   int last_w_ = 0, last_h_ = 0;
 };

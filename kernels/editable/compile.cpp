@@ -1,7 +1,7 @@
 // Run-time builds of an edited source. CPU: the source written beside the embedded kl.cuh and kl_cpu.h
 // into a private temporary folder, wrapped (kernels/editable/scan.cpp), compiled by the system C++
 // compiler into a shared object with the flags of the build-time CPU build, and loaded with dlopen; each
-// kernel found by name (kl_entry_NAME, kl_params_NAME). CUDA: NVRTC (kernels/editable/nvrtc.cpp).
+// kernel found by name (kl_entry_NAME, kl_params_NAME). CUDA: NVRTC (kernels/editable/nvrtc.cu).
 #include "kernels/editable/compile.h"
 
 #include <dlfcn.h>
@@ -20,6 +20,7 @@
 #include <regex>
 #include <sstream>
 
+#include "editable/build_flags.h"  // generated: KL_EDITABLE_CPU_FLAGS, KL_EDITABLE_CXX
 #include "kernels/editable/launch_detail.h"
 #include "kernels/editable/scan.h"
 
@@ -51,8 +52,17 @@ static std::shared_ptr<Module> compile_nvrtc(const Source&, const scan::Result&)
 
 namespace {
 
-const char* const kCpuFlags[] = {"-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math",
-                                 "-w", "-fdiagnostics-plain-output", "-fno-diagnostics-show-caret"};
+// The shipped build's code-generation flags (CMakeLists.txt, KL_EDITABLE_CPU_FLAGS), then what a run-time
+// build adds that changes no code: a shared object, no warnings, plain diagnostics.
+const char* const kCpuFlags[] = {KL_EDITABLE_CPU_FLAGS "-shared", "-w", "-fdiagnostics-plain-output",
+                                 "-fno-diagnostics-show-caret"};
+
+// The compiler of the shipped build where this machine has it (an installed binary may run where it does
+// not), else the system's `c++`.
+std::string cpu_compiler() {
+  static const std::string c = ::access(KL_EDITABLE_CXX, X_OK) == 0 ? KL_EDITABLE_CXX : "c++";
+  return c;
+}
 
 std::string base_name(const std::string& path) {
   const size_t s = path.find_last_of('/');
@@ -228,14 +238,14 @@ std::shared_ptr<Module> compile_cpu(const Source& src, const scan::Result& r) {
   write_file(dir.path + "/kl_cpu.h", embedded_header("kl_cpu.h"));
   write_file(dir.path + "/" + base, src.text);
   write_file(dir.path + "/wrapper.cpp", scan::cpu_wrapper(r, base, "", ""));
-  std::vector<std::string> argv = {"c++"};
+  std::vector<std::string> argv = {cpu_compiler()};
   for (const char* f : kCpuFlags) argv.push_back(f);
   argv.insert(argv.end(), {"-include", dir.path + "/kl_cpu.h", "-I", dir.path, dir.path + "/wrapper.cpp", "-o",
                            dir.path + "/kernel.so"});
   const int rc = run_command(argv, dir.path + "/errors.txt");
   if (rc == -1)
-    throw RuntimeError("editable: the CPU backend compiles edited kernels with the system C++ compiler (c++), "
-                       "which could not be started; install g++");
+    throw RuntimeError("editable: the CPU backend compiles edited kernels with the system C++ compiler (" +
+                       cpu_compiler() + "), which could not be started; install g++");
   if (rc != 0) throw CompileError(detail::parse_diagnostics(read_file(dir.path + "/errors.txt"), base, src.file));
   void* lib = dlopen((dir.path + "/kernel.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw RuntimeError(std::string("editable: cannot load the compiled kernel: ") + dlerror());
@@ -245,7 +255,7 @@ std::shared_ptr<Module> compile_cpu(const Source& src, const scan::Result& r) {
 }  // namespace
 
 std::string cpu_compiler_command() {
-  std::string s = "c++";
+  std::string s = cpu_compiler();
   for (const char* f : kCpuFlags) s += std::string(" ") + f;
   return s + " -include kl_cpu.h";
 }

@@ -9,7 +9,9 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
 
+#include "editable/build_flags.h"  // generated: KL_EDITABLE_CUDA_FLAGS
 #include "kernels/editable/compile.h"
 #include "kernels/editable/launch_detail.h"
 #include "kernels/editable/scan.h"
@@ -231,9 +233,11 @@ std::shared_ptr<Module> compile_nvrtc(const Source& src, const scan::Result& r) 
   std::vector<std::string> exprs;
   for (const scan::Kernel& k : r.kernels) exprs.push_back(k.name), exprs.push_back("&kl_params_" + k.name);
   for (const std::string& e : exprs) check_nvrtc(n.add_name(prog, e.c_str()), "nvrtcAddNameExpression");
+  // The shipped nvcc build's code-generation flags (CMakeLists.txt, KL_EDITABLE_CUDA_FLAGS: the same
+  // spelling in both), for the device's architecture, as the shipped build is for the H100/H200's.
   const std::string arch_opt = "--gpu-architecture=" + arch();
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-lineinfo", "--device-as-default-execution-space"};
-  const nvrtcResult cr = n.compile(prog, 4, opts);
+  std::vector<const char*> opts = {arch_opt.c_str(), KL_EDITABLE_CUDA_FLAGS "--device-as-default-execution-space"};
+  const nvrtcResult cr = n.compile(prog, int(opts.size()), opts.data());
   size_t log_bytes = 0;
   n.log_size(prog, &log_bytes);
   std::string log(log_bytes, '\0');

@@ -1,9 +1,11 @@
 #include "kernels/runtime/backend.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
 #include "kernels/runtime/errors.h"
+#include "kernels/runtime/startup_trace.h"
 
 #ifdef KL_HAS_CUDA
 #include <cuda_runtime.h>
@@ -24,7 +26,12 @@ bool cuda_compiled() {
 int cuda_device_count(std::string* why_none) {
 #ifdef KL_HAS_CUDA
   int n = 0;
+  // The process's first CUDA call loads the driver (libcuda.so.1) and initialises it (cuInit).
+  static std::atomic<bool> first{true};
+  startup::Step step("CUDA driver loaded and initialised (cudaGetDeviceCount)", first.exchange(false));
   cudaError_t e = cudaGetDeviceCount(&n);
+  step.set("CUDA driver loaded and initialised (cudaGetDeviceCount): " +
+           (e == cudaSuccess ? std::to_string(n) + (n == 1 ? " device" : " devices") : std::string(cudaGetErrorString(e))));
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
     if (why_none) *why_none = std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
@@ -51,6 +58,16 @@ BackendChoice choose_backend(const std::string& requested) {
   if (cuda_device_count(&why) > 0) {
     c.backend = Backend::Cuda;
     c.reason = "CUDA backend: " + device_info(Backend::Cuda).name;
+#ifdef KL_HAS_CUDA
+    if (startup::enabled()) {  // traced on its own: it is created anyway, by the first call that needs it
+      startup::Step step("CUDA context created (cudaFree(nullptr))");
+      const cudaError_t e = cudaFree(nullptr);
+      if (e != cudaSuccess) {  // said here; the first call that needs the context fails and says it too
+        step.set(std::string("CUDA context creation (cudaFree(nullptr)) failed: ") + cudaGetErrorString(e));
+        cudaGetLastError();
+      }
+    }
+#endif
     return c;
   }
   if (requested == "cuda") throw InputError("--backend cuda: " + why + "; use --backend cpu or auto");
@@ -64,11 +81,13 @@ namespace {
 DeviceInfo read_device(int dev) {
   DeviceInfo d;
   cudaDeviceProp p{};
+  startup::Step step("device query (cudaGetDeviceProperties)");
   if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
     cudaGetLastError();
     throw RuntimeError("cudaGetDeviceProperties failed");
   }
   d.name = p.name;
+  step.set("device query (cudaGetDeviceProperties): " + d.name);
   d.cc_major = p.major;
   d.cc_minor = p.minor;
   d.sm_count = p.multiProcessorCount;

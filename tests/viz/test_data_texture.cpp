@@ -1,6 +1,7 @@
 // viz/data_texture.cpp: host uploads read back exactly (glGetTexImage), bad sizes refused; on the GPU
 // machine, device writes through the CUDA-GL interop buffer (and through the forced fallback) land in
-// the texture bit for bit. The device tests run under the EGL host (NVIDIA's EGL there).
+// the texture bit for bit. The first write's own read-back: a spoiled upload (CPU, llvmpipe) or interop
+// write (GPU) is said and falls back. The device tests run under the EGL host (NVIDIA's EGL there).
 #include <epoxy/gl.h>
 #include <gtest/gtest.h>
 
@@ -158,6 +159,90 @@ TEST_F(DataTextureTest, ForcedFallbackCopiesThroughTheHost) {
   EXPECT_NE(t.interop_status().find("KL_FORCE_NO_INTEROP"), std::string::npos) << t.interop_status();
   EXPECT_NE(t.interop_status().find("glTexSubImage2D"), std::string::npos) << t.interop_status();
   EXPECT_TRUE(bit_equal(read_texture(t), v));
+#endif
+}
+
+// The hook on for one test, off again however it ends.
+struct CorruptGuard {
+  explicit CorruptGuard(viz::DataTexture::Corrupt c) { viz::DataTexture::corrupt_writes_for_test(c); }
+  ~CorruptGuard() { viz::DataTexture::corrupt_writes_for_test(viz::DataTexture::Corrupt::None); }
+};
+
+std::string prefix_of(const viz::DataTexture& t) {
+  return "texture " + std::to_string(t.gl_id()) + ": GPU wrote 7, data says ";
+}
+
+TEST_F(DataTextureTest, FirstUploadIsReadBackAndMatches) {
+  viz::DataTexture t;
+  t.resize(33, 17, 2);
+  const std::string before = viz::DataTexture::write_problem();
+  EXPECT_FALSE(t.upload_checked());
+  std::vector<float> v = test::random_floats(33 * 17 * 2, -1e3f, 1e3f);
+  v[1] = std::numeric_limits<float>::quiet_NaN();  // a NaN read back as NaN matches
+  t.upload(v.data());
+  EXPECT_TRUE(t.upload_checked());
+  EXPECT_FALSE(t.upload_fallback());
+  EXPECT_EQ(viz::DataTexture::write_problem(), before);
+  EXPECT_TRUE(bit_equal(read_texture(t), v));
+}
+
+// KL_TEST_CORRUPT_TEXTURE=upload's hook spoils texel (0, 0) after every glTexSubImage2D: the first upload's
+// read-back sees it, says it (stderr and write_problem(), which the status bar shows) and the texture's
+// uploads fall back to glTexImage2D, this one and every later one (which the hook would spoil otherwise).
+TEST_F(DataTextureTest, ACorruptedUploadIsSaidAndFallsBack) {
+  CorruptGuard hook(viz::DataTexture::Corrupt::Upload);
+  viz::DataTexture t;
+  t.resize(33, 17, 2);
+  const std::vector<float> v = test::random_floats(33 * 17 * 2, -1e3f, 1e3f);
+  testing::internal::CaptureStderr();
+  t.upload(v.data());
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string& m = viz::DataTexture::write_problem();
+  EXPECT_EQ(m.rfind(prefix_of(t), 0), 0u) << m;
+  EXPECT_NE(m.find(" (texel 0,0 channel 0): uploading it again with glTexImage2D"), std::string::npos) << m;
+  EXPECT_NE(err.find(m), std::string::npos) << err;
+  EXPECT_TRUE(t.upload_fallback());
+  EXPECT_TRUE(bit_equal(read_texture(t), v));  // the fallback drew the data
+  const std::vector<float> v2 = test::random_floats(v.size(), -1e3f, 1e3f);
+  t.upload(v2.data());
+  EXPECT_TRUE(bit_equal(read_texture(t), v2)) << "a later upload took the spoiled path again";
+  // Once per texture: a second texture is checked (and falls back) on its own first write.
+  viz::DataTexture u;
+  u.resize(5, 3, 1);
+  const std::vector<float> w = test::random_floats(15);
+  testing::internal::CaptureStderr();
+  u.upload(w.data());
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(prefix_of(u)), std::string::npos);
+  EXPECT_TRUE(u.upload_fallback());
+  EXPECT_TRUE(bit_equal(read_texture(u), w));
+}
+
+// The interop variant (the GPU machine): the hook spoils the texture after the interop buffer's copy into
+// it; the first write's read-back against the host copy of what CUDA wrote sees it, the host copy is
+// drawn, and the texture takes the staging path from then on.
+TEST_F(DataTextureTest, ACorruptedInteropWriteIsSaidAndDrawsThroughTheHostCopy) {
+  KL_REQUIRE_CUDA();
+#ifdef KL_HAS_CUDA
+  if (forced_off()) GTEST_SKIP() << "KL_FORCE_NO_INTEROP=1: no interop write to spoil";
+  CorruptGuard hook(viz::DataTexture::Corrupt::Interop);
+  viz::DataTexture t;
+  t.resize(37, 11, 2);
+  const std::vector<float> v = test::random_floats(37 * 11 * 2, -10.0f, 10.0f);
+  testing::internal::CaptureStderr();
+  device_write(t, v);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string& m = viz::DataTexture::write_problem();
+  EXPECT_EQ(m.rfind(prefix_of(t), 0), 0u) << m;
+  EXPECT_NE(m.find(": drawing through the host copy"), std::string::npos) << m;
+  EXPECT_NE(err.find(m), std::string::npos) << err;
+  EXPECT_TRUE(t.interop_checked());
+  EXPECT_FALSE(t.interop_active());
+  EXPECT_NE(t.interop_status().find("read back other values than the data"), std::string::npos) << t.interop_status();
+  EXPECT_TRUE(bit_equal(read_texture(t), v));
+  const std::vector<float> v2 = test::random_floats(v.size(), -10.0f, 10.0f);
+  device_write(t, v2);  // the staging path now
+  EXPECT_FALSE(t.interop_active());
+  EXPECT_TRUE(bit_equal(read_texture(t), v2));
 #endif
 }
 
