@@ -40,7 +40,7 @@ record() {  # record NAME ARGS...: one recording appended to $json, its summary 
   local rc=$?
   cat "$one" >> "$out/timeline_record.log"
   echo "rc=$rc" | tee -a "$sum"
-  head -n 12 "$one" >> "$sum"
+  head -n 12 "$one" | tee -a "$sum"
   rm -f "$one"
 }
 record fwd-d64 flash-attention --set d=64 --set H=32 --set B=2 --set L=2048
@@ -48,7 +48,7 @@ record fwd-d128 flash-attention --set d=128 --set H=16 --set B=2 --set L=2048
 record fwd-d128-causal flash-attention --set d=128 --set H=16 --set B=2 --set L=2048 --set causal=1
 record fwd-d128-wgmma flash-attention --set d=128 --set H=16 --set B=2 --set L=2048 --path wgmma
 record bwd-d128 flash-attention-backward --set d=128 --set H=16 --set B=2 --set L=2048
-ls -l "$json" | tee -a "$sum"
+ls -l "$json" 2>&1 | tee -a "$sum"
 
 log "GPU tests: test_flash_attention_timeline, TimelineCliCuda"
 timeout 150 "$tests/test_flash_attention_timeline" > "$out/timeline_tests.log" 2>&1
@@ -56,6 +56,5 @@ echo "test_flash_attention_timeline rc=$?" | tee -a "$sum"
 timeout 60 "$tests/test_timeline_cli" --gtest_filter='TimelineCliCuda.*' >> "$out/timeline_tests.log" 2>&1
 echo "test_timeline_cli (TimelineCliCuda) rc=$?" | tee -a "$sum"
 grep -E "^\[ cost|^\[ coverage|^\[  (PASSED|FAILED|SKIPPED) |tests? ran|Failure|Expected|Which is|Value of" \
-  "$out/timeline_tests.log" | head -80 >> "$sum"
+  "$out/timeline_tests.log" | head -80 | tee -a "$sum"
 log "done in $((SECONDS - start)) s"
-cat "$sum"
