@@ -487,10 +487,11 @@ double length(const std::vector<Interval>& set) {
 
 namespace {
 
-// The length of [a, b) covered by a merged set.
+// The length of [a, b) covered by a merged set (sorted, disjoint: the ends are sorted too).
 double covered(const std::vector<Interval>& set, double a, double b) {
+  auto it = std::lower_bound(set.begin(), set.end(), a, [](const Interval& i, double x) { return i.end < x; });
   double t = 0;
-  for (const Interval& i : set) t += std::max(0.0, std::min(b, i.end) - std::max(a, i.start));
+  for (; it != set.end() && it->start < b; ++it) t += std::max(0.0, std::min(b, it->end) - std::max(a, it->start));
   return t;
 }
 
