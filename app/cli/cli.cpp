@@ -17,6 +17,7 @@
 #include "app/cli/soak.h"
 #include "app/cli/source.h"
 #include "app/cli/study.h"
+#include "app/cli/timeline.h"
 #include "app/cli/tour.h"
 #include "app/cli/worker.h"
 #include "app/cli/window.h"
@@ -57,6 +58,7 @@ struct Commands {
   cli::SoakCliOptions soak;
   cli::AnimateCliOptions animate;
   cli::SourceOptions source;
+  cli::TimelineOptions timeline;
 };
 
 // Parses argv; returns -1 to go on, else the exit code (help, version, a parse error: exit 2).
@@ -94,6 +96,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* soak = cli::add_soak(app, c.soak, c.common);
   CLI::App* animate = cli::add_animate(app, c.animate, c.common);
   CLI::App* source = cli::add_source(app, c.source);
+  CLI::App* timeline = cli::add_timeline(app, c.timeline, c.common);
   CLI::App* worker = cli::add_worker(app);
   if (const int code = parse(app, argc, argv); code >= 0) return code;
   if (*worker) return cli::run_worker();
@@ -109,6 +112,7 @@ int run_cli(int argc, char** argv) {
     if (*soak) return cli::run_soak(c.soak, c.common);
     if (*animate) return cli::run_animate(c.animate, c.common);
     if (*source) return cli::run_source(c.source);
+    if (*timeline) return cli::run_timeline(c.timeline, c.common);
     if (*measure) return cli::run_measure(c.measure, c.common);
     if (*bench_frame) return cli::run_bench_frame(c.bench_frame, c.common);
     return cli::run_window(c.window, c.common);

@@ -1,6 +1,6 @@
 // Rung 6, fast variant, CUDA side: FlashAttention-2's backward with mma.sync m16n8k16 (the design, the
 // tile shapes and the two dQ modes are in flash_attention_backward_fast.h), and the dispatch between it and
-// the wgmma main kernel (flash_attention_backward_fast.sm90a.cu; run_fast, fast_backward_path). Paper notation
+// the wgmma main kernel (flash_attention_backward_fast_sm90.cuh; run_fast, fast_backward_path). Paper notation
 // (FlashAttention-2, Algorithm 2); the PTX wrappers, the swizzled tiles and the fragment layouts are rung
 // 5's (flash_attention_fast_device.cuh; the layouts are spelled out at the top of flash_attention_fast.cu):
 //   A (16 x 16, row-major):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..)  a2 (g, 2t+8..)  a3 (g+8, 2t+8..)
@@ -390,15 +390,22 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq
 }
 
 // ---- [SECTION] launches --------------------------------------------------------------------------------
+// D = rowsum(dO o O) into p.drow and, in the atomic mode, the dQ accumulator zeroed.
+template <class T>
+void launch_preprocess(const FastBackwardParams& p) {
+  const int64_t rows = int64_t(p.B) * p.H * p.Lq;
+  const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
+  cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
+               dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
+               static_cast<const T*>(p.dout), p.drow, p.deterministic ? nullptr : p.dq_accum, rows, p.d);
+}
+
 template <class T, int D>
 void launch_all(const FastBackwardParams& p) {
   using Tr = FastBackwardTraits<D>;
   using Dq = FastDqTraits<D>;
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
-  const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
-  cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
-               dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
-               static_cast<const T*>(p.dout), p.drow, p.deterministic ? nullptr : p.dq_accum, rows, D);
+  launch_preprocess<T>(p);
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
   const bool wgmma = p.path == FastBackwardPath::Wgmma || p.path == FastBackwardPath::WgmmaBulk;  // run_fast's
   if (p.deterministic) {
@@ -444,30 +451,41 @@ void to_float(const Buffer<T>& src, Buffer<float>& dst) {
 
 // The forward's O (rounded to T) and L for inputs already in T: rung 5's teaching forward in float32 on
 // the rounded values (the tiles it offers at d: 64 x 64, or 32 x 32 where 64 x 64 does not fit).
+// From device pointers (q [B, H, Lq, d], k and v [B, H, Lk, d] in T; o written in T, lse [B, H, Lq]).
 template <class T>
-void forward_state(const Buffer<T>& q, const Buffer<T>& k, const Buffer<T>& v, Buffer<T>& o, Buffer<float>& lse,
-                   const FastBackwardParams& p) {
+void forward_state_into(const T* q, const T* k, const T* v, T* o, float* lse, const FastBackwardParams& p) {
   Shape s;
   s.batch = p.B, s.heads = p.H, s.lq = p.Lq, s.lk = p.Lk, s.d = p.d;
   Options opt;
   opt.causal = p.causal;
   opt.scale = p.scale;
-  Buffer<float> qf, kf, vf, of(Backend::Cuda, q.size());
-  to_float(q, qf);
-  to_float(k, kf);
-  to_float(v, vf);
-  lse.resize(Backend::Cuda, size_t(s.bh() * s.lq));
+  const int64_t nq = s.bh() * s.lq * s.d, nk = s.bh() * s.lk * s.d;
+  Buffer<float> qf(Backend::Cuda, size_t(nq)), kf(Backend::Cuda, size_t(nk)), vf(Backend::Cuda, size_t(nk)),
+      of(Backend::Cuda, size_t(nq));
+  auto to_f = [](const T* src, Buffer<float>& dst, int64_t n) {
+    cuda::launch("flash_bwd_fast_convert_out", convert_to_float<T>, elementwise_grid(n), dim3(256), 0, 0, src,
+                 dst.data(), n);
+  };
+  to_f(q, qf, nq);
+  to_f(k, kf, nk);
+  to_f(v, vf, nk);
   int tile = kDefaultBlockM;
   try {
     flash_attention::check_tiles(Backend::Cuda, tile, tile, p.d);
   } catch (const InputError&) {
     tile = 32;
   }
-  forward(Backend::Cuda, qf.data(), kf.data(), vf.data(), of.data(), lse.data(), s, opt, tile, tile);
-  o.resize(Backend::Cuda, q.size());
-  cuda::launch("flash_bwd_fast_convert_in", convert_from_float<T>, elementwise_grid(int64_t(q.size())), dim3(256), 0,
-               0, of.data(), o.data(), int64_t(q.size()));
+  forward(Backend::Cuda, qf.data(), kf.data(), vf.data(), of.data(), lse, s, opt, tile, tile);
+  cuda::launch("flash_bwd_fast_convert_in", convert_from_float<T>, elementwise_grid(nq), dim3(256), 0, 0, of.data(),
+               o, nq);
   mem::synchronize(Backend::Cuda);  // the float copies are freed on return
+}
+template <class T>
+void forward_state(const Buffer<T>& q, const Buffer<T>& k, const Buffer<T>& v, Buffer<T>& o, Buffer<float>& lse,
+                   const FastBackwardParams& p) {
+  lse.resize(Backend::Cuda, size_t(int64_t(p.B) * p.H * p.Lq));
+  o.resize(Backend::Cuda, q.size());
+  forward_state_into(q.data(), k.data(), v.data(), o.data(), lse.data(), p);
 }
 
 template <class T>
@@ -533,6 +551,22 @@ void run_fast(const FastBackwardParams& p) {
   r.path = fast_backward_path(p.path);
   if (r.dtype == FastDtype::Bf16) fast_bwd::run_typed<__nv_bfloat16>(r);
   else fast_bwd::run_typed<__half>(r);
+}
+
+void run_fast_preprocess(const FastBackwardParams& p) {
+  validate_fast(p);
+  if (p.dtype == FastDtype::Bf16) fast_bwd::launch_preprocess<__nv_bfloat16>(p);
+  else fast_bwd::launch_preprocess<__half>(p);
+}
+
+void fast_forward_state(const FastBackwardParams& p, void* o, float* lse) {
+  validate_fast(p);
+  if (p.dtype == FastDtype::Bf16)
+    fast_bwd::forward_state_into(static_cast<const __nv_bfloat16*>(p.q), static_cast<const __nv_bfloat16*>(p.k),
+                                 static_cast<const __nv_bfloat16*>(p.v), static_cast<__nv_bfloat16*>(o), lse, p);
+  else
+    fast_bwd::forward_state_into(static_cast<const __half*>(p.q), static_cast<const __half*>(p.k),
+                                 static_cast<const __half*>(p.v), static_cast<__half*>(o), lse, p);
 }
 
 FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, const Array& dout, const Array* o,

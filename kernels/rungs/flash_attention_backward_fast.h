@@ -29,7 +29,7 @@
 //   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
 // Two main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
 //   mma.sync (above; the default where the wgmma kernel cannot run)
-//   wgmma (kernels/rungs/flash_attention_backward_fast.sm90a.cu; compute capability 9.0 with the sm_90a build
+//   wgmma (kernels/rungs/flash_attention_backward_fast_sm90.cuh; compute capability 9.0 with the sm_90a build
 //            loaded): FlashAttention-3's structure, kBlockN 128 keys per CTA (two warpgroups of 64 keys, dK_j
 //            and dV_j in registers), kBlockM 64 query rows per step, the five products on wgmma
 //            (S^T = K Q^T, dP^T = V dO^T from shared memory; dV += P^T dO, dK += dS^T Q with P^T, dS^T in
@@ -230,10 +230,27 @@ void run_fast(const FastBackwardParams& p);
 FastBackwardPath fast_backward_path(FastBackwardPath requested = FastBackwardPath::Auto);
 // True when the wgmma kernel can run here (compute capability 9.0, sm_90a code loaded).
 bool fast_backward_wgmma_available();
-// The wgmma main kernel alone (flash_attention_backward_fast.sm90a.cu): dK, dV and, with atomic_dq, the
+// The wgmma main kernel alone (flash_attention_backward_fast_sm90.cuh): dK, dV and, with atomic_dq, the
 // fp32 dQ accumulator's adds (p.path WgmmaBulk: the candidate's bulk reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
+
+// ---- timeline recording (issue 30): the instrumented wgmma main kernel ---------------------------------
+// (flash_attention_backward_fast_timeline.sm90a.cu; bf16, d = 64 and 128). What a recorded launch makes: its
+// CTAs, the lanes each records (lane w: warpgroup w), its tiles (keys per CTA, query rows per step) and the
+// launch's name. InputError for fp16 or where the kernel cannot run here.
+struct FastBackwardTracedShape {
+  int ctas = 0, lanes = 0, block_m = 0, block_n = 0;
+  std::string launch;
+};
+FastBackwardTracedShape fast_backward_traced_shape(const FastBackwardParams& p, bool atomic_dq);
+// As launch_wgmma_main(p, atomic_dq), instrumented: the CTAs trace names stamp their phases into trace.buf.
+void launch_wgmma_main_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace);
+// What a recording of the main kernel alone needs around it: the preprocess (D into p.drow, and in the atomic
+// mode the fp32 dQ accumulator zeroed), and the forward's O (p.dtype, written to o) and L (lse) for p.q, p.k,
+// p.v, as run_fast_host computes them (rung 5's teaching forward in float32 on the rounded inputs).
+void run_fast_preprocess(const FastBackwardParams& p);
+void fast_forward_state(const FastBackwardParams& p, void* o, float* lse);
 
 // float32 host arrays in ([L, d], [H, L, d] or [B, H, L, d]): q, k, v, dout converted to `dtype` on the
 // device; o and lse the forward's (both nullptr: computed by rung 5's teaching forward, float32, from the

@@ -1,5 +1,5 @@
 // Rung 6, fast variant: device code shared by the mma.sync kernels (flash_attention_backward_fast.cu) and the
-// wgmma main kernel (flash_attention_backward_fast.sm90a.cu). CUDA only.
+// wgmma main kernel (flash_attention_backward_fast_sm90.cuh). CUDA only.
 #pragma once
 #include <cstdint>
 

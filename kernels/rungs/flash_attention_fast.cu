@@ -333,7 +333,15 @@ FastPath fast_path() {
 
 void run_fast(const FastParams& p) {
   validate(p);
-  const FastPath path = fast_kernel_for(fast_path(), p);
+  run_fast_path(p, fast_path());
+}
+
+void run_fast_path(const FastParams& p, FastPath requested) {
+  validate(p);
+  if (requested != FastPath::MmaSync && !fast_wgmma_kernels_loaded())
+    throw InputError(std::string("flash-attention --variant fast: the ") + fast_path_name(requested) +
+                     " kernel needs the sm_90a code (an H100/H200); this device or build has none");
+  const FastPath path = fast_kernel_for(requested, p);
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
   else if (fast_path_persistent(path)) {

@@ -16,7 +16,7 @@
 //     key tiles entirely above the diagonal are never loaded; only tiles the diagonal or the Lk tail
 //     crosses pay for the mask. Rows that see no key return 0 (never NaN).
 // Two kernels, chosen at run time (run_fast; FastPath):
-//   - wgmma (kernels/rungs/flash_attention_fast.sm90a.cu) on a compute-capability-9.0 GPU (H100/H200): one
+//   - wgmma (kernels/rungs/flash_attention_fast_sm90.cuh) on a compute-capability-9.0 GPU (H100/H200): one
 //     warpgroup per 64 query rows, S = Q K^T and O += P V on wgmma.m64nNk16 (operands from 128-byte
 //     swizzled shared memory through matrix descriptors, P from registers), the softmax of tile t
 //     overlapped with P_{t-1} V_{t-1} on the tensor cores; Q/K/V tiles brought in by the bulk tensor
@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/measure/timeline_trace.h"
 #include "kernels/rungs/flash_attention.h"  // kv_head_of, gqa_heads_message: grouped-query attention
 #include "kernels/runtime/array.h"
 #include "kernels/runtime/backend.h"
@@ -176,7 +177,7 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
 };
 // The cross-tile candidates (wgmma-persistent-q2-late-cross, wgmma-persistent-m192-cross): Base's tiles, and at the end of each tile the
 // consumer warpgroup issues the tile's last P V and the next tile's first S in one turn, writing O while
-// that S runs (flash_attention_fast.sm90a.cu, consume_cross).
+// that S runs (flash_attention_fast_sm90.cuh, consume_cross).
 template <class Base>
 struct FastTraitsCrossTile : Base {
   static constexpr bool kCrossTile = true;
@@ -540,6 +541,25 @@ void require_cuda_device(const std::string& what);
 // Runs the forward pass on the current device, default stream, asynchronously. Validates first.
 // Takes the kernel fast_path() names.
 void run_fast(const FastParams& p);
+// The same with the kernel `path` names (WgmmaByShape: fast_kernel_for's pick), the environment not read;
+// a path that cannot run here is an InputError, as fast_path() gives for the environment's.
+void run_fast_path(const FastParams& p, FastPath path);
+
+// ---- timeline recording (issue 30): the instrumented kernels (flash_attention_fast_timeline.sm90a.cu) ----
+// The instrumented build covers the bulk-tensor-copy kernels: Wgmma, WgmmaLate and every persistent path, bf16,
+// d = 64 and 128. What a recorded launch of `path` (not WgmmaByShape: resolve it with fast_kernel_for) makes for
+// p: its CTAs, the lanes each records (lane w: consumer warpgroup w; the last: the producer), its tiles, whether
+// it is persistent, and the launch's name. InputError for another path, d, dtype, or where the instrumented
+// kernels cannot run (the message says which).
+struct FastTracedShape {
+  int ctas = 0, lanes = 0, block_m = 0, block_n = 0;
+  bool persistent = false;
+  std::string launch;
+};
+FastTracedShape fast_traced_shape(const FastParams& p, FastPath path);
+// Runs the instrumented kernel of `path` on the default stream, asynchronously: its output is the plain
+// kernel's, and the CTAs trace names stamp their phases into trace.buf (kernels/measure/timeline_trace.h).
+void run_fast_traced(const FastParams& p, FastPath path, const timeline::TraceArgs& trace);
 
 // The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
 // was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-q2|

@@ -1,5 +1,5 @@
 // Small device helpers shared by the FlashAttention fast kernels (flash_attention_fast.cu, mma.sync;
-// flash_attention_fast.sm90a.cu, wgmma; flash_attention_backward_fast.cu, mma.sync): packing, exp2 on the
+// flash_attention_fast_sm90.cuh, wgmma; flash_attention_backward_fast.cu, mma.sync): packing, exp2 on the
 // special-function unit, reductions across the 4 threads (a quad) that share an accumulator row, and
 // (namespace fast_detail) the PTX wrappers of the mma.sync kernels: cp.async, ldmatrix, mma.m16n8k16 and
 // the XOR-swizzled shared-memory tiles. Included by .cu files only.

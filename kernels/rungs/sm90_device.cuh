@@ -28,6 +28,7 @@
 
 #include <cstdint>
 
+#include "kernels/measure/timeline_trace.h"
 #include "kernels/runtime/cuda_launch.cuh"
 #include "kernels/rungs/flash_attention_fast.h"
 
@@ -376,6 +377,96 @@ inline bool sm90a_probe_reads_one(const char* name, void (*probe)(int*)) {
   KL_CUDA_CHECK(cudaFree(d));
   return h == 1;
 }
+
+
+// ---- [SECTION] timeline recording (issue 30; the layout: kernels/measure/timeline_trace.h) --------------
+// The kernels take a recorder per thread: NoRecord in the plain kernels (every call compiles to nothing,
+// so their code is what it was), LaneRecorder in the instrumented ones. mark(phase, step, tile) stamps the
+// moment a phase begins. It has no branch: every thread of the warp reads the clock and only the recording
+// thread's store is enabled (a predicate), so the control flow around the wgmma pipeline stays the plain
+// kernel's. Threads that do not record, and CTAs that are not recorded, keep a capacity of 0.
+struct NoTrace {};  // the plain kernels' trace argument: none
+
+struct NoRecord {
+  __device__ __forceinline__ NoRecord(const NoTrace&, int, bool) {}
+  __device__ __forceinline__ void mark(timeline::Phase, int, int) {}
+  __device__ __forceinline__ void finish(int) {}
+};
+
+__device__ __forceinline__ uint64_t read_clock64() {
+  uint64_t c;
+  asm volatile("mov.u64 %0, %%clock64;\n" : "=l"(c));
+  return c;
+}
+__device__ __forceinline__ uint64_t read_globaltimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ uint32_t read_smid() {
+  uint32_t s;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(s));
+  return s;
+}
+// *p = {a, b, c, d} where `on` (a predicated store: no branch).
+__device__ __forceinline__ void store_record_if(void* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d, bool on) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %5, 0;\n@p st.global.v4.u32 [%0], {%1, %2, %3, %4};\n}\n" ::"l"(p),
+      "r"(a), "r"(b), "r"(c), "r"(d), "r"(uint32_t(on)));
+}
+
+// Its state is two 32-bit record indices (the buffer's base is read from the kernel parameter at each
+// mark): the recorder lives in the consumers' registers beside O, S and P, and in the producer's 24.
+struct LaneRecorder {
+  const timeline::TraceArgs* args;  // the kernel's parameter
+  uint32_t next;                    // the record the next mark writes (absolute index into args->buf)
+  uint32_t end;                     // one past this lane's last event record; 0 where this thread does not record
+
+  // `records`: this thread is its CTA's recording thread for lane `lane_id`; the CTA is recorded when its
+  // linear index is in a.ctas (or a.n_ctas < 0). Stamps the start anchor.
+  __device__ __forceinline__ LaneRecorder(const timeline::TraceArgs& a, int lane_id, bool records)
+      : args(&a), next(0), end(0) {
+    const int cta = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    int slot = a.n_ctas < 0 ? cta : -1;
+#pragma unroll
+    for (int i = 0; i < timeline::kMaxTracedCtas; ++i)
+      if (i < a.n_ctas && a.ctas[i] == cta) slot = i;
+    if (!records || slot < 0) return;
+    const uint32_t base = (uint32_t(slot) * uint32_t(a.lanes) + uint32_t(lane_id)) *
+                          uint32_t(timeline::kHeaderRecords + a.capacity);
+    next = base + timeline::kHeaderRecords;
+    end = next + uint32_t(a.capacity);
+    const uint64_t t = read_globaltimer(), c = read_clock64();
+    static_cast<uint4*>(a.buf)[base + 1] = make_uint4(uint32_t(t), uint32_t(t >> 32), uint32_t(c), uint32_t(c >> 32));
+  }
+  __device__ __forceinline__ void mark(timeline::Phase phase, int step, int tile) {
+    const uint64_t c = read_clock64();
+    store_record_if(static_cast<uint4*>(args->buf) + next, uint32_t(c), uint32_t(c >> 32),
+                    uint32_t(phase) | (uint32_t(step) << 8), uint32_t(tile), next < end);
+    ++next;
+  }
+  // The Done event, the end anchor, then the header (written last: the host reads a lane as recorded when
+  // its header's magic is there). lane_id as at the start.
+  __device__ __forceinline__ void finish(int lane_id) {
+    mark(timeline::Phase::Done, timeline::kNoStep, -1);
+    if (end == 0) return;
+    uint4* const region = static_cast<uint4*>(args->buf) + (end - uint32_t(args->capacity) - timeline::kHeaderRecords);
+    const uint32_t events = next - (end - uint32_t(args->capacity));
+    const uint64_t t = read_globaltimer(), c = read_clock64();
+    region[2] = make_uint4(uint32_t(t), uint32_t(t >> 32), uint32_t(c), uint32_t(c >> 32));
+    region[0] = make_uint4(events, read_smid(), timeline::kLaneMagic, uint32_t(lane_id));
+  }
+};
+
+// The recorder a kernel instantiated with trace argument type Trace uses.
+template <class Trace>
+struct RecorderFor {
+  using type = NoRecord;
+};
+template <>
+struct RecorderFor<timeline::TraceArgs> {
+  using type = LaneRecorder;
+};
 
 }  // namespace sm90_detail
 }  // namespace kl::flash_attention

@@ -111,7 +111,7 @@ Budget teaching_budget(std::string label, int bm, int bn, int d, int64_t limit) 
   return b;
 }
 
-// The TMA kernel's layout (flash_attention_fast.sm90a.cu, launch_tma): Q, kStages K tiles, kStages V tiles
+// The TMA kernel's layout (flash_attention_fast_sm90.cuh, launch_tma): Q, kStages K tiles, kStages V tiles
 // (2-byte elements), then 1 KiB of alignment slack and 8-byte mbarriers (1 + 4 kStages).
 Budget fast_budget(std::string label, int bm, int bn, int stages, int d, int64_t limit) {
   Budget b;

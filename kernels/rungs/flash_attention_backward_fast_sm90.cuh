@@ -29,7 +29,15 @@
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
+//
+// This header holds the kernel as a template and its launcher; two translation units instantiate it:
+// flash_attention_backward_fast_plain.sm90a.cu the plain kernels, flash_attention_backward_fast_timeline.sm90a.cu
+// the instrumented ones (issue 30: flash_bwd_wgmma_traced_kernel, which stamps each warpgroup's phases for the
+// CTAs a trace names; kernels/measure/timeline_trace.h). Both run the same body with a recorder as template
+// argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
+#pragma once
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 #include "kernels/rungs/flash_attention_backward_fast.h"
@@ -107,10 +115,10 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
 // kBulk (the wgmma-bulk candidate, with kAtomicDq): dS^T stored by stmatrix, dQ_i staged in shared memory
 // and added by bulk reduce-adds one step later (see the header's wgmma-bulk entry).
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
-__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_kernel(const FastBackwardParams p) {
-#ifdef KL_FA_SM90A
+// The kernel's body, shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): the
+// recorded lanes are the two warpgroups (lane wg), the work tile the CTA's linear index, the step the query tile.
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, class Trace>
+__device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const Trace& trace) {
   static_assert(kAtomicDq || !kBulk, "the bulk path changes only the dQ part");
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
@@ -131,6 +139,10 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  using timeline::Phase;
+  typename RecorderFor<Trace>::type rec(trace, wg, (tid & 127) == 0);
+  const int tile = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  rec.mark(Phase::Setup, timeline::kNoStep, tile);
   const HeadPointers<T, D> hp(p, b, h);
   const int n0 = n_block * BN;
   const int key_row = n0 + 64 * wg + 16 * warp + g;  // this thread's keys: key_row, key_row + 8
@@ -165,6 +177,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   };
 
   if (m_first < m_blocks) {  // uniform across the CTA
+    rec.mark(Phase::LoadTiles, m_first, tile);
     load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
     load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
     load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
@@ -176,9 +189,11 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 
     for (int m = m_first; m < m_blocks; ++m) {
       const int stage = (m - m_first) & 1;
+      rec.mark(Phase::WaitTiles, m, tile);
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) landed
       fence_proxy_async();
       __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
+      rec.mark(Phase::LoadTiles, m + 1, tile);
       if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
         load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
         load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
@@ -188,6 +203,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
       if constexpr (kBulk) {
         // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
         // the accumulator; first, the adds issued one step ago have read their stage, this step's.
+        rec.mark(Phase::AddDQ, m - 1, tile);
         if (dq_issuer && m > m_first) {
           bulk_wait_read<0>();
           issue_dq_row(m - 1, stage ^ 1);
@@ -197,6 +213,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 
       // S^T = K_j Q_i^T and dP^T = V_j dO_i^T (64 keys x 64 queries each, k = d).
       float acc_s[32], acc_dp[32];
+      rec.mark(Phase::IssueS, m, tile);
       fence_regs(acc_s);
       fence_regs(acc_dp);
       wgmma_fence();
@@ -206,14 +223,17 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
         wgmma_ss<T, 64>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
       }
       wgmma_commit();
+      rec.mark(Phase::IssueDP, m, tile);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
         wgmma_ss<T, 64>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
       }
       wgmma_commit();
+      rec.mark(Phase::WaitS, m, tile);
       wgmma_wait<1>();  // S^T landed; dP^T may still run
       fence_regs(acc_s);
+      rec.mark(Phase::Softmax, m, tile);
 
       // P^T (masked pairs 0: the Lk tail, the causal diagonal; rows past Lq have L = +inf).
       const float* lse_s = sLse + stage * BM;
@@ -230,8 +250,10 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
           acc_s[4 * j + e] = pv;
         }
       }
+      rec.mark(Phase::WaitDP, m, tile);
       wgmma_wait<0>();
       fence_regs(acc_dp);
+      rec.mark(Phase::DS, m, tile);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
@@ -247,6 +269,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
       fence_regs(acc_dk);
       fence_regs(p_frag);
       fence_regs(ds_frag);
+      rec.mark(Phase::IssueDVDK, m, tile);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
@@ -260,6 +283,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
         // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K): ds_frag[kk][r] holds (key +8
         // (r & 1), queries 8 (2 kk + r / 2) + 2t, +1). kBulk: four transposing 8 x 8 matrix stores per k-step;
         // else one 16-bit element each.
+        rec.mark(Phase::StoreDS, m, tile);
         if constexpr (kBulk) {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk), ds_frag[kk]);
@@ -272,10 +296,12 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
               for (int hh = 0; hh < 2; ++hh)
                 st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
         }
+        rec.mark(Phase::WaitDS, m, tile);
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 
         float acc_dq[32];
+        rec.mark(Phase::IssueDQ, m, tile);
         fence_regs(acc_dq);
         wgmma_fence();
         if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
@@ -290,12 +316,14 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
                                make_desc(sK + (4 * wg + kk) * 16 * 128, BN * 128, 1024), kk > 0);
         }
         wgmma_commit();
+        rec.mark(Phase::WaitDQ, m, tile);
         wgmma_wait<0>();
         fence_regs(acc_dq);
         fence_regs(acc_dv);
         fence_regs(acc_dk);
         fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
         fence_regs(ds_frag);
+        rec.mark(Phase::AddDQ, m, tile);
         if constexpr (kBulk) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
           // barrier); the next step's first barrier publishes it, and its issuers add it.
@@ -319,6 +347,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
           }
         }
       } else {
+        rec.mark(Phase::WaitDVDK, m, tile);
         wgmma_wait<0>();
         fence_regs(acc_dv);
         fence_regs(acc_dk);
@@ -328,7 +357,9 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     }
     cp_async_wait<0>();
     if constexpr (kBulk) {
+      rec.mark(Phase::WaitTiles, m_blocks, tile);
       __syncthreads();  // the last step's dQ staged (and fenced) by every thread
+      rec.mark(Phase::AddDQ, m_blocks - 1, tile);
       if (dq_issuer) {
         bulk_wait_read<0>();
         issue_dq_row(m_blocks - 1, (m_blocks - 1 - m_first) & 1);
@@ -338,6 +369,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
+  rec.mark(Phase::Epilogue, timeline::kNoStep, tile);
   T* dk = hp.dk(p);
   T* dv = hp.dv(p);
 #pragma unroll
@@ -352,21 +384,47 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
       *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
     }
   }
+  rec.finish(wg);
+}
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
+    flash_bwd_wgmma_kernel(const FastBackwardParams p) {
+#ifdef KL_FA_SM90A
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk>(p, NoTrace{});
 #endif
+}
+// The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
+    flash_bwd_wgmma_traced_kernel(const FastBackwardParams p, const timeline::TraceArgs trace) {
+#ifdef KL_FA_SM90A
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk>(p, trace);
+#endif
+}
+
+// The main kernel's launch name for p's dtype and mode (kBulk: the wgmma-bulk candidate).
+template <int D>
+const char* main_launch_name(bool half, bool atomic_dq, bool bulk) {
+  if (bulk) return D == 64 ? (half ? "flash_bwd_wgmma_bulk_d64_fp16" : "flash_bwd_wgmma_bulk_d64_bf16")
+                           : (half ? "flash_bwd_wgmma_bulk_d128_fp16" : "flash_bwd_wgmma_bulk_d128_bf16");
+  return D == 64 ? (atomic_dq ? (half ? "flash_bwd_wgmma_d64_fp16" : "flash_bwd_wgmma_d64_bf16")
+                              : (half ? "flash_bwd_wgmma_dkdv_d64_fp16" : "flash_bwd_wgmma_dkdv_d64_bf16"))
+                 : (atomic_dq ? (half ? "flash_bwd_wgmma_d128_fp16" : "flash_bwd_wgmma_d128_bf16")
+                              : (half ? "flash_bwd_wgmma_dkdv_d128_fp16" : "flash_bwd_wgmma_dkdv_d128_bf16"));
+}
+template <int D>
+dim3 main_grid(const FastBackwardParams& p) {
+  return dim3(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(p.H), unsigned(p.B));
 }
 
 template <class T, int D>
 void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
   using Tr = FastBackwardTraitsSm90<D>;
-  const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
+  const dim3 grid = main_grid<D>(p);
   const bool half = std::is_same<T, __half>::value;
   const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;  // deterministic: no dQ part to change
-  const char* name = D == 64 ? (atomic_dq ? (half ? "flash_bwd_wgmma_d64_fp16" : "flash_bwd_wgmma_d64_bf16")
-                                          : (half ? "flash_bwd_wgmma_dkdv_d64_fp16" : "flash_bwd_wgmma_dkdv_d64_bf16"))
-                             : (atomic_dq ? (half ? "flash_bwd_wgmma_d128_fp16" : "flash_bwd_wgmma_d128_bf16")
-                                          : (half ? "flash_bwd_wgmma_dkdv_d128_fp16" : "flash_bwd_wgmma_dkdv_d128_bf16"));
-  const char* bulk_name = D == 64 ? (half ? "flash_bwd_wgmma_bulk_d64_fp16" : "flash_bwd_wgmma_bulk_d64_bf16")
-                                  : (half ? "flash_bwd_wgmma_bulk_d128_fp16" : "flash_bwd_wgmma_bulk_d128_bf16");
+  const char* name = main_launch_name<D>(half, atomic_dq, false);
+  const char* bulk_name = main_launch_name<D>(half, atomic_dq, true);
   if (bulk)
     cuda::launch(bulk_name, flash_bwd_wgmma_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
                  size_t(Tr::kSmemBytesBulk), 0, p);
@@ -377,33 +435,24 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
     cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
                  p);
 }
-
-// 1 when the driver loaded this file's sm_90a code (the kernel above is real), else 0.
-__global__ void bwd_sm90a_probe(int* out) {
-#ifdef KL_FA_SM90A
-  *out = 1;
-#else
-  *out = 0;
-#endif
+// The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it.
+template <int D>
+void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {
+  using Tr = FastBackwardTraitsSm90<D>;
+  using T = __nv_bfloat16;
+  const dim3 grid = main_grid<D>(p);
+  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;
+  const std::string name = std::string(main_launch_name<D>(false, atomic_dq, bulk)) + "_traced";
+  if (bulk)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytesBulk), 0, p, trace);
+  else if (atomic_dq)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytes), 0, p, trace);
+  else
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, false>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytes), 0, p, trace);
 }
 
 }  // namespace sm90_bwd
-
-// Compute capability 9.0 and the forward's sm_90a code loaded (its probe), and this file's too (probed once).
-bool fast_backward_wgmma_available() {
-  static const bool loaded = [] {
-    if (!flash_attention::fast_wgmma_kernels_loaded()) return false;
-    return flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_sm90a_probe", sm90_bwd::bwd_sm90a_probe);
-  }();
-  return loaded;
-}
-
-void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
-  const bool half = p.dtype == FastDtype::Fp16;
-  if (p.d == 64)
-    half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq);
-  else
-    half ? sm90_bwd::launch_typed<__half, 128>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 128>(p, atomic_dq);
-}
-
 }  // namespace kl::flash_attention_backward

@@ -24,9 +24,18 @@
 //     (docs/perf-log.md).
 //
 // Shared-memory layout, descriptors and fragment layouts: kernels/rungs/sm90_device.cuh.
+//
+// This header holds the kernels as templates and their launchers; two translation units instantiate them:
+// flash_attention_fast_plain.sm90a.cu the plain kernels (the ones run_fast times), and
+// flash_attention_fast_timeline.sm90a.cu the instrumented ones (issue 30: the *_traced_kernel entry points,
+// which stamp the phases of chosen CTAs into a trace buffer, kernels/measure/timeline_trace.h). Both run the
+// same body; its recorder (NoRecord or LaneRecorder, sm90_device.cuh) is a template argument, and NoRecord's
+// marks compile to nothing, so the plain kernels' machine code is what it was before the marks existed.
+#pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "kernels/runtime/backend.h"
@@ -274,6 +283,25 @@ __global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
 #endif
 }
 
+// The registers each warp role keeps after the hand-over (setmaxnreg). The CTA holds kThreads x kLaunch
+// registers from its launch (__launch_bounds__(kThreads, 1): 65536 / kThreads rounded down to 8, 168 for
+// 384 threads, 128 for 512), and the hand-over only moves them between its warps, so 128 x kProducer +
+// consumers x kConsumer must not exceed that (an increase waits until the registers are free: past the
+// total it would wait for ever). The plain kernels keep Tr's split (24 / 240, 24 / 160: the whole pool); the
+// instrumented ones give the producer 32 (its recorder and clock reads spilled under 24) and the consumers
+// what is left: 232 with two consumer warpgroups, 160 with three.
+template <class Tr, class Trace>
+struct RegSplit {
+  static constexpr bool kPlain = std::is_same<Trace, NoTrace>::value;
+  static constexpr int kConsumerThreads = Tr::kNWarps * 32;
+  static constexpr int kLaunch = 65536 / Tr::kThreads / 8 * 8;
+  static constexpr int kProducer = kPlain ? Tr::kProducerRegs : 32;
+  static constexpr int kLeft = (Tr::kThreads * kLaunch - 128 * kProducer) / kConsumerThreads / 8 * 8;
+  static constexpr int kConsumer = kPlain || Tr::kConsumerRegs <= kLeft ? Tr::kConsumerRegs : kLeft;
+  static_assert(128 * kProducer + kConsumerThreads * kConsumer <= Tr::kThreads * kLaunch,
+                "the hand-over cannot give out more registers than the CTA holds");
+};
+
 // The TMA kernels' mbarriers, 8 bytes each from `base` (after the K/V stages in shared memory): full_q(0),
 // then per stage full_k and full_v (one arrival and the copy's bytes) and empty_k and empty_v (one arrival
 // per consumer warp), then empty_q(0), which only the persistent kernel initialises and uses, then with a
@@ -309,10 +337,12 @@ struct TmaSmem {
 // and phase continue across the block's tiles) come from the tile scheduler, and the warpgroups also
 // release Q (after their last S) and the last V stage for the producer's next tile. Without it (kernel 2)
 // it0 is 0 and q_phase 0, and the code is what it was before the persistent kernel existed. The tile reads
-// Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase.
-template <class T, class Tr, bool kPersistent = false>
+// Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase. rec marks the phases (timeline
+// recording; NoRecord: nothing), `tile` naming the work tile (persistent_tile()'s index) and each mark's step
+// the K/V tile the phase works on.
+template <class T, class Tr, bool kPersistent = false, class Rec = NoRecord>
 __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0, int qb,
-                                        uint32_t q_phase, const TmaSmem<Tr>& sm) {
+                                        uint32_t q_phase, const TmaSmem<Tr>& sm, Rec& rec, int tile) {
   constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
   const auto bar = sm.bars();
@@ -364,56 +394,81 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     };
     auto phase = [&](int t) { return uint32_t((it0 + t) / kStages) & 1u; };
     if (!kPersistent && wg == kWGs - 1) named_bar_arrive(1, 256);
+    using timeline::Phase;
+    constexpr Phase kPackPhase = kLate ? Phase::Pack : Phase::Rescale;  // what rescale_and_pack() does
 
+    rec.mark(Phase::WaitQ, timeline::kNoStep, tile);
     mbar_wait(full_q, q_phase);
+    rec.mark(Phase::WaitK, 0, tile);
     mbar_wait(full_k(stage(0)), phase(0));
+    rec.mark(Phase::WaitTurn, 0, tile);
     my_turn();
+    rec.mark(Phase::IssueS, 0, tile);
     fence_regs(w.acc_s);
     wgmma_fence();
     w.issue_s(sQw, sK + stage(0) * kKVBytes);
     their_turn(false);
+    rec.mark(Phase::WaitS, 0, tile);
     wgmma_wait<0>();
     fence_regs(w.acc_s);
     release(empty_k(stage(0)));
+    rec.mark(Phase::Softmax, 0, tile);
     w.softmax(p, m_block, 0, t4);
+    rec.mark(kPackPhase, 0, tile);
     rescale_and_pack();
     for (int t = 1; t < n_tiles; ++t) {
       const int s = stage(t), sp = stage(t - 1);
+      rec.mark(Phase::WaitK, t, tile);
       mbar_wait(full_k(s), phase(t));
+      rec.mark(Phase::WaitV, t - 1, tile);
       mbar_wait(full_v(sp), phase(t - 1));
+      rec.mark(Phase::WaitTurn, t, tile);
       my_turn();
+      rec.mark(Phase::IssueS, t, tile);
       fence_regs(w.acc_s);
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       wgmma_fence();
       w.issue_s(sQw, sK + s * kKVBytes);
+      if (kLate) rec.mark(Phase::Rescale, t - 1, tile);
       late_rescale();
+      rec.mark(Phase::IssuePV, t - 1, tile);
       w.issue_pv(sV + sp * kKVBytes);
       their_turn(false);
+      rec.mark(Phase::WaitS, t, tile);
       wgmma_wait<1>();  // S_t done; P_{t-1} V_{t-1} may still run while the softmax does
       fence_regs(w.acc_s);
       release(empty_k(s));
+      rec.mark(Phase::Softmax, t, tile);
       w.softmax(p, m_block, t, t4);
+      rec.mark(Phase::WaitPV, t - 1, tile);
       wgmma_wait<0>();
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       release(empty_v(sp));
+      rec.mark(kPackPhase, t, tile);
       rescale_and_pack();
     }
     if (kPersistent) release(empty_q);  // every S of this tile has completed: Q may be overwritten
     const int sl = stage(n_tiles - 1);
+    rec.mark(Phase::WaitV, n_tiles - 1, tile);
     mbar_wait(full_v(sl), phase(n_tiles - 1));
+    rec.mark(Phase::WaitTurn, n_tiles, tile);
     my_turn();
+    if (kLate) rec.mark(Phase::Rescale, n_tiles - 1, tile);
     if (kLate) w.rescale();
+    rec.mark(Phase::IssuePV, n_tiles - 1, tile);
     fence_regs(w.acc_o);
     fence_regs(w.p_frag);
     wgmma_fence();
     w.issue_pv(sV + sl * kKVBytes);
     their_turn(true);
+    rec.mark(Phase::WaitPV, n_tiles - 1, tile);
     wgmma_wait<0>();
     fence_regs(w.acc_o);
     if (kPersistent) release(empty_v(sl));
   }
+  rec.mark(timeline::Phase::Epilogue, timeline::kNoStep, tile);
   w.store(o, p, t4);
 }
 
@@ -427,11 +482,12 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
 // their wgmma (FlashAttention-3's "ping-pong"), so one warpgroup's softmax runs while the other's
 // products occupy the tensor cores. Tiles past L arrive as zeros (the copy engine's out-of-bounds fill).
 // Tr: FastTraitsSm90Tma<d>, or FastTraitsSm90TmaOpt<d, 1, true> for the late rescale (wgmma-late).
-template <class T, class Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 1)
-    flash_fwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                               const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
-#ifdef KL_FA_SM90A
+// The kernel's body, shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs).
+// Recorded lanes: consumer warpgroup wg is lane wg, the producer lane 2; the work tile is the CTA's linear
+// index (persistent_tile()'s order).
+template <class T, class Tr, class Trace>
+__device__ __forceinline__ void fwd_tma_body(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
+                                             const FastParams& p, int kv_group, const Trace& trace) {
   constexpr int kHeadDim = Tr::kHeadDim;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   static_assert(kBlockM == 128 && Tr::kNWarps == 8, "two consumer warpgroups of 64 rows");
@@ -455,6 +511,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int tid = threadIdx.x, warp_id = tid >> 5, lane = tid & 31;
   const int m0 = m_block * kBlockM;
   const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
+  using timeline::Phase;
+  const bool producer = warp_id >= kConsumerWarps;
+  const int rec_lane = producer ? kConsumerWarps / 4 : warp_id >> 2;
+  typename RecorderFor<Trace>::type rec(trace, rec_lane, producer ? warp_id == kConsumerWarps && lane == 0 : (tid & 127) == 0);
+  const int tile = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  rec.mark(Phase::Setup, timeline::kNoStep, tile);
 
   if (tid == 0) {
     mbar_init(full_q, 1);
@@ -469,31 +531,54 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   __syncthreads();
 
   if (warp_id >= kConsumerWarps) {  // ---- producer warpgroup: one lane works, 24 registers suffice
-    setmaxnreg_dec<Tr::kProducerRegs>();
+    setmaxnreg_dec<RegSplit<Tr, Trace>::kProducer>();
     if (warp_id == kConsumerWarps && lane == 0 && n_tiles > 0) {
       const int h_kv = kv_head_of(h, kv_group);  // grouped-query attention: the K/V maps' head coordinate
+      rec.mark(Phase::LoadQ, timeline::kNoStep, tile);
       mbar_arrive_expect_tx(full_q, kQBytes);
 #pragma unroll
-      for (int cb = 0; cb < kHeadDim / 64; ++cb) tma_load_4d(sQ + cb * kBlockM * 128, &tm_q, full_q, cb * 64, m0, h, b);
+      for (int cb = 0; cb < kHeadDim / 64; ++cb) tma_load_4d(sQ + cb * kBlockM * 128, tm_q, full_q, cb * 64, m0, h, b);
       for (int t = 0; t < n_tiles; ++t) {
         const int s = t % kStages;
         const uint32_t parity = ((t / kStages) - 1) & 1;  // the release of tile t - kStages
+        rec.mark(Phase::WaitKFree, t, tile);
         if (t >= kStages) mbar_wait(empty_k(s), parity);
+        rec.mark(Phase::LoadK, t, tile);
         mbar_arrive_expect_tx(full_k(s), kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < kHeadDim / 64; ++cb)
-          tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, &tm_k, full_k(s), cb * 64, t * kBlockN, h_kv, b);
+          tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, tm_k, full_k(s), cb * 64, t * kBlockN, h_kv, b);
+        rec.mark(Phase::WaitVFree, t, tile);
         if (t >= kStages) mbar_wait(empty_v(s), parity);
+        rec.mark(Phase::LoadV, t, tile);
         mbar_arrive_expect_tx(full_v(s), kKVBytes);
 #pragma unroll
         for (int cb = 0; cb < kHeadDim / 64; ++cb)
-          tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, &tm_v, full_v(s), cb * 64, t * kBlockN, h_kv, b);
+          tma_load_4d(sV + s * kKVBytes + cb * kBlockN * 128, tm_v, full_v(s), cb * 64, t * kBlockN, h_kv, b);
       }
     }
   } else {  // ---- consumer warpgroups: 240 registers each thread (O, S, P and the softmax state)
-    setmaxnreg_inc<Tr::kConsumerRegs>();
-    consume<T, Tr>(p, m_block, h, b, n_tiles, 0, 0, 0, sm);
+    setmaxnreg_inc<RegSplit<Tr, Trace>::kConsumer>();
+    consume<T, Tr>(p, m_block, h, b, n_tiles, 0, 0, 0, sm, rec, tile);
   }
+  rec.finish(rec_lane);
+}
+template <class T, class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_fwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                               const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
+#ifdef KL_FA_SM90A
+  fwd_tma_body<T, Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, NoTrace{});
+#endif
+}
+// The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
+template <class T, class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_fwd_wgmma_tma_traced_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group,
+                                      const timeline::TraceArgs trace) {
+#ifdef KL_FA_SM90A
+  fwd_tma_body<T, Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, trace);
 #endif
 }
 
@@ -508,10 +593,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // One extra mbarrier per Q tile, empty_q (one arrival per consumer warp). With two Q tiles (Tr::kQBufs, the
 // q2 candidate) the block's j-th tile with work reads Q tile j % 2, so the producer loads the next tile's Q
 // while the current one is still read, and waits only for the release of the tile before.
-template <class Tr>
+template <class Tr, class Rec = NoRecord>
 __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
-                                                   const TmaSmem<Tr>& sm) {
+                                                   const TmaSmem<Tr>& sm, Rec& rec) {
+  using timeline::Phase;
   constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr int kQBufs = TmaSmem<Tr>::kQBufs;
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
@@ -523,13 +609,16 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
   for (int k = 0; k * int(gridDim.x) < total; ++k) {
     const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
     if (tile >= total) continue;
+    rec.mark(Phase::Schedule, timeline::kNoStep, tile);
     const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
     const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
     if (n_tiles == 0) continue;  // the consumers skip it too
     const int h_kv = kv_head_of(pt.h, kv_group);
     const int qb = j % kQBufs;
     const uint32_t full_q = bar.full_q(qb), sQ = sm.q(qb);
+    rec.mark(Phase::WaitQFree, timeline::kNoStep, tile);
     if (j >= kQBufs) mbar_wait(bar.empty_q(qb), uint32_t(j / kQBufs - 1) & 1u);  // the release of tile j - kQBufs
+    rec.mark(Phase::LoadQ, timeline::kNoStep, tile);
     mbar_arrive_expect_tx(full_q, kQBytes);
 #pragma unroll
     for (int cb = 0; cb < kHeadDim / 64; ++cb)
@@ -537,12 +626,16 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
     for (int t = 0; t < n_tiles; ++t) {
       const int g = it + t, s = g % kStages;
       const uint32_t parity = uint32_t(g / kStages - 1) & 1u;  // the release of load g - kStages
+      rec.mark(Phase::WaitKFree, t, tile);
       if (g >= kStages) mbar_wait(bar.empty_k(s), parity);
+      rec.mark(Phase::LoadK, t, tile);
       mbar_arrive_expect_tx(bar.full_k(s), kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
         tma_load_4d(sK + s * kKVBytes + cb * kBlockN * 128, tm_k, bar.full_k(s), cb * 64, t * kBlockN, h_kv, pt.b);
+      rec.mark(Phase::WaitVFree, t, tile);
       if (g >= kStages) mbar_wait(bar.empty_v(s), parity);
+      rec.mark(Phase::LoadV, t, tile);
       mbar_arrive_expect_tx(bar.full_v(s), kKVBytes);
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
@@ -561,8 +654,9 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
 // order: the output is bit-identical to the kernel without the overlap. The next tile's Q must be in shared
 // memory by then: with two Q tiles (kQBufs 2) the producer loaded it during the current tile. The turns
 // stay balanced: every warpgroup of the block takes one turn per tile boundary, as each runs the same tiles.
-template <class T, class Tr>
-__device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem<Tr>& sm) {
+// rec marks the phases as in consume().
+template <class T, class Tr, class Rec = NoRecord>
+__device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem<Tr>& sm, Rec& rec) {
   constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr int kQBufs = TmaSmem<Tr>::kQBufs, kWGs = Tr::kNWarps / 4;
   constexpr bool kLate = Tr::kLateRescale;
@@ -575,7 +669,11 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
   struct Tile {
     PersistentTile pt;
     int n_tiles;
+    int index;  // persistent_tile()'s index (the timeline's work tile)
   };
+  using timeline::Phase;
+  constexpr Phase kPackPhase = kLate ? Phase::Pack : Phase::Rescale;  // what pack() does
+  constexpr int kNoStep = timeline::kNoStep;
   using State = WarpgroupState<T, kHeadDim, kBlockM, kBlockN>;
   auto out = [&](const PersistentTile& pt) {
     return static_cast<T*>(p.o) + pt.b * p.o_batch_stride + pt.h * p.o_head_stride;
@@ -588,12 +686,15 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
     for (; k * int(gridDim.x) < total; ++k) {
       const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
       if (tile >= total) continue;
+      rec.mark(Phase::Schedule, kNoStep, tile);
       t.pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
       t.n_tiles = key_tiles_for_block(t.pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
+      t.index = tile;
       if (t.n_tiles > 0) {
         ++k;
         return true;
       }
+      rec.mark(Phase::Epilogue, kNoStep, tile);
       State::store_zeros(out(t.pt), p, first_row(t.pt), t4);
     }
     return false;
@@ -618,10 +719,13 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
   };
   // S_0 of the tile at load index g has completed: release its K, then its softmax.
   auto finish_first = [&](const Tile& t, int g) {
+    rec.mark(Phase::WaitS, 0, t.index);
     wgmma_wait<0>();
     fence_regs(w.acc_s);
     release(bar.empty_k(stage(g)));
+    rec.mark(Phase::Softmax, 0, t.index);
     w.softmax(p, t.pt.m_block, 0, t4);
+    rec.mark(kPackPhase, 0, t.index);
     pack();
   };
 
@@ -629,9 +733,13 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
   if (!next_tile(cur)) return;
   int it = 0, j = 0;  // cur's first K/V load index and its index among the tiles with work
   start(cur);
+  rec.mark(Phase::WaitQ, kNoStep, cur.index);
   mbar_wait(bar.full_q(0), 0);
+  rec.mark(Phase::WaitK, 0, cur.index);
   mbar_wait(bar.full_k(stage(0)), phase(0));
+  rec.mark(Phase::WaitTurn, 0, cur.index);
   my_turn();
+  rec.mark(Phase::IssueS, 0, cur.index);
   fence_regs(w.acc_s);
   wgmma_fence();
   w.issue_s(q_rows(0), sm.k(stage(0)));
@@ -640,68 +748,94 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
   for (;;) {
     const uint32_t sQw = q_rows(j);
     for (int t = 1; t < cur.n_tiles; ++t) {  // the steady state, as consume's
-      const int s = stage(it + t), sp = stage(it + t - 1);
+      const int s = stage(it + t), sp = stage(it + t - 1), tile = cur.index;
+      rec.mark(Phase::WaitK, t, tile);
       mbar_wait(bar.full_k(s), phase(it + t));
+      rec.mark(Phase::WaitV, t - 1, tile);
       mbar_wait(bar.full_v(sp), phase(it + t - 1));
+      rec.mark(Phase::WaitTurn, t, tile);
       my_turn();
+      rec.mark(Phase::IssueS, t, tile);
       fence_regs(w.acc_s);
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       wgmma_fence();
       w.issue_s(sQw, sm.k(s));
       if (kLate) {
+        rec.mark(Phase::Rescale, t - 1, tile);
         w.rescale();
         fence_regs(w.acc_o);
         wgmma_fence();
       }
+      rec.mark(Phase::IssuePV, t - 1, tile);
       w.issue_pv(sm.v(sp));
       their_turn();
+      rec.mark(Phase::WaitS, t, tile);
       wgmma_wait<1>();  // S_t done; P_{t-1} V_{t-1} may still run while the softmax does
       fence_regs(w.acc_s);
       release(bar.empty_k(s));
+      rec.mark(Phase::Softmax, t, tile);
       w.softmax(p, cur.pt.m_block, t, t4);
+      rec.mark(Phase::WaitPV, t - 1, tile);
       wgmma_wait<0>();
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       release(bar.empty_v(sp));
+      rec.mark(kPackPhase, t, tile);
       pack();
     }
     release(bar.empty_q(j % kQBufs));  // every S of this tile has completed: Q may be overwritten
     const int gl = it + cur.n_tiles - 1;  // this tile's last V
     T* o = out(cur.pt);
     Tile nxt;
+    const int last = cur.n_tiles - 1, tile = cur.index;
     if (!next_tile(nxt)) {  // the block's last tile: its last P V alone
+      rec.mark(Phase::WaitV, last, tile);
       mbar_wait(bar.full_v(stage(gl)), phase(gl));
+      rec.mark(Phase::WaitTurn, cur.n_tiles, tile);
       my_turn();
+      if (kLate) rec.mark(Phase::Rescale, last, tile);
       if (kLate) w.rescale();
+      rec.mark(Phase::IssuePV, last, tile);
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       wgmma_fence();
       w.issue_pv(sm.v(stage(gl)));
       their_turn();
+      rec.mark(Phase::WaitPV, last, tile);
       wgmma_wait<0>();
       fence_regs(w.acc_o);
       release(bar.empty_v(stage(gl)));
+      rec.mark(Phase::Epilogue, kNoStep, tile);
       w.store(o, p, t4);
       return;
     }
     // The boundary: this tile's last P V and the next tile's S_0 in one turn.
     const int g0 = gl + 1;
+    rec.mark(Phase::WaitV, last, tile);
     mbar_wait(bar.full_v(stage(gl)), phase(gl));
+    rec.mark(Phase::WaitQ, kNoStep, nxt.index);
     mbar_wait(bar.full_q((j + 1) % kQBufs), uint32_t((j + 1) / kQBufs) & 1u);
+    rec.mark(Phase::WaitK, 0, nxt.index);
     mbar_wait(bar.full_k(stage(g0)), phase(g0));
+    rec.mark(Phase::WaitTurn, cur.n_tiles, tile);
     my_turn();
+    if (kLate) rec.mark(Phase::Rescale, last, tile);
     if (kLate) w.rescale();
+    rec.mark(Phase::IssuePV, last, tile);
     fence_regs(w.acc_o);
     fence_regs(w.p_frag);
     fence_regs(w.acc_s);
     wgmma_fence();
     w.issue_pv(sm.v(stage(gl)));
+    rec.mark(Phase::IssueS, 0, nxt.index);
     w.issue_s(q_rows(j + 1), sm.k(stage(g0)));
     their_turn();
+    rec.mark(Phase::WaitPV, last, tile);
     wgmma_wait<1>();  // the P V done; S_0 of the next tile may still run
     fence_regs(w.acc_o);
     release(bar.empty_v(stage(gl)));
+    rec.mark(Phase::Epilogue, kNoStep, tile);
     w.store(o, p, t4);  // O of this tile while the tensor cores compute the next S_0
     cur = nxt, it = g0, ++j;
     start(cur);  // O, m and l of the next tile (S_0's registers are not touched)
@@ -709,12 +843,13 @@ __device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem
   }
 }
 
-// Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles), or FastTraitsCrossTile of one.
-template <class T, class Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 1)
-    flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
-#ifdef KL_FA_SM90A
+// Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles), or FastTraitsCrossTile of one. The kernel's body,
+// shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): consumer warpgroup wg is
+// lane wg, the producer the last lane.
+template <class T, class Tr, class Trace>
+__device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
+                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
+                                                    const Trace& trace) {
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   static_assert((kBlockM == 128 || kBlockM == 192) && Tr::kNWarps == kBlockM / 16, "consumer warpgroups of 64 rows");
   constexpr int kConsumerWarps = Tr::kNWarps, kQBufs = TmaSmem<Tr>::kQBufs;
@@ -724,6 +859,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (blockDim.x != unsigned(Tr::kThreads)) __trap();  // the register hand-over needs this shape
   const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  using timeline::Phase;
+  const bool producer = warp_id >= kConsumerWarps;
+  const int rec_lane = producer ? kConsumerWarps / 4 : warp_id >> 2;
+  typename RecorderFor<Trace>::type rec(trace, rec_lane,
+                                        producer ? warp_id == kConsumerWarps && lane == 0 : (threadIdx.x & 127) == 0);
+  rec.mark(Phase::Setup, timeline::kNoStep, -1);
   if (threadIdx.x == 0) {
     const auto bar = sm.bars();
     for (int i = 0; i < kQBufs; ++i) mbar_init(bar.full_q(i), 1);
@@ -739,16 +880,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   __syncthreads();
 
   if (warp_id >= kConsumerWarps) {
-    setmaxnreg_dec<Tr::kProducerRegs>();
-    if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, sm);
+    setmaxnreg_dec<RegSplit<Tr, Trace>::kProducer>();
+    if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(tm_q, tm_k, tm_v, p, kv_group, sm, rec);
   } else if constexpr (fast_cross_tile<Tr>(0)) {
-    setmaxnreg_inc<Tr::kConsumerRegs>();
+    setmaxnreg_inc<RegSplit<Tr, Trace>::kConsumer>();
     const int wg = warp_id >> 2;
     if (wg == kConsumerWarps / 4 - 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
-    consume_cross<T, Tr>(p, sm);
-    if (wg == 0) named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
+    consume_cross<T, Tr>(p, sm, rec);
+    if (wg == 0) {
+      rec.mark(Phase::WaitTurn, timeline::kNoStep, -1);
+      named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
+    }
   } else {
-    setmaxnreg_inc<Tr::kConsumerRegs>();
+    setmaxnreg_inc<RegSplit<Tr, Trace>::kConsumer>();
     const int wg = warp_id >> 2;
     const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
     if (wg == kConsumerWarps / 4 - 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
@@ -757,27 +901,42 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int k = 0; k * int(gridDim.x) < total; ++k) {
       const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
       if (tile >= total) continue;
+      rec.mark(Phase::Schedule, timeline::kNoStep, tile);
       const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
       const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
-      consume<T, Tr, true>(p, pt.m_block, pt.h, pt.b, n_tiles, it, j % kQBufs, uint32_t(j / kQBufs) & 1u, sm);
+      consume<T, Tr, true>(p, pt.m_block, pt.h, pt.b, n_tiles, it, j % kQBufs, uint32_t(j / kQBufs) & 1u, sm, rec,
+                           tile);
       if (n_tiles > 0) it += n_tiles, ++j;
     }
-    if (wg == 0) named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
+    if (wg == 0) {
+      rec.mark(Phase::WaitTurn, timeline::kNoStep, -1);
+      named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
+    }
   }
+  rec.finish(rec_lane);
+}
+template <class T, class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
+#ifdef KL_FA_SM90A
+  fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, NoTrace{});
 #endif
 }
-
-// 1 when the driver loaded the sm_90a build of this file (the wgmma kernels are real), else 0.
-__global__ void sm90a_probe(int* out) {
+// The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
+template <class T, class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_fwd_wgmma_persistent_traced_kernel(const __grid_constant__ CUtensorMap tm_q,
+                                             const __grid_constant__ CUtensorMap tm_k,
+                                             const __grid_constant__ CUtensorMap tm_v, const FastParams p,
+                                             const int kv_group, const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  *out = 1;
-#else
-  *out = 0;
+  fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, trace);
 #endif
 }
 
 // A launch's name, as errors name it: flash_fwd_wgmma<kind>_d<d>_<fp16|bf16><options>.
-std::string launch_name(const char* kind, int head_dim, bool half, const std::string& options = "") {
+inline std::string launch_name(const char* kind, int head_dim, bool half, const std::string& options = "") {
   return std::string("flash_fwd_wgmma") + kind + "_d" + std::to_string(head_dim) + (half ? "_fp16" : "_bf16") +
          options;
 }
@@ -803,18 +962,46 @@ bool make_qkv_maps(const FastParams& p, CUtensorMap* mq, CUtensorMap* mk, CUtens
                          p.v_batch_stride, Tr::kBlockN);
 }
 
-// Launches the TMA kernel on Tr's tiles for p's dtype; false (nothing launched) when a tensor map cannot be
-// made.
+// An instrumented kernel's registers at launch, checked against what its hand-over gives out (RegSplit):
+// with fewer, the consumers' setmaxnreg.inc would wait for ever; a RuntimeError instead of a hang.
+template <class Tr, class Kernel>
+void check_register_pool(const char* name, Kernel* kernel) {
+  cudaFuncAttributes attr{};
+  KL_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)));
+  using Split = RegSplit<Tr, timeline::TraceArgs>;
+  if (attr.numRegs < Split::kLaunch)
+    throw RuntimeError(std::string(name) + ": " + std::to_string(attr.numRegs) + " registers a thread at launch, " +
+                       "fewer than the " + std::to_string(Split::kLaunch) + " its register hand-over needs");
+}
+
+// The TMA kernel's grid: one block per (query tile, head, batch).
 template <class Tr>
-bool launch_tma(const FastParams& p) {
+dim3 tma_grid(const FastParams& p) {
+  return dim3(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
+}
+template <class Tr>
+std::string tma_launch_name(bool half) {
+  return launch_name("_tma", Tr::kHeadDim, half, Tr::kLateRescale ? "_late" : "");
+}
+
+// Launches the TMA kernel on Tr's tiles for p's dtype; false (nothing launched) when a tensor map cannot be
+// made. kTraced: the instrumented kernel (bf16 only; the caller checks p.dtype) with *trace.
+template <class Tr, bool kTraced = false>
+bool launch_tma(const FastParams& p, const timeline::TraceArgs* trace = nullptr) {
   CUtensorMap mq, mk, mv;
   if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
-  const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
+  const dim3 grid = tma_grid<Tr>(p);
   const bool half = p.dtype == FastDtype::Fp16;
-  auto* kernel = half ? flash_fwd_wgmma_tma_kernel<__half, Tr> : flash_fwd_wgmma_tma_kernel<__nv_bfloat16, Tr>;
-  const std::string name = launch_name("_tma", Tr::kHeadDim, half, Tr::kLateRescale ? "_late" : "");
+  const std::string name = tma_launch_name<Tr>(half);
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * (TmaBarriers<Tr::kStages>::kCount - 1);  // no empty_q
-  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+  if constexpr (kTraced) {
+    check_register_pool<Tr>((name + "_traced").c_str(), flash_fwd_wgmma_tma_traced_kernel<__nv_bfloat16, Tr>);
+    cuda::launch((name + "_traced").c_str(), flash_fwd_wgmma_tma_traced_kernel<__nv_bfloat16, Tr>, grid,
+                 dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p), *trace);
+  } else {
+    auto* kernel = half ? flash_fwd_wgmma_tma_kernel<__half, Tr> : flash_fwd_wgmma_tma_kernel<__nv_bfloat16, Tr>;
+    cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+  }
   return true;
 }
 // The TMA kernel for p's head dim, with or without the late rescale.
@@ -823,72 +1010,55 @@ bool launch_tma_for(const FastParams& p, bool late) {
   return late ? launch_tma<FastTraitsSm90TmaOpt<kHeadDim, 1, true>>(p) : launch_tma<FastTraitsSm90Tma<kHeadDim>>(p);
 }
 
-// Launches the persistent kernel (kernel 3) on Tr's tiles for p's dtype; false (nothing launched) when a
-// tensor map cannot be made.
-template <class Tr>
-bool launch_persistent(const FastParams& p) {
-  CUtensorMap mq, mk, mv;
-  if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
+// The device's SMs (probed once).
+inline int device_sms() {
   static const int sms = [] {
     int dev = 0, n = 0;
     KL_CUDA_CHECK(cudaGetDevice(&dev));
     KL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
-  const int64_t tiles = int64_t(ceil_div(p.Lq, Tr::kBlockM)) * p.H * p.B;
-  if (tiles > int64_t(INT32_MAX)) return false;  // the tile index is an int
-  const dim3 grid(unsigned(std::min<int64_t>(tiles, sms)));
+  return sms;
+}
+// The persistent kernel's work tiles and its grid: min(tiles, SMs) blocks.
+template <class Tr>
+int64_t persistent_tiles(const FastParams& p) {
+  return int64_t(ceil_div(p.Lq, Tr::kBlockM)) * p.H * p.B;
+}
+template <class Tr>
+unsigned persistent_grid(const FastParams& p) {
+  return unsigned(std::min<int64_t>(persistent_tiles<Tr>(p), device_sms()));
+}
+template <class Tr>
+std::string persistent_launch_name(bool half) {
+  return launch_name("_persistent", Tr::kHeadDim, half,
+                     std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") + (Tr::kLateRescale ? "_late" : "") +
+                         (Tr::kBlockM == 192 ? "_m192" : "") + (fast_cross_tile<Tr>(0) ? "_cross" : "") +
+                         (Tr::kBlockN == 176 ? "_n176" : ""));
+}
+
+// Launches the persistent kernel (kernel 3) on Tr's tiles for p's dtype; false (nothing launched) when a
+// tensor map cannot be made. kTraced: the instrumented kernel (bf16 only; the caller checks) with *trace.
+template <class Tr, bool kTraced = false>
+bool launch_persistent(const FastParams& p, const timeline::TraceArgs* trace = nullptr) {
+  CUtensorMap mq, mk, mv;
+  if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
+  if (persistent_tiles<Tr>(p) > int64_t(INT32_MAX)) return false;  // the tile index is an int
+  const dim3 grid(persistent_grid<Tr>(p));
   const bool half = p.dtype == FastDtype::Fp16;
-  auto* kernel =
-      half ? flash_fwd_wgmma_persistent_kernel<__half, Tr> : flash_fwd_wgmma_persistent_kernel<__nv_bfloat16, Tr>;
-  const std::string name = launch_name("_persistent", Tr::kHeadDim, half,
-                                       std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") +
-                                           (Tr::kLateRescale ? "_late" : "") + (Tr::kBlockM == 192 ? "_m192" : "") +
-                                           (fast_cross_tile<Tr>(0) ? "_cross" : "") +
-                                           (Tr::kBlockN == 176 ? "_n176" : ""));
+  const std::string name = persistent_launch_name<Tr>(half);
   const size_t smem = size_t(fast_smem_bytes<Tr>()) + 1024 + 8 * TmaBarriers<Tr::kStages, TmaSmem<Tr>::kQBufs>::kCount;
-  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+  if constexpr (kTraced) {
+    check_register_pool<Tr>((name + "_traced").c_str(), flash_fwd_wgmma_persistent_traced_kernel<__nv_bfloat16, Tr>);
+    cuda::launch((name + "_traced").c_str(), flash_fwd_wgmma_persistent_traced_kernel<__nv_bfloat16, Tr>, grid,
+                 dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p), *trace);
+  } else {
+    auto* kernel =
+        half ? flash_fwd_wgmma_persistent_kernel<__half, Tr> : flash_fwd_wgmma_persistent_kernel<__nv_bfloat16, Tr>;
+    cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+  }
   return true;
 }
 
 }  // namespace sm90_detail
-
-bool fast_wgmma_kernels_loaded() {
-  static const bool loaded = [] {
-    if (cuda_device_count() == 0) return false;  // no device: the caller reports that, not this probe
-    int dev = 0, major = 0, minor = 0;
-    KL_CUDA_CHECK(cudaGetDevice(&dev));
-    KL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    KL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
-    return sm90_detail::sm90a_probe_reads_one("flash_fwd_sm90a_probe", sm90_detail::sm90a_probe);
-  }();
-  return loaded;
-}
-
-bool run_fast_wgmma(const FastParams& p, bool tma, bool late_rescale) {
-  validate(p);
-  const bool half = p.dtype == FastDtype::Fp16;
-  using sm90_detail::launch_tma_for;
-  if (p.d == 256) {  // the TMA kernel only (the cp.async one has no d = 256 tiles): else mma.sync
-    if (!tma) throw InputError(wgmma_cpasync_d256_message());
-    if (launch_tma_for<256>(p, late_rescale)) return true;
-    run_fast_mma_sync(p);
-    return false;
-  }
-  if (tma && (p.d == 64 ? launch_tma_for<64>(p, late_rescale) : launch_tma_for<128>(p, late_rescale))) return true;
-  if (p.d == 64)
-    half ? sm90_detail::launch<__half, 64>(p) : sm90_detail::launch<__nv_bfloat16, 64>(p);
-  else
-    half ? sm90_detail::launch<__half, 128>(p) : sm90_detail::launch<__nv_bfloat16, 128>(p);
-  return false;
-}
-
-bool run_fast_wgmma_persistent(const FastParams& p, FastPath path) {
-  validate(p);
-  if (!fast_path_persistent(path))
-    throw RuntimeError(std::string("run_fast_wgmma_persistent: not a persistent path: ") + fast_path_name(path));
-  return with_persistent_traits(path, p.d, [&](auto tr) { return sm90_detail::launch_persistent<decltype(tr)>(p); });
-}
-
 }  // namespace kl::flash_attention

@@ -1,0 +1,38 @@
+// Rung 6, fast variant, Hopper path: the plain wgmma main kernels (the ones run_fast runs) and their entry
+// points. The kernel, its design and its launcher are in kernels/rungs/flash_attention_backward_fast_sm90.cuh,
+// shared with the instrumented build (flash_attention_backward_fast_timeline.sm90a.cu), a translation unit of
+// its own so that this one compiles as before.
+#include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
+
+namespace kl::flash_attention_backward {
+namespace sm90_bwd {
+
+// 1 when the driver loaded this file's sm_90a code (the kernel above is real), else 0.
+__global__ void bwd_sm90a_probe(int* out) {
+#ifdef KL_FA_SM90A
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+}  // namespace sm90_bwd
+
+// Compute capability 9.0 and the forward's sm_90a code loaded (its probe), and this file's too (probed once).
+bool fast_backward_wgmma_available() {
+  static const bool loaded = [] {
+    if (!flash_attention::fast_wgmma_kernels_loaded()) return false;
+    return flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_sm90a_probe", sm90_bwd::bwd_sm90a_probe);
+  }();
+  return loaded;
+}
+
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
+  const bool half = p.dtype == FastDtype::Fp16;
+  if (p.d == 64)
+    half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq);
+  else
+    half ? sm90_bwd::launch_typed<__half, 128>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 128>(p, atomic_dq);
+}
+
+}  // namespace kl::flash_attention_backward

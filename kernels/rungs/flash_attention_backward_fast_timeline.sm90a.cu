@@ -1,0 +1,60 @@
+// Rung 6, fast variant: the instrumented build of the wgmma main kernel (issue 30, the timeline "Inside the
+// fast kernel"). The same body as flash_attention_backward_fast_plain.sm90a.cu's (the header
+// flash_attention_backward_fast_sm90.cuh) with the LaneRecorder: the first thread of each warpgroup stamps
+// clock64 at every phase boundary of the CTAs a trace names (kernels/measure/timeline_trace.h). bf16 only.
+#include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
+
+namespace kl::flash_attention_backward {
+namespace sm90_bwd {
+
+// 1 when the driver loaded this file's sm_90a build (the instrumented kernels are real), else 0.
+__global__ void bwd_timeline_sm90a_probe(int* out) {
+#ifdef KL_FA_SM90A
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+namespace {
+
+// InputError unless the instrumented main kernel can run for p here.
+void check_traced(const FastBackwardParams& p) {
+  validate_fast(p);
+  if (p.dtype != FastDtype::Bf16)
+    throw InputError(out_of_range_message("dtype", "fp16", "bf16 (the instrumented kernels)"));
+  static const bool loaded = fast_backward_wgmma_available() &&
+                             flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_timeline_sm90a_probe",
+                                                                                 bwd_timeline_sm90a_probe);
+  if (!loaded)
+    throw InputError("the instrumented backward kernel needs an H100/H200 (compute capability 9.0) with the sm_90a "
+                     "build loaded; this device or build is not one");
+}
+
+}  // namespace
+}  // namespace sm90_bwd
+
+FastBackwardTracedShape fast_backward_traced_shape(const FastBackwardParams& p, bool atomic_dq) {
+  sm90_bwd::check_traced(p);
+  using Tr = FastBackwardTraitsSm90<64>;  // the same tiles at d = 128
+  FastBackwardTracedShape s;
+  const dim3 g = p.d == 64 ? sm90_bwd::main_grid<64>(p) : sm90_bwd::main_grid<128>(p);
+  s.ctas = int(g.x * g.y * g.z);
+  s.lanes = Tr::kThreads / 128;
+  s.block_m = Tr::kBlockM, s.block_n = Tr::kBlockN;
+  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;
+  s.launch = std::string(p.d == 64 ? sm90_bwd::main_launch_name<64>(false, atomic_dq, bulk)
+                                   : sm90_bwd::main_launch_name<128>(false, atomic_dq, bulk)) +
+             "_traced";
+  return s;
+}
+
+void launch_wgmma_main_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {
+  sm90_bwd::check_traced(p);
+  if (p.d == 64)
+    sm90_bwd::launch_traced<64>(p, atomic_dq, trace);
+  else
+    sm90_bwd::launch_traced<128>(p, atomic_dq, trace);
+}
+
+}  // namespace kl::flash_attention_backward
