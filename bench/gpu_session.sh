@@ -6,13 +6,16 @@
 # KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
 # `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
 # with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
-# Run `test` in a call that has NOT sourced x-env.sh. `test` is the whole suite in two ctest runs: the
-# CUDA and host tests of kl_kernels (the fast-kernel sweeps among them) at -j$(nproc), then the tests that
-# draw (kl_viz, kl_app: EGL, most of them through the kernel-ladder binary) at -j$KL_EGL_JOBS (default 4)
-# with no CUDA test beside them: beside the sweeps, the EGL tests read back blank and took 10-100 s each
-# (2026-12-01, 2026-12-02: 18 drawing tests failed so in one -j10 run of the whole suite), and passed when
-# run apart. It ends with one line of passed, failed and skipped counts and the ten slowest tests
-# (bench/ctest_summary.py over both runs' JUnit files).
+# Run `test` in a call that has NOT sourced x-env.sh. `test` is the whole suite in three ctest runs, each ending
+# in a JUnit file: the tests that draw (kl_viz, kl_app: EGL, most of them through the kernel-ladder binary) at
+# -j$KL_EGL_JOBS (default 4) with no CUDA test beside them; then kl_kernels at -j$(nproc) (the fast-kernel sweeps
+# among them); last, the tests that fault on the GPU on purpose (an edited kernel's illegal address). Seen on the
+# H200 on 2026-12-02: beside the sweeps and after that fault, EGL tests read back blank and took 10-100 s each
+# (18 drawing tests failed so in one -j10 run of the whole suite), and every later `--backend cuda` shot spent
+# 19 s in its first frame, where the same shot took 5 ms in that frame before the fault. Before the suite and
+# after it, a traced `--backend cuda` shot (KL_TRACE_STARTUP=1) says where a CUDA+GL process's start-up time
+# goes, so a slow machine is recognised as such. It ends with one line of passed, failed and skipped counts and
+# the ten slowest tests (bench/ctest_summary.py over the three JUnit files).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
@@ -38,15 +41,26 @@ if has build; then
   rm -f "$out/build.log"
 fi
 if has test; then
-  log "ctest: kl_kernels at -j$(nproc), then the drawing tests at -j${KL_EGL_JOBS:-4}"
-  t0=$(date +%s)
+  faults='AnIllegalAddressEndsTheWorkerNotTheApp'
   junit=$(realpath "$out")
-  timeout 900 ctest --preset cuda -j"$(nproc)" --timeout 300 -L '^kl_kernels$' --output-junit "$junit/junit-kernels.xml" \
+  traced_shot() {  # LABEL: one traced --backend cuda shot, its start-up lines into startup.txt
+    echo "-- $1" >> "$out/startup.txt"
+    KL_TRACE_STARTUP=1 "$bin" shot vector-add --backend cuda --out "$out/.shot.png" >> "$out/startup.txt" 2>&1
+    grep "first frame drawn" "$out/startup.txt" | tail -1 | sed "s/^/$1: /" | tee -a "$out/summary.txt"
+    rm -f "$out/.shot.png"
+  }
+  traced_shot "before the suite"
+  log "ctest: the drawing tests at -j${KL_EGL_JOBS:-4}, kl_kernels at -j$(nproc), then the deliberate GPU faults"
+  t0=$(date +%s)
+  ctest --preset cuda -j"${KL_EGL_JOBS:-4}" --timeout 300 -LE '^kl_kernels$' --output-junit "$junit/junit-draw.xml" \
     > "$out/ctest.log" 2>&1
-  timeout 900 ctest --preset cuda -j"${KL_EGL_JOBS:-4}" --timeout 300 -LE '^kl_kernels$' --output-junit "$junit/junit-draw.xml" \
+  ctest --preset cuda -j"$(nproc)" --timeout 300 -L '^kl_kernels$' -E "$faults" --output-junit "$junit/junit-kernels.xml" \
     >> "$out/ctest.log" 2>&1
-  python3 bench/ctest_summary.py "$out/junit-kernels.xml" "$out/junit-draw.xml" | tee -a "$out/summary.txt"
+  ctest --preset cuda -j1 --timeout 300 -R "$faults" --output-junit "$junit/junit-faults.xml" >> "$out/ctest.log" 2>&1
   log "ctest took $(( $(date +%s) - t0 )) s"
+  python3 bench/ctest_summary.py "$out"/junit-draw.xml "$out"/junit-kernels.xml "$out"/junit-faults.xml \
+    | tee -a "$out/summary.txt"
+  traced_shot "after the suite"
 fi
 if has window; then
   log "window tests, CUDA backend (DISPLAY=${DISPLAY:-none})"
