@@ -59,6 +59,7 @@ void check_shape(const Shape& s) {
   require_range("Lq", s.lq, 1, int64_t(1) << 24);
   require_range("Lk", s.lk, 1, int64_t(1) << 24);
   require_range("B*H", s.bh(), 1, 65535);
+  flash_attention::check_kv_heads(s.kv(), s.heads);
 }
 
 // [SECTION] The trace ------------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ void naive_cpu(const NaiveArgs& a) {
   for (int64_t c = 0; c < cells; ++c) naive_dp(a, c);
   for (int64_t r = 0; r < rows; ++r) naive_rowsum(a, r);
   for (int64_t c = 0; c < cells; ++c) naive_ds(a, c);
-  for (int64_t c = 0; c < a.bh * a.lk * a.d; ++c) naive_dkdv(a, c);
+  for (int64_t c = 0; c < a.bh / a.group * a.lk * a.d; ++c) naive_dkdv(a, c);
   for (int64_t c = 0; c < rows * a.d; ++c) naive_dq(a, c);
 }
 
@@ -129,10 +130,10 @@ editable::Launch teaching_launch(const float* q, const float* k, const float* v,
   l.rung = "flash-attention-backward";
   l.kernel = "backward_teaching";
   l.grid.x = uint32_t((s.lk + bn - 1) / bn);
-  l.grid.y = uint32_t(s.bh());
+  l.grid.y = uint32_t(s.kv_bh());  // one program per K/V tile of each kv (batch, head)
   l.block.x = kThreads;
   l.shared_bytes = size_t(smem_bytes(bm, bn, s.d));
-  const int64_t nq = s.bh() * s.lq * s.d, nk = s.bh() * s.lk * s.d, rows = s.bh() * s.lq;
+  const int64_t nq = s.bh() * s.lq * s.d, nk = s.kv_bh() * s.lk * s.d, rows = s.bh() * s.lq;
   auto in = [](const char* name, const float* p, int64_t n) {
     return editable::tensor(name, DType::F32, const_cast<float*>(p), n, false);
   };
@@ -153,6 +154,7 @@ editable::Launch teaching_launch(const float* q, const float* k, const float* v,
             rec("dk_partial", t ? t->dk_partial : nullptr, kd), rec("dv_partial", t ? t->dv_partial : nullptr, kd),
             rec("dq_contrib", t ? t->dq_contrib : nullptr, qd),
             editable::i64("lq", s.lq), editable::i64("lk", s.lk), editable::i32("d", s.d),
+            editable::i64("group", s.group()),
             editable::f32("scale", scale), editable::i32("causal", causal ? 1 : 0), editable::i32("BLOCK_M", bm),
             editable::i32("BLOCK_N", bn), editable::i64("c_bh", t ? t->c_bh : -1),
             editable::i64("c_kblock", kc ? t->c_kblock : -1), editable::i64("c_qblock", qc ? t->c_qblock : -1)};
@@ -163,8 +165,11 @@ editable::Launch teaching_launch(const float* q, const float* k, const float* v,
 
 // [SECTION] Reference (float64) ----------------------------------------------------------------------------
 
-void reference(const float* q, const float* k, const float* v, const float* dout, const Shape& s, const Options& opt,
-               double* dq, double* dk, double* dv) {
+namespace {
+
+// The multi-head chain rule (k, v with as many heads as q): s.kv_heads is ignored.
+void reference_mha(const float* q, const float* k, const float* v, const float* dout, const Shape& s,
+                   const Options& opt, double* dq, double* dk, double* dv) {
   const double scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(s.d));
   const int64_t d = s.d, lq = s.lq, lk = s.lk;
   std::fill(dq, dq + s.bh() * lq * d, 0.0);
@@ -201,6 +206,36 @@ void reference(const float* q, const float* k, const float* v, const float* dout
     }
 }
 
+}  // namespace
+
+void reference(const float* q, const float* k, const float* v, const float* dout, const Shape& s, const Options& opt,
+               double* dq, double* dk, double* dv) {
+  if (s.kv() == s.heads) return reference_mha(q, k, v, dout, s, opt, dq, dk, dv);
+  // Grouped-query attention: head h of batch b gets a copy of kv head h / (Hq / Hkv) (repeat_interleave),
+  // the multi-head backward runs on the copies, and each copy's dK, dV are added onto its kv head.
+  const size_t head = size_t(s.lk * s.d), heads_q = size_t(s.heads), heads_kv = size_t(s.kv());
+  const size_t copies = size_t(s.bh()), per_kv = heads_q / heads_kv;
+  std::vector<float> k_rep(copies * head), v_rep(copies * head);
+  for (size_t c = 0; c < copies; ++c) {
+    const size_t src = (c / heads_q) * heads_kv + (c % heads_q) / per_kv;
+    std::copy_n(k + src * head, head, &k_rep[c * head]);
+    std::copy_n(v + src * head, head, &v_rep[c * head]);
+  }
+  std::vector<double> dk_rep(copies * head), dv_rep(copies * head);
+  Shape mha = s;
+  mha.kv_heads = 0;
+  reference_mha(q, k_rep.data(), v_rep.data(), dout, mha, opt, dq, dk_rep.data(), dv_rep.data());
+  std::fill(dk, dk + size_t(s.kv_bh()) * head, 0.0);
+  std::fill(dv, dv + size_t(s.kv_bh()) * head, 0.0);
+  for (size_t c = 0; c < copies; ++c) {
+    const size_t dst = (c / heads_q) * heads_kv + (c % heads_q) / per_kv;
+    for (size_t e = 0; e < head; ++e) {
+      dk[dst * head + e] += dk_rep[c * head + e];
+      dv[dst * head + e] += dv_rep[c * head + e];
+    }
+  }
+}
+
 // [SECTION] Running it -----------------------------------------------------------------------------------
 
 void forward(Backend b, const float* q, const float* k, const float* v, float* o, float* lse, const Shape& s,
@@ -231,7 +266,7 @@ void run_naive(Backend b, const float* q, const float* k, const float* v, const 
   const size_t cells = size_t(s.bh() * s.lq * s.lk);
   Buffer<float> p(b, cells), dp(b, cells), drow(b, size_t(s.bh() * s.lq));
   detail::NaiveArgs a{q, k, v, dout, p.data(), dp.data(), drow.data(), dq, dk, dv,
-                      s.bh(), s.lq, s.lk, s.d, opt.resolved_scale(s.d), opt.causal};
+                      s.bh(), s.lq, s.lk, s.d, opt.resolved_scale(s.d), opt.causal, s.group()};
   if (b == Backend::Cpu) return detail::naive_cpu(a);
 #ifdef KL_HAS_CUDA
   detail::naive_cuda(a);
@@ -328,7 +363,7 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
   const Array& q = r.inputs.at("q");
   const Array& k = r.inputs.at("k");
   const Array& v = r.inputs.at("v");
-  const Shape s = attention::shape_from_arrays(q, k, v);
+  const Shape s = flash_attention::shape_from_arrays(q, k, v);  // k, v may have fewer heads (grouped-query)
   check_shape(s);
   require_shape(r, "do", q.shape, "q's shape");
   const bool has_o = r.inputs.count("o") > 0, has_l = r.inputs.count("lse") > 0;
@@ -344,6 +379,11 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
   if (r.source && r.variant != "teaching")
     throw InputError("--source: --variant " + r.variant +
                      " is not editable; the editable source is the teaching version's");
+  if (r.variant == "fast" && s.kv() != s.heads)
+    throw InputError(out_of_range_message("Hkv (heads of k and v)", std::to_string(s.kv()),
+                                          "Hq=" + std::to_string(s.heads) +
+                                              " with --variant fast (grouped-query attention runs in --variant "
+                                              "teaching and naive)"));
   if (r.variant == "fast") return run_fast_entry(r, opt.resolved_scale(s.d));
   const int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
   if (r.variant == "naive") check_naive_wall(r.backend, s);

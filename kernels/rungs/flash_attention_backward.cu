@@ -49,7 +49,7 @@ void naive_cuda(const NaiveArgs& a) {
   step<naive_dp>("naive_dp", a, cells);
   step<naive_rowsum>("naive_rowsum", a, rows);
   step<naive_ds>("naive_ds", a, cells);
-  step<naive_dkdv>("naive_dkdv", a, a.bh * a.lk * a.d);
+  step<naive_dkdv>("naive_dkdv", a, a.bh / a.group * a.lk * a.d);  // one cell per kv (batch, head) element
   step<naive_dq>("naive_dq", a, rows * a.d);
 }
 

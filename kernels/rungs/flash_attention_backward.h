@@ -1,6 +1,9 @@
 // Rung 6: the backward pass of attention, dQ, dK, dV from dO, for out = softmax(Q K^T * scale) V.
-// Same inputs, masks and conventions as rungs 4 and 5 (kernels/rungs/attention.h: Shape, Options,
-// bottom-right causal alignment, rows that see nothing give 0 and have zero gradient).
+// Same inputs, masks and conventions as rungs 4 and 5 (kernels/rungs/attention.h: Options, bottom-right
+// causal alignment, rows that see nothing give 0 and have zero gradient), and rung 5's shape with
+// grouped-query attention (flash_attention::Shape): k and v may have Hkv heads dividing q's Hq, query head h
+// reads kv head h / (Hq / Hkv) (kv_head_of), and dK, dV of a kv head are the sums over the Hq / Hkv query
+// heads that read it (in the naive and teaching variants; the fast one takes Hkv = Hq only, for now).
 //
 // With P = softmax(S), S = Q K^T * scale, the chain rule gives (FlashAttention-2, Algorithm 2):
 //     dV = P^T dO        dP = dO V^T        D_i = rowsum(dO_i ∘ O_i) = rowsum(P_i ∘ dP_i)
@@ -19,11 +22,13 @@
 //             kernels/editable/sources/flash_attention_backward.cu (backward_teaching), the same source
 //             on both backends (editable::launch): D = rowsum(dO ∘ O) first (on the host on the CPU, a
 //             small kernel on CUDA), then one program (CUDA block, 128 threads) per K/V tile j of
-//             BLOCK_N keys, for one (batch, head), looping over the query tiles i of BLOCK_M rows that can
-//             see tile j (causal: the others skipped):
+//             BLOCK_N keys, for one (batch, kv head), looping over the query heads that read that kv head
+//             (Hq / Hkv of them, 1 without grouped-query attention) and, per query head, over the query
+//             tiles i of BLOCK_M rows that can see tile j (causal: the others skipped):
 //                 S = Q_i K_j^T * scale,  P = exp(S - L_i),  dV_j += P^T dO_i,  dP = dO_i V_j^T,
 //                 dS = P ∘ (dP - D_i),  dK_j += scale * dS^T Q_i,  dQ_i += scale * dS K_j
-//             dK_j and dV_j stay in shared memory and are written once; dQ_i is shared by every
+//             dK_j and dV_j stay in shared memory across the whole group and are written once, already
+//             summed over the query heads (no second pass, no atomics); dQ_i is shared by every
 //             program, so it is accumulated in global memory with Tensor::atomic_add (fp32 atomicAdd on
 //             CUDA, the default and only mode today): the order of the adds differs between runs, so
 //             dQ can differ in its last bits from run to run; dK and dV are deterministic. The CPU
@@ -37,6 +42,7 @@
 //             (wgmma on an H100/H200, else mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by
 //             fp32 atomics by default;
 //             `--set deterministic=1` computes dQ in a separate pass per query tile instead, no atomics.
+//             No grouped-query attention yet: `run` refuses k and v with fewer heads than q.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -44,13 +50,16 @@
 
 #include "kernels/editable/launch.h"
 #include "kernels/rungs/attention.h"
+#include "kernels/rungs/flash_attention.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/registry.h"
 
 namespace kl::flash_attention_backward {
 
 using attention::Options;
-using attention::Shape;
+// Rung 5's shape: rung 4's (batch, heads = Hq, lq, lk, d) and kv_heads = Hkv (0: Hq). q, o, dout, dq are
+// [batch, heads, lq, d]; k, v, dk, dv [batch, kv(), lk, d]; lse [batch, heads, lq].
+using flash_attention::Shape;
 
 constexpr int kMinBlock = 16, kMaxBlock = 128;  // BLOCK_M, BLOCK_N: powers of two in [16, 128]
 constexpr int kThreads = 128;                   // threads per CUDA block of the teaching kernel
@@ -76,17 +85,21 @@ void check_naive_wall(Backend b, const Shape& s);
 int64_t smem_bytes(int block_m, int block_n, int d);
 // Throws InputError (not a power of two in [16, 128], or past backend b's shared-memory limit).
 void check_tiles(Backend b, int block_m, int block_n, int d);
-// Checks d, Lq, Lk, batch*heads; throws InputError in rung 5's wording.
+// Checks d, Lq, Lk, batch*heads and Hkv (a divisor of Hq: flash_attention::check_kv_heads); throws
+// InputError in rung 5's wording.
 void check_shape(const Shape& s);
 
 // [SECTION] The trace ------------------------------------------------------------------------------------
 enum : uint8_t { kTileComputed = 1, kTileSkipped = 2, kTileNotRun = 0xFF };
 
-// Raw pointers where the trace lives. Program (bh, kb) visits query tiles qb = 0..q_blocks-1;
-// tile_state [bh, k_blocks, q_blocks] says which it computed and which causality skipped.
-// For the chosen program (c_bh, c_kblock), per query step qb:
+// Raw pointers where the trace lives, indexed by query (batch, head) bh as everywhere else. The program
+// of K/V tile kb for bh's kv head visits, for bh (and every other query head of its group), query tiles
+// qb = 0..q_blocks-1; tile_state [bh, k_blocks, q_blocks] says which it computed and which causality
+// skipped. For the chosen program (the one of K/V tile c_kblock serving query head c_bh), per query step
+// qb of query head c_bh:
 //   p_tile, ds_tile [q_blocks, BM, BN]: P = exp(S - L) recomputed, and dS (0 where masked or skipped)
-//   dk_partial, dv_partial [q_blocks, BN, d]: dK_j, dV_j after the step (skipped steps carry them)
+//   dk_partial, dv_partial [q_blocks, BN, d]: dK_j, dV_j after the step (skipped steps carry them); with
+//     grouped-query attention they include the query heads before c_bh in the group (the program's order)
 // For the chosen query tile (c_bh, c_qblock), per K/V program kb:
 //   dq_contrib [k_blocks, BM, d]: scale * dS K_j, what program kb added to dQ_i (0 where skipped)
 struct BackwardTraceView {
@@ -117,12 +130,15 @@ struct BackwardTrace {
 // [SECTION] Reference (float64) ----------------------------------------------------------------------------
 // The chain rule row by row in double: P_i = softmax(S_i), dP_i = dO_i V^T, D_i = P_i . dP_i,
 // dS_i = P_i ∘ (dP_i - D_i), dQ_i = scale dS_i K, dK += scale dS_i^T Q_i, dV += P_i^T dO_i.
-// q, dout [bh, Lq, d]; k, v [bh, Lk, d]; outputs sized like them.
+// q, dout [bh, Lq, d]; k, v [batch * kv(), Lk, d]; outputs sized like them. Grouped-query attention is
+// written apart from the kernels' index map: K and V repeated to one head per query head (PyTorch's
+// repeat_interleave), the multi-head chain rule on the copies, and each copy's dK, dV summed back onto
+// its kv head.
 void reference(const float* q, const float* k, const float* v, const float* dout, const Shape& s, const Options& opt,
                double* dq, double* dk, double* dv);
 
 // [SECTION] Running it -----------------------------------------------------------------------------------
-// Pointers live on backend b. q, o, dout, dq [bh, Lq, d]; k, v, dk, dv [bh, Lk, d]; lse [bh, Lq].
+// Pointers live on backend b. q, o, dout, dq [bh, Lq, d]; k, v, dk, dv [batch * kv(), Lk, d]; lse [bh, Lq].
 
 // The forward that saves what the backward needs: rung 5's teaching kernel (block_m x block_n tiles),
 // O and L = m + log l from its trace's last step (-inf for rows that see no key).
@@ -157,13 +173,17 @@ ParamSpec deterministic();  // --variant fast: dQ by a separate pass instead of 
 }  // namespace param
 
 // `flash-attention-backward` for the command line: inputs q, k, v, do (optional o, lse), outputs
-// dq, dk, dv (dq first).
+// dq, dk, dv (dq first). q [B, Hq, Lq, d] with k and v [B, Hkv, Lk, d] is grouped-query attention
+// (naive and teaching; --variant fast refuses it); dk and dv have k's shape.
 KernelEntry entry();
 
 // [SECTION] What both backends compute, per cell ---------------------------------------------------------
 namespace detail {
 
-// The naive backward, one cell per call. n = bh*lq*lk cells of P/dP ("pd"); rows r = bh*lq + i.
+// The naive backward, one cell per call. n = bh*lq*lk cells of P/dP ("pd"); rows r = bh*lq + i, bh the
+// query (batch, head). Grouped-query attention: query (batch, head) bh reads kv (batch, head) bh / group
+// (= kv_bh_of(bh, heads, group), since heads = group * kv heads), and kv (batch, head) kvb is read by
+// query (batch, head)s kvb * group .. kvb * group + group - 1.
 struct NaiveArgs {
   const float *q, *k, *v, *dout;
   float *p, *dp, *rowsum_d, *dq, *dk, *dv;
@@ -171,14 +191,15 @@ struct NaiveArgs {
   int d;
   float scale;
   bool causal;
+  int64_t group = 1;  // query heads per kv head, Hq / Hkv (1: multi-head attention)
 };
 // 1. S (into p): cell (r, j) = Q_r . K_j * scale, -inf where masked.
 KL_ATTN_HD inline void naive_scores(const NaiveArgs& a, int64_t cell) {
-  const int64_t r = cell / a.lk, j = cell % a.lk, b = r / a.lq, i = r % a.lq;
+  const int64_t r = cell / a.lk, j = cell % a.lk, i = r % a.lq, kvb = r / a.lq / a.group;
   float acc = -INFINITY;
   if (j < attention::visible_keys(i, a.lq, a.lk, a.causal)) {
     acc = 0.0f;
-    for (int c = 0; c < a.d; ++c) acc += a.q[r * a.d + c] * a.k[(b * a.lk + j) * a.d + c];
+    for (int c = 0; c < a.d; ++c) acc += a.q[r * a.d + c] * a.k[(kvb * a.lk + j) * a.d + c];
     acc *= a.scale;
   }
   a.p[cell] = acc;
@@ -194,9 +215,9 @@ KL_ATTN_HD inline void naive_softmax_row(const NaiveArgs& a, int64_t r) {
 }
 // 3. dP: cell (r, j) = dO_r . V_j.
 KL_ATTN_HD inline void naive_dp(const NaiveArgs& a, int64_t cell) {
-  const int64_t r = cell / a.lk, j = cell % a.lk, b = r / a.lq;
+  const int64_t r = cell / a.lk, j = cell % a.lk, kvb = r / a.lq / a.group;
   float acc = 0.0f;
-  for (int c = 0; c < a.d; ++c) acc += a.dout[r * a.d + c] * a.v[(b * a.lk + j) * a.d + c];
+  for (int c = 0; c < a.d; ++c) acc += a.dout[r * a.d + c] * a.v[(kvb * a.lk + j) * a.d + c];
   a.dp[cell] = acc;
 }
 // 4. per row r: D_r = rowsum(P_r ∘ dP_r) (= rowsum(dO_r ∘ O_r)).
@@ -210,23 +231,25 @@ KL_ATTN_HD inline void naive_ds(const NaiveArgs& a, int64_t cell) {
   const int64_t r = cell / a.lk;
   a.dp[cell] = a.p[cell] * (a.dp[cell] - a.rowsum_d[r]);
 }
-// 6. dV and dK: cell (b, j, c) = sum_i P[i, j] dO[i, c]; scale * sum_i dS[i, j] Q[i, c].
+// 6. dV and dK: cell (kvb, j, c) = sum over the group's query heads b and rows i of P_b[i, j] dO_b[i, c];
+// scale * the same of dS_b[i, j] Q_b[i, c]. bh / group * lk * d cells.
 KL_ATTN_HD inline void naive_dkdv(const NaiveArgs& a, int64_t cell) {
-  const int64_t c = cell % a.d, bj = cell / a.d, b = bj / a.lk, j = bj % a.lk;
+  const int64_t c = cell % a.d, bj = cell / a.d, kvb = bj / a.lk, j = bj % a.lk;
   float acc_v = 0.0f, acc_k = 0.0f;
-  for (int64_t i = 0; i < a.lq; ++i) {
-    const int64_t pc = (b * a.lq + i) * a.lk + j, qc = (b * a.lq + i) * a.d + c;
-    acc_v += a.p[pc] * a.dout[qc];
-    acc_k += a.dp[pc] * a.q[qc];
-  }
+  for (int64_t b = kvb * a.group; b < (kvb + 1) * a.group; ++b)
+    for (int64_t i = 0; i < a.lq; ++i) {
+      const int64_t pc = (b * a.lq + i) * a.lk + j, qc = (b * a.lq + i) * a.d + c;
+      acc_v += a.p[pc] * a.dout[qc];
+      acc_k += a.dp[pc] * a.q[qc];
+    }
   a.dv[cell] = acc_v;
   a.dk[cell] = a.scale * acc_k;
 }
 // 7. dQ: cell (r, c) = scale * sum_j dS[r, j] K[j, c].
 KL_ATTN_HD inline void naive_dq(const NaiveArgs& a, int64_t cell) {
-  const int64_t c = cell % a.d, r = cell / a.d, b = r / a.lq;
+  const int64_t c = cell % a.d, r = cell / a.d, kvb = r / a.lq / a.group;
   float acc = 0.0f;
-  for (int64_t j = 0; j < a.lk; ++j) acc += a.dp[r * a.lk + j] * a.k[(b * a.lk + j) * a.d + c];
+  for (int64_t j = 0; j < a.lk; ++j) acc += a.dp[r * a.lk + j] * a.k[(kvb * a.lk + j) * a.d + c];
   a.dq[cell] = a.scale * acc;
 }
 

@@ -115,6 +115,53 @@ TEST(RunOutputs, BackwardRefusalsExitTwoWithOneLine) {
   }
 }
 
+// Grouped-query attention through the binary: q, do [2, 4, 9, 16] with k, v [2, 2, 13, 16] gives dk and
+// dv of k's shape, the library's numbers; Hkv not dividing Hq, and --variant fast with Hkv < Hq, exit 2
+// with one line naming Hkv.
+TEST(RunOutputs, BackwardGroupedQuery) {
+  const std::vector<float> q = test::random_floats(2 * 4 * 9 * 16), k = test::random_floats(2 * 2 * 13 * 16),
+                           v = test::random_floats(k.size()), dout = test::random_floats(q.size());
+  const std::string args = " --in q=" + write_npy("gq_q.npy", {2, 4, 9, 16}, q) +
+                           " --in k=" + write_npy("gq_k.npy", {2, 2, 13, 16}, k) +
+                           " --in v=" + write_npy("gq_v.npy", {2, 2, 13, 16}, v) +
+                           " --in do=" + write_npy("gq_do.npy", {2, 4, 9, 16}, dout);
+  flash_attention_backward::Shape s;
+  s.batch = 2;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.lq = 9;
+  s.lk = 13;
+  s.d = 16;
+  attention::Options o;
+  o.causal = true;
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+  flash_attention_backward::run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), nullptr, nullptr, dout.data(),
+                                         dq.data(), dk.data(), dv.data(), s, o);
+  std::string out;
+  ASSERT_EQ(test::run_cli("run flash-attention-backward --backend cpu --set causal=1" + args + " --out dq=" +
+                              test_file("gq_dq.npy") + " --out dk=" + test_file("gq_dk.npy"),
+                          &out),
+            0)
+      << out;
+  const Array gk = npy::read(test_file("gq_dk.npy"));
+  EXPECT_EQ(gk.shape, (std::vector<int64_t>{2, 2, 13, 16}));
+  EXPECT_EQ(gk.data, dk);
+  EXPECT_EQ(npy::read(test_file("gq_dq.npy")).data, dq);
+  const std::string k3 = " --in k=" + write_npy("gq_k3.npy", {2, 3, 13, 16}, test::random_floats(2 * 3 * 13 * 16));
+  const std::string v3 = " --in v=" + write_npy("gq_v3.npy", {2, 3, 13, 16}, test::random_floats(2 * 3 * 13 * 16));
+  const std::string qd = " --in q=" + test_file("gq_q.npy") + " --in do=" + test_file("gq_do.npy");
+  for (const auto& [a, needle] : std::vector<std::pair<std::string, std::string>>{
+           {qd + k3 + v3, "Hkv (heads of k and v)=3 is out of range: allowed a divisor of Hq=4"},
+           {args + " --variant fast", "Hkv (heads of k and v)=2 is out of range: allowed Hq=4 with --variant fast"}}) {
+    EXPECT_EQ(test::run_cli("run flash-attention-backward --backend cpu" + a + " --out " + test::tmp_dir() + "/x.npy",
+                            &out),
+              2)
+        << out;
+    EXPECT_NE(out.find(needle), std::string::npos) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+}
+
 TEST(RunOutputs, OneOutputKernelsKeepTheirForm) {
   const std::vector<float> x = test::random_floats(12);
   const std::string in = write_npy("ro_x.npy", {3, 4}, x), t = test::tmp_dir();

@@ -233,10 +233,10 @@ TEST(FlashAttentionBackwardSource, GalleryDsWithoutDShowsInTheStudy) {
 // An edited kernel's out-of-bounds store is located and reported by the study.
 TEST(FlashAttentionBackwardSource, AnEditedOutOfBoundsStoreIsLocatedInTheStudy) {
   editable::Source src{kRung, "unmasked_dk.cu", editable::shipped_source(kRung)};
-  const std::string from = "dk.store((bh * lk + j) * d + idx % d, dKs[idx], j < lk);";
+  const std::string from = "dk.store((kv * lk + j) * d + idx % d, dKs[idx], j < lk);";
   const size_t at = src.text.find(from);
   ASSERT_NE(at, std::string::npos);
-  src.text.replace(at, from.size(), "dk.store((bh * lk + j) * d + idx % d, dKs[idx]);  // the mask is gone");
+  src.text.replace(at, from.size(), "dk.store((kv * lk + j) * d + idx % d, dKs[idx]);  // the mask is gone");
   ParamValues p(flash_attention_backward_study::params());
   p.set("lk=120");  // the last K/V tile (keys 96..127) runs past Lk = 120
   const flash_attention_backward_study::Result r = flash_attention_backward_study::run(Backend::Cpu, p, &src);

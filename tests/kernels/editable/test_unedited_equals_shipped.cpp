@@ -34,7 +34,7 @@ struct Case {
 };
 
 // Small shapes that still reach each rung's edges: a masked tail, a row past the buggy BLOCK_SIZE, causal
-// rows, ragged tiles.
+// rows, ragged tiles, the backward's grouped-query attention.
 std::map<std::string, std::vector<Case>> cases() {
   const std::vector<int64_t> q{40, 32}, kv{56, 32};
   return {
@@ -57,7 +57,10 @@ std::map<std::string, std::vector<Case>> cases() {
          -2.0f, 2.0f}}},
       {"flash-attention-backward",
        {{"teaching", {{"q", q}, {"k", kv}, {"v", kv}, {"do", q}}, {"block_m=16", "block_n=16"}},
-        {"teaching", {{"q", q}, {"k", kv}, {"v", kv}, {"do", q}}, {"causal=1", "block_m=16", "block_n=32"}}}},
+        {"teaching", {{"q", q}, {"k", kv}, {"v", kv}, {"do", q}}, {"causal=1", "block_m=16", "block_n=32"}},
+        // grouped-query attention: 4 query heads over 2 kv heads, dK and dV summed over each pair
+        {"teaching", {{"q", {2, 4, 40, 16}}, {"k", {2, 2, 56, 16}}, {"v", {2, 2, 56, 16}}, {"do", {2, 4, 40, 16}}},
+         {"causal=1", "block_m=16", "block_n=16"}}}},
   };
 }
 

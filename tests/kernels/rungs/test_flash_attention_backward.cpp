@@ -5,6 +5,12 @@
 // NaN. The trace: tiles skipped exactly where no row of the query tile sees a key of the K/V tile, the
 // recomputed P equal to rung 5's forward P, dK/dV partials ending at dK/dV, dQ contributions summing to
 // dQ. The naive variant's refusal at the memory wall, computed before anything is allocated.
+// Grouped-query attention (k and v with Hkv heads dividing q's Hq): the hand-written backward and the
+// finite differences index kv head floor(h * Hkv / Hq) for query head h, so dK and dV come out summed over
+// the query heads sharing a kv head by construction; both variants on both backends against the library's
+// float64 reference (which repeats K and V per query head and sums back) at ratios 1, 2, 4, 8, odd
+// lengths, Lq != Lk, causal; the traced program's partials over the group; dK and dV bitwise repeatable;
+// Hkv not dividing Hq refused with one line naming it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +35,20 @@ Shape shape(int64_t lq, int64_t lk, int d, int64_t batch = 1, int64_t heads = 1)
   return test::attention_shape<Shape>(lq, lk, d, batch, heads);
 }
 
+// Grouped-query attention: q with heads heads, k and v with kv_heads.
+Shape gqa(int64_t lq, int64_t lk, int d, int64_t batch, int64_t heads, int64_t kv_heads) {
+  Shape s = shape(lq, lk, d, batch, heads);
+  s.kv_heads = kv_heads;
+  return s;
+}
+
+// The kv (batch, head) query (batch, head) bh reads, from the definition: head h of batch b reads kv head
+// floor(h * Hkv / Hq) of batch b (the rungs write it h / (Hq / Hkv)).
+int64_t kv_of(const Shape& s, int64_t bh) {
+  const int64_t b = bh / s.heads, h = bh % s.heads;
+  return b * s.kv() + h * s.kv() / s.heads;
+}
+
 Options causal(bool c, double scale = 0) {
   Options o;
   o.causal = c;
@@ -41,7 +61,9 @@ struct Inputs {
 };
 
 Inputs random_inputs(const Shape& s, float qk_magnitude = 1.0f, float vd_magnitude = 1.0f) {
-  const test::AttentionInputs a = test::random_attention_inputs(s, qk_magnitude);
+  test::AttentionInputs a = test::random_attention_inputs(s, qk_magnitude);
+  a.k.resize(size_t(s.kv_bh() * s.lk * s.d));  // grouped-query attention: k and v have kv() heads
+  a.v.resize(a.k.size());
   Inputs in{a.q, a.k, a.v, test::random_floats(a.q.size(), -vd_magnitude, vd_magnitude)};
   for (float& x : in.v) x *= vd_magnitude;
   return in;
@@ -54,14 +76,14 @@ double resolved_scale(const Shape& s, const Options& o) { return o.scale > 0 ? o
 // Per (bh, i): P_i (0 where masked; all 0 for a row that sees nothing), in double, from double inputs.
 void softmax_row(const std::vector<double>& q, const std::vector<double>& k, const Shape& s, const Options& o,
                  int64_t bh, int64_t i, std::vector<double>& p) {
-  const int64_t n = attention::visible_keys(i, s.lq, s.lk, o.causal), d = s.d;
+  const int64_t n = attention::visible_keys(i, s.lq, s.lk, o.causal), d = s.d, kv = kv_of(s, bh);
   const double scale = resolved_scale(s, o);
   double mx = -1e300;
   for (int64_t j = 0; j < s.lk; ++j) {
     p[size_t(j)] = 0;
     if (j >= n) continue;
     double acc = 0;
-    for (int64_t c = 0; c < d; ++c) acc += q[size_t((bh * s.lq + i) * d + c)] * k[size_t((bh * s.lk + j) * d + c)];
+    for (int64_t c = 0; c < d; ++c) acc += q[size_t((bh * s.lq + i) * d + c)] * k[size_t((kv * s.lk + j) * d + c)];
     p[size_t(j)] = acc * scale;
     mx = std::max(mx, p[size_t(j)]);
   }
@@ -80,7 +102,7 @@ double loss(const std::vector<double>& q, const std::vector<double>& k, const st
       softmax_row(q, k, s, o, bh, i, p);
       for (int64_t c = 0; c < s.d; ++c) {
         double oc = 0;
-        for (int64_t j = 0; j < s.lk; ++j) oc += p[size_t(j)] * v[size_t((bh * s.lk + j) * s.d + c)];
+        for (int64_t j = 0; j < s.lk; ++j) oc += p[size_t(j)] * v[size_t((kv_of(s, bh) * s.lk + j) * s.d + c)];
         total += dout[size_t((bh * s.lq + i) * s.d + c)] * oc;
       }
     }
@@ -94,7 +116,7 @@ struct Grads {
 std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
 // The backward by hand: dV = P^T dO, dP = dO V^T, D = rowsum(P ∘ dP), dS = P ∘ (dP - D),
-// dQ = scale dS K, dK = scale dS^T Q.
+// dQ = scale dS K, dK = scale dS^T Q; each query head's dK, dV added onto its kv head's.
 Grads reference(const Inputs& in, const Shape& s, const Options& o) {
   const std::vector<double> q = to_double(in.q), k = to_double(in.k), v = to_double(in.v), dout = to_double(in.dout);
   const double scale = resolved_scale(s, o);
@@ -105,16 +127,17 @@ Grads reference(const Inputs& in, const Shape& s, const Options& o) {
     for (int64_t i = 0; i < s.lq; ++i) {
       softmax_row(q, k, s, o, bh, i, p);
       const size_t qi = size_t((bh * s.lq + i) * d);
+      const int64_t kv = kv_of(s, bh);
       double D = 0;
       for (int64_t j = 0; j < s.lk; ++j) {
-        const size_t kj = size_t((bh * s.lk + j) * d);
+        const size_t kj = size_t((kv * s.lk + j) * d);
         double acc = 0;
         for (int64_t c = 0; c < d; ++c) acc += dout[qi + size_t(c)] * v[kj + size_t(c)];
         dp[size_t(j)] = acc;
         D += p[size_t(j)] * acc;
       }
       for (int64_t j = 0; j < s.lk; ++j) {
-        const size_t kj = size_t((bh * s.lk + j) * d);
+        const size_t kj = size_t((kv * s.lk + j) * d);
         const double ds = p[size_t(j)] * (dp[size_t(j)] - D);
         for (int64_t c = 0; c < d; ++c) {
           g.dv[kj + size_t(c)] += p[size_t(j)] * dout[qi + size_t(c)];
@@ -180,9 +203,10 @@ Got run_on(Backend b, Variant var, const Inputs& in, const Shape& s, const Optio
   return {dq.to_host(), dk.to_host(), dv.to_host()};
 }
 
-// float32 accumulation: over Lk keys for dQ, over Lq rows for dK and dV, and the d-long dot products.
+// float32 accumulation: over Lk keys for dQ, over Lq rows of each of the group's Hq / Hkv query heads for
+// dK and dV, and the d-long dot products.
 double tolerance(const Shape& s) {
-  return 2e-5 * std::max(1.0, std::sqrt(double(std::max(s.lq, s.lk)) / 64.0));
+  return 2e-5 * std::max(1.0, std::sqrt(double(std::max(s.lq * s.group(), s.lk)) / 64.0));
 }
 
 void expect_close(const Got& got, const Grads& ref, double tol) {
@@ -208,36 +232,47 @@ void check(const Shape& s, const Options& o, int bm = kDefaultBlockM, int bn = k
 // [SECTION] The reference itself ---------------------------------------------------------------------------
 
 TEST(FlashAttentionBackward, HandWrittenReferenceAgreesWithFiniteDifferences) {
-  for (bool c : {false, true}) {
-    const Shape s = shape(5, 7, 16);
-    const Inputs in = random_inputs(s);
-    const Grads ref = reference(in, s, causal(c)), fd = finite_differences(in, s, causal(c));
-    double worst = 0;
-    for (size_t e = 0; e < ref.dk.size(); ++e) worst = std::max(worst, std::abs(ref.dk[e] - fd.dk[e]));
-    for (size_t e = 0; e < ref.dv.size(); ++e) worst = std::max(worst, std::abs(ref.dv[e] - fd.dv[e]));
-    for (size_t e = 0; e < ref.dq.size(); ++e) worst = std::max(worst, std::abs(ref.dq[e] - fd.dq[e]));
-    EXPECT_LT(worst, 1e-8) << (c ? "causal" : "");
-  }
+  for (bool c : {false, true})
+    for (const Shape& s : {shape(5, 7, 16), gqa(5, 7, 16, 1, 4, 2), gqa(6, 4, 16, 2, 4, 1)}) {
+      SCOPED_TRACE(s.text() + (c ? " causal" : ""));
+      const Inputs in = random_inputs(s);
+      const Grads ref = reference(in, s, causal(c)), fd = finite_differences(in, s, causal(c));
+      double worst = 0;
+      for (size_t e = 0; e < ref.dk.size(); ++e) worst = std::max(worst, std::abs(ref.dk[e] - fd.dk[e]));
+      for (size_t e = 0; e < ref.dv.size(); ++e) worst = std::max(worst, std::abs(ref.dv[e] - fd.dv[e]));
+      for (size_t e = 0; e < ref.dq.size(); ++e) worst = std::max(worst, std::abs(ref.dq[e] - fd.dq[e]));
+      EXPECT_LT(worst, 1e-8);
+    }
 }
 
+Grads library_reference(const Inputs& in, const Shape& s, const Options& o) {
+  Grads lib{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()), std::vector<double>(in.v.size())};
+  flash_attention_backward::reference(in.q.data(), in.k.data(), in.v.data(), in.dout.data(), s, o, lib.dq.data(),
+                                      lib.dk.data(), lib.dv.data());
+  return lib;
+}
+
+// Multi-head, and grouped-query (the library's: K and V repeated per query head, dK and dV summed back;
+// the one here: each query head reads its kv head and adds into its dK and dV).
 TEST(FlashAttentionBackward, LibraryReferenceAgreesWithTheOneHere) {
-  for (bool c : {false, true}) {
-    const Shape s = shape(21, 13, 16, 1, 2);
-    const Inputs in = random_inputs(s);
-    const Grads mine = reference(in, s, causal(c));
-    Grads lib{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()), std::vector<double>(in.v.size())};
-    flash_attention_backward::reference(in.q.data(), in.k.data(), in.v.data(), in.dout.data(), s, causal(c),
-                                        lib.dq.data(), lib.dk.data(), lib.dv.data());
-    for (auto [a, b] : {std::pair{&mine.dq, &lib.dq}, {&mine.dk, &lib.dk}, {&mine.dv, &lib.dv}})
-      for (size_t e = 0; e < a->size(); ++e) ASSERT_NEAR((*a)[e], (*b)[e], 1e-12 * std::max(1.0, std::abs((*a)[e])));
-  }
+  for (bool c : {false, true})
+    for (const Shape& s : {shape(21, 13, 16, 1, 2), gqa(21, 13, 16, 2, 4, 2), gqa(13, 21, 16, 1, 8, 1)}) {
+      SCOPED_TRACE(s.text() + (c ? " causal" : ""));
+      const Inputs in = random_inputs(s);
+      const Grads mine = reference(in, s, causal(c)), lib = library_reference(in, s, causal(c));
+      for (auto [a, b] : {std::pair{&mine.dq, &lib.dq}, {&mine.dk, &lib.dk}, {&mine.dv, &lib.dv}}) {
+        ASSERT_EQ(a->size(), b->size());
+        for (size_t e = 0; e < a->size(); ++e)
+          ASSERT_NEAR((*a)[e], (*b)[e], 1e-12 * std::max(1.0, std::abs((*a)[e])));
+      }
+    }
 }
 
 // [SECTION] The gradient check: finite differences of the forward against the teaching kernel -----------------
 
 TEST(FlashAttentionBackward, TeachingMatchesFiniteDifferencesOfTheForward) {
   for (bool c : {false, true})
-    for (Shape s : {shape(19, 23, 16), shape(23, 19, 16), shape(17, 17, 32)}) {
+    for (Shape s : {shape(19, 23, 16), shape(23, 19, 16), shape(17, 17, 32), gqa(19, 23, 16, 1, 4, 2)}) {
       const Inputs in = random_inputs(s);
       const Grads fd = finite_differences(in, s, causal(c));
       for (Backend b : test::backends()) {
@@ -347,6 +382,79 @@ TEST(FlashAttentionBackward, GivenForwardStateMatchesComputedOne) {
   }
 }
 
+// [SECTION] Grouped-query attention --------------------------------------------------------------------------
+
+// Both variants on both backends against the library's float64 reference: Hq / Hkv in {1, 2, 4, 8}, odd
+// lengths, Lq < Lk, = and >, causal (bottom-right) and not, one or two kv heads, one or two batches.
+TEST(FlashAttentionBackward, GroupedQueryAttentionOnBothBackends) {
+  struct Case {
+    int64_t lq, lk;
+    int d, bm, bn;
+  };
+  const Case cases[] = {{17, 33, 16, 16, 16}, {33, 17, 32, 16, 32}, {45, 45, 64, 32, 16}, {5, 71, 128, 16, 64}};
+  int index = 0;
+  for (int64_t ratio : {1, 2, 4, 8})
+    for (const Case& c : cases)
+      for (bool causal_mask : {false, true}) {
+        const int64_t kv = 1 + index % 2, batch = 1 + (index / 2) % 2;
+        ++index;
+        const Shape s = gqa(c.lq, c.lk, c.d, batch, ratio * kv, kv);
+        const Options o = causal(causal_mask);
+        const Inputs in = random_inputs(s);
+        const Grads ref = library_reference(in, s, o);
+        for (Backend b : test::backends())
+          for (Variant var : {Variant::Teaching, Variant::Naive}) {
+            SCOPED_TRACE(std::string(backend_name(b)) + (var == Variant::Naive ? " naive " : " teaching ") +
+                         s.text() + " block_m=" + std::to_string(c.bm) + " block_n=" + std::to_string(c.bn) +
+                         (causal_mask ? " causal" : ""));
+            const Got got = run_on(b, var, in, s, o, c.bm, c.bn);
+            ASSERT_EQ(got.dk.size(), size_t(s.kv_bh() * s.lk * s.d));
+            expect_close(got, ref, tolerance(s));
+          }
+      }
+}
+
+// Causal with Lq > Lk at ratio 4: the rows that see no key have zero dQ in every query head, and the
+// kv heads' dK, dV sum only the rows that see their keys.
+TEST(FlashAttentionBackward, GroupedQueryCausalRowsThatSeeNoKey) {
+  const Shape s = gqa(40, 24, 32, 2, 8, 2);
+  const Inputs in = random_inputs(s);
+  const Grads ref = library_reference(in, s, causal(true));
+  for (Backend b : test::backends())
+    for (Variant var : {Variant::Teaching, Variant::Naive}) {
+      SCOPED_TRACE(std::string(backend_name(b)) + (var == Variant::Naive ? " naive" : " teaching"));
+      const Got got = run_on(b, var, in, s, causal(true), 16, 16);
+      expect_close(got, ref, tolerance(s));
+      double blind_max = 0;
+      for (int64_t bh = 0; bh < s.bh(); ++bh)
+        for (int64_t i = 0; i < s.lq - s.lk; ++i)
+          for (int c = 0; c < s.d; ++c)
+            blind_max = std::max(blind_max, double(std::abs(got.dq[size_t((bh * s.lq + i) * s.d + c)])));
+      EXPECT_EQ(blind_max, 0.0) << "rows that see no key";
+    }
+}
+
+// Hkv must divide Hq (and be at most Hq): the same one line as rung 5's, before anything runs.
+TEST(FlashAttentionBackward, RefusesKvHeadsNotDividingQs) {
+  for (auto [heads, kv] : {std::pair<int64_t, int64_t>{4, 3}, {2, 4}, {6, 4}}) {
+    const Shape s = gqa(4, 4, 16, 1, heads, kv);
+    std::vector<float> q(size_t(s.bh() * 4 * 16), 0.5f), k(size_t(s.kv_bh() * 4 * 16), 0.5f), v = k;
+    std::vector<float> dq(q.size()), dk(k.size()), dv(k.size());
+    for (Variant var : {Variant::Teaching, Variant::Naive}) {
+      try {
+        if (var == Variant::Naive)
+          run_naive(Backend::Cpu, q.data(), k.data(), v.data(), q.data(), dq.data(), dk.data(), dv.data(), s, {});
+        else
+          run_teaching(Backend::Cpu, q.data(), k.data(), v.data(), nullptr, nullptr, q.data(), dq.data(), dk.data(),
+                       dv.data(), s, {}, 16, 16);
+        ADD_FAILURE() << "Hq=" << heads << " Hkv=" << kv << " accepted";
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), flash_attention::gqa_heads_message(kv, heads));
+      }
+    }
+  }
+}
+
 // [SECTION] The trace -----------------------------------------------------------------------------------------
 
 struct HostTrace {
@@ -360,7 +468,7 @@ HostTrace host(const BackwardTrace& t) {
 }
 
 TEST(FlashAttentionBackward, TraceSkipsExactlyTheTilesNoRowSees) {
-  for (Shape s : {shape(70, 50, 16, 1, 2), shape(50, 70, 16, 1, 2), shape(64, 64, 16, 1, 2)})
+  for (Shape s : {shape(70, 50, 16, 1, 2), shape(50, 70, 16, 1, 2), shape(64, 64, 16, 1, 2), gqa(70, 50, 16, 2, 4, 2)})
     for (Backend b : test::backends()) {
       SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text());
       const Inputs in = random_inputs(s);
@@ -385,58 +493,99 @@ TEST(FlashAttentionBackward, TraceSkipsExactlyTheTilesNoRowSees) {
 
 // The chosen program's recomputed P tile against rung 5's forward P (its weights composed from its own
 // trace), the partials ending at dK_j and dV_j, and the dQ contributions of every program summing to dQ_i.
+// With grouped-query attention the program serving query head bh_c runs the group's query heads in order:
+// its partials after bh_c's last step hold the dK_j, dV_j of the group's heads up to bh_c (the float64
+// reference of those heads alone, each on its kv head), and the result itself when bh_c is the last.
 TEST(FlashAttentionBackward, TraceRecomputedPEqualsForwardPAndPartialsFoldToTheResult) {
-  const Shape s = shape(45, 61, 32, 1, 2);
   const int bm = 16, bn = 16;
-  const int64_t kb_c = 2, qb_c = 1, bh_c = 1;
-  for (bool c : {false, true})
-    for (Backend b : test::backends()) {
-      SCOPED_TRACE(std::string(backend_name(b)) + (c ? " causal" : ""));
-      const Inputs in = random_inputs(s);
-      BackwardTrace t;
-      t.reset(b, s, bm, bn, bh_c, kb_c, qb_c);
-      const Got got = run_on(b, Variant::Teaching, in, s, causal(c), bm, bn, &t);
-      const HostTrace h = host(t);
-      for (const std::vector<float>* f : {&h.p, &h.ds, &h.dk, &h.dv, &h.dq_contrib}) EXPECT_EQ(nan_count(*f), 0u);
-      // forward P of query tile qb_c from rung 5's trace
-      Buffer<float> q(b, 0), k(b, 0), v(b, 0), out(b, in.q.size());
-      q.upload(in.q);
-      k.upload(in.k);
-      v.upload(in.v);
-      flash_attention::FlashTrace ft;
-      ft.reset(b, s, bm, bn, bh_c, qb_c);
-      flash_attention::FlashTraceView fv = ft.view();
-      flash_attention::run_teaching(b, q.data(), k.data(), v.data(), out.data(), s, causal(c), bm, bn, &fv);
-      Buffer<float> w(b, size_t(bm * s.lk));
-      flash_attention::compose_weights(b, fv, s.lq, s.lk, fv.steps, w.data(), 1);
-      const std::vector<float> fw = w.to_host();
-      double worst = 0;
-      for (int r = 0; r < bm; ++r)
-        for (int jj = 0; jj < bn; ++jj)
-          if (kb_c * bn + jj < s.lk)
-            worst = std::max(worst, double(std::abs(h.p[size_t((qb_c * bm + r) * bn + jj)] -
-                                                    fw[size_t(r * s.lk + kb_c * bn + jj)])));
-      EXPECT_LT(worst, 1e-6) << "recomputed P against the forward's";
-      // dK_j, dV_j after the last query step are the program's result
-      const int64_t last = t.q_blocks - 1;
-      for (int jj = 0; jj < bn && kb_c * bn + jj < s.lk; ++jj)
-        for (int e = 0; e < s.d; ++e) {
-          const size_t g = size_t((bh_c * s.lk + kb_c * bn + jj) * s.d + e), p = size_t((last * bn + jj) * s.d + e);
-          EXPECT_EQ(h.dk[p], got.dk[g]);
-          EXPECT_EQ(h.dv[p], got.dv[g]);
+  const int64_t kb_c = 2, qb_c = 1;
+  struct Case {
+    Shape s;
+    int64_t bh_c;
+  };
+  const Case cases[] = {{shape(45, 61, 32, 1, 2), 1}, {gqa(45, 61, 32, 1, 6, 2), 3}, {gqa(45, 61, 32, 1, 6, 2), 4},
+                        {gqa(45, 61, 32, 1, 6, 2), 5}};
+  for (const Case& cs : cases)
+    for (bool c : {false, true})
+      for (Backend b : test::backends()) {
+        const Shape& s = cs.s;
+        const int64_t bh_c = cs.bh_c, kv_c = kv_of(s, bh_c);
+        SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text() + " bh " + std::to_string(bh_c) +
+                     (c ? " causal" : ""));
+        const Inputs in = random_inputs(s);
+        BackwardTrace t;
+        t.reset(b, s, bm, bn, bh_c, kb_c, qb_c);
+        const Got got = run_on(b, Variant::Teaching, in, s, causal(c), bm, bn, &t);
+        const HostTrace h = host(t);
+        for (const std::vector<float>* f : {&h.p, &h.ds, &h.dk, &h.dv, &h.dq_contrib}) EXPECT_EQ(nan_count(*f), 0u);
+        // forward P of query tile qb_c from rung 5's trace
+        Buffer<float> q(b, 0), k(b, 0), v(b, 0), out(b, in.q.size());
+        q.upload(in.q);
+        k.upload(in.k);
+        v.upload(in.v);
+        flash_attention::FlashTrace ft;
+        ft.reset(b, s, bm, bn, bh_c, qb_c);
+        flash_attention::FlashTraceView fv = ft.view();
+        flash_attention::run_teaching(b, q.data(), k.data(), v.data(), out.data(), s, causal(c), bm, bn, &fv);
+        Buffer<float> w(b, size_t(bm * s.lk));
+        flash_attention::compose_weights(b, fv, s.lq, s.lk, fv.steps, w.data(), 1);
+        const std::vector<float> fw = w.to_host();
+        double worst = 0;
+        for (int r = 0; r < bm; ++r)
+          for (int jj = 0; jj < bn; ++jj)
+            if (kb_c * bn + jj < s.lk)
+              worst = std::max(worst, double(std::abs(h.p[size_t((qb_c * bm + r) * bn + jj)] -
+                                                      fw[size_t(r * s.lk + kb_c * bn + jj)])));
+        EXPECT_LT(worst, 1e-6) << "recomputed P against the forward's";
+        // dK_j, dV_j after bh_c's last query step: the group's heads up to bh_c, in float64 one by one; at
+        // a query step causality skipped (before bh_c's first computed one), the heads before bh_c
+        const int64_t last = t.q_blocks - 1, first_head = bh_c - bh_c % s.group();
+        std::vector<double> dk_want(size_t(bn * s.d)), dv_want(dk_want.size()), dk_before;
+        for (int64_t head = first_head; head <= bh_c; ++head) {
+          if (head == bh_c) dk_before = dk_want;
+          const Shape one = shape(s.lq, s.lk, s.d);
+          const size_t qo = size_t(head * s.lq * s.d), ko = size_t(kv_c * s.lk * s.d);
+          Inputs part{std::vector<float>(in.q.begin() + long(qo), in.q.begin() + long(qo + size_t(s.lq * s.d))),
+                      std::vector<float>(in.k.begin() + long(ko), in.k.begin() + long(ko + size_t(s.lk * s.d))),
+                      std::vector<float>(in.v.begin() + long(ko), in.v.begin() + long(ko + size_t(s.lk * s.d))),
+                      std::vector<float>(in.dout.begin() + long(qo), in.dout.begin() + long(qo + size_t(s.lq * s.d)))};
+          const Grads g = reference(part, one, causal(c));
+          for (int jj = 0; jj < bn && kb_c * bn + jj < s.lk; ++jj)
+            for (int e = 0; e < s.d; ++e) {
+              dk_want[size_t(jj * s.d + e)] += g.dk[size_t((kb_c * bn + jj) * s.d + e)];
+              dv_want[size_t(jj * s.d + e)] += g.dv[size_t((kb_c * bn + jj) * s.d + e)];
+            }
         }
-      // dQ_i is the sum of every program's contribution
-      double dq_worst = 0, dq_norm = 0;
-      for (int r = 0; r < bm && qb_c * bm + r < s.lq; ++r)
-        for (int e = 0; e < s.d; ++e) {
-          double sum = 0;
-          for (int64_t kb = 0; kb < t.k_blocks; ++kb) sum += h.dq_contrib[size_t((kb * bm + r) * s.d + e)];
-          const float g = got.dq[size_t((bh_c * s.lq + qb_c * bm + r) * s.d + e)];
-          dq_worst = std::max(dq_worst, std::abs(sum - g));
-          dq_norm = std::max(dq_norm, double(std::abs(g)));
+        const std::vector<float> dk_last(h.dk.begin() + long(last * bn * s.d), h.dk.begin() + long((last + 1) * bn * s.d));
+        const std::vector<float> dv_last(h.dv.begin() + long(last * bn * s.d), h.dv.begin() + long((last + 1) * bn * s.d));
+        EXPECT_LT(rel_err(dk_last, dk_want), tolerance(s)) << "dK_j after query head " << bh_c;
+        EXPECT_LT(rel_err(dv_last, dv_want), tolerance(s)) << "dV_j after query head " << bh_c;
+        if (h.state[size_t((bh_c * t.k_blocks + kb_c) * t.q_blocks)] == kTileSkipped) {
+          const std::vector<float> dk_skip(h.dk.begin(), h.dk.begin() + long(bn * s.d));
+          if (bh_c == first_head) EXPECT_EQ(dk_skip, std::vector<float>(dk_skip.size(), 0.0f)) << "skipped step";
+          else EXPECT_LT(rel_err(dk_skip, dk_before), tolerance(s)) << "dK_j carried into a skipped step";
+        } else {
+          EXPECT_FALSE(c) << "the causal cases skip query tile 0 for K/V tile " << kb_c;
         }
-      EXPECT_LT(dq_worst, 1e-5 * std::max(1.0, dq_norm));
-    }
+        if ((bh_c + 1) % s.group() == 0)  // the group's last query head: the program's result
+          for (int jj = 0; jj < bn && kb_c * bn + jj < s.lk; ++jj)
+            for (int e = 0; e < s.d; ++e) {
+              const size_t g = size_t((kv_c * s.lk + kb_c * bn + jj) * s.d + e), p = size_t((last * bn + jj) * s.d + e);
+              EXPECT_EQ(h.dk[p], got.dk[g]);
+              EXPECT_EQ(h.dv[p], got.dv[g]);
+            }
+        // dQ_i is the sum of every program's contribution
+        double dq_worst = 0, dq_norm = 0;
+        for (int r = 0; r < bm && qb_c * bm + r < s.lq; ++r)
+          for (int e = 0; e < s.d; ++e) {
+            double sum = 0;
+            for (int64_t kb = 0; kb < t.k_blocks; ++kb) sum += h.dq_contrib[size_t((kb * bm + r) * s.d + e)];
+            const float g = got.dq[size_t((bh_c * s.lq + qb_c * bm + r) * s.d + e)];
+            dq_worst = std::max(dq_worst, std::abs(sum - g));
+            dq_norm = std::max(dq_norm, double(std::abs(g)));
+          }
+        EXPECT_LT(dq_worst, 1e-5 * std::max(1.0, dq_norm));
+      }
 }
 
 TEST(FlashAttentionBackward, TilesPastSharedMemoryAreRefused) {
@@ -495,18 +644,99 @@ TEST(FlashAttentionBackward, NaiveRefusedAtTheDeviceMemoryWall) {
 // [SECTION] Backends agree ------------------------------------------------------------------------------------------
 
 // On the CPU the programs run in order: dQ is the same bit for bit run after run. On CUDA dQ is
-// accumulated with atomics, so two runs may differ in the last bits; dK and dV never do.
+// accumulated with atomics, so two runs may differ in the last bits; dK and dV never do, grouped-query
+// attention's included (one program sums a kv head's group in a fixed order).
 TEST(FlashAttentionBackward, DeterminismAsDocumented) {
-  const Shape s = shape(77, 91, 32, 1, 2);
-  const Inputs in = random_inputs(s);
-  for (Backend b : test::backends()) {
-    SCOPED_TRACE(backend_name(b));
-    const Got a = run_on(b, Variant::Teaching, in, s, causal(true), 16, 16);
-    const Got c = run_on(b, Variant::Teaching, in, s, causal(true), 16, 16);
-    EXPECT_EQ(a.dk, c.dk);
-    EXPECT_EQ(a.dv, c.dv);
-    if (b == Backend::Cpu) EXPECT_EQ(a.dq, c.dq);
-    else EXPECT_LT(rel_err(a.dq, to_double(c.dq)), 1e-6);
+  for (const Shape& s : {shape(77, 91, 32, 1, 2), gqa(77, 91, 32, 1, 4, 1)})  // GQA: dK, dV summed over 4 heads
+    for (Backend b : test::backends()) {
+      SCOPED_TRACE(std::string(backend_name(b)) + " " + s.text());
+      const Inputs in = random_inputs(s);
+      const Got a = run_on(b, Variant::Teaching, in, s, causal(true), 16, 16);
+      const Got c = run_on(b, Variant::Teaching, in, s, causal(true), 16, 16);
+      EXPECT_EQ(a.dk, c.dk);
+      EXPECT_EQ(a.dv, c.dv);
+      if (b == Backend::Cpu) EXPECT_EQ(a.dq, c.dq);
+      else EXPECT_LT(rel_err(a.dq, to_double(c.dq)), 1e-6);
+    }
+}
+
+// [SECTION] `run flash-attention-backward` with grouped-query attention ------------------------------------
+
+Array arr(std::vector<int64_t> shape) {
+  Array a;
+  a.shape = std::move(shape);
+  a.data = test::random_floats(size_t(a.size()));
+  return a;
+}
+
+KernelRunRequest gqa_request(const std::string& variant, int64_t heads, int64_t kv, int64_t lq, int64_t lk) {
+  KernelRunRequest r;
+  r.backend = Backend::Cpu;
+  r.variant = variant;
+  r.params = ParamValues(entry().params);
+  r.params.set("block_m=16");
+  r.params.set("block_n=32");
+  r.params.set("causal=1");
+  r.inputs["q"] = arr({2, heads, lq, 16});
+  r.inputs["k"] = arr({2, kv, lk, 16});
+  r.inputs["v"] = arr({2, kv, lk, 16});
+  r.inputs["do"] = arr({2, heads, lq, 16});
+  return r;
+}
+
+// q, do [2, 8, 21, 16] with k, v [2, 2, 70, 16]: dk and dv have k's shape, the gradients the reference's.
+TEST(FlashAttentionBackward, EntryRunsGroupedQuery) {
+  for (const std::string variant : {"teaching", "naive"}) {
+    SCOPED_TRACE(variant);
+    const KernelRunRequest r = gqa_request(variant, 8, 2, 21, 70);
+    const KernelRunResult res = entry().run(r);
+    EXPECT_EQ(res.outputs.at("dq").shape, (std::vector<int64_t>{2, 8, 21, 16}));
+    EXPECT_EQ(res.outputs.at("dk").shape, (std::vector<int64_t>{2, 2, 70, 16}));
+    EXPECT_EQ(res.outputs.at("dv").shape, (std::vector<int64_t>{2, 2, 70, 16}));
+    const Shape s = gqa(21, 70, 16, 2, 8, 2);
+    const Inputs in{r.inputs.at("q").data, r.inputs.at("k").data, r.inputs.at("v").data, r.inputs.at("do").data};
+    expect_close({res.outputs.at("dq").data, res.outputs.at("dk").data, res.outputs.at("dv").data},
+                 library_reference(in, s, causal(true)), tolerance(s));
+  }
+}
+
+// Bad grouped-query shapes: one line naming the parameter (the InputError `run` prints, exit code 2).
+TEST(FlashAttentionBackward, EntryRefusesBadGroupedQueryShapes) {
+  for (auto [heads, kv] : {std::pair<int64_t, int64_t>{8, 3}, {4, 8}, {6, 4}})
+    for (const std::string variant : {"teaching", "naive", "fast"}) {
+      try {
+        entry().run(gqa_request(variant, heads, kv, 5, 7));
+        ADD_FAILURE() << variant << " Hq=" << heads << " Hkv=" << kv << " accepted";
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), flash_attention::gqa_heads_message(kv, heads)) << variant;
+      }
+    }
+  // --variant fast has no grouped-query attention yet: refused naming Hkv, before the backend is asked.
+  try {
+    entry().run(gqa_request("fast", 8, 2, 5, 7));
+    ADD_FAILURE() << "fast with Hkv=2 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Hkv (heads of k and v)=2 is out of range: allowed Hq=8 with --variant fast (grouped-query attention "
+              "runs in --variant teaching and naive)");
+  }
+  // k and v must agree with each other, and with q in batch and d; do must have q's shape.
+  KernelRunRequest r = gqa_request("teaching", 8, 2, 5, 7);
+  r.inputs["v"] = arr({2, 4, 7, 16});
+  EXPECT_THROW(entry().run(r), InputError);
+  r = gqa_request("teaching", 8, 2, 5, 7);
+  r.inputs["k"] = r.inputs["v"] = arr({1, 2, 7, 16});
+  EXPECT_THROW(entry().run(r), InputError);  // batch 1 against q's 2
+  r = gqa_request("teaching", 8, 2, 5, 7);
+  r.inputs["k"] = r.inputs["v"] = arr({2, 2, 7, 32});
+  EXPECT_THROW(entry().run(r), InputError);  // d 32 against q's 16
+  r = gqa_request("teaching", 8, 2, 5, 7);
+  r.inputs["do"] = arr({2, 2, 5, 16});
+  try {
+    entry().run(r);
+    ADD_FAILURE() << "do with k's heads accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--in do"), std::string::npos) << e.what();
   }
 }
 
