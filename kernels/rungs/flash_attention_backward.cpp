@@ -379,11 +379,6 @@ KernelRunResult run_entry(const KernelRunRequest& r) {
   if (r.source && r.variant != "teaching")
     throw InputError("--source: --variant " + r.variant +
                      " is not editable; the editable source is the teaching version's");
-  if (r.variant == "fast" && s.kv() != s.heads)
-    throw InputError(out_of_range_message("Hkv (heads of k and v)", std::to_string(s.kv()),
-                                          "Hq=" + std::to_string(s.heads) +
-                                              " with --variant fast (grouped-query attention runs in --variant "
-                                              "teaching and naive)"));
   if (r.variant == "fast") return run_fast_entry(r, opt.resolved_scale(s.d));
   const int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
   if (r.variant == "naive") check_naive_wall(r.backend, s);

@@ -3,7 +3,7 @@
 // causal alignment, rows that see nothing give 0 and have zero gradient), and rung 5's shape with
 // grouped-query attention (flash_attention::Shape): k and v may have Hkv heads dividing q's Hq, query head h
 // reads kv head h / (Hq / Hkv) (kv_head_of), and dK, dV of a kv head are the sums over the Hq / Hkv query
-// heads that read it (in the naive and teaching variants; the fast one takes Hkv = Hq only, for now).
+// heads that read it (in every variant).
 //
 // With P = softmax(S), S = Q K^T * scale, the chain rule gives (FlashAttention-2, Algorithm 2):
 //     dV = P^T dO        dP = dO V^T        D_i = rowsum(dO_i ∘ O_i) = rowsum(P_i ∘ dP_i)
@@ -42,7 +42,7 @@
 //             (wgmma on an H100/H200, else mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by
 //             fp32 atomics by default;
 //             `--set deterministic=1` computes dQ in a separate pass per query tile instead, no atomics.
-//             No grouped-query attention yet: `run` refuses k and v with fewer heads than q.
+//             Grouped-query attention by kernels of its own (one CTA per K/V tile and kv head).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -174,7 +174,7 @@ ParamSpec deterministic();  // --variant fast: dQ by a separate pass instead of 
 
 // `flash-attention-backward` for the command line: inputs q, k, v, do (optional o, lse), outputs
 // dq, dk, dv (dq first). q [B, Hq, Lq, d] with k and v [B, Hkv, Lk, d] is grouped-query attention
-// (naive and teaching; --variant fast refuses it); dk and dv have k's shape.
+// (every variant); dk and dv have k's shape.
 KernelEntry entry();
 
 // [SECTION] What both backends compute, per cell ---------------------------------------------------------

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -30,6 +31,12 @@
 #include "kernels/runtime/cuda_launch.cuh"
 
 namespace kl::flash_attention_backward {
+
+// H_kv came last so that the kernels for H_kv = H see the parameters they saw before (offsets, size).
+static_assert(offsetof(FastBackwardParams, path) == 120 && offsetof(FastBackwardParams, H_kv) == 124 &&
+                  sizeof(FastBackwardParams) == 128,
+              "FastBackwardParams' layout: the fields before H_kv where they were");
+
 namespace fast_bwd {
 
 using flash_attention::ceil_div;
@@ -136,9 +143,12 @@ __global__ void bwd_convert_dq(const float* __restrict__ acc, T* __restrict__ dq
 //   dV_j, dK_j:    keys 16 wr.., columns (d/2) wc..      (registers for the whole CTA)
 //   dQ_i:          query rows 16 wr.., columns (d/2) wc.. (kAtomicDq; added into the accumulator)
 // Shared memory: sK, sV [kBlockN][d]; sQ, sdO [2][kBlockM][d]; sP, sdS [kBlockM][kBlockN]; all swizzled.
-template <class T, int kHeadDim, bool kAtomicDq>
-__global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadDim == 64 ? 2 : 1)
-    flash_bwd_kernel(const FastBackwardParams p) {
+// kGqa (grouped-query attention, the header's design): grid (ceil(Lk / kBlockN), H_kv, B); the CTA walks its
+// kv head's group of query heads in turn (query head gi of the group, tiles m_first .. m_blocks - 1 each), the
+// steps numbered `step` across the heads (the Q/dO stage is step's parity); dK_j, dV_j sum over the group.
+// The kernel's body, shared by flash_bwd_kernel (kGqa false: the kernel as it was) and flash_bwd_gqa_kernel.
+template <class T, int kHeadDim, bool kAtomicDq, bool kGqa>
+__device__ __forceinline__ void bwd_body(const FastBackwardParams& p) {
   using Tr = FastBackwardTraits<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   constexpr int kHalf = D / 2, kHalfTiles = kHalf / 8;
@@ -152,10 +162,10 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
   T* sP = sdO + 2 * BM * D;
   T* sdS = sP + BM * BN;
 
-  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;  // kGqa: h is the kv head
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int wr = warp & 3, wc = warp >> 2, g = lane >> 2, t = lane & 3;
-  const HeadPointers<T, D> hp(p, b, h);
+  const HeadsFor<kGqa, T, D, true> hp(p, b, h);  // kGqa: q, dout, lse, drow at the group's first query head
   const int n0 = n_block * BN;
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
@@ -171,13 +181,24 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
     load_tile_async<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
     load_tile_async<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
     cp_async_commit();
+    int gi = 0, step = 0;  // kGqa: the group's query head this step computes, and the step's number
+    const int group = kGqa ? kv_group(p) : 1;
     for (int m = m_first; m < m_blocks; ++m) {
-      const int stage = (m - m_first) & 1;
+      int stage = (m - m_first) & 1;
+      if constexpr (kGqa) stage = step & 1;
       T* sQs = sQ + stage * BM * D;
       T* sdOs = sdO + stage * BM * D;
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) have landed
       __syncthreads();     // ... for every thread; and every warp is done with the previous step
-      if (m + 1 < m_blocks) {  // the next step's Q, dO into the other stage, while this one computes
+      if constexpr (kGqa) {  // the next step: this head's next tile, else the next head's first
+        const bool same_head = m + 1 < m_blocks;
+        const int gn = same_head ? gi : gi + 1, mn = same_head ? m + 1 : m_first;
+        if (gn < group) {
+          const int64_t head = int64_t(gn) * p.Lq * D;
+          load_tile_async<T, BM, D, kThreads>(sQ + (stage ^ 1) * BM * D, hp.q + head, D, mn * BM, p.Lq, tid);
+          load_tile_async<T, BM, D, kThreads>(sdO + (stage ^ 1) * BM * D, hp.dout + head, D, mn * BM, p.Lq, tid);
+        }
+      } else if (m + 1 < m_blocks) {  // the next step's Q, dO into the other stage, while this one computes
         load_tile_async<T, BM, D, kThreads>(sQ + (stage ^ 1) * BM * D, hp.q, D, (m + 1) * BM, p.Lq, tid);
         load_tile_async<T, BM, D, kThreads>(sdO + (stage ^ 1) * BM * D, hp.dout, D, (m + 1) * BM, p.Lq, tid);
       }
@@ -207,7 +228,8 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
       // P and dS, then into shared memory (rounded to T): dV and dK read them transposed.
       const int row = m * BM + wr * 16 + g;
       float lse2[2], dr[2];
-      row_stats(hp.lse, hp.drow, row, p.Lq, lse2, dr);
+      if constexpr (kGqa) row_stats(hp.lse + int64_t(gi) * p.Lq, hp.drow + int64_t(gi) * p.Lq, row, p.Lq, lse2, dr);
+      else row_stats(hp.lse, hp.drow, row, p.Lq, lse2, dr);
       if (backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal))
         softmax_grad<true>(acc_s, acc_dp, lse2, dr, scale_log2, row, n0 + wc * 32, t, p);
       else
@@ -261,9 +283,14 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
         for (int r = 0; r < 2; ++r) {
           if (row + 8 * r >= p.Lq) continue;
           float* dst = hp.dq_accum_at(p, row + 8 * r, wc * kHalf + 2 * t);
+          if constexpr (kGqa) dst = hp.dq_accum_at(p, int64_t(gi) * p.Lq + row + 8 * r, wc * kHalf + 2 * t);
 #pragma unroll
           for (int j = 0; j < kHalfTiles; ++j) add_pair(dst + j * 8, acc_dq[j][2 * r], acc_dq[j][2 * r + 1]);
         }
+      }
+      if constexpr (kGqa) {  // after a head's last tile, the group's next head from its first tile
+        ++step;
+        if (m + 1 == m_blocks && ++gi < group) m = m_first - 1;
       }
     }
     cp_async_wait<0>();
@@ -284,13 +311,26 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
     }
   }
 }
+template <class T, int kHeadDim, bool kAtomicDq>
+__global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadDim == 64 ? 2 : 1)
+    flash_bwd_kernel(const FastBackwardParams p) {
+  bwd_body<T, kHeadDim, kAtomicDq, false>(p);
+}
+// Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / kBlockN), H_kv, B).
+template <class T, int kHeadDim, bool kAtomicDq>
+__global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadDim == 64 ? 2 : 1)
+    flash_bwd_gqa_kernel(const FastBackwardParams p) {
+  bwd_body<T, kHeadDim, kAtomicDq, true>(p);
+}
 
 // ---- [SECTION] the deterministic mode's dQ pass: one CTA per query tile --------------------------------
 // Grid (ceil(Lq / kBlockM), H, B), 4 warps; warp w owns query rows 16 w.. and walks the K/V tiles the tile
 // sees in order (K/V two stages, as rung 5's forward): S, dP, P, dS recomputed in registers, dQ_i += dS K_j
 // with dS as the A operand straight from the accumulators. One writer per dQ element: no atomics.
-template <class T, int kHeadDim>
-__global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq_kernel(const FastBackwardParams p) {
+// kGqa (grouped-query attention): the same grid over query heads; K and V are the query head's kv head's.
+// The body, shared by flash_bwd_dq_kernel (kGqa false: the kernel as it was) and flash_bwd_dq_gqa_kernel.
+template <class T, int kHeadDim, bool kGqa>
+__device__ __forceinline__ void dq_body(const FastBackwardParams& p) {
   using Tr = FastDqTraits<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   constexpr int kNTiles = BN / 8;
@@ -306,7 +346,7 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq
   const int m_block = p.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
   const int h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const HeadPointers<T, D> hp(p, b, h);
+  const HeadsFor<kGqa, T, D, false> hp(p, b, h);  // kGqa: k, v at query head h's kv head
   const T *k = hp.k, *v = hp.v;  // local copies: used as hp.k, hp.v, nvcc orders the loop's K/V address adds otherwise
   const int m0 = m_block * BM, row = m0 + warp * 16 + g;
   const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, BM, BN, p.causal);
@@ -388,6 +428,15 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq
           pack2<T>(acc_dq[j][2 * r] * p.scale, acc_dq[j][2 * r + 1] * p.scale);
   }
 }
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq_kernel(const FastBackwardParams p) {
+  dq_body<T, kHeadDim, false>(p);
+}
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads)
+    flash_bwd_dq_gqa_kernel(const FastBackwardParams p) {
+  dq_body<T, kHeadDim, true>(p);
+}
 
 // ---- [SECTION] launches --------------------------------------------------------------------------------
 // D = rowsum(dO o O) into p.drow and, in the atomic mode, the dQ accumulator zeroed.
@@ -400,30 +449,53 @@ void launch_preprocess(const FastBackwardParams& p) {
                static_cast<const T*>(p.dout), p.drow, p.deterministic ? nullptr : p.dq_accum, rows, p.d);
 }
 
+// The mma.sync main kernel (atomic_dq: with its dQ part) and the deterministic mode's dQ pass; the grouped-query
+// kernels (grid over kv heads for the main kernel) when p has H_kv < H, the kernels for H_kv = H otherwise.
 template <class T, int D>
-void launch_all(const FastBackwardParams& p) {
+void launch_mma_main(const FastBackwardParams& p, bool atomic_dq) {
   using Tr = FastBackwardTraits<D>;
-  using Dq = FastDqTraits<D>;
-  const int64_t rows = int64_t(p.B) * p.H * p.Lq;
-  launch_preprocess<T>(p);
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(p.H), unsigned(p.B));
-  const bool wgmma = p.path == FastBackwardPath::Wgmma || p.path == FastBackwardPath::WgmmaBulk;  // run_fast's
-  if (p.deterministic) {
-    if (wgmma)
-      launch_wgmma_main(p, false);
+  if (grouped_query(p)) {
+    const dim3 gqa_grid(grid.x, unsigned(kv_heads(p)), grid.z);
+    if (atomic_dq)
+      cuda::launch(D == 64 ? "flash_bwd_fast_gqa_d64" : "flash_bwd_fast_gqa_d128", flash_bwd_gqa_kernel<T, D, true>,
+                   gqa_grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
     else
-      cuda::launch(D == 64 ? "flash_bwd_fast_dkdv_d64" : "flash_bwd_fast_dkdv_d128", flash_bwd_kernel<T, D, false>,
-                   grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
-    const dim3 dq_grid(unsigned(ceil_div(p.Lq, Dq::kBlockM)), unsigned(p.H), unsigned(p.B));
-    cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : "flash_bwd_fast_dq_d128", flash_bwd_dq_kernel<T, D>, dq_grid,
-                 dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
-    return;
-  }
-  if (wgmma)
-    launch_wgmma_main(p, true);
-  else
+      cuda::launch(D == 64 ? "flash_bwd_fast_dkdv_gqa_d64" : "flash_bwd_fast_dkdv_gqa_d128",
+                   flash_bwd_gqa_kernel<T, D, false>, gqa_grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  } else if (atomic_dq) {
     cuda::launch(D == 64 ? "flash_bwd_fast_d64" : "flash_bwd_fast_d128", flash_bwd_kernel<T, D, true>, grid,
                  dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  } else {
+    cuda::launch(D == 64 ? "flash_bwd_fast_dkdv_d64" : "flash_bwd_fast_dkdv_d128", flash_bwd_kernel<T, D, false>,
+                 grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  }
+}
+template <class T, int D>
+void launch_dq_pass(const FastBackwardParams& p) {
+  using Dq = FastDqTraits<D>;
+  const dim3 dq_grid(unsigned(ceil_div(p.Lq, Dq::kBlockM)), unsigned(p.H), unsigned(p.B));
+  if (grouped_query(p))
+    cuda::launch(D == 64 ? "flash_bwd_fast_dq_gqa_d64" : "flash_bwd_fast_dq_gqa_d128", flash_bwd_dq_gqa_kernel<T, D>,
+                 dq_grid, dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
+  else
+    cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : "flash_bwd_fast_dq_d128", flash_bwd_dq_kernel<T, D>, dq_grid,
+                 dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
+}
+
+template <class T, int D>
+void launch_all(const FastBackwardParams& p) {
+  const int64_t rows = int64_t(p.B) * p.H * p.Lq;
+  launch_preprocess<T>(p);
+  const bool wgmma = p.path == FastBackwardPath::Wgmma || p.path == FastBackwardPath::WgmmaBulk;  // run_fast's
+  if (p.deterministic) {
+    if (wgmma) launch_wgmma_main(p, false);
+    else launch_mma_main<T, D>(p, false);
+    launch_dq_pass<T, D>(p);
+    return;
+  }
+  if (wgmma) launch_wgmma_main(p, true);
+  else launch_mma_main<T, D>(p, true);
   cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D), dim3(256), 0, 0,
                p.dq_accum, static_cast<T*>(p.dq), p.scale, rows * D);
 }
@@ -451,15 +523,15 @@ void to_float(const Buffer<T>& src, Buffer<float>& dst) {
 
 // The forward's O (rounded to T) and L for inputs already in T: rung 5's teaching forward in float32 on
 // the rounded values (the tiles it offers at d: 64 x 64, or 32 x 32 where 64 x 64 does not fit).
-// From device pointers (q [B, H, Lq, d], k and v [B, H, Lk, d] in T; o written in T, lse [B, H, Lq]).
+// From device pointers (q [B, H, Lq, d], k and v [B, H_kv, Lk, d] in T; o written in T, lse [B, H, Lq]).
 template <class T>
 void forward_state_into(const T* q, const T* k, const T* v, T* o, float* lse, const FastBackwardParams& p) {
   Shape s;
-  s.batch = p.B, s.heads = p.H, s.lq = p.Lq, s.lk = p.Lk, s.d = p.d;
+  s.batch = p.B, s.heads = p.H, s.kv_heads = p.H_kv, s.lq = p.Lq, s.lk = p.Lk, s.d = p.d;
   Options opt;
   opt.causal = p.causal;
   opt.scale = p.scale;
-  const int64_t nq = s.bh() * s.lq * s.d, nk = s.bh() * s.lk * s.d;
+  const int64_t nq = s.bh() * s.lq * s.d, nk = s.kv_bh() * s.lk * s.d;
   Buffer<float> qf(Backend::Cuda, size_t(nq)), kf(Backend::Cuda, size_t(nk)), vf(Backend::Cuda, size_t(nk)),
       of(Backend::Cuda, size_t(nq));
   auto to_f = [](const T* src, Buffer<float>& dst, int64_t n) {
@@ -588,7 +660,7 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
                        " (q's shape without d)");
   }
   FastBackwardParams p;
-  p.B = shape.B, p.H = shape.H, p.Lq = shape.Lq, p.Lk = shape.Lk, p.d = shape.d;
+  p.B = shape.B, p.H = shape.H, p.H_kv = shape.H_kv, p.Lq = shape.Lq, p.Lk = shape.Lk, p.d = shape.d;
   p.dtype = flash_attention::parse_fast_dtype(dtype);
   p.causal = causal;
   p.scale = scale;

@@ -42,8 +42,21 @@
 //   (unset or auto: wgmma where it runs, else mma.sync; on the H200 the wgmma kernel measured 1.3x-2.0x
 //   mma.sync's TFLOP/s at d = 128 and 0.98x-1.42x at d = 64, docs/perf-log.md); wgmma asked for where it
 //   cannot run is an InputError.
-// Layout: contiguous [B, H, L, d] (q, o, dout, dq [B, H, Lq, d]; k, v, dk, dv [B, H, Lk, d]; lse, D
-// [B, H, Lq]); every pointer 16-byte aligned. No grouped-query attention (k, v have H heads).
+// Grouped-query attention (FastBackwardParams::H_kv < H; k, v, dk, dv with H_kv heads dividing H, query head h
+// reads kv head h / (H / H_kv)): every path and both dQ modes, by kernels of their own (a compile-time flag,
+// kGqa, in the same bodies; the kernels for H_kv = H are the ones they were, byte for byte, and only run when
+// H_kv = H). The main kernels' grid is (K/V tiles, H_kv, B): the CTA of K/V tile j of kv head g loads K_j, V_j
+// once and walks the query tiles of each of its group's H / H_kv query heads in turn (heads g * group ..
+// + group - 1, contiguous in q: one stream of group * Lq rows, the Q/dO pipeline running straight across the
+// head boundaries), so dK_j and dV_j, summed over the group, stay in registers and are written once: no
+// atomics on dK/dV, deterministic, and K_j, V_j read once per group instead of once per query head. dQ is
+// per query head as without the group: the atomic mode adds each step's dS K_j into that head's rows of the
+// accumulator; the deterministic dQ pass keeps its grid (query tiles, H, B) and reads K and V at the query
+// head's kv head. The preprocess and the convert pass index query heads only and are unchanged. The price:
+// H / H_kv times fewer, longer main-kernel CTAs (not yet measured: at the forward bench's grouped shapes,
+// H = 16 over H_kv = 2 with B * L = 16384, the wgmma grid is 256 CTAs of 128 keys, about two per SM).
+// Layout: contiguous [B, H, L, d] (q, o, dout, dq [B, H, Lq, d]; k, v, dk, dv [B, H_kv, Lk, d]; lse, D
+// [B, H, Lq]); every pointer 16-byte aligned.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -114,7 +127,15 @@ struct FastBackwardParams {
   bool deterministic = false;  // false: dQ by atomics (the default)
   FastDtype dtype = FastDtype::Bf16;
   FastBackwardPath path = FastBackwardPath::Auto;
+  // Heads of k, v, dk, dv (grouped-query attention), dividing H; 0 means H. Last, so that the fields the
+  // kernels for H_kv = H read keep their offsets in the kernel parameters (the struct stays 128 bytes).
+  int H_kv = 0;
 };
+
+// The heads of k and v (H_kv, or H when 0), and whether p is grouped-query attention (H_kv < H: the GQA
+// kernels run).
+KL_FA_HD int kv_heads(const FastBackwardParams& p) { return p.H_kv > 0 ? p.H_kv : p.H; }
+KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < p.H; }
 
 // ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
 // The first query tile (of block_m rows) with a row that sees a key of K/V tile n_block (causal,
@@ -206,6 +227,9 @@ inline void validate_fast(const FastBackwardParams& p) {
   if (p.d != 64 && p.d != 128) bad("d", std::to_string(p.d), "{64, 128} for --variant fast");
   if (p.B < 1 || p.B > 65535) bad("B", std::to_string(p.B), "[1, 65535]");
   if (p.H < 1 || p.H > 65535) bad("H", std::to_string(p.H), "[1, 65535]");
+  if (p.H_kv < 0 || p.H_kv > p.H || (p.H_kv > 0 && p.H % p.H_kv != 0))
+    bad("H_kv", std::to_string(p.H_kv),
+        "a divisor of H=" + std::to_string(p.H) + " (grouped-query attention), or 0 for H");
   if (p.Lq < 1 || p.Lq > (1 << 30)) bad("Lq", std::to_string(p.Lq), "[1, 2^30]");
   if (p.Lk < 1 || p.Lk > (1 << 30)) bad("Lk", std::to_string(p.Lk), "[1, 2^30]");
   if (!(std::isfinite(p.scale) && p.scale > 0)) bad("scale", std::to_string(p.scale), "finite and > 0");

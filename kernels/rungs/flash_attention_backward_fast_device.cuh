@@ -2,6 +2,7 @@
 // wgmma main kernel (flash_attention_backward_fast_sm90.cuh). CUDA only.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/rungs/flash_attention_backward_fast.h"
 
@@ -38,5 +39,48 @@ struct HeadPointers {
   __device__ __forceinline__ T* dk(const FastBackwardParams& p) const { return static_cast<T*>(p.dk) + bh * p.Lk * D; }
   __device__ __forceinline__ T* dv(const FastBackwardParams& p) const { return static_cast<T*>(p.dv) + bh * p.Lk * D; }
 };
+
+// Grouped-query attention's slices (the kGqa kernels; p.H_kv < p.H, group = H / H_kv): q, dout, lse, drow, dq
+// and dq_accum at query (batch, head) bh; k, v, dk, dv at kv (batch, head) kv_bh = b * H_kv + the query head's
+// kv head. kByKvHead (the main kernels, grid (K/V tiles, H_kv, B)): h is a kv head, and bh its group's first
+// query head, whose group - 1 successors follow in memory (query head + i is rows i * Lq .. of the slices:
+// dq_at and dq_accum_at take such rows). Else (the dQ pass, grid (query tiles, H, B)): h is a query head.
+template <class T, int D, bool kByKvHead>
+struct GroupHeadPointers {
+  int64_t bh, kv_bh;
+  const T *q, *dout, *k, *v;
+  const float *lse, *drow;
+
+  __device__ __forceinline__ GroupHeadPointers(const FastBackwardParams& p, int b, int h)
+      : bh(int64_t(b) * p.H + (kByKvHead ? h * (p.H / p.H_kv) : h)),
+        kv_bh(int64_t(b) * p.H_kv + (kByKvHead ? h : h / (p.H / p.H_kv))),
+        q(static_cast<const T*>(p.q) + bh * p.Lq * D),
+        dout(static_cast<const T*>(p.dout) + bh * p.Lq * D),
+        k(static_cast<const T*>(p.k) + kv_bh * p.Lk * D),
+        v(static_cast<const T*>(p.v) + kv_bh * p.Lk * D),
+        lse(p.lse + bh * p.Lq),
+        drow(p.drow + bh * p.Lq) {}
+
+  __device__ __forceinline__ T* dq_at(const FastBackwardParams& p, int64_t row, int col) const {
+    return static_cast<T*>(p.dq) + (bh * p.Lq + row) * D + col;
+  }
+  __device__ __forceinline__ float* dq_accum_at(const FastBackwardParams& p, int64_t row, int col) const {
+    return p.dq_accum + (bh * p.Lq + row) * D + col;
+  }
+  __device__ __forceinline__ T* dk(const FastBackwardParams& p) const {
+    return static_cast<T*>(p.dk) + kv_bh * p.Lk * D;
+  }
+  __device__ __forceinline__ T* dv(const FastBackwardParams& p) const {
+    return static_cast<T*>(p.dv) + kv_bh * p.Lk * D;
+  }
+};
+
+// The slices a kernel takes: HeadPointers without grouped-query attention (the kernels as they were), else
+// GroupHeadPointers.
+template <bool kGqa, class T, int D, bool kByKvHead>
+using HeadsFor = typename std::conditional<kGqa, GroupHeadPointers<T, D, kByKvHead>, HeadPointers<T, D>>::type;
+
+// The query heads per kv head (grouped-query attention).
+__device__ __forceinline__ int kv_group(const FastBackwardParams& p) { return p.H / p.H_kv; }
 
 }  // namespace kl::flash_attention_backward

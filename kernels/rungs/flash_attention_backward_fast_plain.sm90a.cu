@@ -28,6 +28,7 @@ bool fast_backward_wgmma_available() {
 }
 
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
+  if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq);  // kernels of their own
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)
     half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq);

@@ -30,8 +30,9 @@
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
 //
-// This header holds the kernel as a template and its launcher; two translation units instantiate it:
-// flash_attention_backward_fast_plain.sm90a.cu the plain kernels, flash_attention_backward_fast_timeline.sm90a.cu
+// This header holds the kernel as a template and its launcher; three translation units instantiate it:
+// flash_attention_backward_fast_plain.sm90a.cu the plain kernels, flash_attention_backward_fast_gqa.sm90a.cu
+// the grouped-query ones (kGqa: flash_bwd_wgmma_gqa_kernel), flash_attention_backward_fast_timeline.sm90a.cu
 // the instrumented ones (issue 30: flash_bwd_wgmma_traced_kernel, which stamps each warpgroup's phases for the
 // CTAs a trace names; kernels/measure/timeline_trace.h). Both run the same body with a recorder as template
 // argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
@@ -117,7 +118,13 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // and added by bulk reduce-adds one step later (see the header's wgmma-bulk entry).
 // The kernel's body, shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): the
 // recorded lanes are the two warpgroups (lane wg), the work tile the CTA's linear index, the step the query tile.
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, class Trace>
+// kGqa (grouped-query attention, flash_attention_backward_fast.h's design): grid (ceil(Lk / 128), H_kv, B); the
+// CTA walks the query tiles of its kv head's group of query heads in turn (head gi of the group, tiles m_first ..
+// m_blocks - 1 each; `step` numbers the steps across the heads and its parity is the stage), K_j, V_j loaded
+// once, dK_j, dV_j summed over the group; the L/D and dQ rows of query head gi are rows gi * Lq .. of the
+// group's first head's slices (GroupHeadPointers). The recorder's step is the tile m (no instrumented kGqa
+// kernel exists).
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kGqa, class Trace>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const Trace& trace) {
   static_assert(kAtomicDq || !kBulk, "the bulk path changes only the dQ part");
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
@@ -143,7 +150,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   typename RecorderFor<Trace>::type rec(trace, wg, (tid & 127) == 0);
   const int tile = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
   rec.mark(Phase::Setup, timeline::kNoStep, tile);
-  const HeadPointers<T, D> hp(p, b, h);
+  const HeadsFor<kGqa, T, D, true> hp(p, b, h);  // kGqa: h is the kv head; q, dout, L, D its group's first head's
   const int n0 = n_block * BN;
   const int key_row = n0 + 64 * wg + 16 * warp + g;  // this thread's keys: key_row, key_row + 8
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
@@ -165,6 +172,15 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                         64 * 4);
     bulk_commit();
   };
+  // kGqa: the same for query head gi of the group (its rows gi * Lq .. of the group's dQ accumulator rows).
+  auto issue_dq_row_g = [&](int gi, int mt, int st) {
+    const int row = tid & 127, grow = mt * BM + row;
+    if (grow >= p.Lq) return;
+    float* dst = hp.dq_accum_at(p, int64_t(gi) * p.Lq + grow, D == 128 ? 64 * wg : 0);
+    bulk_reduce_add_f32(dst, sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, row, 0),
+                        64 * 4);
+    bulk_commit();
+  };
 
   // L and D of query tile m into stage s (plain stores by the first 64 threads; the next barrier publishes).
   auto load_stats = [&](int m, int s) {
@@ -173,6 +189,16 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       const float L = i < p.Lq ? hp.lse[i] : -INFINITY;
       sLse[s * BM + tid] = L == -INFINITY ? INFINITY : L * kLog2e;
       sD[s * BM + tid] = i < p.Lq ? hp.drow[i] : 0.f;
+    }
+  };
+  // kGqa: the same for query head gi of the group.
+  auto load_stats_g = [&](int gi, int m, int s) {
+    if (tid < BM) {
+      const int i = m * BM + tid;
+      const int64_t head = int64_t(gi) * p.Lq;
+      const float L = i < p.Lq ? hp.lse[head + i] : -INFINITY;
+      sLse[s * BM + tid] = L == -INFINITY ? INFINITY : L * kLog2e;
+      sD[s * BM + tid] = i < p.Lq ? hp.drow[head + i] : 0.f;
     }
   };
 
@@ -187,14 +213,26 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     // This warpgroup's 64 keys of K and V: 64 rows (8 swizzle atoms) into each 64-column block.
     const uint32_t sKw = sK + wg * 64 * 128, sVw = sV + wg * 64 * 128;
 
+    int gi = 0, step = 0;  // kGqa: the group's query head this step computes, and the step's number
+    const int group = kGqa ? kv_group(p) : 1;
     for (int m = m_first; m < m_blocks; ++m) {
-      const int stage = (m - m_first) & 1;
+      int stage = (m - m_first) & 1;
+      if constexpr (kGqa) stage = step & 1;
       rec.mark(Phase::WaitTiles, m, tile);
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) landed
       fence_proxy_async();
       __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
       rec.mark(Phase::LoadTiles, m + 1, tile);
-      if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
+      if constexpr (kGqa) {  // the next step: this head's next tile, else the next head's first
+        const bool same_head = m + 1 < m_blocks;
+        const int gn = same_head ? gi : gi + 1, mn = same_head ? m + 1 : m_first;
+        if (gn < group) {
+          const int64_t head = int64_t(gn) * p.Lq * D;
+          load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q + head, D, mn * BM, p.Lq, tid);
+          load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout + head, D, mn * BM, p.Lq, tid);
+          load_stats_g(gn, mn, stage ^ 1);
+        }
+      } else if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
         load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
         load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
         load_stats(m + 1, stage ^ 1);
@@ -204,7 +242,13 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
         // the accumulator; first, the adds issued one step ago have read their stage, this step's.
         rec.mark(Phase::AddDQ, m - 1, tile);
-        if (dq_issuer && m > m_first) {
+        if constexpr (kGqa) {  // the previous step: this head's tile m - 1, or the previous head's last
+          if (dq_issuer && step > 0) {
+            bulk_wait_read<0>();
+            if (m > m_first) issue_dq_row_g(gi, m - 1, stage ^ 1);
+            else issue_dq_row_g(gi - 1, m_blocks - 1, stage ^ 1);
+          }
+        } else if (dq_issuer && m > m_first) {
           bulk_wait_read<0>();
           issue_dq_row(m - 1, stage ^ 1);
         }
@@ -342,6 +386,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
             const int row = m * BM + 16 * warp + g + 8 * r;
             if (row >= p.Lq) continue;
             float* dst = hp.dq_accum_at(p, row, col0 + 2 * t4);
+            if constexpr (kGqa) dst = hp.dq_accum_at(p, int64_t(gi) * p.Lq + row, col0 + 2 * t4);
 #pragma unroll
             for (int j = 0; j < 8; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
           }
@@ -354,6 +399,10 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         fence_regs(p_frag);
         fence_regs(ds_frag);
       }
+      if constexpr (kGqa) {  // after a head's last tile, the group's next head from its first tile
+        ++step;
+        if (m + 1 == m_blocks && ++gi < group) m = m_first - 1;
+      }
     }
     cp_async_wait<0>();
     if constexpr (kBulk) {
@@ -362,7 +411,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       rec.mark(Phase::AddDQ, m_blocks - 1, tile);
       if (dq_issuer) {
         bulk_wait_read<0>();
-        issue_dq_row(m_blocks - 1, (m_blocks - 1 - m_first) & 1);
+        if constexpr (kGqa) issue_dq_row_g(group - 1, m_blocks - 1, (step - 1) & 1);
+        else issue_dq_row(m_blocks - 1, (m_blocks - 1 - m_first) & 1);
       }
       bulk_wait<0>();  // this thread's adds completed before the CTA (and its shared memory) goes
     }
@@ -390,7 +440,16 @@ template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_kernel(const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk>(p, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, NoTrace{});
+#endif
+}
+// Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
+// flash_attention_backward_fast_gqa.sm90a.cu only.
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
+    flash_bwd_wgmma_gqa_kernel(const FastBackwardParams p) {
+#ifdef KL_FA_SM90A
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, true>(p, NoTrace{});
 #endif
 }
 // The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
@@ -398,7 +457,7 @@ template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_traced_kernel(const FastBackwardParams p, const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk>(p, trace);
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, trace);
 #endif
 }
 
@@ -435,6 +494,28 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
     cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
                  p);
 }
+// The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
+// as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
+template <class T, int D>
+void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq) {
+  using Tr = FastBackwardTraitsSm90<D>;
+  const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
+  const bool half = std::is_same<T, __half>::value;
+  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;
+  const std::string name = std::string(main_launch_name<D>(half, atomic_dq, bulk)) + "_gqa";
+  if (bulk)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytesBulk), 0, p);
+  else if (atomic_dq)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, false>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytes), 0, p);
+  else
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false, false>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytes), 0, p);
+}
+// launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
+void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);
+
 // The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it.
 template <int D>
 void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {

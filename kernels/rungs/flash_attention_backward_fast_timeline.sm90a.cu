@@ -23,6 +23,10 @@ void check_traced(const FastBackwardParams& p) {
   validate_fast(p);
   if (p.dtype != FastDtype::Bf16)
     throw InputError(out_of_range_message("dtype", "fp16", "bf16 (the instrumented kernels)"));
+  if (grouped_query(p))
+    throw InputError(out_of_range_message("H_kv", std::to_string(p.H_kv),
+                                          "H=" + std::to_string(p.H) +
+                                              " (the instrumented kernel has no grouped-query attention)"));
   static const bool loaded = fast_backward_wgmma_available() &&
                              flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_timeline_sm90a_probe",
                                                                                  bwd_timeline_sm90a_probe);

@@ -11,7 +11,13 @@
 //   bf16 and fp16, (B, H) > 1, both dQ modes, both main kernels (mma.sync, and wgmma where the sm_90a code
 //   runs: its 64-query x 128-key tiles get their own boundary lengths); rows that see no key (dQ exactly 0); outputs poisoned with
 //   NaN before the launch; the deterministic mode bitwise repeatable, the atomic mode's dK and dV too; the
-//   forward's O and L given or computed; lower-rank inputs; `run` and `bench` wiring.
+//   forward's O and L given or computed; lower-rank inputs; `run` and `bench` wiring. Grouped-query attention
+//   (k, v with Hkv < H heads; the kernels of their own) in every path and both dQ modes: ratios 2, 4, 8 at
+//   d 64 and 128, bf16 and fp16, odd lengths, Lq != Lk, causal with rows and whole query tiles that see no key,
+//   against the float64 reference by the same rule (the plain step sums dK, dV over the group in fp32 and
+//   rounds once); the deterministic mode bitwise repeatable; dQ bit for bit the multi-head kernels' on K, V
+//   repeated per query head (deterministic mode), dK and dV their group sums.
+//   The host references spread their query heads over the machine's threads (test::parallel_for).
 //   CPU: the first-query-tile bound against brute force, parameter checks, the plain reference's own
 //   accuracy, and --variant fast refused on the CPU backend.
 #include "kernels/rungs/flash_attention_backward_fast.h"
@@ -69,13 +75,17 @@ float round_to(const std::string& dtype, float x) {
 
 struct Case {
   int B = 1, H = 1, Lq = 1, Lk = 1, d = 64;
+  int Hkv = 0;  // heads of k and v (grouped-query attention), dividing H; 0: H
   bool causal = false, deterministic = false;
   std::string dtype = "bf16";
   float scale = 0;  // 0: 1/sqrt(d)
   FastBackwardPath path = FastBackwardPath::Auto;
+  int kv() const { return Hkv > 0 ? Hkv : H; }
+  int group() const { return H / kv(); }
   std::string text() const {
     std::ostringstream s;
-    s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << (causal ? " causal" : " non-causal")
+    s << "B=" << B << " H=" << H << (kv() != H ? " Hkv=" + std::to_string(Hkv) : std::string()) << " Lq=" << Lq
+      << " Lk=" << Lk << " d=" << d << (causal ? " causal" : " non-causal")
       << " " << dtype << " scale=" << scale << (deterministic ? " dq=deterministic" : " dq=atomic") << " path="
       << fast_backward_path_name(path);
     return s.str();
@@ -87,7 +97,7 @@ struct Inputs {
 };
 
 Inputs rounded_inputs(const Case& c, float qk_range = 1.5f) {
-  const size_t nq = size_t(c.B) * c.H * c.Lq * c.d, nk = size_t(c.B) * c.H * c.Lk * c.d;
+  const size_t nq = size_t(c.B) * c.H * c.Lq * c.d, nk = size_t(c.B) * c.kv() * c.Lk * c.d;
   Inputs in{test::random_floats(nq, -qk_range, qk_range), test::random_floats(nk, -qk_range, qk_range),
             test::random_floats(nk, -1.f, 1.f), test::random_floats(nq, -1.f, 1.f)};
   for (std::vector<float>* x : {&in.q, &in.k, &in.v, &in.dout})
@@ -101,65 +111,82 @@ struct Plain {
   std::vector<char> empty_row;  // per (bh, i): the row sees no key
 };
 
+// The kv (batch, head) that query (batch, head) bh of c reads.
+int64_t kv_of(const Case& c, int64_t bh) { return flash_attention::kv_bh_of(bh, c.H, c.group()); }
+
+// Query heads in parallel (test::parallel_for), each with its own fp32 dK, dV partials; a kv head's dK, dV are
+// the fp32 sum of its group's partials in head order, rounded once (without grouped-query attention: the
+// head's own sums, as a single-threaded loop gives them).
 Plain plain_reference(const Case& c, const Inputs& in) {
-  const int64_t d = c.d, lq = c.Lq, lk = c.Lk;
+  const int64_t d = c.d, lq = c.Lq, lk = c.Lk, heads = int64_t(c.B) * c.H, group = c.group();
   const auto rd = [&](float x) { return round_to(c.dtype, x); };
   Plain r;
   r.dq.assign(in.q.size(), 0.f);
-  r.empty_row.assign(size_t(c.B) * c.H * lq, 0);
-  std::vector<float> dk_acc(in.k.size(), 0.f), dv_acc(in.v.size(), 0.f);
-  std::vector<float> p(static_cast<size_t>(lk)), dp(static_cast<size_t>(lk)), o(static_cast<size_t>(d)),
-      dq(static_cast<size_t>(d));
-  for (int64_t bh = 0; bh < int64_t(c.B) * c.H; ++bh)
-    for (int64_t i = 0; i < lq; ++i) {
-      const float* qi = &in.q[size_t((bh * lq + i) * d)];
-      const float* doi = &in.dout[size_t((bh * lq + i) * d)];
-      const float* kb = &in.k[size_t(bh * lk * d)];
-      const float* vb = &in.v[size_t(bh * lk * d)];
-      int64_t n = 0;
-      float m = -INFINITY;
-      for (int64_t j = 0; j < lk; ++j) {
-        if (!key_visible(int(i), int(j), c.Lq, c.Lk, c.causal)) continue;
-        ++n;
-        float s = 0, g = 0;
-        for (int64_t e = 0; e < d; ++e) {
-          s += qi[e] * kb[j * d + e];
-          g += doi[e] * vb[j * d + e];
+  r.empty_row.assign(size_t(heads * lq), 0);
+  std::vector<float> dk_part(size_t(heads * lk * d), 0.f), dv_part(dk_part.size(), 0.f);
+  test::parallel_for(heads, [&](int64_t begin, int64_t end) {
+    std::vector<float> p(static_cast<size_t>(lk)), dp(static_cast<size_t>(lk)), o(static_cast<size_t>(d)),
+        dq(static_cast<size_t>(d));
+    for (int64_t bh = begin; bh < end; ++bh)
+      for (int64_t i = 0; i < lq; ++i) {
+        const float* qi = &in.q[size_t((bh * lq + i) * d)];
+        const float* doi = &in.dout[size_t((bh * lq + i) * d)];
+        const float* kb = &in.k[size_t(kv_of(c, bh) * lk * d)];
+        const float* vb = &in.v[size_t(kv_of(c, bh) * lk * d)];
+        float* dk_acc = &dk_part[size_t(bh * lk * d)];
+        float* dv_acc = &dv_part[size_t(bh * lk * d)];
+        int64_t n = 0;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < lk; ++j) {
+          if (!key_visible(int(i), int(j), c.Lq, c.Lk, c.causal)) continue;
+          ++n;
+          float s = 0, g = 0;
+          for (int64_t e = 0; e < d; ++e) {
+            s += qi[e] * kb[j * d + e];
+            g += doi[e] * vb[j * d + e];
+          }
+          p[size_t(j)] = s * c.scale;
+          dp[size_t(j)] = g;
+          m = std::max(m, p[size_t(j)]);
         }
-        p[size_t(j)] = s * c.scale;
-        dp[size_t(j)] = g;
-        m = std::max(m, p[size_t(j)]);
-      }
-      if (n == 0) {
-        r.empty_row[size_t(bh * lq + i)] = 1;
-        continue;
-      }
-      float l = 0;
-      std::fill(o.begin(), o.end(), 0.f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float e = std::exp(p[size_t(j)] - m);
-        l += e;
-        for (int64_t x = 0; x < d; ++x) o[size_t(x)] += rd(e) * vb[j * d + x];
-        p[size_t(j)] = e;
-      }
-      float D = 0;
-      for (int64_t x = 0; x < d; ++x) D += doi[x] * rd(o[size_t(x)] / l);
-      std::fill(dq.begin(), dq.end(), 0.f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float pj = p[size_t(j)] / l, ds = rd(pj * (dp[size_t(j)] - D)), pr = rd(pj);
-        for (int64_t x = 0; x < d; ++x) {
-          dv_acc[size_t((bh * lk + j) * d + x)] += pr * doi[x];
-          dk_acc[size_t((bh * lk + j) * d + x)] += ds * qi[x];
-          dq[size_t(x)] += ds * kb[j * d + x];
+        if (n == 0) {
+          r.empty_row[size_t(bh * lq + i)] = 1;
+          continue;
         }
+        float l = 0;
+        std::fill(o.begin(), o.end(), 0.f);
+        for (int64_t j = 0; j < n; ++j) {
+          const float e = std::exp(p[size_t(j)] - m);
+          l += e;
+          for (int64_t x = 0; x < d; ++x) o[size_t(x)] += rd(e) * vb[j * d + x];
+          p[size_t(j)] = e;
+        }
+        float D = 0;
+        for (int64_t x = 0; x < d; ++x) D += doi[x] * rd(o[size_t(x)] / l);
+        std::fill(dq.begin(), dq.end(), 0.f);
+        for (int64_t j = 0; j < n; ++j) {
+          const float pj = p[size_t(j)] / l, ds = rd(pj * (dp[size_t(j)] - D)), pr = rd(pj);
+          for (int64_t x = 0; x < d; ++x) {
+            dv_acc[size_t(j * d + x)] += pr * doi[x];
+            dk_acc[size_t(j * d + x)] += ds * qi[x];
+            dq[size_t(x)] += ds * kb[j * d + x];
+          }
+        }
+        for (int64_t x = 0; x < d; ++x) r.dq[size_t((bh * lq + i) * d + x)] = rd(c.scale * dq[size_t(x)]);
       }
-      for (int64_t x = 0; x < d; ++x) r.dq[size_t((bh * lq + i) * d + x)] = rd(c.scale * dq[size_t(x)]);
+  });
+  r.dk.resize(in.k.size());
+  r.dv.resize(in.v.size());
+  const size_t head = size_t(lk * d);
+  for (size_t x = 0; x < r.dk.size(); ++x) {
+    const size_t kvb = x / head, e = x % head;
+    float sk = dk_part[kvb * size_t(group) * head + e], sv = dv_part[kvb * size_t(group) * head + e];
+    for (size_t gi = 1; gi < size_t(group); ++gi) {
+      sk += dk_part[(kvb * size_t(group) + gi) * head + e];
+      sv += dv_part[(kvb * size_t(group) + gi) * head + e];
     }
-  r.dk.resize(dk_acc.size());
-  r.dv.resize(dv_acc.size());
-  for (size_t x = 0; x < dk_acc.size(); ++x) {
-    r.dk[x] = rd(c.scale * dk_acc[x]);
-    r.dv[x] = rd(dv_acc[x]);
+    r.dk[x] = rd(c.scale * sk);
+    r.dv[x] = rd(sv);
   }
   return r;
 }
@@ -168,14 +195,31 @@ struct Exact {
   std::vector<double> dq, dk, dv;
 };
 
+// The float64 backward (reference()) one query head at a time, the heads in parallel, on its kv head's K and V;
+// a kv head's dK, dV the sums over its group (what reference() computes for grouped-query attention: K, V
+// repeated per query head, the multi-head chain rule, the copies' gradients summed back).
 Exact exact_reference(const Case& c, const Inputs& in) {
-  Shape s;
-  s.batch = c.B, s.heads = c.H, s.lq = c.Lq, s.lk = c.Lk, s.d = c.d;
+  Shape one;
+  one.batch = 1, one.heads = 1, one.lq = c.Lq, one.lk = c.Lk, one.d = c.d;
   Options o;
   o.causal = c.causal;
   o.scale = c.scale;
-  Exact e{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()), std::vector<double>(in.v.size())};
-  reference(in.q.data(), in.k.data(), in.v.data(), in.dout.data(), s, o, e.dq.data(), e.dk.data(), e.dv.data());
+  const int64_t heads = int64_t(c.B) * c.H, hq = int64_t(c.Lq) * c.d, hk = int64_t(c.Lk) * c.d;
+  Exact e{std::vector<double>(in.q.size()), std::vector<double>(in.k.size(), 0.0),
+          std::vector<double>(in.v.size(), 0.0)};
+  std::vector<double> dk_part(size_t(heads * hk)), dv_part(dk_part.size());
+  test::parallel_for(heads, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t kv = kv_of(c, bh);
+      reference(&in.q[size_t(bh * hq)], &in.k[size_t(kv * hk)], &in.v[size_t(kv * hk)], &in.dout[size_t(bh * hq)], one,
+                o, &e.dq[size_t(bh * hq)], &dk_part[size_t(bh * hk)], &dv_part[size_t(bh * hk)]);
+    }
+  });
+  for (int64_t bh = 0; bh < heads; ++bh)
+    for (int64_t x = 0; x < hk; ++x) {
+      e.dk[size_t(kv_of(c, bh) * hk + x)] += dk_part[size_t(bh * hk + x)];
+      e.dv[size_t(kv_of(c, bh) * hk + x)] += dv_part[size_t(bh * hk + x)];
+    }
   return e;
 }
 
@@ -229,8 +273,8 @@ Array make_array(std::vector<int64_t> shape, std::vector<float> data) {
 
 #ifdef KL_HAS_CUDA
 FastHostResult run_case(const Case& c, const Inputs& in, const Array* o = nullptr, const Array* lse = nullptr) {
-  return run_fast_host(make_array({c.B, c.H, c.Lq, c.d}, in.q), make_array({c.B, c.H, c.Lk, c.d}, in.k),
-                       make_array({c.B, c.H, c.Lk, c.d}, in.v), make_array({c.B, c.H, c.Lq, c.d}, in.dout), o, lse,
+  return run_fast_host(make_array({c.B, c.H, c.Lq, c.d}, in.q), make_array({c.B, c.kv(), c.Lk, c.d}, in.k),
+                       make_array({c.B, c.kv(), c.Lk, c.d}, in.v), make_array({c.B, c.H, c.Lq, c.d}, in.dout), o, lse,
                        c.causal, c.scale, c.dtype, c.deterministic, c.path);
 }
 
@@ -241,7 +285,7 @@ void check_case(Case c, float qk_range = 1.5f) {
   const Inputs in = rounded_inputs(c, qk_range);
   const FastHostResult got = run_case(c, in);
   ASSERT_EQ(got.dq.shape, (std::vector<int64_t>{c.B, c.H, c.Lq, c.d}));
-  ASSERT_EQ(got.dk.shape, (std::vector<int64_t>{c.B, c.H, c.Lk, c.d}));
+  ASSERT_EQ(got.dk.shape, (std::vector<int64_t>{c.B, c.kv(), c.Lk, c.d}));
   ASSERT_EQ(got.dv.shape, got.dk.shape);
   ASSERT_EQ(test::nan_count(got.dq.data) + test::nan_count(got.dk.data) + test::nan_count(got.dv.data), 0u)
       << "NaN in an output (unwritten elements stay NaN)";
@@ -332,6 +376,99 @@ void bitwise_repeatable(FastBackwardPath path) {
       EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
       const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
       EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
+    }
+}
+
+// ---- grouped-query attention ----
+// (B, H, Hkv, Lq, Lk): ratios H / Hkv of 2, 4 and 8; lengths one past a tile, one short of one, odd, Lq != Lk
+// both ways (the main kernels' 64-row query tiles, the mma.sync kernel's 64-key and the wgmma kernels'
+// 128-key K/V tiles); causal with Lq = 200 over Lk = 61: rows 0..138 see no key, query tiles 0 and 1 entirely;
+// a single query row over 300 keys. B * H stays small: the host references are the cost.
+const int kGqaShapes[5][5] = {{2, 4, 2, 65, 129}, {1, 8, 2, 130, 63}, {1, 8, 1, 77, 200}, {1, 4, 1, 200, 61},
+                              {3, 2, 1, 1, 300}};
+
+// Every (dtype, d, causal) with every shape of kGqaShapes, in one dQ mode, through one path.
+void grouped_query_sweep(FastBackwardPath path, bool deterministic) {
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (const auto& g : kGqaShapes) {
+          Case c;
+          c.B = g[0], c.H = g[1], c.Hkv = g[2], c.Lq = g[3], c.Lk = g[4];
+          c.d = d, c.causal = causal, c.dtype = dtype, c.deterministic = deterministic, c.path = path;
+          check_case(c);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
+// Grouped-query attention's deterministic mode gives the same bits run after run; the atomic mode's dK and dV
+// too (one CTA per K/V tile and kv head sums its group in registers, in a fixed order), the same as the
+// deterministic mode's to fp32 rounding.
+void grouped_query_bitwise_repeatable(FastBackwardPath path) {
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      Case c;
+      c.B = 2, c.H = 8, c.Hkv = 2, c.Lq = 333, c.Lk = 280, c.d = d, c.causal = causal;
+      c.scale = 1.0f / std::sqrt(float(d));
+      c.path = path;
+      SCOPED_TRACE(c.text());
+      const Inputs in = rounded_inputs(c);
+      c.deterministic = true;
+      const FastHostResult a = run_case(c, in), b = run_case(c, in);
+      EXPECT_TRUE(test::same_bits(a.dq.data, b.dq.data));
+      EXPECT_TRUE(test::same_bits(a.dk.data, b.dk.data));
+      EXPECT_TRUE(test::same_bits(a.dv.data, b.dv.data));
+      EXPECT_EQ(test::nan_count(a.dq.data) + test::nan_count(a.dk.data) + test::nan_count(a.dv.data), 0u);
+      c.deterministic = false;
+      const FastHostResult x = run_case(c, in), y = run_case(c, in);
+      EXPECT_TRUE(test::same_bits(x.dk.data, y.dk.data));
+      EXPECT_TRUE(test::same_bits(x.dv.data, y.dv.data));
+      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), 1e-6);
+      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
+      EXPECT_LT(test::rel_err(x.dq.data, std::vector<double>(a.dq.data.begin(), a.dq.data.end())), 1e-2);
+    }
+}
+
+// Grouped-query attention is multi-head attention on K, V repeated per query head (PyTorch's
+// repeat_interleave), given the same forward state (O and L computed on the host from the repeated heads):
+// the deterministic dQ pass does the same arithmetic on the same bits either way, so dQ is equal bit for bit;
+// dK and dV are the repeated heads' sums over each group (those rounded per head first: to bf16 rounding).
+void grouped_query_is_repeated_heads(FastBackwardPath path) {
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      Case g;
+      g.B = 2, g.H = 8, g.Hkv = 2, g.Lq = 150, g.Lk = 131, g.d = d, g.causal = causal, g.scale = 0.1f;
+      g.deterministic = true, g.path = path;
+      SCOPED_TRACE(g.text());
+      const Inputs in = rounded_inputs(g);
+      Case m = g;
+      m.Hkv = 0;
+      Inputs rep = in;
+      const size_t head = size_t(g.Lk) * size_t(g.d);
+      rep.k.resize(size_t(g.B) * g.H * head);
+      rep.v.resize(rep.k.size());
+      for (int64_t bh = 0; bh < int64_t(g.B) * g.H; ++bh) {
+        std::copy_n(&in.k[size_t(kv_of(g, bh)) * head], head, &rep.k[size_t(bh) * head]);
+        std::copy_n(&in.v[size_t(kv_of(g, bh)) * head], head, &rep.v[size_t(bh) * head]);
+      }
+      Shape s;
+      s.batch = m.B, s.heads = m.H, s.lq = m.Lq, s.lk = m.Lk, s.d = m.d;
+      Options opt;
+      opt.causal = m.causal;
+      opt.scale = m.scale;
+      std::vector<float> o(in.q.size()), lse(size_t(s.bh() * s.lq));
+      forward(Backend::Cpu, rep.q.data(), rep.k.data(), rep.v.data(), o.data(), lse.data(), s, opt, 32, 32);
+      const Array ao = make_array({g.B, g.H, g.Lq, g.d}, o), al = make_array({g.B, g.H, g.Lq}, lse);
+      const FastHostResult got = run_case(g, in, &ao, &al), want = run_case(m, rep, &ao, &al);
+      EXPECT_TRUE(test::same_bits(got.dq.data, want.dq.data)) << "dQ";
+      std::vector<double> dk_sum(got.dk.data.size(), 0.0), dv_sum(dk_sum.size(), 0.0);
+      for (int64_t bh = 0; bh < int64_t(g.B) * g.H; ++bh)
+        for (size_t x = 0; x < head; ++x) {
+          dk_sum[size_t(kv_of(g, bh)) * head + x] += want.dk.data[size_t(bh) * head + x];
+          dv_sum[size_t(kv_of(g, bh)) * head + x] += want.dv.data[size_t(bh) * head + x];
+        }
+      EXPECT_LT(test::rel_err(got.dk.data, dk_sum), 1e-2) << "dK";
+      EXPECT_LT(test::rel_err(got.dv.data, dv_sum), 1e-2) << "dV";
     }
 }
 
@@ -456,6 +593,83 @@ TEST(FlashAttentionBackwardFast, WgmmaBulkAgreesWithWgmma) {
         EXPECT_LT(test::rel_err(x.dq.data, std::vector<double>(w.dq.data.begin(), w.dq.data.end())),
                   c.dtype == "bf16" ? 1e-2 : 2e-3);
       }
+}
+
+// ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-bulk; both dQ modes ----
+TEST(FlashAttentionBackwardFast, GroupedQueryAtomicDq) {
+  KL_REQUIRE_CUDA();
+  grouped_query_sweep(FastBackwardPath::MmaSync, false);
+}
+
+TEST(FlashAttentionBackwardFast, GroupedQueryDeterministicDq) {
+  KL_REQUIRE_CUDA();
+  grouped_query_sweep(FastBackwardPath::MmaSync, true);
+}
+
+TEST(FlashAttentionBackwardFast, GroupedQueryDeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_CUDA();
+  grouped_query_bitwise_repeatable(FastBackwardPath::MmaSync);
+}
+
+TEST(FlashAttentionBackwardFast, GroupedQueryIsMultiHeadOnRepeatedKv) {
+  KL_REQUIRE_CUDA();
+  grouped_query_is_repeated_heads(FastBackwardPath::MmaSync);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaGroupedQueryAtomicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::Wgmma, false);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaGroupedQueryDeterministicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::Wgmma, true);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaGroupedQueryDeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_bitwise_repeatable(FastBackwardPath::Wgmma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaGroupedQueryIsMultiHeadOnRepeatedKv) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_is_repeated_heads(FastBackwardPath::Wgmma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryAtomicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::WgmmaBulk, false);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryDeterministicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::WgmmaBulk, true);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryDeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_bitwise_repeatable(FastBackwardPath::WgmmaBulk);
+}
+
+// `run flash-attention-backward --variant fast` with k, v of fewer heads than q: dk, dv of k's shape.
+TEST(FlashAttentionBackwardFast, RegistryRunsGroupedQuery) {
+  KL_REQUIRE_CUDA();
+  KernelRunRequest r;
+  r.backend = Backend::Cuda;
+  r.variant = "fast";
+  const KernelEntry e = entry();
+  r.params = ParamValues(e.params);
+  r.params.set("causal=1");
+  const int64_t B = 2, H = 8, Hkv = 2, Lq = 33, Lk = 80, d = 64;
+  r.inputs["q"] = make_array({B, H, Lq, d}, test::random_floats(size_t(B * H * Lq * d)));
+  r.inputs["do"] = make_array({B, H, Lq, d}, test::random_floats(size_t(B * H * Lq * d)));
+  r.inputs["k"] = make_array({B, Hkv, Lk, d}, test::random_floats(size_t(B * Hkv * Lk * d)));
+  r.inputs["v"] = make_array({B, Hkv, Lk, d}, test::random_floats(size_t(B * Hkv * Lk * d)));
+  const KernelRunResult res = e.run(r);
+  EXPECT_EQ(res.outputs.at("dq").shape, (std::vector<int64_t>{B, H, Lq, d}));
+  EXPECT_EQ(res.outputs.at("dk").shape, (std::vector<int64_t>{B, Hkv, Lk, d}));
+  EXPECT_EQ(res.outputs.at("dv").shape, (std::vector<int64_t>{B, Hkv, Lk, d}));
+  for (const char* name : {"dq", "dk", "dv"}) EXPECT_EQ(test::nan_count(res.outputs.at(name).data), 0u) << name;
 }
 
 // The two main kernels on one input: dK and dV within a few ulps of each other (both fp32 sums of the same
@@ -932,27 +1146,44 @@ TEST(FlashAttentionBackwardFastHost, WgmmaBulkDqStagingLayout) {
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
-// accuracy; in bf16 / fp16 its error is that of the rounding, well above fp32's and well below 5%.
+// accuracy; in bf16 / fp16 its error is that of the rounding, well above fp32's and well below 5%. With
+// grouped-query attention too (H = 4 over Hkv = 2 and 1), where the float64 side, one query head at a time
+// in parallel, is bit for bit reference() on the whole grouped shape.
 TEST(FlashAttentionBackwardFastHost, PlainReferenceIsTheRoundedComputation) {
-  for (const char* dtype : {"fp32", "bf16", "fp16"}) {
-    Case c;
-    c.B = 1, c.H = 2, c.Lq = 70, c.Lk = 90, c.d = 64, c.causal = true, c.dtype = dtype, c.scale = 0.125f;
-    SCOPED_TRACE(dtype);
-    const Inputs in = rounded_inputs(c);
-    const Plain p = plain_reference(c, in);
-    const Exact e = exact_reference(c, in);
-    for (const auto& [name, got, ref] : {std::tuple<const char*, const std::vector<float>*, const std::vector<double>*>{
-                                             "dq", &p.dq, &e.dq},
-                                         {"dk", &p.dk, &e.dk},
-                                         {"dv", &p.dv, &e.dv}}) {
-      const double err = errors_against(*got, *ref).rel;
-      if (std::string(dtype) == "fp32") EXPECT_LT(err, 1e-5) << name;
-      else {
-        EXPECT_GT(err, std::string(dtype) == "bf16" ? 3e-4 : 4e-5) << name;
-        EXPECT_LT(err, 5e-2) << name;
+  for (int hkv : {0, 2, 1})
+    for (const char* dtype : {"fp32", "bf16", "fp16"}) {
+      Case c;
+      c.B = 1, c.H = 2, c.Lq = 70, c.Lk = 90, c.d = 64, c.causal = true, c.dtype = dtype, c.scale = 0.125f;
+      if (hkv > 0) c.B = 2, c.H = 4, c.Hkv = hkv;
+      SCOPED_TRACE(c.text());
+      const Inputs in = rounded_inputs(c);
+      const Plain p = plain_reference(c, in);
+      const Exact e = exact_reference(c, in);
+      if (hkv > 0) {
+        Shape s;
+        s.batch = c.B, s.heads = c.H, s.kv_heads = c.Hkv, s.lq = c.Lq, s.lk = c.Lk, s.d = c.d;
+        Options o;
+        o.causal = c.causal;
+        o.scale = c.scale;
+        Exact whole{std::vector<double>(in.q.size()), std::vector<double>(in.k.size()),
+                    std::vector<double>(in.v.size())};
+        reference(in.q.data(), in.k.data(), in.v.data(), in.dout.data(), s, o, whole.dq.data(), whole.dk.data(),
+                  whole.dv.data());
+        EXPECT_EQ(e.dq, whole.dq);
+        EXPECT_EQ(e.dk, whole.dk);
+        EXPECT_EQ(e.dv, whole.dv);
+      }
+      using Pair = std::tuple<const char*, const std::vector<float>*, const std::vector<double>*>;
+      for (const auto& [name, got, ref] :
+           {Pair{"dq", &p.dq, &e.dq}, Pair{"dk", &p.dk, &e.dk}, Pair{"dv", &p.dv, &e.dv}}) {
+        const double err = errors_against(*got, *ref).rel;
+        if (std::string(dtype) == "fp32") EXPECT_LT(err, 1e-5) << name;
+        else {
+          EXPECT_GT(err, std::string(dtype) == "bf16" ? 3e-4 : 4e-5) << name;
+          EXPECT_LT(err, 5e-2) << name;
+        }
       }
     }
-  }
 }
 
 TEST(FlashAttentionBackwardFastHost, ParamsAreChecked) {
@@ -970,6 +1201,28 @@ TEST(FlashAttentionBackwardFastHost, ParamsAreChecked) {
   EXPECT_THROW(validate_fast(p), InputError);
   p.scale = 0.1f;
   EXPECT_THROW(validate_fast(p), InputError);  // null pointers
+  // H_kv: 0 (H) or a divisor of H; checked before the pointers, one line naming it.
+  p.H = 8;
+  for (int bad : {-1, 3, 16}) {
+    p.H_kv = bad;
+    try {
+      validate_fast(p);
+      FAIL() << "H_kv = " << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("H_kv=" + std::to_string(bad)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("a divisor of H=8"), std::string::npos) << e.what();
+    }
+  }
+  for (int good : {0, 1, 2, 4, 8}) {
+    p.H_kv = good;
+    try {
+      validate_fast(p);
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find("H_kv"), std::string::npos) << e.what();  // the null pointers' line
+    }
+    EXPECT_EQ(kv_heads(p), good == 0 ? 8 : good);
+    EXPECT_EQ(grouped_query(p), good != 0 && good != 8);
+  }
 }
 
 // --variant fast on the CPU backend: one line naming the variant and the backend (exit 2 on the command line).
