@@ -116,28 +116,38 @@ __device__ inline void count_store(uint32_t* c) { atomicAdd(c, 1u); }
 
 template <class T>
 struct Log2Bytes {
-  static constexpr uint64_t value = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : sizeof(T) == 8 ? 3 : 4;
+  static constexpr uint32_t value = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : sizeof(T) == 8 ? 3 : 4;
 };
 
+// Where the access logs are written: inline on a GPU (a call there costs the kernel registers), out of line
+// and cold on the CPU, so an untraced access pays one test of its log pointer and nothing else.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define KL_ACCESS_LOG_PATH __device__ inline
+#else
+#define KL_ACCESS_LOG_PATH __attribute__((noinline, cold)) inline
+#endif
+
 // Appends the calling thread's next record to `log` when its program is the one recorded (else nothing).
-// Only that program's threads write, each to its own count and records: no atomics.
-__device__ inline void log_access(uint64_t* log, int64_t byte_offset, uint64_t log2_bytes, bool store, bool active) {
+// Only that program's threads write, each to its own count and records: no atomics. (32-bit arithmetic
+// where the host's layout allows it: slots x threads x per_lane < 2^31; few registers where it inlines.)
+KL_ACCESS_LOG_PATH void log_access(uint64_t* log, int64_t byte_offset, uint32_t log2_bytes, bool store, bool active) {
   AccessLogHeader* h = reinterpret_cast<AccessLogHeader*>(log);
   const int64_t pid = program_id();
   const int64_t slot = h->program < 0 ? pid : (pid == h->program ? 0 : -1);
-  const int64_t t = lane();
-  if (slot < 0 || slot >= h->slots || t >= h->threads) return;
+  const int32_t threads = int32_t(h->threads), per_lane = int32_t(h->per_lane);
+  const int32_t t = int32_t(lane());
+  if (slot < 0 || slot >= h->slots || t >= threads) return;
+  const int32_t i = int32_t(slot) * threads + t;
   uint64_t* counts = log + sizeof(AccessLogHeader) / 8;
-  const int64_t i = slot * h->threads + t;
-  const uint64_t k = counts[i];
-  if (int64_t(k) >= h->per_lane) {
+  const int32_t k = int32_t(counts[i]);
+  if (k >= per_lane) {
     h->overflow = 1;
     return;
   }
-  counts[i] = k + 1;
-  uint64_t* records = counts + h->slots * h->threads;
-  records[i * h->per_lane + int64_t(k)] = kAccessRecorded | (active ? kAccessActive : 0) | (store ? kAccessStore : 0) |
-                                          (log2_bytes << 3) | ((active ? uint64_t(byte_offset) : 0) << 8);
+  counts[i] = uint64_t(k + 1);
+  counts[int32_t(h->slots) * threads + i * per_lane + k] =
+      kAccessRecorded | (active ? kAccessActive : 0) | (store ? kAccessStore : 0) | (uint64_t(log2_bytes) << 3) |
+      ((active ? uint64_t(byte_offset) : 0) << 8);
 }
 
 }  // namespace detail

@@ -2,9 +2,11 @@
 // recompute what a kernel did: they read these.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/runtime/buffer.h"
+#include "kernels/runtime/errors.h"
 
 namespace kl {
 
@@ -82,7 +84,12 @@ struct AccessLog {
     header.slots = program == kAccessEveryProgram ? programs : 1;
     header.threads = threads;
     header.per_lane = per_lane;
-    words.resize(b, size_t(access_log_words(header.slots, threads, per_lane)));
+    // kl.cuh indexes a log with 32-bit arithmetic (fewer registers where it inlines into a kernel).
+    const int64_t n = access_log_words(header.slots, threads, per_lane);
+    if (header.slots < 1 || threads < 1 || per_lane < 1 || n > int64_t(0x7fffffff))
+      throw InputError("access log: " + std::to_string(header.slots) + " programs x " + std::to_string(threads) +
+                       " threads x " + std::to_string(per_lane) + " records is out of range: allowed up to 2^31 - 1 words");
+    words.resize(b, size_t(n));
     words.fill_bytes(0);
     mem::to_backend(b, words.data(), &header, sizeof header);
   }

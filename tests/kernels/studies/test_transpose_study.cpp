@@ -4,6 +4,9 @@
 // show their symptoms; the speed sentence on the CPU with and without a recorded figure.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "assets/embedded.h"
@@ -134,6 +137,44 @@ TEST(TransposeStudy, ReportCarriesEverySentenceAndNumber) {
   const study::Entry* e = study::find("transpose");
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->run(Backend::Cpu, settings({})).settings, "rows=64, cols=96, variant=tiled, program=0, warp=0");
+}
+
+// The README's paragraph and the panel's text (assets/text/transpose.md) state these numbers; they are the
+// study's: 32 sectors against 4 at the defaults, a 32-way conflict, none padded, and 32 "once the matrix has 8
+// rows or more" (7 rows: 28).
+std::string read_source_file(const std::string& rel) {
+  const std::string here = __FILE__;  // .../tests/kernels/studies/test_transpose_study.cpp
+  std::string root = here.substr(0, here.rfind("/tests/"));
+  if (root.empty() || root[0] != '/') {
+    const std::string bin = KL_BINARY;
+    root = bin.substr(0, bin.rfind('/')) + "/" + root;
+  }
+  std::ifstream f(root + "/" + rel);
+  std::stringstream s;
+  s << f.rdbuf();
+  std::string t = s.str();
+  for (char& c : t) c = c == '\n' ? ' ' : c;
+  return t;
+}
+
+TEST(TransposeStudy, TheReadmeAndThePanelsTextStateTheStudysNumbers) {
+  const std::string readme = read_source_file("README.md");
+  const std::string text(assets::find("text/transpose.md"));
+  std::string flat = text;
+  for (char& c : flat) c = c == '\n' ? ' ' : c;
+  ASSERT_FALSE(readme.empty());
+  EXPECT_TRUE(has(readme, "naive (coalesced reads, writes down a column: 32 sectors a request against 4)"));
+  EXPECT_TRUE(has(readme, "a 32-way bank conflict on every tile read) and padded (33-float tile rows: none)"));
+  EXPECT_TRUE(has(flat, "each store request costs 32 sectors once the matrix has 8 rows or more"));
+  EXPECT_TRUE(has(flat, "32 passes for one request, a 32-way bank conflict"));
+  const ts::TransposeResult r = ts::run(Backend::Cpu, settings({}), nullptr);
+  EXPECT_EQ(r.of(Variant::Naive).stores.sectors_per_request(), 32.0);
+  EXPECT_EQ(r.of(Variant::Naive).loads.sectors_per_request(), 4.0);
+  EXPECT_EQ(r.of(Variant::Tiled).tile_loads.max_degree, 32);
+  EXPECT_EQ(r.of(Variant::Tiled).tile_loads.wavefronts_per_request(), 32.0);
+  EXPECT_EQ(r.of(Variant::Padded).tile_loads.max_degree, 1);
+  EXPECT_EQ(ts::run(Backend::Cpu, settings({"rows=8"}), nullptr).of(Variant::Naive).stores.sectors_per_request(), 32.0);
+  EXPECT_EQ(ts::run(Backend::Cpu, settings({"rows=7"}), nullptr).of(Variant::Naive).stores.sectors_per_request(), 28.0);
 }
 
 // [SECTION] Speed: what the CPU says, and a recorded figure when there is one ------------------------------
