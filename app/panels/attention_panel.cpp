@@ -87,10 +87,10 @@ class AttentionPanel : public Panel {
     }
     if (!valid_) return;
     for (const as::Line* l : {&res_.check, &res_.rowsum, &res_.unfused}) ui::status_line(l->label.c_str(), l->text, l->ok);
-    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
-    draw_memory_access(b, "attention", params_);
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), res_.traffic_line);
     draw_matrices();
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(b, "attention", params_);
     fresh_ = false;
   }
 

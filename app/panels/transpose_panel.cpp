@@ -81,6 +81,7 @@ class TransposePanel : public Panel {
 
     const ts::TransposeResult& r = result_;
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.grid_line);
+    if (!r.source_line.empty()) ui::wrapped_colored(IM_COL32(255, 190, 120, 255), r.source_line);
     for (const ts::KernelCosts& k : r.kernels) {
       const std::string label = std::string(transpose::variant_name(k.variant)) + " matches reference:";
       ui::status_line(label.c_str(), k.matches.sentence, k.matches.pass);

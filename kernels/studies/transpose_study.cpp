@@ -262,6 +262,7 @@ TransposeResult run(Backend b, const ParamValues& settings, const editable::Sour
   require_range("warp", r.warp, 0, transpose::kBlockRows - 1);
   r.edited = src != nullptr;
   r.source_file = src ? src->file : editable::shipped_file("transpose");
+  if (src) r.source_line = "kernel: " + r.source_file + " (edited)";
   std::vector<float> host(size_t(r.rows * r.cols)), ref(host.size());
   for (size_t i = 0; i < host.size(); ++i) host[i] = float(i);  // distinct values: a misplaced one shows
   transpose::reference(host.data(), ref.data(), r.rows, r.cols);
@@ -297,7 +298,7 @@ Report report(const TransposeResult& r) {
   if (!r.speed_line.empty()) rep.lines.push_back(r.speed_line);
   if (!r.speed_source.empty()) rep.lines.push_back(r.speed_source);
   if (r.edited) {
-    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
+    rep.lines.push_back(r.source_line);
     for (const KernelCosts& k : r.kernels)
       if (!k.fault_line.empty()) rep.lines.push_back(k.fault_line);
   }

@@ -58,6 +58,7 @@ struct TransposeResult {
   int warp = 0;
   bool edited = false;
   std::string source_file;        // "transpose.cu" or the edited file
+  std::string source_line;        // "kernel: strided_read.cu (edited)"; empty for the shipped source
   KernelCosts kernels[3];         // naive, tiled, padded
   const KernelCosts& of(transpose::Variant v) const { return kernels[int(v)]; }
 
