@@ -123,8 +123,9 @@ std::string notice(const TransposeResult& r) {
   if (tl.uses_tile && tl.tile_loads.max_degree > 1)
     s += printf_text(" but reads its tile with %d-way bank conflicts", tl.tile_loads.max_degree);
   else if (tl.uses_tile) s += " and reads its tile without bank conflicts";
-  if (pd.uses_tile && pd.tile_loads.max_degree <= 1 && tl.tile_loads.max_degree > 1)
-    s += "; padded's 33-float tile rows remove them";
+  const bool tiled_conflicts = tl.uses_tile && tl.tile_loads.max_degree > 1;
+  if (pd.uses_tile && pd.tile_loads.max_degree <= 1)
+    s += tiled_conflicts ? "; padded's 33-float tile rows remove them" : "; so does padded";
   else if (pd.uses_tile)
     s += printf_text("; padded reads its tile with %d-way conflicts", pd.tile_loads.max_degree);
   return s + ".";
