@@ -73,8 +73,9 @@ struct AccessLogHeader {
   int64_t reserved[3];
 };
 // One record, 64 bits: bit 0 recorded, bit 1 the lane took part (active), bit 2 a store (else a load),
-// bits 3-5 log2 of the access's bytes, bits 8-63 the byte offset into the tensor or shared array.
-enum : uint64_t { kAccessRecorded = 1, kAccessActive = 2, kAccessStore = 4 };
+// bits 3-5 log2 of the access's bytes, bit 6 an atomic add (a store too), bits 8-63 the byte offset into the
+// tensor or shared array.
+enum : uint64_t { kAccessRecorded = 1, kAccessActive = 2, kAccessStore = 4, kAccessAtomic = 64 };
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #if defined(__CUDACC_RTC__)
@@ -130,7 +131,7 @@ struct Log2Bytes {
 // Appends the calling thread's next record to `log` when its program is the one recorded (else nothing).
 // Only that program's threads write, each to its own count and records: no atomics. (32-bit arithmetic
 // where the host's layout allows it: slots x threads x per_lane < 2^31; few registers where it inlines.)
-KL_ACCESS_LOG_PATH void log_access(uint64_t* log, int64_t byte_offset, uint32_t log2_bytes, bool store, bool active) {
+KL_ACCESS_LOG_PATH void log_access(uint64_t* log, int64_t byte_offset, uint32_t log2_bytes, uint32_t kind, bool active) {
   AccessLogHeader* h = reinterpret_cast<AccessLogHeader*>(log);
   const int64_t pid = program_id();
   const int64_t slot = h->program < 0 ? pid : (pid == h->program ? 0 : -1);
@@ -146,7 +147,7 @@ KL_ACCESS_LOG_PATH void log_access(uint64_t* log, int64_t byte_offset, uint32_t 
   }
   counts[i] = uint64_t(k + 1);
   counts[int32_t(h->slots) * threads + i * per_lane + k] =
-      kAccessRecorded | (active ? kAccessActive : 0) | (store ? kAccessStore : 0) | (uint64_t(log2_bytes) << 3) |
+      kAccessRecorded | (active ? kAccessActive : 0) | kind | (uint64_t(log2_bytes) << 3) |
       ((active ? uint64_t(byte_offset) : 0) << 8);
 }
 
@@ -176,20 +177,20 @@ struct Tensor {
     return false;
   }
   // One record of this lane's access to element i (active) or of its sitting this access out.
-  __device__ void log(int64_t i, bool store, bool active) const {
-    detail::log_access(access, active ? i * int64_t(sizeof(T)) : 0, detail::Log2Bytes<T>::value, store, active);
+  __device__ void log(int64_t i, uint32_t kind, bool active) const {  // kind: 0 load, kAccessStore, or with kAccessAtomic
+    detail::log_access(access, active ? i * int64_t(sizeof(T)) : 0, detail::Log2Bytes<T>::value, kind, active);
   }
   __device__ T load(int64_t i) const {
     if (!present() || !in_bounds(i, false)) {
-      if (access) log(i, false, false);
+      if (access) log(i, 0, false);
       return T(0);
     }
-    if (access) log(i, false, true);
+    if (access) log(i, 0, true);
     return data[i];
   }
   __device__ T load(int64_t i, bool mask, T other) const {
     if (mask) return load(i);
-    if (access) log(i, false, false);
+    if (access) log(i, 0, false);
     return other;
   }
   __device__ void record(int64_t i) const {
@@ -198,23 +199,23 @@ struct Tensor {
   }
   __device__ void store(int64_t i, T v) const {
     if (!present() || !in_bounds(i, true)) {
-      if (access) log(i, true, false);
+      if (access) log(i, detail::kAccessStore, false);
       return;
     }
-    if (access) log(i, true, true);
+    if (access) log(i, detail::kAccessStore, true);
     data[i] = v;
     record(i);
   }
   __device__ void store(int64_t i, T v, bool mask) const {
     if (mask) return store(i, v);
-    if (access) log(i, true, false);
+    if (access) log(i, detail::kAccessStore, false);
   }
   __device__ void atomic_add(int64_t i, T v) const {
     if (!present() || !in_bounds(i, true)) {
-      if (access) log(i, true, false);
+      if (access) log(i, detail::kAccessStore | detail::kAccessAtomic, false);
       return;
     }
-    if (access) log(i, true, true);
+    if (access) log(i, detail::kAccessStore | detail::kAccessAtomic, true);
     detail::add_to(data + i, v);
     record(i);
   }
@@ -238,7 +239,9 @@ struct Shared {
     return false;
   }
   __device__ void note(int64_t r, int64_t c, bool store, bool active) const {
-    if (log) detail::log_access(log, active ? (r * C + c) * int64_t(sizeof(T)) : 0, detail::Log2Bytes<T>::value, store, active);
+    if (log)
+      detail::log_access(log, active ? (r * C + c) * int64_t(sizeof(T)) : 0, detail::Log2Bytes<T>::value,
+                         store ? uint32_t(detail::kAccessStore) : 0u, active);
   }
   __device__ T load(int64_t r, int64_t c) const {
     const bool ok = in_bounds(r, c, false);

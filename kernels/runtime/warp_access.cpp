@@ -106,10 +106,10 @@ Log decode(const std::vector<uint64_t>& words) {
           const int64_t t = s * log.threads + w0 + l;
           if (counts[t] <= k) continue;  // this lane made fewer accesses: not part of this one
           const uint64_t rec = records[t * log.per_lane + int64_t(k)];
-          const bool store = (rec & 4u) != 0;
+          const bool store = (rec & 4u) != 0, atomic = (rec & 64u) != 0;
           const int bytes = 1 << ((rec >> 3) & 7u);
-          if (first) r.store = store, r.bytes = bytes, first = false;
-          else if (store != r.store || bytes != r.bytes) r.mixed = true;
+          if (first) r.store = store, r.atomic = atomic, r.bytes = bytes, first = false;
+          else if (store != r.store || atomic != r.atomic || bytes != r.bytes) r.mixed = true;
           if (rec & 2u) {
             r.active |= 1u << l;
             r.offset[l] = int64_t(rec >> 8);

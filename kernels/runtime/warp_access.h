@@ -28,10 +28,11 @@ struct Request {
   int warp = 0;           // the warp within the block: threads 32 warp .. 32 warp + 31
   int64_t index = 0;      // the warp's requests to this tensor or array, counted from 0
   bool store = false;
+  bool atomic = false;    // an atomic add (a store too)
   int bytes = 4;          // each lane's access
   uint32_t active = 0;    // the lanes that took part (bit i: lane i)
   int64_t offset[kWarpSize] = {};  // byte offsets, where active
-  bool mixed = false;     // its lanes' records disagree (load and store, or sizes): lanes that diverged
+  bool mixed = false;     // its lanes' records disagree (load, store or atomic, or sizes): lanes that diverged
   bool issued() const { return active != 0; }  // a request no lane takes part in moves nothing
   int lanes() const;      // active lanes
 };

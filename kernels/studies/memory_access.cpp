@@ -78,13 +78,19 @@ void run_logged(Summary& s, Backend b, editable::Launch l, const std::vector<std
     auto it = logs.find(name);
     if (it == logs.end()) continue;
     const wa::Log log = wa::decode(it->second->to_host());
-    for (bool store : {false, true}) {
-      const wa::Totals t = wa::global_totals(log.requests, store ? wa::Kind::Store : wa::Kind::Load);
+    // Loads, plain stores and atomic adds apart.
+    for (int kind = 0; kind < 3; ++kind) {
+      const bool store = kind > 0, atomic = kind == 2;
+      std::vector<wa::Request> rs;
+      for (const wa::Request& r : log.requests)
+        if (r.store == store && r.atomic == atomic) rs.push_back(r);
+      const wa::Totals t = wa::global_totals(rs, store ? wa::Kind::Store : wa::Kind::Load);
       if (!t.requests) continue;
       int64_t ideal = 0;
-      for (const wa::Request& r : log.requests)
-        if (r.issued() && r.store == store) ideal += wa::ideal_sectors(r.lanes(), r.bytes);
-      s.accesses.push_back({name, store, t.requests, t.sectors_per_request(), double(ideal) / double(t.requests), log.overflow});
+      for (const wa::Request& r : rs)
+        if (r.issued()) ideal += wa::ideal_sectors(r.lanes(), r.bytes);
+      s.accesses.push_back({name, store, atomic, t.requests, t.sectors_per_request(),
+                            double(ideal) / double(t.requests), log.overflow});
     }
   }
 }
@@ -92,7 +98,8 @@ void run_logged(Summary& s, Backend b, editable::Launch l, const std::vector<std
 void describe(Summary& s) {
   std::string line;
   for (const TensorAccess& a : s.accesses) {
-    line += (line.empty() ? "" : ", ") + a.tensor + (a.store ? " stores " : " loads ") + figure(a.sectors_per_request);
+    line += (line.empty() ? "" : ", ") + a.tensor + (a.atomic ? " adds " : a.store ? " stores " : " loads ") +
+            figure(a.sectors_per_request);
     if (figure(a.ideal_per_request) != figure(a.sectors_per_request)) line += " (coalesced: " + figure(a.ideal_per_request) + ")";
     if (a.overflow) line += " (first requests only)";
   }

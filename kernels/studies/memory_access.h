@@ -20,7 +20,8 @@ namespace kl::study::memory_access {
 
 struct TensorAccess {
   std::string tensor;          // "x", "k"
-  bool store = false;          // stores (atomic adds count as stores)
+  bool store = false;          // stores
+  bool atomic = false;         // atomic adds (store is true too)
   int64_t requests = 0;        // warp-wide requests of program 0 with at least one lane taking part
   double sectors_per_request = 0;
   double ideal_per_request = 0;  // the same lanes coalesced from an aligned start: 4 for 32 floats
@@ -32,7 +33,7 @@ struct Summary {
   std::string kernel;          // the traced kernel that ran ("softmax_traced")
   std::string shape;           // what ran: "program 0 of 1 row of 2000 columns"
   std::vector<TensorAccess> accesses;
-  std::string line;            // "x loads 4 sectors a request (coalesced: 4), out stores 4"
+  std::string line;            // "sectors per request, program 0 (...): x loads 4, out stores 4, dq adds 4 (coalesced: 4)"
   std::string tma;             // rungs 5 and 6: how their fast kernels load (TMA or cp.async), one sentence; else empty
   std::string error;           // why nothing ran (an InputError: settings past the rung's limits); else empty
 };

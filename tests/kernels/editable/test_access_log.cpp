@@ -42,6 +42,7 @@ __global__ void patterns(kl::Tensor<float> a, kl::Tensor<float> out, kl::Tensor<
   s += f.load(0, 0);                    // broadcast: no conflict
   p.store(L, 3, s);                     // a padded column: no conflict
   out.store(L, s);
+  a.atomic_add(5 * L, 1.0f);            // an atomic add, lanes 20 bytes apart: 20 sectors, 5 lines
 }
 )";
 
@@ -81,10 +82,11 @@ Recorded run_patterns(Backend b, bool through_worker) {
 void expect_hand_computed(const Recorded& r, const std::string& where) {
   SCOPED_TRACE(where);
   EXPECT_FALSE(r.overflow);
-  ASSERT_EQ(r.global.size(), 5u);
-  const int sectors[] = {4, 8, 32, 1, 1}, lines[] = {1, 2, 32, 1, 1};
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_FALSE(r.global[i].store) << i;
+  ASSERT_EQ(r.global.size(), 6u);
+  const int sectors[] = {4, 8, 32, 1, 1, 20}, lines[] = {1, 2, 32, 1, 1, 5};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(r.global[i].store, i == 5) << i;
+    EXPECT_EQ(r.global[i].atomic, i == 5) << i;
     EXPECT_EQ(global_cost(r.global[i]).sectors, sectors[i]) << i;
     EXPECT_EQ(global_cost(r.global[i]).lines, lines[i]) << i;
   }
@@ -103,7 +105,7 @@ bool same(const std::vector<Request>& a, const std::vector<Request>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].program != b[i].program || a[i].warp != b[i].warp || a[i].index != b[i].index ||
-        a[i].store != b[i].store || a[i].bytes != b[i].bytes || a[i].active != b[i].active)
+        a[i].store != b[i].store || a[i].atomic != b[i].atomic || a[i].bytes != b[i].bytes || a[i].active != b[i].active)
       return false;
     for (int l = 0; l < kWarpSize; ++l)
       if (((a[i].active >> l) & 1u) && a[i].offset[l] != b[i].offset[l]) return false;

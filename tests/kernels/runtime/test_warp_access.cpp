@@ -132,8 +132,9 @@ TEST(WarpAccessShared, WideAccessesAreServedAGroupOfLanesAtATime) {
 
 // A log as kl.cuh lays it out: header, counts, records (bit 0 recorded, 1 active, 2 store, 3-5 log2 bytes,
 // 8.. offset).
-uint64_t record(int64_t offset, bool active, bool store = false, int log2_bytes = 2) {
-  return 1u | (active ? 2u : 0u) | (store ? 4u : 0u) | (uint64_t(log2_bytes) << 3) | (uint64_t(active ? offset : 0) << 8);
+uint64_t record(int64_t offset, bool active, bool store = false, int log2_bytes = 2, bool atomic = false) {
+  return 1u | (active ? 2u : 0u) | (store ? 4u : 0u) | (atomic ? 64u : 0u) | (uint64_t(log2_bytes) << 3) |
+         (uint64_t(active ? offset : 0) << 8);
 }
 
 TEST(WarpAccessLog, DecodesRequestsPerWarpInEachLanesOrder) {
@@ -145,7 +146,7 @@ TEST(WarpAccessLog, DecodesRequestsPerWarpInEachLanesOrder) {
   for (int t = 0; t < threads; ++t) {
     counts[t] = t < 36 ? 2 : 1;  // lanes 4..7 of warp 1 make one access only
     recs[t * per_lane + 0] = record(4 * t, t != 3);          // lane 3 masked off
-    if (t < 36) recs[t * per_lane + 1] = record(128 * t, true, true);
+    if (t < 36) recs[t * per_lane + 1] = record(128 * t, true, true, 2, t >= 32);  // warp 1's: atomic adds
   }
   const Log log = decode(w);
   EXPECT_EQ(log.program, 5);
@@ -166,6 +167,8 @@ TEST(WarpAccessLog, DecodesRequestsPerWarpInEachLanesOrder) {
   EXPECT_EQ(d.warp, 1);
   EXPECT_EQ(d.active, 0xFu);
   EXPECT_EQ(d.offset[2], 128 * 34);
+  EXPECT_TRUE(d.atomic && d.store);
+  EXPECT_FALSE(b.atomic);
   const Totals loads = global_totals(log.requests, Kind::Load), stores = global_totals(log.requests, Kind::Store);
   EXPECT_EQ(loads.requests, 2);
   EXPECT_EQ(loads.sectors, 4 + 1);  // warp 1's 8 lanes: bytes 128..159, one sector

@@ -96,7 +96,10 @@ TEST(MemoryAccess, FlashAttentionTilesAndHowTheFastKernelsLoad) {
   const ma::Summary g = ma::summarize("backward", Backend::Cpu, settings("backward"));
   EXPECT_TRUE(g.error.empty()) << g.error;
   EXPECT_NE(find(g, "k", false), nullptr) << g.line;
-  EXPECT_NE(find(g, "dq", true), nullptr) << g.line;  // atomic adds, counted as stores
+  const ma::TensorAccess* dq = find(g, "dq", true);
+  ASSERT_NE(dq, nullptr) << g.line;
+  EXPECT_TRUE(dq->atomic);  // dQ is added atomically: "dq adds"
+  EXPECT_NE(g.line.find("dq adds 4"), std::string::npos) << g.line;
   for (const ma::TensorAccess& a : g.accesses) EXPECT_DOUBLE_EQ(a.sectors_per_request, a.ideal_per_request) << a.tensor;
   EXPECT_NE(g.tma.find("no TMA"), std::string::npos) << g.tma;  // rung 6's fast kernels stream with cp.async
 }
