@@ -13,6 +13,7 @@ namespace {
 struct Cached {
   std::string key;
   study::memory_access::Summary summary;
+  std::string failure;  // a failure (not a refusal) while counting: shown, and counted, once
 };
 
 }  // namespace
@@ -24,8 +25,15 @@ void draw_memory_access(Backend b, const std::string& panel, const ParamValues& 
   Cached& c = cache[panel];
   if (c.key != key) {
     c.key = key;
-    c.summary = study::memory_access::summarize(panel, b, settings);
+    c.failure.clear();
+    try {
+      c.summary = study::memory_access::summarize(panel, b, settings);
+    } catch (const std::exception& e) {
+      c.summary = {};
+      c.failure = "sectors per request: " + ui::error_text(e);
+    }
   }
+  ui::error_box(c.failure);
   const study::memory_access::Summary& s = c.summary;
   const unsigned muted = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   if (!s.line.empty()) ui::wrapped_colored(muted, "Memory, " + s.line + " (4 = 32 floats coalesced; rung 1½)");

@@ -211,11 +211,11 @@ Summary summarize(const std::string& panel, Backend b, const ParamValues& p) {
     else if (panel == "flash-attention") flash_attention(s, b, p);
     else if (panel == "backward") backward(s, b, p);
     else return s;
-  } catch (const std::exception& e) {  // settings the rung refuses, an edited source that does not compile
+  } catch (const InputError& e) {  // settings the rung refuses, an edited source that does not compile
     s.accesses.clear();
     s.error = e.what();
     return s;
-  }
+  }  // anything else (a failed launch: RuntimeError) is a failure the panel shows as one
   describe(s);
   return s;
 }

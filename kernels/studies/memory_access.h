@@ -39,7 +39,8 @@ struct Summary {
 };
 
 // The panels it knows: vector-add, relu-dropout, softmax, attention, flash-attention, backward. Any other
-// panel: an empty summary (no accesses, no line). Throws nothing: a refusal becomes `error`.
+// panel: an empty summary (no accesses, no line). A refusal (InputError: settings past the rung's limits, an
+// edited source that does not compile) becomes `error`; a failure (RuntimeError: a launch that failed) is thrown.
 Summary summarize(const std::string& panel, Backend b, const ParamValues& settings);
 
 }  // namespace kl::study::memory_access

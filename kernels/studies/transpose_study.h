@@ -21,7 +21,7 @@
 
 namespace kl::study::transpose_study {
 
-constexpr int64_t kMaxSide = 512;  // the panel's matrix: every program's accesses are logged
+constexpr int64_t kMaxSide = 256;  // the panel's matrix (8 x 8 tiles): every program's accesses are logged
 
 // rows, cols, variant (the kernel the views draw), program, warp.
 std::vector<ParamSpec> params();

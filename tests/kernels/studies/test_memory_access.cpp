@@ -1,8 +1,10 @@
 // kernels/studies/memory_access.*: sectors per request of every rung's main loads and stores, from its own
 // traced kernel's access logs, against counts worked out by hand from the kernels' indexing; the same on
-// the CUDA backend (skipped without a device); refusals become a sentence, not an exception.
+// the CUDA backend (skipped without a device); refusals become a sentence, a failed launch an exception.
 #include <gtest/gtest.h>
 
+#include "kernels/runtime/errors.h"
+#include "kernels/runtime/fault.h"
 #include "kernels/studies/attention_study.h"
 #include "kernels/studies/flash_attention_backward_study.h"
 #include "kernels/studies/flash_attention_study.h"
@@ -102,6 +104,15 @@ TEST(MemoryAccess, FlashAttentionTilesAndHowTheFastKernelsLoad) {
   EXPECT_NE(g.line.find("dq adds 4"), std::string::npos) << g.line;
   for (const ma::TensorAccess& a : g.accesses) EXPECT_DOUBLE_EQ(a.sectors_per_request, a.ideal_per_request) << a.tensor;
   EXPECT_NE(g.tma.find("no TMA"), std::string::npos) << g.tma;  // rung 6's fast kernels stream with cp.async
+}
+
+TEST(MemoryAccess, ARefusalIsASentenceAFailedLaunchIsThrown) {
+  fault::arm("launch:1");  // the next launch fails as a failed CUDA launch would
+  EXPECT_THROW(ma::summarize("vector-add", Backend::Cpu, settings("vector-add")), RuntimeError);
+  fault::arm("");
+  const ma::Summary s = ma::summarize("vector-add", Backend::Cpu, settings("vector-add"));
+  EXPECT_TRUE(s.error.empty()) << s.error;
+  EXPECT_FALSE(s.line.empty());
 }
 
 TEST(MemoryAccess, OtherPanelsHaveNothingToSay) {

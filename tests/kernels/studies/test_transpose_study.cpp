@@ -121,7 +121,7 @@ TEST(TransposeStudy, SettingsOutsideTheLaunchAreRefusedInWords) {
     EXPECT_TRUE(has(e.what(), "program")) << e.what();
     EXPECT_TRUE(has(e.what(), "[0, 5]")) << e.what();
   }
-  EXPECT_THROW(settings({"rows=513"}), InputError);
+  EXPECT_THROW(settings({"rows=257"}), InputError);
   EXPECT_THROW(settings({"warp=8"}), InputError);
 }
 
