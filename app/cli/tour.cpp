@@ -22,6 +22,9 @@ struct GalleryStop {
 const std::vector<GalleryStop>& gallery_stops() {
   static const std::vector<GalleryStop> stops = {
       {"vector-add", "no_mask.cu", {}},
+      {"transpose", "strided_read.cu", {"variant=naive"}},
+      {"transpose", "tile_without_padding.cu", {"variant=padded"}},
+      {"transpose", "transposed_index_in_tile.cu", {"variant=tiled"}},
       {"relu-dropout", "scale_by_p.cu", {}},
       {"softmax", "hard_coded_block_size.cu", {"n_cols=2000"}},
       {"softmax", "no_max_subtraction.cu", {"n_cols=2000", "x_scale=100"}},

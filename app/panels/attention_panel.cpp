@@ -14,6 +14,7 @@
 #include <random>
 
 #include "app/panels/panels.h"
+#include "app/panels/memory_access_view.h"
 #include "app/ui.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
@@ -88,6 +89,8 @@ class AttentionPanel : public Panel {
     for (const as::Line* l : {&res_.check, &res_.rowsum, &res_.unfused}) ui::status_line(l->label.c_str(), l->text, l->ok);
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), res_.traffic_line);
     draw_matrices();
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(b, "attention", params_);
     fresh_ = false;
   }
 

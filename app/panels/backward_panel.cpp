@@ -16,6 +16,7 @@
 #include <cstdio>
 
 #include "app/panels/panels.h"
+#include "app/panels/memory_access_view.h"
 #include "app/ui.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/studies/flash_attention_backward_study.h"
@@ -92,6 +93,8 @@ class BackwardPanel : public Panel {
     if (!valid_) return;
     draw_stepper();
     for (const study::Check& c : report_.checks) ui::status_line("", c.sentence, c.pass);
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(ctx.backend.backend, "backward", params_);
     draw_tiles();
     draw_lineage();  // right under the tiles, so a hovered dK cell's dS column is in sight
     draw_saved_state();

@@ -17,6 +17,7 @@
 #include <random>
 
 #include "app/panels/panels.h"
+#include "app/panels/memory_access_view.h"
 #include "app/ui.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/rungs/flash_attention.h"
@@ -115,6 +116,8 @@ class FlashAttentionPanel : public Panel {
     const int64_t step = params_.get_int("step");
     if (step != composed_step_) compose(b, step);
     for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(b, "flash-attention", params_);
     if (!adjust_note_.empty()) wrapped_in(ImGui::GetContentRegionAvail().x, adjust_note_.c_str(), true);
 
     // The tiles and memory beside the chosen block where both columns have room (the block's three bar

@@ -6,6 +6,7 @@
 
 namespace kl::app {
 std::unique_ptr<Panel> make_vector_add_panel();
+std::unique_ptr<Panel> make_transpose_panel();
 std::unique_ptr<Panel> make_relu_dropout_panel();
 std::unique_ptr<Panel> make_softmax_panel();
 std::unique_ptr<Panel> make_attention_panel();

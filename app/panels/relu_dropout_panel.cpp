@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "app/panels/panels.h"
+#include "app/panels/memory_access_view.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/philox.h"
@@ -81,6 +82,8 @@ class ReluDropoutPanel : public Panel {
     ui::status_line("matches reference:", r.matches_reference.sentence, r.matches_reference.pass);
     ui::status_line("fused == traced == unfused, bit for bit:", r.bit_for_bit.sentence, r.bit_for_bit.pass);
     ui::status_line("tie u == p kept:", r.tie_kept.sentence, r.tie_kept.pass);
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(ctx.backend.backend, "relu-dropout", params_);
 
     // The mask beside the statistics where both fit (the mask no taller than the view), else stacked.
     const float avail = ImGui::GetContentRegionAvail().x, gap = ImGui::GetStyle().ItemSpacing.x;

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "app/panels/panels.h"
+#include "app/panels/memory_access_view.h"
 #include "app/ui.h"
 #include "kernels/rungs/softmax.h"
 #include "kernels/studies/softmax_study.h"
@@ -56,6 +57,8 @@ class SoftmaxPanel : public Panel {
     ui::param_row(params_, {"n_cols", "rows", "seed", "x_scale"}, &control_error_);
     ImGui::PopItemWidth();
     ui::error_box(control_error_);
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(b, "softmax", params_);
 
     const bool want_online = params_.get_text("view") == "online";
     if (ImGui::BeginTabBar("softmax_views")) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "app/panels/panels.h"
+#include "app/panels/memory_access_view.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/vector_add.h"
@@ -69,6 +70,8 @@ class VectorAddPanel : public Panel {
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.block_line);
     ui::status_line("matches reference:", r.matches_reference.sentence, r.matches_reference.pass);
     ui::status_line("trace:", r.trace_check.sentence, r.trace_check.pass);
+    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+    draw_memory_access(ctx.backend.backend, "vector-add", params_);
 
     ui::section("Programs of the launch grid");
     char caption[512];

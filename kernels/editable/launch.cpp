@@ -148,7 +148,7 @@ Packed pack(const Launch& l) {
   for (size_t i = 0; i < l.args.size(); ++i) {
     const Arg& a = l.args[i];
     if (a.is_tensor) {
-      p.tensors.push_back({a.tensor.data, a.tensor.size, a.tensor.writer, a.tensor.count, int32_t(i)});
+      p.tensors.push_back({a.tensor.data, a.tensor.size, a.tensor.writer, a.tensor.count, a.tensor.access, int32_t(i)});
       p.ptrs.push_back(&p.tensors.back());
       continue;
     }

@@ -33,6 +33,10 @@ struct TensorArg {
   int32_t* writer = nullptr;
   uint32_t* count = nullptr;
   bool output = false;  // written by the kernel (copied back from the worker)
+  // An access log (kernels/runtime/trace.h: AccessLog) where the backend runs, or null: when given, the
+  // kernel records every lane's loads and stores through this tensor into it (issue 31).
+  uint64_t* access = nullptr;
+  int64_t access_words = 0;
 };
 
 struct ScalarArg {

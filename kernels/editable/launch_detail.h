@@ -24,9 +24,10 @@ struct TensorAbi {
   int64_t size;
   int32_t* writer;
   uint32_t* count;
+  uint64_t* access;
   int32_t id;
 };
-static_assert(sizeof(TensorAbi) == 40, "kl::Tensor<T> is 40 bytes");
+static_assert(sizeof(TensorAbi) == 48, "kl::Tensor<T> is 48 bytes");
 struct FaultRecord {
   int32_t kind, tensor;
   int64_t program, lane, index, size;

@@ -105,7 +105,7 @@ bool receive_message(int fd, json* j, int* got_fd) {
 
 // ---- the layout of a launch's tensors in the shared file -----------------------------------------------
 struct Slot {
-  int64_t data = -1, writer = -1, count = -1;  // byte offsets; -1: none
+  int64_t data = -1, writer = -1, count = -1, access = -1;  // byte offsets; -1: none
 };
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
@@ -120,6 +120,7 @@ std::vector<Slot> layout(const Launch& l, size_t* total) {
     if (t.data) s[i].data = int64_t(at), at = align64(at + n * dtype_bytes(t.dtype));
     if (t.writer) s[i].writer = int64_t(at), at = align64(at + n * 4);
     if (t.count) s[i].count = int64_t(at), at = align64(at + n * 4);
+    if (t.access) s[i].access = int64_t(at), at = align64(at + size_t(t.access_words) * 8);
   }
   *total = at ? at : 64;
   return s;
@@ -132,7 +133,7 @@ json launch_json(const Launch& l, const std::vector<Slot>& slots) {
     if (x.is_tensor)
       a.push_back({{"tensor", x.tensor.name}, {"dtype", int(x.tensor.dtype)}, {"size", x.tensor.size},
                    {"output", x.tensor.output}, {"data", slots[i].data}, {"writer", slots[i].writer},
-                   {"count", slots[i].count}});
+                   {"count", slots[i].count}, {"access", slots[i].access}, {"access_words", x.tensor.access_words}});
     else
       a.push_back({{"scalar", x.scalar.name}, {"kind", int(x.scalar.kind)}, {"i", x.scalar.i}, {"f", x.scalar.f}});
   }
@@ -296,6 +297,7 @@ void stage_in(Backend b, const Launch& l, const std::vector<Slot>& s, const Shar
     if (s[i].data >= 0) mem::to_host(b, m.at(s[i].data), t.data, n * dtype_bytes(t.dtype));
     if (s[i].writer >= 0) mem::to_host(b, m.at(s[i].writer), t.writer, n * 4);
     if (s[i].count >= 0) mem::to_host(b, m.at(s[i].count), t.count, n * 4);
+    if (s[i].access >= 0) mem::to_host(b, m.at(s[i].access), t.access, size_t(t.access_words) * 8);
   }
 }
 
@@ -307,6 +309,7 @@ void stage_out(Backend b, const Launch& l, const std::vector<Slot>& s, const Sha
     if (s[i].data >= 0 && t.output) mem::to_backend(b, t.data, m.at(s[i].data), n * dtype_bytes(t.dtype));
     if (s[i].writer >= 0) mem::to_backend(b, t.writer, m.at(s[i].writer), n * 4);
     if (s[i].count >= 0) mem::to_backend(b, t.count, m.at(s[i].count), n * 4);
+    if (s[i].access >= 0) mem::to_backend(b, t.access, m.at(s[i].access), size_t(t.access_words) * 8);
   }
 }
 
@@ -352,6 +355,9 @@ Launch rebuild(const json& j, Backend b, char* base, std::vector<std::unique_ptr
     auto* w = static_cast<int32_t*>(place(a.at("writer").get<int64_t>(), size_t(n) * 4));
     auto* c = static_cast<uint32_t*>(place(a.at("count").get<int64_t>(), size_t(n) * 4));
     l.args.push_back(tensor(a.at("tensor").get<std::string>(), t, data, data ? n : 0, a.at("output").get<bool>(), w, c));
+    const int64_t words = a.value("access_words", int64_t(0));
+    l.args.back().tensor.access = static_cast<uint64_t*>(place(a.value("access", int64_t(-1)), size_t(words) * 8));
+    l.args.back().tensor.access_words = l.args.back().tensor.access ? words : 0;
   }
   return l;
 }
@@ -367,6 +373,7 @@ void copy_back(const json& j, Backend b, char* base, const Launch& l) {
       mem::to_host(b, base + a.at("data").get<int64_t>(), x.tensor.data, n * dtype_bytes(x.tensor.dtype));
     if (x.tensor.writer) mem::to_host(b, base + a.at("writer").get<int64_t>(), x.tensor.writer, n * 4);
     if (x.tensor.count) mem::to_host(b, base + a.at("count").get<int64_t>(), x.tensor.count, n * 4);
+    if (x.tensor.access) mem::to_host(b, base + a.at("access").get<int64_t>(), x.tensor.access, size_t(x.tensor.access_words) * 8);
   }
 }
 

@@ -5,6 +5,7 @@
 #include "kernels/rungs/flash_attention_backward.h"
 #include "kernels/rungs/relu_dropout.h"
 #include "kernels/rungs/softmax.h"
+#include "kernels/rungs/transpose.h"
 #include "kernels/rungs/vector_add.h"
 
 namespace kl {
@@ -12,6 +13,7 @@ namespace kl {
 const std::vector<KernelEntry>& kernel_registry() {
   static const std::vector<KernelEntry> entries = {
       vector_add::entry(),
+      transpose::entry(),  // rung 1½, between vector add and dropout
       relu_dropout::entry(),
       softmax::entry(),
       attention::entry(),

@@ -5,6 +5,7 @@
 #include "kernels/studies/flash_attention_study.h"
 #include "kernels/studies/relu_dropout_study.h"
 #include "kernels/studies/softmax_study.h"
+#include "kernels/studies/transpose_study.h"
 #include "kernels/studies/vector_add_study.h"
 
 namespace kl::study {
@@ -12,6 +13,7 @@ namespace kl::study {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       vector_add_entry(),
+      transpose_study::entry(),  // rung 1½
       relu_dropout_entry(),
       softmax_entry(),
       attention_study::entry(),

@@ -42,7 +42,7 @@ TEST(EditableCli, SourcePrintsTheEditableKernel) {
   EXPECT_EQ(test::run_cli("source flash-attention-backward --variant naive", &out), 2) << out;
   EXPECT_NE(out.find("--variant naive: not editable"), std::string::npos) << out;
   EXPECT_EQ(test::run_cli("source no-such-kernel", &out), 2) << out;
-  EXPECT_NE(out.find("no editable kernel; editable: attention, flash-attention, flash-attention-backward, relu-dropout, softmax, vector-add"), std::string::npos) << out;
+  EXPECT_NE(out.find("no editable kernel; editable: attention, flash-attention, flash-attention-backward, relu-dropout, softmax, transpose, vector-add"), std::string::npos) << out;
 }
 
 TEST(EditableCli, RunTheUneditedSourceWritesTheSum) {

@@ -26,7 +26,8 @@ TEST(Soak, CpuCyclesWithinBounds) {
 }
 
 TEST(Soak, InjectedLaunchFailureFailsTheRun) {
-  // The CPU backend counts vector-add launches: the panel computes at settings 0 and 5 (frames 0, 20).
+  // The CPU backend counts editable launches: at frame 0 the vector-add panel's study is launch 1, its
+  // sectors-per-request line's (app/panels/memory_access_view.h) launch 2.
   std::string out;
   const int rc = test::run_shell("KL_INJECT_FAULT=launch:2 " KL_BINARY " soak --backend cpu --size 640x480 --frames 40", &out);
   EXPECT_EQ(rc, 1) << out;

@@ -29,7 +29,7 @@ TEST(Tour, EveryImageAskedSizeAndNotBlank) {
     if (g != std::string::npos) {
       ++gallery;
       bool has_sentence = false;
-      for (const char* rung : {"vector-add", "relu-dropout", "softmax"})
+      for (const char* rung : {"vector-add", "transpose", "relu-dropout", "softmax"})
         for (const editable::GalleryBug& bug : editable::gallery(rung))
           has_sentence = has_sentence || (line.find(bug.sentence) != std::string::npos &&
                                           line.find("gallery: " + bug.name + "]") != std::string::npos);

@@ -150,7 +150,9 @@ TEST(EditableGallery, EveryBugIsItsEditAppliedOnceToTheCurrentShippedSource) {
       "relu-dropout/scale_by_p.cu",   "softmax/hard_coded_block_size.cu",
       "softmax/missing_syncthreads.cu", "softmax/no_max_subtraction.cu",
       "attention/no_scale.cu",        "flash-attention/causal_top_left.cu",
-      "flash-attention/no_alpha_rescale.cu", "flash-attention-backward/ds_without_d.cu"};
+      "flash-attention/no_alpha_rescale.cu", "flash-attention-backward/ds_without_d.cu",
+      "transpose/strided_read.cu",    "transpose/tile_without_padding.cu",
+      "transpose/transposed_index_in_tile.cu"};
   EXPECT_EQ(seen, expected);
 }
 
