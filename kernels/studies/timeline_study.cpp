@@ -127,7 +127,7 @@ const Names kNames[] = {
     {Phase::WaitPV, "wait PV", "waiting for PV"},
     {Phase::Rescale, "rescale", "rescaling O"},
     {Phase::Pack, "pack P", "packing P"},
-    {Phase::Epilogue, "epilogue", "writing the output (the epilogue)"},
+    {Phase::Epilogue, "epilogue", "writing the output"},
     {Phase::WaitQFree, "wait Q free", "waiting for a free Q buffer"},
     {Phase::LoadQ, "load Q", "issuing Q's copy"},
     {Phase::WaitKFree, "wait K free", "waiting for a free K stage"},

@@ -191,7 +191,7 @@ TEST(TimelineStudy, TheNoticeQuotesItsNumbers) {
   EXPECT_EQ(ts::notice(one, 0), "Notice: wgmma (one CTA per tile) has a tensor-core product in flight " +
                                     pct(f.tensor_share) + " of the time; with none in flight its warpgroups are mostly " +
                                     "in the softmax (" + pct(50.0 / 90) + "), starting the CTA (" + pct(20.0 / 90) +
-                                    ") and writing the output (the epilogue) (" + pct(20.0 / 90) + "). Measured: " +
+                                    ") and writing the output (" + pct(20.0 / 90) + "). Measured: " +
                                     fixed(f.tflops, 0) + " TFLOP/s.");
   // Against the persistent kernel of the same shape: both shares, the one-tile CTA's ramp against the
   // persistent CTA's, both TFLOP/s.
