@@ -4,10 +4,14 @@
 #include <fstream>
 
 #include "app/cli/cli.h"
+#include "app/cli/timeline.h"
+#include "app/panels/timeline_view.h"
 #include "app/tour_web.h"
 #include "kernels/editable/launch.h"
 #include "kernels/runtime/errors.h"
+#include "kernels/studies/timeline_study.h"
 #include "viz/gl_check.h"
+#include "viz/png.h"
 
 namespace kl::app::cli {
 namespace {
@@ -37,6 +41,41 @@ editable::GalleryBug gallery_bug(const std::string& rung, const std::string& fil
   for (const editable::GalleryBug& g : editable::gallery(rung))
     if (g.file == file) return g;
   throw RuntimeError("tour: no gallery bug " + file + " for " + rung);
+}
+
+// "Inside the fast kernel" (issue 30): every timeline of the embedded recording (docs/perf/timeline-h200.json,
+// made on the GPU machine), drawn as the view draws it, each labelled in the index as a recording with its
+// device and date.
+void tour_timelines(Shell& s, viz::RenderHost& host, const std::string& dir, const Size& size, std::string* index,
+                    std::vector<TourEntry>* entries, int* k) {
+  namespace ts = timeline_study;
+  const timeline::File& f = ts::embedded();
+  *index += std::string("\n## Inside the fast kernel: timelines recorded on the GPU machine\n\nDrawn from ") +
+            ts::kSourcePath + " (embedded at build time), not run here: each line says where and when it was "
+            "recorded.\n\n";
+  for (size_t i = 0; i < f.recordings.size(); ++i) {
+    const timeline::Recording& r = f.recordings[i];
+    const bool fwd = r.kernel == timeline::kForward;
+    const int p = find_panel(s, fwd ? "flash-attention" : "backward");
+    const std::string panel_title = p >= 0 ? s.panels[size_t(p)]->title() : r.kernel;
+    char name[256];
+    std::snprintf(name, sizeof name, "%02d-inside-%s-%s.png", ++*k, fwd ? "forward" : "backward", ts::short_name(r).c_str());
+    TimelineView view("");
+    view.use_file(f, ts::kSourcePath);
+    view.select(int(i));
+    draw_timeline_frames(view, host, s.ctx, 3, "tour");
+    std::vector<uint8_t> rgba;
+    int w = 0, h = 0;
+    if (!host.read_pixels(rgba, w, h)) throw RuntimeError("could not read the rendered frame back");
+    viz::write_png(dir + "/" + name, rgba, w, h);
+    const std::string about = "a recording, not a live run: " + ts::provenance(r);
+    *index += "- [" + panel_title + ", inside the fast kernel: " + ts::title(r) + "](" + name + "): " + about + "\n";
+    std::printf("wrote %s/%s\n", dir.c_str(), name);
+    const std::string command = "kernel-ladder timeline --from " + std::string(ts::kSourcePath) + " --recording " +
+                                std::to_string(i) + " --size " + std::to_string(size.w) + "x" + std::to_string(size.h) +
+                                " --out " + name;
+    entries->push_back({name, panel_title, "inside the fast kernel: " + ts::short_name(r), about, command, ""});
+  }
 }
 
 }  // namespace
@@ -116,6 +155,7 @@ int run_tour(const TourOptions& o, const Common& c) {
                            bug.file,
                        ""});
   }
+  tour_timelines(s, *host, dir, size, &index, &entries, &k);
   std::ofstream(dir + "/index.md") << index;
   std::printf("wrote %s/index.md (%d images)\n", dir.c_str(), k);
   if (o.animate) tour_animations(s, *host, dir, &entries, &k);

@@ -17,6 +17,7 @@
 
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
+#include "app/panels/timeline_view.h"  // issue 30: "Inside the fast kernel"
 #include "app/ui.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/studies/flash_attention_backward_study.h"
@@ -62,7 +63,8 @@ void sentence(const std::string& text) {
 
 class BackwardPanel : public Panel {
  public:
-  BackwardPanel() : params_(bws::params()) {}
+  // The study's list, and the timeline view's two (issue 30).
+  BackwardPanel() : params_(TimelineView::with_params(bws::params(), timeline::kBackward)) {}
   std::string id() const override { return "backward"; }
   std::string title() const override { return "6 · Backward"; }
   ParamValues& params() override { return params_; }
@@ -98,6 +100,10 @@ class BackwardPanel : public Panel {
     draw_tiles();
     draw_lineage();  // right under the tiles, so a hovered dK cell's dS column is in sight
     draw_saved_state();
+    // ---- [issue 30] "Inside the fast kernel": the fast backward kernel's recorded timeline (app/panels/
+    // timeline_view.h). A collapsing section until the panel's tab bar takes it as one more tab. ----
+    inside_.draw_section(ctx, params_);
+    // ---- [/issue 30] ----
   }
 
  private:
@@ -401,6 +407,7 @@ class BackwardPanel : public Panel {
   study::Report report_;
   viz::DataTexture p_tex_, pf_tex_, ds_tex_, dk_tex_, q_tex_;
   viz::Heatmap p_map_, pf_map_, ds_map_, dk_map_, q_map_;
+  TimelineView inside_{timeline::kBackward};  // [issue 30] "Inside the fast kernel"
 };
 
 }  // namespace

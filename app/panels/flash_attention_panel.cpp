@@ -18,6 +18,7 @@
 
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
+#include "app/panels/timeline_view.h"  // issue 30: "Inside the fast kernel"
 #include "app/ui.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/rungs/flash_attention.h"
@@ -72,7 +73,8 @@ int fit(float width, float min_w, float gap, int n) {
 class FlashAttentionPanel : public Panel {
  public:
   FlashAttentionPanel()
-      : params_(fs::params()) {}  // the study's list: `study flash-attention` and the panel agree
+      // The study's list (`study flash-attention` and the panel agree), and the timeline view's two (issue 30).
+      : params_(TimelineView::with_params(fs::params(), timeline::kForward)) {}
 
   std::string id() const override { return "flash-attention"; }
   std::string title() const override { return "5 · FlashAttention"; }
@@ -100,7 +102,7 @@ class FlashAttentionPanel : public Panel {
     const Backend b = ctx.backend.backend;
     std::string key = backend_name(b);
     for (const ParamSpec& s : params_.specs())
-      if (s.name != "step" && s.name != "qblock") key += "/" + params_.get_text(s.name);
+      if (s.name != "step" && s.name != "qblock" && !TimelineView::owns(s.name)) key += "/" + params_.get_text(s.name);
     key += "/" + params_.get_text("qblock");
     if (key != computed_key_) {
       computed_key_ = key;
@@ -139,6 +141,10 @@ class FlashAttentionPanel : public Panel {
       draw_memory(avail, b);
     }
     fresh_ = false;
+    // ---- [issue 30] "Inside the fast kernel": the fast Hopper kernel's recorded timeline (app/panels/
+    // timeline_view.h). A collapsing section until the panel's tab bar takes it as one more tab. ----
+    inside_.draw_section(ctx, params_);
+    // ---- [/issue 30] ----
   }
 
  private:
@@ -568,6 +574,7 @@ class FlashAttentionPanel : public Panel {
   viz::Heatmap partial_map_, final_map_, o_map_;
   bool valid_ = false, fresh_ = false, step_fresh_ = false, playing_ = false;
   double last_tick_ = 0;
+  TimelineView inside_{timeline::kForward};  // [issue 30] "Inside the fast kernel"
 };
 
 }  // namespace

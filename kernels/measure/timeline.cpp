@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "kernels/runtime/errors.h"
+#ifdef KL_HAS_CUDA
+#include "kernels/rungs/flash_attention_fast.h"
+#endif
 
 namespace kl::timeline {
 
@@ -659,7 +662,42 @@ void parse_ctas(const std::string& text, RecordRequest* r) {
   require(!r->ctas.empty() && text.back() != ',', "--ctas", text, allowed);
 }
 
-#ifndef KL_HAS_CUDA
+std::vector<ParamSpec> record_params() {
+  return {int_param("L", 128, 65536, 4096, "sequence length (Lq = Lk)"),
+          choice_param("d", {"64", "128"}, "128", "head dimension"),
+          bool_param("causal", false, "the causal mask (bottom-right aligned)"),
+          int_param("B", 1, 64, 1, "batch"),
+          int_param("H", 1, 128, 16, "heads"),
+          bool_param("deterministic", false, "backward: dQ without atomics (its own pass; the main kernel skips dQ)")};
+}
+
+RecordRequest request_of(const std::string& kernel, const ParamValues& v, const std::string& path, int iterations) {
+  RecordRequest r;
+  r.kernel = kernel;
+  r.L = int(v.get_int("L"));
+  r.d = std::stoi(v.get_text("d"));
+  r.causal = v.get_bool("causal");
+  r.B = int(v.get_int("B"));
+  r.H = int(v.get_int("H"));
+  r.deterministic = v.get_bool("deterministic");
+  r.path = kernel == kBackward && path == "auto" ? "wgmma" : path;  // the backward's default kernel
+  r.iterations = iterations;
+  validate(r);
+  return r;
+}
+
+#ifdef KL_HAS_CUDA
+bool can_record(std::string* why) {
+  if (flash_attention::fast_wgmma_kernels_loaded()) return true;
+  *why = "recording needs an H100/H200 with the sm_90a build loaded; this device or build is not one";
+  return false;
+}
+#else
+bool can_record(std::string* why) {
+  *why = "recording runs the Hopper kernels: it needs the CUDA backend, and this build has no CUDA";
+  return false;
+}
+
 Recording record(const RecordRequest& r) {
   validate(r);
   throw InputError("timeline " + r.kernel + " records the Hopper kernels: it needs the CUDA backend, and this build "

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/measure/timeline_trace.h"
+#include "kernels/runtime/params.h"
 
 namespace kl::timeline {
 
@@ -181,6 +182,16 @@ void validate(const RecordRequest& r);
 std::string path_names(const std::string& kernel);
 // Parses "--ctas": "all", or indices separated by commas ("0,66,131"); InputError otherwise.
 void parse_ctas(const std::string& text, RecordRequest* r);
+
+// The shape settings of a recording, as `kernel-ladder timeline --set` and the view's "Record now" take them:
+// L, d, causal, B, H, deterministic (the backward's dQ mode).
+std::vector<ParamSpec> record_params();
+// The request for `kernel` at the settings `v` (record_params()) and `path` ("auto": the by-shape default;
+// the backward's "auto" is its default kernel, wgmma), validated (InputError naming the parameter).
+RecordRequest request_of(const std::string& kernel, const ParamValues& v, const std::string& path, int iterations);
+// Whether this process can record (a CUDA build, an H100/H200 with the sm_90a code loaded); else false with
+// *why saying what is missing, in one line.
+bool can_record(std::string* why);
 
 // The plain and the instrumented kernel's outputs on the same inputs (bf16 bits): the forward's O; the
 // backward's dK then dV (dQ goes through fp32 atomics whose order varies from run to run).

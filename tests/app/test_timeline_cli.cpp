@@ -39,7 +39,7 @@ TEST(TimelineCli, BadInputIsRefusedInOneLine) {
   expect_refused("timeline flash-attention --ctas 2,2" + json, "each CTA once");
   expect_refused("timeline flash-attention --iterations 0" + json, "iterations=0 is out of range: allowed [1, 1000]");
   expect_refused("timeline flash-attention --iterations many" + json, "--iterations");
-  expect_refused("timeline flash-attention", "--json is required");
+  expect_refused("timeline flash-attention", "--json FILE or --out FILE.png is required");
   expect_refused("timeline flash-attention --backend cpu" + json, "--backend cpu cannot run the Hopper kernels");
 }
 
@@ -92,6 +92,35 @@ TEST(TimelineCliCuda, RecordsAppendsAndSummarises) {
   EXPECT_TRUE(f.recordings[1].same_output);
   expect_refused("timeline flash-attention --ctas 99999 --json " + test::test_file("never.json"),
                  "--ctas=99999 is out of range: allowed [0, ");
+}
+
+// Recorded and drawn in one run (--out): the view of the new recording, labelled as recorded now, and the layout
+// audit clean; the panels' section on the CUDA backend (its "Record now" row shown) passes the audit too.
+TEST(TimelineCliCuda, RecordsAndDrawsTheView) {
+  KL_REQUIRE_CUDA();
+  if (!hopper()) GTEST_SKIP() << "no sm_90a code on this device";
+  const std::string png = test::test_file("live.png"), json = test::test_file("live.json");
+  std::string out;
+  ASSERT_EQ(test::run_cli("timeline flash-attention --set L=2048 --set B=2 --iterations 3 --json " + json + " --out " + png +
+                              " --size 1280x720 --layout-report",
+                          &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("wrote " + png + " (1280x720; Notice: wgmma-persistent-q2-late (the by-shape default) has a "
+                                      "tensor-core product in flight"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << out;
+  // The file it wrote draws the same way without recording.
+  ASSERT_EQ(test::run_cli("timeline --from " + json + " --out " + test::test_file("again.png"), &out), 0) << out;
+  for (const char* panel : {"flash-attention", "backward"}) {
+    ASSERT_EQ(test::run_cli(std::string("shot ") + panel + " --backend cuda --chrome --layout-report --size 1280x720 "
+                                                           "--set inside=1 --out " + test::test_file(std::string(panel) + ".png"),
+                            &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << out;
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kernels/editable/launch.h"
+#include "kernels/studies/timeline_study.h"
 #include "test_util.h"
 #include "viz/png.h"
 
@@ -22,8 +23,16 @@ TEST(Tour, EveryImageAskedSizeAndNotBlank) {
   std::ifstream idx(dir + "/index.md");
   ASSERT_TRUE(idx) << "no index.md";
   std::string line;
-  int images = 0, gallery = 0;
+  int images = 0, gallery = 0, inside = 0;
+  const timeline::File& recorded = timeline_study::embedded();
   while (std::getline(idx, line)) {
+    // "Inside the fast kernel": each recorded timeline's line says it is a recording, with its device and date.
+    if (line.find(", inside the fast kernel: ") != std::string::npos) {
+      ASSERT_LT(size_t(inside), recorded.recordings.size()) << line;
+      const timeline::Recording& r = recorded.recordings[size_t(inside++)];
+      EXPECT_NE(line.find(timeline_study::title(r)), std::string::npos) << line;
+      EXPECT_NE(line.find("a recording, not a live run: recorded on " + r.device + ", " + r.date), std::string::npos) << line;
+    }
     // The gallery's stops: each image's line carries its bug's one sentence (the caption).
     const size_t g = line.find(", gallery: ");
     if (g != std::string::npos) {
@@ -51,6 +60,7 @@ TEST(Tour, EveryImageAskedSizeAndNotBlank) {
   }
   EXPECT_GE(images, 2);
   EXPECT_GE(gallery, 3) << "the tour renders at least three gallery bugs";
+  EXPECT_EQ(size_t(inside), recorded.recordings.size()) << "one stop per recorded timeline";
   EXPECT_NE(out.find("index.md"), std::string::npos);
 }
 

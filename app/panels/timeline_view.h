@@ -1,0 +1,70 @@
+// "Inside the fast kernel" (issue 30): the timeline recorded by the instrumented Hopper kernels, drawn on rung 5
+// (the forward) and rung 6 (the backward). One lane per warp role of the chosen CTAs (the producer warp, then
+// each consumer warpgroup), time left to right, each phase in its colour with a key, the work tiles labelled
+// where they fit, a thin bar under a warpgroup's lane while its tensor-core product is in flight; hover gives
+// the phase, tile, step and duration; Ctrl + wheel zooms, a drag pans, a double click returns to the steady-
+// state window; a strip above shows the whole span with the window. Beside it the summary (kernels/studies/
+// timeline_study.h): the share of time each warpgroup had a product in flight, the overlap, what the
+// warpgroups did with none, the measured TFLOP/s and the cost of recording. A "Notice: ..." line above.
+//
+// The recordings: those embedded at build time (docs/perf/timeline-h200.json), each labelled with the device
+// and date it was recorded on; on an H100/H200 "Record now" records the chosen shape and path through the code
+// `kernel-ladder timeline` uses and adds it to the picker. The CPU backend cannot run the Hopper kernels: the
+// view says so and draws the recorded file.
+//
+// A panel shows it with draw_section() (a collapsing section; `--set inside=1` opens it, `--set recording=NAME`
+// picks one of the embedded recordings) after adding params() to its own. Standalone (`timeline --from FILE
+// --out PNG`, the tour): use_file(), select(), show_ctas(), set_window(), draw().
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/panel.h"
+#include "kernels/measure/timeline.h"
+
+namespace kl::app {
+
+class TimelineView {
+ public:
+  // kernel: timeline::kForward or kBackward (the embedded recordings of that kernel); empty: none (standalone).
+  explicit TimelineView(const std::string& kernel);
+  ~TimelineView();
+  TimelineView(const TimelineView&) = delete;
+  TimelineView& operator=(const TimelineView&) = delete;
+
+  // The parameters the view adds to its panel's: "inside" (0/1: the section open) and "recording" (an embedded
+  // recording of `kernel` by name: timeline_study::named()).
+  static std::vector<ParamSpec> params(const std::string& kernel);
+  static std::vector<ParamSpec> with_params(std::vector<ParamSpec> panel, const std::string& kernel);
+  static bool owns(const std::string& param);  // "inside", "recording": not the panel's computation
+
+  // The panel's block: a collapsing header, open where `inside` is 1 (clicking it sets `inside`); the first
+  // frame it opens by the parameter it scrolls the panel to itself.
+  void draw_section(AppContext& ctx, ParamValues& p);
+  // The view, as wide as the content region. p: the panel's parameters (the recording picked by name), or
+  // nullptr (standalone).
+  void draw(AppContext& ctx, ParamValues* p);
+
+  // Standalone: the recordings of `f` (every kernel) from `origin` ("docs/perf/timeline-h200.json"), replacing
+  // the embedded ones; the first is selected. Recordings from `live_from` on were made by this run (labelled so,
+  // not as recorded). InputError where f has none.
+  void use_file(const timeline::File& f, const std::string& origin, int live_from = -1);
+  // The recording shown (an index into the file's recordings); InputError naming `what` outside the range.
+  void select(int index, const std::string& what = "--recording");
+  // The CTAs drawn (their indices in the launch, each recorded); empty: the first recorded. InputError naming
+  // `what` for a CTA not recorded.
+  void show_ctas(const std::vector<int>& ctas, const std::string& what = "--ctas");
+  // The time window in ns (from the recording's start, or from each CTA's start where aligned); InputError
+  // naming `what` where it is empty or outside the CTAs' span.
+  void set_window(double t0_ns, double t1_ns, const std::string& what = "--window");
+  // The selected recording (nullptr while there is none) and the notice drawn for it.
+  const timeline::Recording* selected() const;
+  std::string notice() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace kl::app
