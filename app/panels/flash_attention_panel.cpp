@@ -305,8 +305,8 @@ class FlashAttentionPanel : public Panel {
       if (t >= 0 && t < steps_ && qb >= 0 && qb < q_blocks_) {
         const uint8_t st = res_.hstate[size_t(qb * steps_ + t)];
         ImGui::SetTooltip("query block %" PRId64 " (rows %" PRId64 "..%" PRId64 "), K/V tile %" PRId64
-                          " = step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
-                          qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t + 1, t + 1, t * bn_,
+                          ", folded in at step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
+                          qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t, t + 1, t * bn_,
                           std::min((t + 1) * bn_, res_.shape.lk) - 1,
                           st == fa::kTileSkipped ? "skipped: no row of this block sees any of these keys (causal)"
                           : t < step - 1         ? "done"
@@ -383,7 +383,7 @@ class FlashAttentionPanel : public Panel {
     viz::HeatmapHover hf = final_map_.draw("final", final_tex_, ImVec2(hw, hh), fresh_);
     for (const viz::HeatmapHover* h : {&hp, &hf})
       if (h->active && h->row < rows)
-        ImGui::SetTooltip("query %" PRId64 ", key %d (K/V tile %d)", row0 + h->row, h->col, h->col / bn_ + 1);
+        ImGui::SetTooltip("query %" PRId64 ", key %d (K/V tile %d)", row0 + h->row, h->col, h->col / bn_);
 
     // The output converging, and O_t / l_t itself.
     // O_t / l_t beside the converging plot where both have room, else under it.
