@@ -12,6 +12,7 @@
 
 #include "kernels/measure/bench.h"
 #include "kernels/runtime/errors.h"
+#include "kernels/studies/gpu_expectation.h"
 #include "kernels/rungs/philox.h"
 
 namespace kl::study {
@@ -144,8 +145,9 @@ void tie_check(ReluDropoutResult& r, const editable::Source* src) {
   r.tie_kept.name = "tie_u_equals_p_kept";
   r.tie_kept.pass = pass;
   r.tie_kept.sentence =
-      pass ? printf_text("yes: at p = %.9g = u of element %" PRId64 ", traced, fused and unfused keep it "
-                         "(u > p would drop it)", r.tie_p, i)
+      pass ? printf_text("yes: a separate run at p = %.9g, element %" PRId64 "'s own u (a tie made on purpose; the "
+                         "panel's p is %g): traced, fused and unfused all keep it, as keep = u >= p must; a kernel "
+                         "testing u > p would drop it", r.tie_p, i, r.p)
            : printf_text("no: at p = %.9g (element %" PRId64 "'s u) kept by traced %s, fused %s, unfused %s",
                          r.tie_p, i, r.tie_kept_traced ? "yes" : "no", r.tie_kept_fused ? "yes" : "no",
                          r.tie_kept_unfused ? "yes" : "no");
@@ -188,6 +190,13 @@ void fusion(ReluDropoutResult& r, const Buffer<float>& x) {
   r.big_fused_label = printf_text("fused, %.0f MB", 8.0 * double(r.big_n) / 1e6);
   r.big_unfused_label = printf_text("unfused, %.0f MB", 16.0 * double(r.big_n) / 1e6);
   const std::string fused = time_text(r.t_fused_ms * 1e3), bytes = time_text(r.bytes_time_us);
+  if (b == Backend::Cpu) {  // no launch on a CPU: what it measured, and what a GPU does instead
+    r.launch_bound = false;
+    r.fusion_line = printf_text("measured on this CPU: fused %s at n = %" PRId64 ", unfused / fused %.2fx here and %.2fx "
+                                "at n = %" PRId64, fused.c_str(), r.n, ratio, big_ratio, r.big_n);
+    r.gpu_line = relu_dropout_on_gpu().sentence;
+    return;
+  }
   if (r.launch_bound)
     r.fusion_line = printf_text("launch-bound at n = %" PRId64 ": fused %s, where its %.3g MB take %s at the "
                                 "n = %" PRId64 " rate, so the %.2fx is one launch saved; the %.2fx at n = %" PRId64
@@ -264,6 +273,7 @@ Report relu_dropout_report(const ReluDropoutResult& r) {
                 {r.rate_inside.name, r.rate_inside.pass, "this seed's rate inside the interval: " + r.rate_inside.sentence},
                 {r.tie_kept.name, r.tie_kept.pass, "tie u == p kept: " + r.tie_kept.sentence}};
   rep.lines = {r.formula_line, r.philox_line, r.rate_line, r.seeds_line, r.hist_title, r.fusion_line};
+  if (!r.gpu_line.empty()) rep.lines.push_back(r.gpu_line);
   if (r.edited) {
     rep.lines.push_back("kernel: " + r.source_file + " (edited)");
     if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);

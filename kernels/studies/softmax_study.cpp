@@ -12,6 +12,7 @@
 
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/params.h"
+#include "kernels/studies/kernel_resources.h"
 
 namespace kl::study {
 namespace {
@@ -133,6 +134,20 @@ void written_texts(const std::vector<int32_t>& writer, int64_t rows, int64_t n, 
   }
 }
 
+// The columns every row's program wrote, 0..c-1 with nothing past, when all rows agree on c; else -1.
+int64_t covered_prefix(const std::vector<int32_t>& writer, int64_t rows, int64_t n) {
+  int64_t prefix = -1;
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t c = 0;
+    while (c < n && writer[size_t(row * n + c)] >= 0) ++c;
+    for (int64_t k = c; k < n; ++k)
+      if (writer[size_t(row * n + k)] >= 0) return -1;
+    if (prefix >= 0 && c != prefix) return -1;
+    prefix = c;
+  }
+  return prefix;
+}
+
 void fill_sentences(SoftmaxBug& r) {
   const int64_t n = r.n_cols;
   r.truncated = n > kBuggyBlock;
@@ -145,6 +160,14 @@ void fill_sentences(SoftmaxBug& r) {
                         "fixed agree. Push n_cols past 1024 to see the bug.", n);
   r.buggy_caption = "buggy: BLOCK_SIZE = 1024 (fixed constant)";
   r.fixed_caption = format("fixed: BLOCK_SIZE = next_power_of_2(%" PRId64 ") = %" PRId64, n, r.block_fixed);
+  // The caption follows the kernel that ran: an edited kernel whose programs covered fewer columns than the
+  // BLOCK_SIZE passed (the gallery's hard-coded 1024) is captioned by what its trace shows it covered.
+  const int64_t covered = covered_prefix(r.writer_fixed, r.rows, n);
+  if (r.edited && covered >= 0 && covered < n)
+    r.fixed_caption = format("fixed (edited kernel): BLOCK_SIZE = %" PRId64 " passed, but it covered columns 0..%" PRId64
+                             " only%s", r.block_fixed, covered - 1,
+                             (covered & (covered - 1)) == 0 && covered > 0
+                                 ? format(", as BLOCK_SIZE = %" PRId64 " would", covered).c_str() : "");
   std::string fixed_unwritten;
   written_texts(r.writer_buggy, r.rows, n, r.buggy_written, r.buggy_unwritten);
   written_texts(r.writer_fixed, r.rows, n, r.fixed_written, fixed_unwritten);
@@ -261,16 +284,28 @@ SoftmaxLimits softmax_limits(Backend b) {
   l.values_per_thread = softmax::kMaxRowRegsPerThread;
   l.hw_regs_per_thread_at_full_block = l.hw_regs_per_block / std::max(1, l.threads_per_block);
   l.device = d.name;
+  l.kernel_threads = int(softmax::detail::traced_launch(Variant::Fixed, nullptr, nullptr, 1, l.build_max_cols, nullptr).block.x);
+  l.kernel_values_per_thread = l.build_max_cols / l.kernel_threads;
+  const KernelResources kr = kernel_resources(b, "softmax.cu", "softmax_traced");
+  l.kernel_registers = kr.registers;
+  l.kernel_stack_bytes = kr.stack_bytes;
+  l.kernel_origin = kr.origin;
+  const std::string where =
+      l.kernel_stack_bytes > 0
+          ? format("so it lives in local memory, not registers: a %" PRId64 "-byte stack frame per thread (%d "
+                   "registers; %s)", l.kernel_stack_bytes, l.kernel_registers, l.kernel_origin.c_str())
+          : format("yet the compiler kept it in registers (%d, no stack frame; %s)", l.kernel_registers,
+                   l.kernel_origin.c_str());
   l.sentence = format(
-      "The widest row fixed takes is this build's choice: %d threads x %d row values each = %s columns. The chip's "
-      "limit is its register file: %s 32-bit registers per SM and per block, at most %d per thread (%" PRId64
-      " each when a block has %d threads), so no block holds more than %s floats, and fewer once indices, the max "
-      "and the sum take their registers. Past %s columns this build refuses fixed and points to online; Triton "
-      "compiles a larger BLOCK_SIZE and spills the row to local memory (it refuses only past 2^20 elements per "
-      "tensor).",
-      l.threads_per_block, l.values_per_thread, grouped(l.build_max_cols).c_str(),
-      grouped(l.hw_regs_per_block).c_str(), l.hw_regs_per_thread, l.hw_regs_per_thread_at_full_block,
-      l.threads_per_block, grouped(l.hw_regs_per_block).c_str(), grouped(l.build_max_cols).c_str());
+      "The widest row fixed takes is this build's choice: %d threads x %d row values each = %s columns. The kernel "
+      "that runs it is launched as Triton picks num_warps (16 from BLOCK_SIZE 4096): %d threads x %" PRId64 " row "
+      "values each, in an array float v[64] indexed by a bound known only at run time, %s. The chip's register "
+      "file: %s 32-bit registers per SM and per block, at most %d per thread (%" PRId64 " each when a block has %d "
+      "threads). Past %s columns this build refuses fixed and points to online; Triton compiles a larger "
+      "BLOCK_SIZE and spills the row to local memory (it refuses only past 2^20 elements per tensor).",
+      l.threads_per_block, l.values_per_thread, grouped(l.build_max_cols).c_str(), l.kernel_threads,
+      l.kernel_values_per_thread, where.c_str(), grouped(l.hw_regs_per_block).c_str(), l.hw_regs_per_thread,
+      l.hw_regs_per_thread_at_full_block, l.threads_per_block, grouped(l.build_max_cols).c_str());
   return l;
 }
 
@@ -525,7 +560,9 @@ Report softmax_report(Backend b, const ParamValues& p) {
                   {"rounding_max", s.rounding_max}, {"buggy_past_min", s.buggy_past_min}};
   num["limits"] = {{"build_max_cols", l.build_max_cols}, {"threads_per_block", l.threads_per_block},
                    {"values_per_thread", l.values_per_thread}, {"hw_regs_per_block", l.hw_regs_per_block},
-                   {"hw_regs_per_thread", l.hw_regs_per_thread}};
+                   {"hw_regs_per_thread", l.hw_regs_per_thread}, {"kernel_threads", l.kernel_threads},
+                   {"kernel_values_per_thread", l.kernel_values_per_thread},
+                   {"kernel_registers", l.kernel_registers}, {"kernel_stack_bytes", l.kernel_stack_bytes}};
   return rep;
 }
 

@@ -40,6 +40,15 @@ struct SoftmaxLimits {
   int64_t hw_regs_per_block = kHwRegsPerBlock;
   int hw_regs_per_thread = kHwMaxRegsPerThread;
   int64_t hw_regs_per_thread_at_full_block = 0;  // hw_regs_per_block / threads_per_block
+  // How the shipped kernel (softmax_traced) runs the widest row: its launch's threads (Triton's num_warps:
+  // 16 warps from BLOCK_SIZE 4096), the row values each thread then holds, and what the compiler gave it:
+  // its float v[64] is indexed by a bound known only at run time, so it lives in local memory (the stack
+  // frame), not registers (kernels/studies/kernel_resources.h: ptxas's record, or the GPU's own build).
+  int kernel_threads = 0;
+  int64_t kernel_values_per_thread = 0;
+  int kernel_registers = 0;
+  int64_t kernel_stack_bytes = 0;
+  std::string kernel_origin;
   std::string device;            // the device's name
   std::string sentence;          // what the panel shows under the row sums
 };
