@@ -289,6 +289,23 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks) {
   return run(b, p, sinks, e ? &*e : nullptr);
 }
 
+static void notice(Result& r) {
+  const Budget& g = r.budget;
+  char t[600];
+  if (!r.ran)
+    std::snprintf(t, sizeof t, "Lk = %" PRId64 " needs %s of shared memory per block, past the %s limit: refused "
+                  "before launch (the wall at d = %d is Lk = %" PRId64 "); rung 5 streams K and V in tiles",
+                  g.lk, kib(g.need).c_str(), kib(g.limit).c_str(), g.d, g.wall);
+  else if (!r.check.ok)
+    std::snprintf(t, sizeof t, "the output does not match the float64 reference: %s", r.check.text.c_str());
+  else
+    std::snprintf(t, sizeof t, "all of K and V sit in shared memory: %s of the %s a block may have at Lk = %" PRId64
+                  "; the wall at d = %d is Lk = %" PRId64 ". %d block%s per SM, bound by %s",
+                  kib(g.need).c_str(), kib(g.limit).c_str(), g.lk, g.d, g.wall, g.blocks, g.blocks == 1 ? "" : "s",
+                  g.occ.binding.c_str());
+  r.notice = t;
+}
+
 Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::Source* src) {
   Result r;
   r.edited = src != nullptr;
@@ -305,6 +322,7 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::
     attention::check_shape(b, r.shape);  // the wall, before anything is allocated
   } catch (const InputError& e) {
     r.run_error = e.what();
+    notice(r);
     return r;
   }
   r.in.make(b, r.shape.lq, r.shape.lk, r.shape.d, r.magnitude, uint32_t(p.get_int("seed")));
@@ -315,12 +333,14 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::
   check_row_sums(r);
   score_scale(r);
   run_unfused(b, r);
+  notice(r);
   return r;
 }
 
 study::Report report(const Result& r) {
   study::Report rep;
   rep.panel = "attention";
+  rep.notice = r.notice;
   rep.settings = r.shape.text() + (r.opt.causal ? " causal" : "") + ", magnitude=" + std::to_string(r.magnitude);
   const Budget& g = r.budget;
   rep.checks.push_back({"fits_shared_memory", !g.past, g.wall_line});

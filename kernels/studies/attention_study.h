@@ -111,6 +111,7 @@ struct Result {
   Line unfused;                   // "standard attention (unfused):"
   double traffic_smem = 0, traffic_unfused = 0;  // counted bytes (attention.h)
   std::string traffic_line;
+  std::string notice;             // the panel's opening line: what to notice, with these numbers
   double smax = 0, pmax = 0, omax = 0;  // colour scales
   // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
   // ran cleanly; the checks then read what it did write, and fail when it faulted).

@@ -251,12 +251,45 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   study_tiles(r, t);
   study_tile(r);
   study_convergence(r, dq_ref, dk_ref, dv_ref);
+  const double ratio = r.lse_bytes ? double(r.p_bytes) / double(r.lse_bytes) : 0;
+  if (r.fault.kind != editable::Fault::None || r.dq_rel >= r.tolerance || r.dk_rel >= r.tolerance ||
+      r.dv_rel >= r.tolerance)
+    r.notice = "the teaching backward's gradients do not match float64 (dQ, dK, dV off by " + num(r.dq_rel) + ", " +
+               num(r.dk_rel) + ", " + num(r.dv_rel) + "): the checks below say where";
+  else
+    r.notice = "the forward keeps L, " + mem::bytes_text(r.lse_bytes) + " (one float per query row), where a naive "
+               "backward keeps P, " + mem::bytes_text(r.p_bytes) + " (" + num(ratio) + "x more), and dP beside it: its "
+               "wall is Lq = Lk = " + std::to_string(r.wall_length) + " in this memory. Rung 6 recomputes P from L "
+               "tile by tile (off by " + num(r.p_max_abs_diff) + ")";
   return r;
+}
+
+ErrorCurve dkdv_curve(const Result& r) {
+  ErrorCurve c;
+  c.title = "dK_j, dV_j of program " + std::to_string(r.kv_tile) + " against float64";
+  c.x_label = "query tiles folded in";
+  for (size_t i = 0; i < r.dk_err.size(); ++i) c.x.push_back(double(i + 1));
+  c.labels = {"dK_j", "dV_j"};
+  c.y = {r.dk_err, r.dv_err};
+  c.now = double(r.q_tile + 1);
+  return c;
+}
+
+ErrorCurve dq_curve(const Result& r) {
+  ErrorCurve c;
+  c.title = "dQ_i of query tile " + std::to_string(r.q_tile) + " against float64";
+  c.x_label = "programs folded in";
+  for (size_t i = 0; i < r.dq_err.size(); ++i) c.x.push_back(double(i + 1));
+  c.labels = {"dQ_i"};
+  c.y = {r.dq_err};
+  c.now = double(r.kv_tile + 1);
+  return c;
 }
 
 study::Report report(const Result& r) {
   study::Report rep;
   rep.panel = "backward";
+  rep.notice = r.notice;
   rep.settings = r.s.text() + (r.o.causal ? ", causal" : "") + ", block_m=" + std::to_string(r.block_m) +
                  ", block_n=" + std::to_string(r.block_n) + ", kv_tile=" + std::to_string(r.kv_tile) +
                  ", q_tile=" + std::to_string(r.q_tile) + ", " + backend_name(r.backend) + " backend";

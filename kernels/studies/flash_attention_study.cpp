@@ -488,6 +488,18 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   r.io = io_view(b, r.shape, r.opt.causal, r.bm, r.bn);
   r.budget = budgets(r.shape.d, r.bm, r.bn, r.limit);
   r.budget_caption = budget_caption(r.shape.d, r.limit);
+  char buf[600];
+  if (!r.check.ok)
+    std::snprintf(buf, sizeof buf, "the output does not match the float64 reference: %s", r.check.text.c_str());
+  else if (r.q_blocks == 1)
+    std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once (one query block of BLOCK_M = %d holds all %" PRId64
+                  " queries): %s here against standard attention's %s", r.bm, lq,
+                  kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once per %d-row query block (%" PRId64 " times): %s here "
+                  "against standard attention's %s; raise BLOCK_M to save more", r.bm, r.q_blocks,
+                  kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str());
+  r.notice = buf;
   return r;
 }
 
@@ -577,6 +589,7 @@ StepView step_view(const Result& r, int64_t step) {
 study::Report report(const Result& r, int64_t step) {
   study::Report rep;
   rep.panel = "flash-attention";
+  rep.notice = r.notice;
   rep.settings = r.shape.text() + (r.opt.causal ? " causal" : "") + " block_m=" + std::to_string(r.bm) +
                  " block_n=" + std::to_string(r.bn) + " qblock=" + std::to_string(r.qblock) +
                  " step=" + std::to_string(step);

@@ -136,6 +136,7 @@ struct Result {
   std::string source_file;  // "flash_attention.cu" (shipped) or the edited source's file name
   editable::Fault fault;
   std::string fault_line;   // "edited kernel: out-of-bounds store to out[...] ..." or empty
+  std::string notice;       // the panel's opening line: what to notice, with these numbers
 };
 
 // Throws InputError (tiles that do not fit, bad shapes) and RuntimeError. `src`: an edited copy of

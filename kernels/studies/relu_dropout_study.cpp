@@ -262,12 +262,21 @@ ReluDropoutResult run_relu_dropout(Backend b, const ParamValues& settings, const
   tie_check(r, src);
   fusion(r, x);
   describe(r);
+  if (r.elsewhere > 0 || !r.matches_reference.pass)
+    r.notice = printf_text("every survivor should be x / (1 - p) = %.4gx, one spike; here %" PRId64 " of %" PRId64
+                           " survivors are elsewhere and the output does not match: the scale is wrong",
+                           1.0 / (1.0 - r.p), r.elsewhere, r.survivors);
+  else
+    r.notice = printf_text("dropped %" PRId64 " of %" PRId64 " = %.4f, inside the 99%% interval [%.4f, %.4f] around "
+                           "p = %g, and every survivor is exactly x / (1 - p) = %.4gx: a random kernel is checked by "
+                           "its distribution", r.dropped, r.n, r.rate, r.lo99, r.hi99, r.p, 1.0 / (1.0 - r.p));
   return r;
 }
 
 Report relu_dropout_report(const ReluDropoutResult& r) {
   Report rep;
   rep.panel = "relu-dropout";
+  rep.notice = r.notice;
   rep.checks = {{r.matches_reference.name, r.matches_reference.pass, "matches reference: " + r.matches_reference.sentence},
                 {r.bit_for_bit.name, r.bit_for_bit.pass, "fused == traced == unfused, bit for bit: " + r.bit_for_bit.sentence},
                 {r.rate_inside.name, r.rate_inside.pass, "this seed's rate inside the interval: " + r.rate_inside.sentence},

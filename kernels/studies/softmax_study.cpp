@@ -199,6 +199,23 @@ void fill_sentences(SoftmaxBug& r) {
                                  100.0 * r.ref_head_mass[0]);
   else
     r.row_sums_sentence = "Every row sums to 1 in both kernels.";
+  const int64_t fixed_unwritten_count = std::count(r.writer_fixed.begin(), r.writer_fixed.end(), -1);
+  if (r.nonfinite_buggy || r.nonfinite_fixed)
+    r.notice = format("exp(x) overflowed: %" PRId64 " written elements of fixed are inf or NaN (x up to %.4g); a "
+                      "kernel that subtracts the row max first never overflows", r.nonfinite_fixed,
+                      double(r.first_nonfinite_x));
+  else if (fixed_unwritten_count > 0)
+    r.notice = format("fixed too leaves %" PRId64 " elements never written (red): the kernel that ran covers fewer "
+                      "columns than the BLOCK_SIZE = %" PRId64 " the host passes", fixed_unwritten_count, r.block_fixed);
+  else if (!r.fixed.pass)
+    r.notice = "fixed does not match the reference: " + r.fixed.sentence;
+  else if (r.truncated)
+    r.notice = format("BLOCK_SIZE = 1024 but n_cols = %" PRId64 ": buggy never writes columns 1024..%" PRId64 " (red) "
+                      "and its written values are %.2fx too large; BLOCK_SIZE = next_power_of_2 = %" PRId64
+                      " covers the row", n, n - 1, 1.0 / std::max(r.ref_head_mass[0], 1e-300), r.block_fixed);
+  else
+    r.notice = format("n_cols = %" PRId64 " fits in BLOCK_SIZE = 1024: buggy and fixed agree; push n_cols past 1024 "
+                      "to see the bug", n);
   if (r.nonfinite_buggy || r.nonfinite_fixed)
     r.nonfinite_sentence = format("inf/NaN where the inputs are large: %" PRId64 " written elements of buggy and %" PRId64
                                   " of fixed are not finite; the first at row %" PRId64 ", column %" PRId64
@@ -493,6 +510,12 @@ SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::So
                          : format("%s, max abs diff %.3g", r.check.pass ? "yes" : "no", diff);
   if (fault.kind != editable::Fault::None)
     r.check.pass = false, r.check.sentence = "edited kernel: " + fault.text() + "; " + r.check.sentence;
+  int64_t moved = 0;
+  for (size_t k = 1; k < r.steps.size(); ++k) moved += r.steps[k].m_moved ? 1 : 0;
+  r.notice = format("one program walks the row in %zu chunks of %d keeping only a running max m and sum l: m moved "
+                    "in %" PRId64 " chunk%s after the first, and each time l was rescaled by alpha = exp(m_old - m_new) "
+                    "< 1; %s", r.steps.size(), r.chunk, moved, moved == 1 ? "" : "s",
+                    r.check.pass ? "the result matches the reference" : "the result does not match the reference");
   r.intro = format("One program walks row %" PRId64 " in %" PRId64 " chunks of %d columns, keeping only a running "
                    "max m and a running sum l:  m_new = max(m_old, rowmax(chunk)),  l_new = l_old * exp(m_old - m_new) "
                    "+ rowsum(exp(chunk - m_new)).  A second pass writes exp(x - m) / l.  Any width works: nothing "
@@ -508,6 +531,7 @@ Report softmax_report(Backend b, const ParamValues& p) {
   if (p.get_text("view") == "online") {
     const SoftmaxOnline o = softmax_online(b, p);
     rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed", "chunk", "trace_row"});
+    rep.notice = o.notice;
     rep.checks.push_back({o.check.name, o.check.pass, "online matches reference (this row): " + o.check.sentence});
     rep.lines.push_back(o.intro);
     for (size_t k = 0; k < o.steps.size(); ++k) {
@@ -525,6 +549,7 @@ Report softmax_report(Backend b, const ParamValues& p) {
   const SoftmaxSweep s = softmax_sweep(b, p);
   const SoftmaxLimits l = softmax_limits(b);
   rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed", "x_scale"});
+  rep.notice = g.notice;
   rep.checks.push_back({g.buggy.name, g.buggy.pass, "buggy matches reference: " + g.buggy.sentence});
   rep.checks.push_back({g.fixed.name, g.fixed.pass, "fixed matches reference: " + g.fixed.sentence});
   rep.lines.push_back(g.headline);

@@ -87,6 +87,7 @@ struct SoftmaxBug {
   std::string buggy_written, buggy_unwritten, fixed_written;  // under the heatmaps ("" when none)
   std::string row_sums_sentence;      // under the row-sum table
   std::string inputs_sentence;        // under the checks: what x is, and that the diff depends on the draw
+  std::string notice;                 // the panel's opening line: what to notice, with these numbers
 };
 // Throws InputError for settings out of range (as the panel's controls would refuse them). `src`: an edited
 // copy of kernels/editable/sources/softmax.cu run for buggy and fixed instead of the shipped one
@@ -130,6 +131,7 @@ struct SoftmaxOnline {
   std::vector<SoftmaxOnlineStep> steps;
   Check check;                          // "online matches reference (this row): ..."
   std::string intro;                    // the paragraph over the check
+  std::string notice;                   // the panel's opening line
 };
 // Throws InputError for trace_row >= rows (naming the range) and other out-of-range settings.
 SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::Source* src);

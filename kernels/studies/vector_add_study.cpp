@@ -141,6 +141,25 @@ void describe(VectorAddResult& r) {
                               last);
 }
 
+void notice(VectorAddResult& r) {
+  const editable::Fault& f = r.fault;
+  if (r.accessed_past_n)
+    r.notice = printf_text("this kernel's %s %s is not masked: it reaches up to %" PRId64 " bytes past the end "
+                           "(offsets %" PRId64 "..%" PRId64 "); this tracer refused it, a plain kernel on a GPU "
+                           "would not", f.store ? "store to" : "load from", f.tensor.c_str(),
+                           r.masked * int64_t(sizeof(float)), r.n, r.offsets - 1);
+  else if (r.never_written > 0)
+    r.notice = printf_text("%" PRId64 " of the %" PRId64 " elements were never written (red checker): no program "
+                           "stored them", r.never_written, r.n);
+  else if (r.masked > 0)
+    r.notice = printf_text("ceil(%" PRId64 " / %d) = %" PRId64 " programs cover %" PRId64 " offsets: the last "
+                           "program's %" PRId64 " offsets past n are masked off (hatched), so nothing is loaded or "
+                           "stored past the end", r.n, r.block_size, r.grid, r.offsets, r.masked);
+  else
+    r.notice = printf_text("n = %" PRId64 " is a multiple of BLOCK_SIZE = %d: %" PRId64 " programs, nothing masked; "
+                           "make n a non-multiple to see the mask at work", r.n, r.block_size, r.grid);
+}
+
 }  // namespace
 
 // The panel's parameters: the rung's block_size spec, with the panel's own default (an override the
@@ -186,12 +205,14 @@ VectorAddResult run_vector_add(Backend b, const ParamValues& settings, const edi
   note_fault(r);
   check_trace(r);
   describe(r);
+  notice(r);
   return r;
 }
 
 Report vector_add_report(const VectorAddResult& r) {
   Report rep;
   rep.panel = "vector-add";
+  rep.notice = r.notice;
   rep.checks = {{r.matches_reference.name, r.matches_reference.pass, "matches reference: " + r.matches_reference.sentence},
                 {r.trace_check.name, r.trace_check.pass, "trace: " + r.trace_check.sentence}};
   rep.lines = {r.grid_line, r.block_line, r.tail_line};

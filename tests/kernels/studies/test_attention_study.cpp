@@ -210,5 +210,19 @@ TEST(AttentionStudy, TextPutsTheWallOnStagingAndNamesTheThreeLimits) {
   EXPECT_NE(text.find("registers (the\nkernel's registers per thread)"), std::string::npos) << text;
 }
 
+// The panel's opening line: the bytes against the limit, the wall and the binding occupancy limit; past
+// the wall, the refusal.
+TEST(AttentionStudy, NoticeSaysWhatToSee) {
+  ParamValues p(params());
+  const Result r = run(Backend::Cpu, p);
+  EXPECT_EQ(r.notice, "all of K and V sit in shared memory: 7.0 KiB of the 227.0 KiB a block may have at Lk = 20; the "
+                      "wall at d = 32 is Lk = 900. 5 blocks per SM, bound by registers");
+  EXPECT_EQ(report(r).notice, r.notice);
+  p.set("lk=1000");
+  const Result past = run(Backend::Cpu, p);
+  EXPECT_EQ(past.notice.rfind("Lk = 1000 needs 252.0 KiB of shared memory per block, past the 227.0 KiB limit: refused", 0),
+            0u) << past.notice;
+}
+
 }  // namespace
 }  // namespace kl::attention_study

@@ -437,5 +437,17 @@ TEST_F(FlashAttentionGallery, CausalTopLeftNamesTheRowsThatSeeTheWrongKeys) {
   EXPECT_TRUE(open.check.ok) << open.check.text;
 }
 
+// The panel's opening line (the issue's own example): K and V read once per query block, the bytes against
+// standard attention's, and what saves more.
+TEST(FlashAttentionStudy, NoticeSaysWhatToSee) {
+  const Result r = run(Backend::Cpu, settings({}));
+  EXPECT_EQ(r.notice, "Rung 5 reads K and V once per 16-row query block (3 times): 84.0 KiB here against standard "
+                      "attention's 108.0 KiB; raise BLOCK_M to save more");
+  EXPECT_EQ(report(r, 3).notice, r.notice);
+  const Result one = run(Backend::Cpu, settings({"block_m=64"}));
+  EXPECT_EQ(one.notice, "Rung 5 reads K and V once (one query block of BLOCK_M = 64 holds all 48 queries): 36.0 KiB here "
+                        "against standard attention's 108.0 KiB");
+}
+
 }  // namespace
 }  // namespace kl::flash_attention_study

@@ -254,5 +254,15 @@ TEST(ReluDropoutStudy, RegistryEntryReportsChecksAndNumbers) {
   EXPECT_EQ(study::registry()[0].panel, "vector-add");
 }
 
+// The panel's opening line: the rate inside its interval and the one spike, with the study's numbers.
+TEST(ReluDropoutStudy, NoticeStatesTheRateAndTheSpike) {
+  const study::ReluDropoutResult r = study::run_relu_dropout(Backend::Cpu, settings(65536, 0.5, 1234));
+  EXPECT_EQ(r.notice, "dropped " + std::to_string(r.dropped) + " of 65536 = " + fmt("%.4f", r.rate) +
+                          ", inside the 99% interval [" + fmt("%.4f", r.lo99) + ", " + fmt("%.4f", r.hi99) +
+                          "] around p = 0.5, and every survivor is exactly x / (1 - p) = 2x: a random kernel is "
+                          "checked by its distribution");
+  EXPECT_EQ(study::relu_dropout_report(r).notice, r.notice);
+}
+
 }  // namespace
 }  // namespace kl

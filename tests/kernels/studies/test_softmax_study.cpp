@@ -444,5 +444,26 @@ TEST_F(SoftmaxGallery, MissingSyncthreadsSaysTheGpuRaceIsSilent) {
   EXPECT_NE(g.sentence.find("compute-sanitizer --tool racecheck"), std::string::npos) << g.sentence;
 }
 
+// The panel's opening line follows what the kernels did: the truncation with its overweight, the agreement
+// below 1024, and the edited kernel that covers fewer columns than it is passed.
+TEST_F(SoftmaxGallery, NoticeSaysWhatToSee) {
+  const SoftmaxBug r = study::softmax_bug(Backend::Cpu, settings({}), nullptr);
+  EXPECT_EQ(r.notice, "BLOCK_SIZE = 1024 but n_cols = 2000: buggy never writes columns 1024..1999 (red) and its written "
+                      "values are " + fmt("%.2f", 1.0 / r.ref_head_mass[0]) + "x too large; BLOCK_SIZE = "
+                      "next_power_of_2 = 2048 covers the row");
+  EXPECT_EQ(study::softmax_report(Backend::Cpu, settings({})).notice, r.notice);
+  const SoftmaxBug small = study::softmax_bug(Backend::Cpu, settings({"n_cols=1000"}), nullptr);
+  EXPECT_EQ(small.notice.rfind("n_cols = 1000 fits in BLOCK_SIZE = 1024: buggy and fixed agree", 0), 0u) << small.notice;
+  const editable::GalleryBug g = bug("hard_coded_block_size.cu");
+  const editable::Source src{"softmax", g.file, g.text};
+  const SoftmaxBug hard = study::softmax_bug(Backend::Cpu, settings({}), &src);
+  EXPECT_EQ(hard.notice.rfind("fixed too leaves 11712 elements never written (red)", 0), 0u) << hard.notice;
+  const study::SoftmaxOnline o = study::softmax_online(Backend::Cpu, settings({"view=online"}), nullptr);
+  int moved = 0;
+  for (size_t k = 1; k < o.steps.size(); ++k) moved += o.steps[k].m_moved;
+  EXPECT_NE(o.notice.find("m moved in " + std::to_string(moved) + " chunk"), std::string::npos) << o.notice;
+  EXPECT_NE(o.notice.find("the result matches the reference"), std::string::npos) << o.notice;
+}
+
 }  // namespace
 }  // namespace kl

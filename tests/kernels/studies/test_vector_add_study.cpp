@@ -145,5 +145,15 @@ TEST(VectorAddStudy, TextSaysTritonsThreadsAreNotTheElements) {
   EXPECT_TRUE(contains(text, "the colours repeat every 12")) << text;
 }
 
+// The panel's opening line, from the study's numbers, for each case a student meets first.
+TEST(VectorAddStudy, NoticeSaysWhatToSee) {
+  const study::VectorAddResult r = study::run_vector_add(Backend::Cpu, settings(1000, 256, 1));
+  EXPECT_EQ(r.notice, "ceil(1000 / 256) = 4 programs cover 1024 offsets: the last program's 24 offsets past n are "
+                      "masked off (hatched), so nothing is loaded or stored past the end");
+  EXPECT_EQ(study::vector_add_report(r).notice, r.notice);
+  const study::VectorAddResult m = study::run_vector_add(Backend::Cpu, settings(4096, 1024, 1));
+  EXPECT_EQ(m.notice.rfind("n = 4096 is a multiple of BLOCK_SIZE = 1024: 4 programs, nothing masked", 0), 0u) << m.notice;
+}
+
 }  // namespace
 }  // namespace kl

@@ -1,0 +1,71 @@
+#include "app/notice.h"
+
+#include <imgui.h>
+
+#include "app/ui.h"
+
+namespace kl::app {
+
+void notice(const std::string& text) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float pad = ui::px(4);
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  ImGui::Dummy(ImVec2(0, pad));
+  dl->ChannelsSplit(2);
+  dl->ChannelsSetCurrent(1);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::SetCursorScreenPos(ImVec2(p0.x + pad, p0.y));
+  ImGui::BeginGroup();
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 196, 80, 255));
+  ImGui::TextUnformatted("Notice:");
+  ImGui::PopStyleColor();
+  ImGui::SameLine();
+  ImGui::PushTextWrapPos(right - ImGui::GetWindowPos().x - pad);
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(245, 245, 245, 255));
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopStyleColor();
+  ImGui::PopTextWrapPos();
+  ImGui::EndGroup();
+  const float bottom = ImGui::GetItemRectMax().y;
+  dl->ChannelsSetCurrent(0);
+  dl->AddRectFilled(ImVec2(p0.x, p0.y - pad), ImVec2(right, bottom + pad), IM_COL32(74, 58, 24, 255), ui::px(3));
+  dl->AddRectFilled(ImVec2(p0.x, p0.y - pad), ImVec2(p0.x + ui::px(3), bottom + pad), IM_COL32(255, 196, 80, 255));
+  dl->ChannelsMerge();
+  ImGui::Dummy(ImVec2(0, pad));
+}
+
+void checks_summary(const std::vector<study::Check>& checks) {
+  bool all = !checks.empty();
+  for (const study::Check& c : checks) all = all && c.pass;
+  if (!all) {
+    for (const study::Check& c : checks)
+      if (!c.pass) ui::wrapped_colored(IM_COL32(255, 110, 100, 255), c.sentence);
+    return;
+  }
+  std::string line = "all " + std::to_string(checks.size()) + " checks pass: ";
+  std::string list;
+  for (size_t i = 0; i < checks.size(); ++i) list += (i ? "\n" : "") + checks[i].sentence;
+  // One line: as many whole check sentences as fit, then "...".
+  const float room = ImGui::GetContentRegionAvail().x;
+  std::string shown = line;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const std::string next = shown + (i ? "; " : "") + checks[i].sentence;
+    if (ImGui::CalcTextSize((next + " ...").c_str()).x > room) {
+      shown += i ? " ..." : "hover for the list";
+      break;
+    }
+    shown = next;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(120, 220, 120, 255));
+  ImGui::TextUnformatted(shown.c_str());
+  ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.0f);
+    ImGui::TextUnformatted(list.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+
+}  // namespace kl::app
