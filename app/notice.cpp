@@ -68,4 +68,27 @@ void checks_summary(const std::vector<study::Check>& checks) {
   }
 }
 
+ViewTabs::ViewTabs(const char* id, ParamValues& p, const char* param, std::string& forced)
+    : p_(p), param_(param), forced_(forced) {
+  want_ = p_.get_text(param_);
+  force_ = forced_ != want_;  // set from outside (a tour stop, --set): select its tab this frame
+  forced_ = want_;
+  open_ = ImGui::BeginTabBar(id, ImGuiTabBarFlags_FittingPolicyScroll);
+}
+
+bool ViewTabs::item(const char* label, const char* value) {
+  if (!open_) return false;
+  const bool mine = value && want_ == value;
+  if (!ImGui::BeginTabItem(label, nullptr, force_ && mine ? ImGuiTabItemFlags_SetSelected : 0)) return false;
+  if (!force_ && value && !mine) p_.set(param_, value), forced_ = value;  // clicked: the parameter follows
+  return true;
+}
+
+void ViewTabs::end_item() { ImGui::EndTabItem(); }
+
+void ViewTabs::end() {
+  if (open_) ImGui::EndTabBar();
+  open_ = false;
+}
+
 }  // namespace kl::app

@@ -26,7 +26,9 @@ std::vector<ParamSpec> params() {
           panel_override(fab::param::block_n(), "32", grid),
           int_param("kv_tile", 0, 1023, 1, "the program shown: K/V tile j"),
           int_param("q_tile", 0, 1023, 2, "the step shown: query tile i of program j (and dQ_i's tile)"),
-          int_param("seed", 0, 1000000, 1, "seed of the random Q, K, V, dO in [-1, 1]")};
+          int_param("seed", 0, 1000000, 1, "seed of the random Q, K, V, dO in [-1, 1]"),
+          choice_param("view", {"saves", "tiles", "errors", "checks"}, "saves",
+                       "the panel's view: what the backward saves, the tiles, the errors as tiles fold in, the checks")};
 }
 
 namespace {
@@ -264,8 +266,8 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   return r;
 }
 
-ErrorCurve dkdv_curve(const Result& r) {
-  ErrorCurve c;
+Curve dkdv_curve(const Result& r) {
+  Curve c;
   c.title = "dK_j, dV_j of program " + std::to_string(r.kv_tile) + " against float64";
   c.x_label = "query tiles folded in";
   for (size_t i = 0; i < r.dk_err.size(); ++i) c.x.push_back(double(i + 1));
@@ -275,14 +277,31 @@ ErrorCurve dkdv_curve(const Result& r) {
   return c;
 }
 
-ErrorCurve dq_curve(const Result& r) {
-  ErrorCurve c;
+Curve dq_curve(const Result& r) {
+  Curve c;
   c.title = "dQ_i of query tile " + std::to_string(r.q_tile) + " against float64";
   c.x_label = "programs folded in";
   for (size_t i = 0; i < r.dq_err.size(); ++i) c.x.push_back(double(i + 1));
   c.labels = {"dQ_i"};
   c.y = {r.dq_err};
   c.now = double(r.kv_tile + 1);
+  return c;
+}
+
+Curve saved_curve(const Result& r) {
+  Curve c;
+  c.title = "bytes kept for the backward against L = Lq = Lk";
+  c.x_label = "L = Lq = Lk";
+  c.labels = {"P + dP (naive)", "L (FlashAttention)", "memory available"};
+  c.y.assign(3, {});
+  const double bh = double(r.s.bh());
+  for (int64_t l = 64; l <= std::max<int64_t>(4 * r.wall_length, 1024); l *= 2) {
+    c.x.push_back(double(l));
+    c.y[0].push_back(8.0 * bh * double(l) * double(l));
+    c.y[1].push_back(4.0 * bh * double(l));
+    c.y[2].push_back(double(r.wall.available));
+  }
+  c.now = double(r.wall_length);
   return c;
 }
 

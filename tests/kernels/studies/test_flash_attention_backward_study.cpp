@@ -144,7 +144,7 @@ TEST(FlashAttentionBackwardStudy, LinesComeInTheOrderThePanelDrawsThem) {
 // (query tiles folded in).
 TEST(FlashAttentionBackwardStudy, ErrorCurvesCountFromOneOnTheirOwnAxes) {
   const Result r = run(Backend::Cpu, settings({}));  // 3 query tiles, 4 programs; q_tile 2, kv_tile 1
-  const ErrorCurve kv = dkdv_curve(r), q = dq_curve(r);
+  const Curve kv = dkdv_curve(r), q = dq_curve(r);
   EXPECT_EQ(kv.x, (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(kv.x_label, "query tiles folded in");
   ASSERT_EQ(kv.y.size(), 2u);
@@ -169,6 +169,16 @@ TEST(FlashAttentionBackwardStudy, NoticeSaysWhatTheBackwardSaves) {
                            "its wall is Lq = Lk = " + std::to_string(r.wall_length) + " in this memory", 0),
             0u) << r.notice;
   EXPECT_EQ(report(r).notice, r.notice);
+  // The first view's curve: the naive P + dP is 8 L^2 bytes and crosses the memory available at the wall.
+  const Curve c = saved_curve(r);
+  ASSERT_EQ(c.y.size(), 3u);
+  for (size_t i = 0; i < c.x.size(); ++i) {
+    EXPECT_EQ(c.y[0][i], 8.0 * c.x[i] * c.x[i]);
+    EXPECT_EQ(c.y[1][i], 4.0 * c.x[i]);
+    EXPECT_EQ(c.y[0][i] <= double(r.wall.available), c.x[i] <= double(r.wall_length)) << c.x[i];
+  }
+  EXPECT_EQ(c.now, double(r.wall_length));
+  EXPECT_GT(c.x.back(), 2.0 * r.wall_length);
 }
 
 }  // namespace
