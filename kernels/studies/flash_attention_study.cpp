@@ -40,7 +40,9 @@ std::vector<ParamSpec> params() {
           int_param("qblock", 0, 511, 1, "the query block whose rows are shown in detail"),
           int_param("step", 1, 16384, 3, "K/V tiles folded in so far (the scrubber)"),
           float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
-          int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")};
+          int_param("seed", 0, 1 << 30, 1, "seed of the random inputs"),
+          choice_param("view", {"steps", "io", "memory", "checks"}, "steps",
+                       "the panel's view: the steps, the IO argument, shared memory, the checks")};
 }
 
 // [SECTION] Memory and traffic -------------------------------------------------------------------------------
