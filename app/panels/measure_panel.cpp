@@ -259,7 +259,9 @@ class MeasurePanel : public Panel {
       viz::PlotOptions bo;
       // Two lines: a wrap could split "1.01x" at its point.
       bo.title = std::string(soft ? "softmax" : "ReLU+dropout") + ", N=" + pow2(f.size) + "\n" +
-                 (soft ? "1 pass " : "fused ") + fmt("%.2fx faster", f.speedup()) + (f.launch_bound ? " (launch-bound)" : "");
+                 (soft ? "1 pass " : "fused ") +
+                 (f.speedup() >= 1.0 ? fmt("%.2fx faster", f.speedup()) : fmt("%.2fx slower", 1.0 / f.speedup())) +
+                 (f.launch_bound ? " (launch-bound)" : "");
       bo.y_label = us ? "us per call" : "ms per call";
       ImGui::PushID(int(i));
       viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, h));
