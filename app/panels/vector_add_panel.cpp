@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "app/panels/panels.h"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/vector_add.h"
@@ -42,14 +43,6 @@ class VectorAddPanel : public Panel {
   }
 
   void draw(AppContext& ctx) override {
-    if (ImGui::CollapsingHeader("What you are looking at", ImGuiTreeNodeFlags_DefaultOpen))
-      ui::explain("vector_add.md");
-    ui::section("Launch");
-    ImGui::PushItemWidth(220);
-    ui::param_row(params_, {"n", "block_size", "seed"}, &control_error_);
-    ImGui::PopItemWidth();
-    ui::error_box(control_error_);
-
     const std::string key = ui::settings_key(params_, {"n", "block_size", "seed"}, ctx.backend.backend);
     if (key != computed_key_) {
       computed_key_ = key;
@@ -61,6 +54,11 @@ class VectorAddPanel : public Panel {
         valid_ = false;
       }
     }
+    if (valid_) notice(result_.notice);
+    ImGui::PushItemWidth(220);
+    ui::param_row(params_, {"n", "block_size", "seed"}, &control_error_);
+    ImGui::PopItemWidth();
+    ui::error_box(control_error_);
     ui::error_box(run_error_);
     if (!valid_) return;
 
@@ -105,6 +103,7 @@ class VectorAddPanel : public Panel {
     // The strip shares the grid's scale and its colour bar (set_colorbar(false) in the constructor).
     viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(img_w, ui::px(28)), fresh_);
     if (th.active) tooltip(ctx.backend.backend, (r.grid - 1) * r.block_size + th.col);
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("vector_add.md");
     fresh_ = false;
   }
 

@@ -157,6 +157,25 @@ void check_against_reference(Result& r) {
   }
   r.err = rel(num, den);
   r.werr = rel(wnum, wden);
+  std::vector<double> vis;
+  for (int64_t i = 0; i < lq; ++i)
+    for (int64_t j = 0; j < attention::visible_keys(i, lq, lk, r.opt.causal); ++j) vis.push_back(refw[size_t(i * lk + j)]);
+  double p99 = r.pmax;
+  if (!vis.empty()) {
+    const size_t k = std::min(vis.size() - 1, size_t(double(vis.size()) * 0.99));
+    std::nth_element(vis.begin(), vis.begin() + std::ptrdiff_t(k), vis.end());
+    p99 = vis[k];
+  }
+  if (p99 > 0 && p99 < 0.5 * r.pmax) {
+    r.p_scale = p99;
+    char b[160];
+    std::snprintf(b, sizeof b, "colour top: the 99th percentile, %.2g; larger weights (up to %.2g) clipped", p99, r.pmax);
+    r.p_scale_note = b;
+    r.p_scale_label = "weight (p99 top)";
+  } else {
+    r.p_scale = r.pmax;
+    r.p_scale_label = "weight";
+  }
   r.check.label = "matches reference (float64):";
   r.check.ok = r.nans == 0 && r.err < 1e-5 && r.werr < 1e-5;
   char buf[200];

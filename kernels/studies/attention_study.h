@@ -113,6 +113,12 @@ struct Result {
   std::string traffic_line;
   std::string notice;             // the panel's opening line: what to notice, with these numbers
   double smax = 0, pmax = 0, omax = 0;  // colour scales
+  // P's colour scale: the 99th percentile of the visible weights where the largest weights are rare outliers
+  // (at 64 x 900 most weights are near 1/900 and a scale to the largest, 0.1, draws P uniformly dark), else
+  // pmax; the label says when larger weights are clipped to the top colour.
+  double p_scale = 0;
+  std::string p_scale_label;      // the colour bar's: "weight" or "weight (p99 top)"
+  std::string p_scale_note;       // beside P's title where clipped: "colour top: the 99th percentile, ..."
   // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
   // ran cleanly; the checks then read what it did write, and fail when it faulted).
   bool edited = false;

@@ -185,8 +185,11 @@ void fusion(ReluDropoutResult& r, const Buffer<float>& x) {
   r.launch_bound = r.t_fused_ms * 1e3 > 2.0 * r.bytes_time_us;
   const double ratio = r.t_unfused_ms / std::max(r.t_fused_ms, 1e-12);
   const double big_ratio = r.t_unfused_big_ms / std::max(r.t_fused_big_ms, 1e-12);
-  r.time_title = printf_text("n = %" PRId64 ": median us (unfused / fused = %.2fx)", r.n, ratio);
-  r.big_time_title = printf_text("n = %" PRId64 ": median ms (unfused / fused = %.2fx)", r.big_n, big_ratio);
+  // Fused first, as the bars are drawn: "fused 1.15x faster" (a ratio unfused / fused read against bars in
+  // the other order).
+  auto speed = [](double x) { return x >= 1.0 ? printf_text("fused %.2fx faster", x) : printf_text("fused %.2fx slower", 1.0 / x); };
+  r.time_title = printf_text("n = %" PRId64 ": median us; %s", r.n, speed(ratio).c_str());
+  r.big_time_title = printf_text("n = %" PRId64 ": median ms; %s", r.big_n, speed(big_ratio).c_str());
   r.big_fused_label = printf_text("fused, %.0f MB", 8.0 * double(r.big_n) / 1e6);
   r.big_unfused_label = printf_text("unfused, %.0f MB", 16.0 * double(r.big_n) / 1e6);
   const std::string fused = time_text(r.t_fused_ms * 1e3), bytes = time_text(r.bytes_time_us);

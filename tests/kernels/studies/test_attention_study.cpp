@@ -224,5 +224,26 @@ TEST(AttentionStudy, NoticeSaysWhatToSee) {
             0u) << past.notice;
 }
 
+// P's colour scale at 64 x 900 (tour 10): most weights are near 1/900, the largest about 0.1, so a scale to
+// the largest draws P uniformly dark; the top is the 99th percentile, and the label says what is clipped.
+TEST(AttentionStudy, WeightScaleIsThe99thPercentileWhereTheMaxIsAnOutlier) {
+  ParamValues p(params());
+  p.set("lq=64");
+  p.set("lk=900");
+  const Result r = run(Backend::Cpu, p);
+  ASSERT_TRUE(r.ran);
+  EXPECT_LT(r.p_scale, 0.25 * r.pmax);
+  EXPECT_GT(r.p_scale, 1.0 / 900);
+  EXPECT_EQ(r.p_scale_label, "weight (p99 top)");
+  EXPECT_NE(r.p_scale_note.find("the 99th percentile"), std::string::npos) << r.p_scale_note;
+  EXPECT_NE(r.p_scale_note.find("clipped"), std::string::npos) << r.p_scale_note;
+  const Result small = run(Backend::Cpu, ParamValues(params()));  // 12 x 20: no outliers to clip
+  EXPECT_EQ(small.p_scale, small.pmax);
+  EXPECT_TRUE(small.p_scale_note.empty());
+  int64_t above = 0, cells = 0;
+  for (size_t c = 0; c < r.hw.size(); c += 2) above += r.hw[c] > r.p_scale, ++cells;
+  EXPECT_LE(double(above), 0.011 * double(cells));  // about 1 % of the cells reach the top colour
+}
+
 }  // namespace
 }  // namespace kl::attention_study
