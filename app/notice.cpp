@@ -1,6 +1,7 @@
 #include "app/notice.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include "app/ui.h"
 
@@ -79,7 +80,17 @@ ViewTabs::ViewTabs(const char* id, ParamValues& p, const char* param, std::strin
 bool ViewTabs::item(const char* label, const char* value) {
   if (!open_) return false;
   const bool mine = value && want_ == value;
+  if (force_ && mine) {
+    // Selected and shown in this very frame: ImGui applies SetSelected a frame late, and a frame of another
+    // tab's content first would leave the window's scroll extent a frame behind (the layout audit sees it).
+    ImGuiTabBar* bar = GImGui->CurrentTabBar;
+    bar->SelectedTabId = bar->VisibleTabId = bar->NextSelectedTabId = ImGui::GetID(label);
+  }
   if (!ImGui::BeginTabItem(label, nullptr, force_ && mine ? ImGuiTabItemFlags_SetSelected : 0)) return false;
+  if (force_ && !mine) {  // an earlier tab ImGui would show for this one frame: register it, draw nothing
+    ImGui::EndTabItem();
+    return false;
+  }
   if (!force_ && value && !mine) p_.set(param_, value), forced_ = value;  // clicked: the parameter follows
   return true;
 }

@@ -1,6 +1,6 @@
 // kernels/studies/flash_attention_study.*: what the FlashAttention panel concludes, asserted on numbers:
 // the first step's alpha = 0 for every row (m_old = -inf) and the sentence that says so, the rows whose
-// max moved at later steps against the trace, the stepper's step/tile numbering, the output converging,
+// max moved at later steps against the trace, the stepper's step/tile numbering, the partial output (exact over the keys seen),
 // the checks against float64 and rung 4, the counted traffic of standard attention, rung 4 and rung 5
 // with the numbers the captions state, FlashAttention's Theorem 2 numbers, and the registry entry. The
 // gallery's bugs (kernels/editable/gallery/flash_attention/), run as edited sources through the worker
