@@ -112,8 +112,13 @@ class VectorAddPanel : public Panel {
   // twelve as pid mod 12 (neighbouring programs always differ; a smooth colour ramp over a thousand pids
   // read as a gradient of values), wrapping onto the next line where a swatch would leave the region.
   static void pid_key(int64_t programs) {
-    ImGui::TextDisabled(programs <= 12 ? "pid:" : "pid mod 12 (colours repeat every 12 programs; hover a cell for its pid):");
-    programs = std::min<int64_t>(programs, 12);
+    if (programs <= 12) {
+      ImGui::TextDisabled("pid:");
+    } else {  // the explanation on its own (wrapped) line, the twelve swatches after it
+      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                          "pid mod 12 (colours repeat every 12 programs; hover a cell for its pid):");
+      programs = 12;
+    }
     const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
     const float sw = ui::px(14), inner = ui::px(4), spacing = ImGui::GetStyle().ItemSpacing.x;
     for (int64_t pid = 0; pid < programs; ++pid) {
