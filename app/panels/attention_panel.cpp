@@ -15,6 +15,7 @@
 
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/buffer.h"
@@ -62,14 +63,6 @@ class AttentionPanel : public Panel {
   }
 
   void draw(AppContext& ctx) override {
-    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("attention.md");
-    ui::section("Inputs");
-    ImGui::PushItemWidth(150);
-    ui::param_row(params_, {"lq", "lk", "d", "causal"}, &control_error_, 18);
-    ui::param_row(params_, {"scale", "magnitude", "seed"}, &control_error_, 18);
-    ImGui::PopItemWidth();
-    ui::error_box(control_error_);
-
     const Backend b = ctx.backend.backend;
     std::string key = backend_name(b);
     for (const ParamSpec& s : params_.specs()) key += "/" + params_.get_text(s.name);
@@ -77,6 +70,11 @@ class AttentionPanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
+    if (!res_.notice.empty()) notice(res_.notice);
+    ImGui::PushItemWidth(110);
+    ui::param_row(params_, {"lq", "lk", "d", "causal", "scale", "magnitude", "seed"}, &control_error_, 14);
+    ImGui::PopItemWidth();
+    ui::error_box(control_error_);
 
     draw_budget(ctx);
     if (!run_error_.empty()) {
@@ -88,9 +86,11 @@ class AttentionPanel : public Panel {
     if (!valid_) return;
     for (const as::Line* l : {&res_.check, &res_.rowsum, &res_.unfused}) ui::status_line(l->label.c_str(), l->text, l->ok);
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), res_.traffic_line);
+    if (!res_.p_scale_note.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), "P's " + res_.p_scale_note);
     draw_matrices();
     // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
     draw_memory_access(b, "attention", params_);
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("attention.md");
     fresh_ = false;
   }
 
@@ -159,7 +159,7 @@ class AttentionPanel : public Panel {
     k_map_.set_scale({K::Diverging, -mag, mag, "k"});
     v_map_.set_scale({K::Diverging, -1, 1, "v"});
     s_map_.set_scale({K::Diverging, -smax, smax, "score"});
-    p_map_.set_scale({K::Sequential, 0, float(std::max(res_.pmax, 1e-6)), "weight"});
+    p_map_.set_scale({K::Sequential, 0, float(std::max(res_.p_scale, 1e-6)), res_.p_scale_label});
     o_map_.set_scale({K::Diverging, -omax, omax, "out"});
   }
 
@@ -243,7 +243,7 @@ class AttentionPanel : public Panel {
 
     ui::section("Q, K and V (rows: queries / keys; columns: the d features)");
     const ui::ColumnsLayout qkv = ui::columns_or_stack(3, 260.0f);
-    char l1[96], l2[96], l3[96];
+    char l1[96], l2[160], l3[96];
     std::snprintf(l1, sizeof l1, "Q  [%" PRId64 " x %d]", lq, d);
     std::snprintf(l2, sizeof l2, "K  [%" PRId64 " x %d]", lk, d);
     std::snprintf(l3, sizeof l3, "V  [%" PRId64 " x %d]", lk, d);
@@ -271,7 +271,8 @@ class AttentionPanel : public Panel {
                                                                   ui::px(4))
                                       : ui::px(240);
     std::snprintf(l1, sizeof l1, "S = Q K^T * %.4g  [%" PRId64 " x %" PRId64 "]", opt.resolved_scale(d), lq, lk);
-    std::snprintf(l2, sizeof l2, "P = softmax(S) by row  [%" PRId64 " x %" PRId64 "]", lq, lk);
+    std::snprintf(l2, sizeof l2, "P = softmax(S) by row  [%" PRId64 " x %" PRId64 "]%s", lq, lk,
+                  res_.p_scale_note.empty() ? "" : " (colour top: 99th percentile)");
     std::snprintf(l3, sizeof l3, "O = P V  [%" PRId64 " x %d]", lq, d);
     const viz::HeatmapHover hs = labelled(spo, 0, l1, "s", s_map_, s_tex_, h2);
     const viz::HeatmapHover hp = labelled(spo, 1, l2, "p", p_map_, p_tex_, h2);

@@ -1,13 +1,14 @@
 // Rung 6 panel: the backward pass, drawn from the backward study (kernels/studies/
 // flash_attention_backward_study.h), which runs the teaching kernel with its trace. This file only fills
-// textures and draws.
+// textures and draws. The notice line, the controls and the checks, then tabs (the `view` parameter):
+// what the backward saves (L against P, the naive wall), the tiles, the errors, the checks.
 //   [SECTION] Panel state and controls
 //   [SECTION] Textures from the study's result
 //   [SECTION] Stepper: the query tiles of the chosen program
 //   [SECTION] Saved state and the wall
 //   [SECTION] Tile order: K/V tiles outer, query tiles inner
-//   [SECTION] The current tile beside the tile order: recomputed P, the forward's P, dS; dK and Q_i with
-//             the lineage; convergence
+//   [SECTION] The current tile beside the tile order: recomputed P, dS; dK and Q_i with the lineage;
+//             the errors as tiles fold in
 #include <imgui.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
 #include "app/panels/timeline_view.h"  // issue 30: "Inside the fast kernel"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/studies/flash_attention_backward_study.h"
@@ -70,17 +72,15 @@ class BackwardPanel : public Panel {
   ParamValues& params() override { return params_; }
   SourceFocus source_focus() const override { return {"flash_attention_backward.cu", {"backward_teaching"}}; }
   std::vector<TourStop> tour_stops() const override {
-    return {{"step2", {}}, {"step0", {"q_tile=0"}}, {"non-causal", {"causal=0", "kv_tile=2", "q_tile=1"}}};
+    // The stops keep their names (the tour's file names); the first opens on what the backward saves.
+    return {{"step2", {}}, {"step0", {"view=tiles", "q_tile=0"}},
+            {"non-causal", {"view=errors", "causal=0", "kv_tile=2", "q_tile=1"}}};
   }
 
+  // Laid out for a 1280x720 projector: the notice, the controls, the checks in one line, then tabs; the
+  // first tab is what the backward saves (L against P, the naive wall), which the notice talks about.
+  // Another view is one more BeginTabItem block in draw_tabs().
   void draw(AppContext& ctx) override {
-    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("backward.md");
-    heading("Inputs and tiles");
-    ImGui::PushItemWidth(120);
-    ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n"}, &control_error_, 16);
-    ui::param_row(params_, {"kv_tile", "seed"}, &control_error_, 16);
-    ImGui::PopItemWidth();
-    ui::error_box(control_error_);
     const Backend b = ctx.backend.backend;
     const std::string key = ui::settings_key(
         params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "kv_tile", "q_tile", "seed"}, b);
@@ -88,22 +88,48 @@ class BackwardPanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
+    if (valid_) notice(r_.notice);
+    ImGui::PushItemWidth(96);
+    ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "kv_tile", "seed"}, &control_error_, 12);
+    ImGui::PopItemWidth();
+    ui::error_box(control_error_);
     if (!run_error_.empty()) {
       ui::error_box(run_error_);
       return;
     }
     if (!valid_) return;
-    draw_stepper();
-    for (const study::Check& c : report_.checks) ui::status_line("", c.sentence, c.pass);
+    checks_summary(report_.checks);
     // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
     draw_memory_access(ctx.backend.backend, "backward", params_);
-    draw_tiles();
-    draw_lineage();  // right under the tiles, so a hovered dK cell's dS column is in sight
-    draw_saved_state();
-    // ---- [issue 30] "Inside the fast kernel": the fast backward kernel's recorded timeline (app/panels/
-    // timeline_view.h). A collapsing section until the panel's tab bar takes it as one more tab. ----
-    inside_.draw_section(ctx, params_);
-    // ---- [/issue 30] ----
+    draw_tabs(ctx);
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("backward.md");
+  }
+
+  void draw_tabs(AppContext& ctx) {
+    ViewTabs tabs("backward-views", params_, "view", view_forced_);
+    if (tabs.item("What it saves", "saves")) {
+      draw_saved_state();
+      tabs.end_item();
+    }
+    if (tabs.item("Tiles", "tiles")) {
+      draw_stepper();
+      draw_tiles();
+      draw_lineage();
+      tabs.end_item();
+    }
+    if (tabs.item("Errors", "errors")) {
+      draw_convergence();
+      tabs.end_item();
+    }
+    if (tabs.item("Checks", "checks")) {
+      for (const study::Check& c : report_.checks) ui::status_line("", c.sentence, c.pass);
+      tabs.end_item();
+    }
+    if (tabs.item("Inside the fast kernel", "inside")) {  // issue 30: the fast backward's recorded timeline
+      inside_.draw(ctx, &params_);
+      tabs.end_item();
+    }
+    tabs.end();
   }
 
  private:
@@ -154,11 +180,9 @@ class BackwardPanel : public Panel {
     const float* p = r_.p_recomputed.data() + r_.q_tile * int64_t(tile);
     const float* ds = r_.ds.data() + r_.q_tile * int64_t(tile);
     fill_tile(p_tex_, p);
-    fill_tile(pf_tex_, r_.p_forward.data());
     fill_tile(ds_tex_, ds);
     const float pmax = std::max(abs_max(p, tile), abs_max(r_.p_forward.data(), tile));
     p_map_.set_scale({K::Sequential, 0, pmax, "P"});
-    pf_map_.set_scale({K::Sequential, 0, pmax, "P"});
     const float dsmax = abs_max(ds, tile);
     ds_map_.set_scale({K::Diverging, -dsmax, dsmax, "dS"});
     const float* dk = r_.dk_partial.data() + r_.q_tile * bn * d;
@@ -189,7 +213,7 @@ class BackwardPanel : public Panel {
 
   // [SECTION] Stepper ------------------------------------------------------------------------------------
   void draw_stepper() {
-    heading("Steps: program j (K/V tile) walks its query tiles i");
+    sentence("program j (K/V tile " + std::to_string(r_.kv_tile) + ", the kv_tile control) walks its query tiles i:");
     const int64_t steps = r_.q_blocks, step = r_.q_tile;
     auto set_step = [&](int64_t s) {
       s = std::clamp<int64_t>(s, 0, steps - 1);
@@ -224,25 +248,48 @@ class BackwardPanel : public Panel {
   }
 
   // [SECTION] Saved state and the wall ----------------------------------------------------------------------
+  // What each backward keeps, at this shape (bars, log scale) and against L (the naive one's 8 L^2 bytes
+  // crossing the memory available: its wall), then the study's sentences.
   void draw_saved_state() {
-    heading("Saved for the backward: P (naive) against L (FlashAttention), and the naive one's wall");
-    const ui::ColumnsLayout c = ui::columns_or_stack(2, 320.0f);
+    const ui::ColumnsLayout c = ui::columns_or_stack(2, 300.0f);
+    // Both plots above the fold where the panel leaves room (the sentences under them can scroll).
+    const float rows = c.per_row == 1 ? 2.0f : 1.0f;
+    const float h = std::clamp((ImGui::GetContentRegionAvail().y - ui::px(6)) / rows, ui::px(150), ui::px(300));
     ui::column_begin(c, 0);
     viz::PlotOptions po;
+    po.title = "kept for the backward, this shape (KiB, log)";
     po.log_y = true;
-    po.y_label = "bytes";
-    viz::bar_chart("saved", {{"L", double(r_.lse_bytes), kDone}, {"P", double(r_.p_bytes), kCurrent},
-                             {"P + dP", double(r_.naive_bytes), IM_COL32(200, 80, 70, 255)}},
-                   po, ImVec2(c.width, ui::px(150)));
+    viz::bar_chart("saved", {{"L (FlashAttention)", double(r_.lse_bytes) / 1024.0, kDone},
+                             {"P (naive)", double(r_.p_bytes) / 1024.0, kCurrent},
+                             {"P + dP (naive)", double(r_.naive_bytes) / 1024.0, IM_COL32(200, 80, 70, 255)}},
+                   po, ImVec2(c.width, h));
+    ui::column_end();
+    ui::column_begin(c, 1);
+    const bws::Curve cv = bws::saved_curve(r_);
+    const ImU32 colours[3] = {IM_COL32(200, 80, 70, 255), kDone, IM_COL32(200, 200, 200, 200)};
+    std::vector<viz::Series> series;
+    for (size_t i = 0; i < cv.y.size(); ++i) {
+      viz::Series s;
+      s.label = cv.labels[i];
+      s.color = colours[i];
+      s.x = cv.x;
+      s.y = cv.y[i];
+      series.push_back(s);
+    }
+    viz::PlotOptions lo;
+    lo.title = "against L = Lq = Lk (bytes)";
+    lo.x_label = cv.x_label;
+    lo.log_x = lo.log_y = true;
+    lo.v_lines = {cv.now};
+    lo.v_line_labels = {"naive wall"};
+    viz::line_plot("saved-vs-l", series, lo, ImVec2(c.width, h));
+    ui::column_end();
     const std::string text = "P and dP " + mem::bytes_text(r_.naive_bytes) + " of " +
                              mem::bytes_text(r_.wall.available) +
                              (r_.backend == Backend::Cuda ? " free" : " available");
     viz::budget_bar("wall", double(r_.naive_bytes), double(std::max<uint64_t>(r_.wall.available, 1)), text,
-                    ImVec2(c.width, ImGui::GetFrameHeight()));
-    ui::column_end();
-    ui::column_begin(c, 1);
+                    ImVec2(ImGui::GetContentRegionAvail().x, ImGui::GetFrameHeight()));
     for (size_t i : {bws::kLineSaved, bws::kLineWall, bws::kLineRefusal}) sentence(report_.lines[i]);
-    ui::column_end();
   }
 
   // [SECTION] Tile order -------------------------------------------------------------------------------------
@@ -336,23 +383,24 @@ class BackwardPanel : public Panel {
   // The tile grid beside the current tile pair's views (stacking two by two, then one by one, as the
   // panel narrows), then the sentences about them.
   void draw_tiles() {
-    heading("The tile order, and the current tile: P recomputed from L, the forward's P, dS = P (dP - D)");
     const float aspect = float(r_.block_m) / float(r_.block_n);
-    const ui::ColumnsLayout c = ui::columns_or_stack(4, 200.0f);
+    const ui::ColumnsLayout c = ui::columns_or_stack(3, 200.0f);
     ui::column_begin(c, 0);
     draw_tile_grid(c.width);
     ui::column_end();
-    tile_view(c, 1, "recomputed P = exp(S - L)", "p", p_map_, p_tex_, aspect, 280);
-    tile_view(c, 2, "forward P (rung 5, final)", "pf", pf_map_, pf_tex_, aspect, 280);
-    tile_view(c, 3, "dS = P (dP - D): its signs", "ds", ds_map_, ds_tex_, aspect, 280);
+    // The forward's P is the same tile to float32 rounding: one picture and the number, not two pictures.
+    char cap[160];
+    std::snprintf(cap, sizeof cap, "recomputed P = exp(S - L) (the forward's P to %.1e)", r_.p_max_abs_diff);
+    tile_view(c, 1, cap, "p", p_map_, p_tex_, aspect, 260);
+    tile_view(c, 2, "dS = P (dP - D): its signs", "ds", ds_map_, ds_tex_, aspect, 260);
     for (size_t i : {bws::kLineDs, bws::kLineOrder, bws::kLineDq}) sentence(report_.lines[i]);
   }
 
   // dK_j after this step beside Q_i; hovering a dK cell highlights the dS column and the Q column it
   // is summed from. Then the errors as tiles fold in.
   void draw_lineage() {
-    heading("dK_j after this step and Q_i (hover dK: where a cell comes from); the errors as tiles fold in");
-    const ui::ColumnsLayout c = ui::columns_or_stack(3, 220.0f);
+    heading("dK_j after this step and Q_i (hover dK: where a cell comes from)");
+    const ui::ColumnsLayout c = ui::columns_or_stack(2, 220.0f);
     const viz::HeatmapHover hv =
         tile_view(c, 0, "dK_j so far: keys x d", "dk", dk_map_, dk_tex_, float(r_.block_n) / float(r_.d), 240);
     const viz::HeatmapHover hq =
@@ -371,43 +419,48 @@ class BackwardPanel : public Panel {
     }
     if (hq.active)
       ImGui::SetTooltip("Q[row %" PRId64 ", %d]", r_.q_tile * r_.block_m + hq.row, hq.col);
-    ui::column_begin(c, 2);
-    draw_convergence(c.width);
-    ui::column_end();
-    for (size_t i : {bws::kLineDkErr, bws::kLineDvErr, bws::kLineDqErr}) sentence(report_.lines[i]);
   }
 
-  void draw_convergence(float width) {
-    auto series = [](const std::string& label, const std::vector<double>& err, unsigned colour) {
-      viz::Series s;
-      s.label = label;
-      s.color = colour;
-      for (size_t i = 0; i < err.size(); ++i) {
-        s.x.push_back(double(i));
-        s.y.push_back(std::max(err[i], 1e-9));
+  // The errors as tiles fold in: dK_j and dV_j against query tiles folded in, dQ_i against programs folded
+  // in (two axes, so two plots), each from 1 (the study's curves).
+  void draw_convergence() {
+    const ui::ColumnsLayout c = ui::columns_or_stack(2, 280.0f);
+    const float h = std::max(ui::px(180), std::min(ui::px(300), ImGui::GetContentRegionAvail().y - ui::px(80)));
+    const ImU32 colours[2] = {kCurrent, kDone};
+    int i = 0;
+    for (const bws::Curve& cv : {bws::dkdv_curve(r_), bws::dq_curve(r_)}) {
+      std::vector<viz::Series> series;
+      for (size_t k = 0; k < cv.y.size(); ++k) {
+        viz::Series s;
+        s.label = cv.labels[k];
+        s.color = cv.y.size() == 1 ? IM_COL32(120, 200, 120, 255) : colours[k];
+        s.x = cv.x;
+        for (double e : cv.y[k]) s.y.push_back(std::max(e, 1e-9));
+        series.push_back(s);
       }
-      return s;
-    };
-    viz::PlotOptions po;
-    po.log_y = true;
-    po.x_label = "tiles folded in";
-    po.y_label = "relative error";
-    po.v_lines = {double(r_.q_tile)};
-    po.v_line_labels = {"this step"};
-    sentence("dK_j, dV_j per query tile; dQ_i per program");
-    viz::line_plot("conv", {series("dK_j", r_.dk_err, kCurrent), series("dV_j", r_.dv_err, kDone),
-                            series("dQ_i", r_.dq_err, IM_COL32(120, 200, 120, 255))},
-                   po, ImVec2(width, ui::px(240)));
+      viz::PlotOptions po;
+      po.title = cv.title;
+      po.log_y = true;
+      po.x_label = cv.x_label;
+      po.y_label = "relative error";
+      po.x_ticks = cv.x.size() <= 12 ? cv.x : std::vector<double>{};
+      po.v_lines = {cv.now};
+      po.v_line_labels = {"now"};
+      ui::column_begin(c, i++);
+      viz::line_plot(i == 1 ? "conv-kv" : "conv-q", series, po, ImVec2(c.width, h));
+      ui::column_end();
+    }
+    for (size_t k : {bws::kLineDkErr, bws::kLineDvErr, bws::kLineDqErr}) sentence(report_.lines[k]);
   }
 
   ParamValues params_;
-  std::string control_error_, run_error_, computed_key_;
+  std::string control_error_, run_error_, computed_key_, view_forced_;
   bool valid_ = false;
   bws::Result r_;
   study::Report report_;
-  viz::DataTexture p_tex_, pf_tex_, ds_tex_, dk_tex_, q_tex_;
-  viz::Heatmap p_map_, pf_map_, ds_map_, dk_map_, q_map_;
-  TimelineView inside_{timeline::kBackward};  // [issue 30] "Inside the fast kernel"
+  viz::DataTexture p_tex_, ds_tex_, dk_tex_, q_tex_;
+  viz::Heatmap p_map_, ds_map_, dk_map_, q_map_;
+  TimelineView inside_{timeline::kBackward};  // issue 30: "Inside the fast kernel"
 };
 
 }  // namespace

@@ -1,12 +1,14 @@
 // Rung 5 panel: FlashAttention's tiled online softmax, step by step, drawn from the kernel's own trace.
 // What it concludes (the per-step state, checks, memory and traffic) is kernels/studies/
 // flash_attention_study; this file fills textures and draws, showing the study's sentences as they are.
+// The notice line, the controls, the checks in one line and the traffic strip, then tabs (`view`).
 //   [SECTION] Panel state and controls
 //   [SECTION] Compute: one traced run per shape; the step only recomposes the weights from the trace
 //   [SECTION] Stepper
-//   [SECTION] Tile grid: done / current / pending / skipped
-//   [SECTION] The chosen query block: m, l, alpha, partial against final weights, the output converging
-//   [SECTION] Memory: rung 4 against rung 5
+//   [SECTION] Tile grid: the chosen block done / current / pending; other programs; skipped
+//   [SECTION] The chosen query block: m, l, alpha, partial against final weights; the partial output
+//   [SECTION] The IO argument: traffic against BLOCK_M, against M and against Lk
+//   [SECTION] Shared memory: rung 4 against rung 5, the budget bars, the fast kernel's tiles
 #include <imgui.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
 #include "app/panels/timeline_view.h"  // issue 30: "Inside the fast kernel"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/rungs/flash_attention.h"
@@ -42,6 +45,8 @@ const ImU32 kPending = IM_COL32(58, 61, 70, 255);
 const ImU32 kSkipped = IM_COL32(32, 33, 37, 255);
 const ImU32 kMoved = IM_COL32(236, 172, 62, 255);   // rows whose max moved at this step
 const ImU32 kSteady = IM_COL32(74, 130, 199, 255);
+const ImU32 kOther = IM_COL32(64, 112, 108, 255);   // query blocks of the other programs
+const ImU32 kStd = IM_COL32(200, 120, 220, 255), kRung4 = IM_COL32(235, 110, 90, 255), kRung5 = IM_COL32(90, 200, 140, 255);
 
 // Text wrapped at `width` from the cursor (inside a column, where the window's edge is not the column's).
 void wrapped_in(float width, const char* text, bool disabled = false) {
@@ -83,68 +88,134 @@ class FlashAttentionPanel : public Panel {
     return {"flash_attention.cu", {"visible_keys", "tiles_to_run", "flash_teaching"}};
   }
   std::vector<TourStop> tour_stops() const override {
+    // The stops keep their names (the tour's file names); past the wall opens on the IO view, where rung 4
+    // is absent and rung 5 is not.
     return {{"step1", {"step=1"}}, {"step3", {"step=3"}}, {"last-step", {"step=6"}},
-            {"causal-step4", {"causal=1", "step=4"}}, {"past-the-wall", {"lk=4096", "lq=32", "block_n=64", "step=40"}}};
+            {"causal-step4", {"causal=1", "step=4"}},
+            {"past-the-wall", {"view=io", "lk=4096", "lq=32", "block_n=64", "step=40"}}};
   }
   std::vector<Animation> animations() const override {
     return {{"stepper", "step=1..6", {}, 2}, {"stepper-causal", "step=1..6", {"causal=1"}, 2}};
   }
 
+  // Laid out for a 1280x720 projector: the notice line, the controls, the checks in one line and the
+  // device-memory traffic the notice talks about, then tabs (the `view` parameter): the steps, the IO
+  // argument, shared memory, the checks. Another view is one more tabs.item() block in draw_tabs().
   void draw(AppContext& ctx) override {
-    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("flash_attention.md");
-    ui::section("Inputs and tiles");
-    ImGui::PushItemWidth(130);
-    ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n"}, &control_error_, 16);
-    ui::param_row(params_, {"qblock", "magnitude", "seed"}, &control_error_, 16);
-    ImGui::PopItemWidth();
-    ui::error_box(control_error_);
-
     const Backend b = ctx.backend.backend;
     std::string key = backend_name(b);
     for (const ParamSpec& s : params_.specs())
-      if (s.name != "step" && s.name != "qblock" && !TimelineView::owns(s.name)) key += "/" + params_.get_text(s.name);
+      if (s.name != "step" && s.name != "qblock" && s.name != "view" && !TimelineView::owns(s.name))
+        key += "/" + params_.get_text(s.name);
     key += "/" + params_.get_text("qblock");
     if (key != computed_key_) {
       computed_key_ = key;
       compute(b);
     }
+    if (valid_) notice(res_.notice);
+    ImGui::PushItemWidth(90);
+    ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "qblock", "magnitude", "seed"},
+                  &control_error_, 12);
+    ImGui::PopItemWidth();
+    ui::error_box(control_error_);
     if (!run_error_.empty()) {
       ui::error_box(run_error_);
       return;
     }
     if (!valid_) return;
-
-    draw_stepper();
-    const int64_t step = params_.get_int("step");
-    if (step != composed_step_) compose(b, step);
-    for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
+    checks_summary({{"reference", res_.check.ok, res_.check.sentence()}, {"rung4", res_.rung4.ok, res_.rung4.sentence()}});
     // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
     draw_memory_access(b, "flash-attention", params_);
     if (!adjust_note_.empty()) wrapped_in(ImGui::GetContentRegionAvail().x, adjust_note_.c_str(), true);
+    draw_traffic_strip();
+    draw_tabs(ctx, b);
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("flash_attention.md");
+    fresh_ = false;
+  }
 
-    // The tiles and memory beside the chosen block where both columns have room (the block's three bar
-    // charts and heatmaps need about 640 px at scale 1); stacked, the block comes under the tiles.
+  void draw_tabs(AppContext& ctx, Backend b) {
+    ViewTabs tabs("flash-views", params_, "view", view_forced_);
+    if (tabs.item("Steps", "steps")) {
+      draw_steps(b);
+      tabs.end_item();
+    }
+    if (tabs.item("IO: traffic", "io")) {
+      draw_io(ImGui::GetContentRegionAvail().x);
+      tabs.end_item();
+    }
+    if (tabs.item("Shared memory", "memory")) {
+      draw_smem(ImGui::GetContentRegionAvail().x, b);
+      tabs.end_item();
+    }
+    if (tabs.item("Checks", "checks")) {
+      for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
+      tabs.end_item();
+    }
+    if (tabs.item("Inside the fast kernel", "inside")) {  // issue 30: the fast Hopper kernel's recorded timeline
+      inside_.draw(ctx, &params_);
+      tabs.end_item();
+    }
+    tabs.end();
+  }
+
+  // The step view: the stepper, then the tiles beside the chosen block where both have room (the block's
+  // bar charts and heatmaps need about 640 px at scale 1); stacked, the block comes under the tiles.
+  void draw_steps(Backend b) {
+    draw_stepper();
+    const int64_t step = params_.get_int("step");
+    if (step != composed_step_) compose(b, step);
     const float avail = ImGui::GetContentRegionAvail().x, gap = ui::px(18);
     const float left_w = std::floor(avail * 0.40f), right_w = avail - left_w - gap;
     if (right_w >= ui::px(640)) {
       ImGui::BeginGroup();
       draw_tile_grid(left_w, "white: the one shown on the right");
-      draw_memory(left_w, b);
       ImGui::EndGroup();
       ImGui::SameLine(0, gap);
       ImGui::BeginGroup();
-      draw_block(right_w, step, true);
+      draw_block(right_w, step);
       ImGui::EndGroup();
     } else {
       draw_tile_grid(avail, "white: the one shown below");
-      draw_block(avail, step, false);
-      draw_memory(avail, b);
+      draw_block(avail, step);
     }
-    fresh_ = false;
-    // ---- [issue 30] "Inside the fast kernel": the fast Hopper kernel's recorded timeline (app/panels/
-    // timeline_view.h). A collapsing section until the panel's tab bar takes it as one more tab. ----
-    inside_.draw_section(ctx, params_);
-    // ---- [/issue 30] ----
+    draw_partial(ImGui::GetContentRegionAvail().x, step);
+  }
+
+  // The device-memory traffic the notice talks about, in one row where it fits (else one line each):
+  // standard attention, rung 4 (or why it is absent: no bar where it is refused) and rung 5, bars on one
+  // scale with their KiB.
+  void draw_traffic_strip() {
+    const fs::Traffic& t = res_.mem;
+    const float avail = ImGui::GetContentRegionAvail().x, font = ImGui::GetFontSize();
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const char* head = "device-memory traffic here:";
+    const double bytes[3] = {t.unfused, t.smem_refused ? -1.0 : t.smem, t.flash};
+    const ImU32 colours[3] = {kStd, kRung4, kRung5};
+    const char* names[3] = {"standard", "rung 4", "rung 5"};
+    std::string text[3];
+    float text_w = 0;
+    for (int i = 0; i < 3; ++i) {
+      char buf[96];
+      if (bytes[i] < 0) std::snprintf(buf, sizeof buf, "%s: refused (past its wall)", names[i]);
+      else std::snprintf(buf, sizeof buf, "%s %.1f KiB", names[i], bytes[i] / 1024.0);
+      text[i] = buf;
+      text_w = std::max(text_w, ImGui::CalcTextSize(buf).x);
+    }
+    const float head_w = ImGui::CalcTextSize(head).x, gap = ui::px(10), inner = ui::px(6);
+    const bool one_row = head_w + gap + 3.0f * (ui::px(40) + inner + text_w + gap) <= avail;
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    ImGui::Dummy(ImVec2(avail, line * (one_row ? 1.0f : 4.0f)));
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddText(p0, ImGui::GetColorU32(ImGuiCol_TextDisabled), head);
+    const float slot = one_row ? (avail - head_w - gap) / 3.0f : avail;
+    const float bar_max = slot - text_w - inner - gap;
+    for (int i = 0; i < 3; ++i) {
+      const float x = one_row ? p0.x + head_w + gap + slot * float(i) : p0.x;
+      const float y = one_row ? p0.y : p0.y + line * float(i + 1);
+      const float w = bytes[i] < 0 ? 0.0f : std::max(2.0f, float(bytes[i] / std::max(t.unfused, 1.0)) * bar_max);
+      if (w > 0) dl->AddRectFilled(ImVec2(x, y + font * 0.15f), ImVec2(x + w, y + font * 0.95f), colours[i]);
+      dl->AddText(ImVec2(x + w + (w > 0 ? inner : 0.0f), y), ImGui::GetColorU32(ImGuiCol_Text), text[i].c_str());
+    }
   }
 
  private:
@@ -221,7 +292,6 @@ class FlashAttentionPanel : public Panel {
 
   // [SECTION] Stepper -------------------------------------------------------------------------------------
   void draw_stepper() {
-    ui::section("Steps: one K/V tile folded in per step");
     int64_t step = params_.get_int("step");
     auto set_step = [&](int64_t s) {
       s = std::clamp<int64_t>(s, 1, steps_);
@@ -259,7 +329,6 @@ class FlashAttentionPanel : public Panel {
 
   // [SECTION] Tile grid ------------------------------------------------------------------------------------
   void draw_tile_grid(float width, const char* which) {
-    column_section(width, "Tiles: query blocks x K/V tiles");
     const int64_t step = params_.get_int("step");
     const float font = ImGui::GetFontSize();
     const float label_w = font * 2.2f;
@@ -277,16 +346,22 @@ class FlashAttentionPanel : public Panel {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     for (int64_t qb = 0; qb < q_blocks_; ++qb) {
       const float y0 = g0.y + ch * float(qb), y1 = y0 + ch;
-      // A row's states are runs: done [0, step-1), current, pending [step, run), skipped [run, steps).
+      // A row's states are runs: done [0, step-1), current, pending [step, run), skipped [run, steps). Only
+      // the chosen block is stepped: the others are other programs, which run independently (no step
+      // order between programs), so their computed tiles are one colour.
       int64_t run_end = 0;
       while (run_end < steps_ && res_.hstate[size_t(qb * steps_ + run_end)] == fa::kTileComputed) ++run_end;
       auto span = [&](int64_t a, int64_t b, ImU32 c) {
         if (b > a) dl->AddRectFilled(ImVec2(g0.x + cw * float(a), y0), ImVec2(g0.x + cw * float(b), y1), c);
       };
       const int64_t cur = step - 1;
-      span(0, std::min(cur, run_end), kDone);
-      if (cur < run_end) span(cur, cur + 1, kCurrent);
-      span(std::min(cur + 1, run_end), run_end, kPending);
+      if (qb == qblock_) {
+        span(0, std::min(cur, run_end), kDone);
+        if (cur < run_end) span(cur, cur + 1, kCurrent);
+        span(std::min(cur + 1, run_end), run_end, kPending);
+      } else {
+        span(0, run_end, kOther);
+      }
       span(run_end, steps_, kSkipped);
       if (run_end < steps_) {  // hatch the skipped run
         dl->PushClipRect(ImVec2(g0.x + cw * float(run_end), y0), ImVec2(g0.x + gw, y1), true);
@@ -314,17 +389,20 @@ class FlashAttentionPanel : public Panel {
       if (t >= 0 && t < steps_ && qb >= 0 && qb < q_blocks_) {
         const uint8_t st = res_.hstate[size_t(qb * steps_ + t)];
         ImGui::SetTooltip("query block %" PRId64 " (rows %" PRId64 "..%" PRId64 "), K/V tile %" PRId64
-                          " = step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
-                          qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t + 1, t + 1, t * bn_,
+                          ", folded in at step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
+                          qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t, t + 1, t * bn_,
                           std::min((t + 1) * bn_, res_.shape.lk) - 1,
                           st == fa::kTileSkipped ? "skipped: no row of this block sees any of these keys (causal)"
+                          : qb != qblock_        ? "computed by this query block's own program: programs run "
+                                                   "independently, with no step order between them"
                           : t < step - 1         ? "done"
                           : t == step - 1        ? "current: being folded in at this step"
                                                  : "pending");
       }
     }
     ImGui::SetCursorScreenPos(ImVec2(g0.x, ImGui::GetCursorScreenPos().y));
-    wrapped_in(gw, (std::string("columns: K/V tiles (steps) ->; rows: query blocks (") + which + ")").c_str(), true);
+    wrapped_in(gw, (std::string("columns: K/V tiles 0.. (one per step) ->; rows: query blocks 0.. (") + which +
+                    "; only it is stepped)").c_str(), true);
     // Legend: the swatches wrap onto the next line where the column ends.
     const float right = ImGui::GetCursorScreenPos().x + width;
     bool first = true;
@@ -344,12 +422,12 @@ class FlashAttentionPanel : public Panel {
     swatch(kDone, "done");
     swatch(kCurrent, "current");
     swatch(kPending, "pending");
+    swatch(kOther, "other programs");
     swatch(IM_COL32(90, 92, 100, 255), "skipped (causal)");
   }
 
   // [SECTION] The chosen query block -------------------------------------------------------------------
-  // `beside`: the block is the right column (its converging plot takes the height left).
-  void draw_block(float width, int64_t step, bool beside) {
+  void draw_block(float width, int64_t step) {
     const fs::StepView v = fs::step_view(res_, step);
     const int rows = v.rows;
     const int64_t row0 = v.row0;
@@ -392,57 +470,166 @@ class FlashAttentionPanel : public Panel {
     viz::HeatmapHover hf = final_map_.draw("final", final_tex_, ImVec2(hw, hh), fresh_);
     for (const viz::HeatmapHover* h : {&hp, &hf})
       if (h->active && h->row < rows)
-        ImGui::SetTooltip("query %" PRId64 ", key %d (K/V tile %d)", row0 + h->row, h->col, h->col / bn_ + 1);
+        ImGui::SetTooltip("query %" PRId64 ", key %d (K/V tile %d)", row0 + h->row, h->col, h->col / bn_);
+  }
 
-    // The output converging, and O_t / l_t itself.
-    // O_t / l_t beside the converging plot where both have room, else under it.
+  // O_t / l_t, exact attention over the keys seen so far: its error against float64 over those keys (float32
+  // rounding for the shipped kernel; an edit that breaks the online softmax shows here, tile by tile), and
+  // its distance from the final output (the keys not yet folded in: not an error), then the study's line.
+  void draw_partial(float width, int64_t step) {
+    const fs::StepView v = fs::step_view(res_, step);
+    const float gap = ui::px(12);
+    column_section(width, "The partial output O_t / l_t: exact over the keys seen so far");
     const float ocb = o_map_.colorbar_width();
     const bool o_beside = width - gap - ocb - ui::px(100) >= ui::px(320);
     const float ow = o_beside ? ocb + std::clamp(width * 0.3f - ocb, ui::px(100), ui::px(260)) : width;
-    // Two series: towards the kernel's own output, and (the study's error per step) against R_t, the
-    // float64 softmax over the keys seen so far: float32 rounding for a correct kernel; an edit that
-    // breaks the online softmax (the gallery's missing rescale) shows here, tile by tile.
     viz::Series s, e;
-    s.label = "|O_t/l_t - O| / |O|";
-    e.label = "|O_t/l_t - R_t| / |R_t|, R_t float64";
+    e.label = "error over the keys seen (float64)";
+    s.label = "distance from the final O (keys not yet seen)";
+    e.color = kRung5;
+    s.color = IM_COL32(150, 150, 160, 255);
     for (int64_t t = 0; t < steps_; ++t) {
-      s.x.push_back(double(t + 1));
-      s.y.push_back(std::max(res_.converge[size_t(t)], 1e-9));
       e.x.push_back(double(t + 1));
       e.y.push_back(std::max(res_.step_error[size_t(t)], 1e-9));
+      s.x.push_back(double(t + 1));
+      s.y.push_back(std::max(res_.converge[size_t(t)], 1e-9));
     }
     viz::PlotOptions oc;
-    oc.title = "the chosen block's output converging, and its error";
-    oc.x_label = "step";
+    oc.title = "relative to |O|: against float64 over the keys seen, and from the final output";
+    oc.x_label = "step (K/V tiles folded in)";
     oc.log_y = true;
     oc.v_lines = {double(step)};
     oc.v_line_labels = {"now"};
-    const float left_y = ImGui::GetContentRegionAvail().y - ui::px(8);
-    // Beside the tiles it takes the height left, up to a size where it still reads as one picture.
-    const float ph = beside && o_beside ? std::clamp(left_y, ui::px(140), ui::px(320)) : ui::px(160);
-    viz::line_plot("converge", {s, e}, oc, ImVec2(o_beside ? width - ow - gap : width, ph));
+    const float ph = ui::px(190);
+    viz::line_plot("converge", {e, s}, oc, ImVec2(o_beside ? width - ow - gap : width, ph));
     if (o_beside) ImGui::SameLine(0, gap);
     ImGui::BeginGroup();
     wrapped_in(ow, "O_t / l_t  [rows x d]");
-    const float oh = o_beside ? ph - ImGui::GetFontSize() - ui::px(6) : std::clamp(float(rows) * ui::px(6), ui::px(48), ui::px(96));
+    const float oh = o_beside ? ph - ImGui::GetFontSize() - ui::px(6)
+                              : std::clamp(float(v.rows) * ui::px(6), ui::px(48), ui::px(96));
     o_map_.draw("o-partial", o_tex_, ImVec2(ow - ocb, oh), fresh_ || step_fresh_);
     ImGui::EndGroup();
+    wrapped_in(width, v.partial_line.c_str(), true);
     step_fresh_ = false;
   }
 
-  // [SECTION] Memory: rung 4 against rung 5 -----------------------------------------------------------
-  void draw_memory(float width, Backend backend) {
-    column_section(width, "Memory: standard attention, rung 4 and rung 5");
+  // [SECTION] The IO argument: traffic against BLOCK_M, against M and against Lk -----------------------------
+  // From the study's exact counts (fs::IoView): rung 5 against BLOCK_M with standard attention flat and rung
+  // 4 one point at its BLOCK_M = 16 (absent past its wall); against M, the shared memory a block may have,
+  // with Theorem 2's curve only where it applies; against Lk. Then the study's captions.
+  void draw_io(float width) {
+    const fs::IoView& io = res_.io;
+    const fs::Traffic& t = res_.mem;
+    const float gap = ui::px(12);
+    const int per_row = fit(width, 300, gap, 3);
+    const float pw = std::floor((width - gap * float(per_row - 1)) / float(per_row));
+    // The colours are the traffic strip's above (no legends to crowd these plots), rung 4 as dots.
+    wrapped_in(width, "colours as the traffic strip above: standard attention, rung 4 (dots: it is rung 5 at "
+                      "BLOCK_M = 16, so a line would hide under rung 5's), rung 5; white: Theorem 2 where it applies",
+               true);
+    const float ph = std::clamp(ImGui::GetContentRegionAvail().y - ui::px(4), ui::px(150), ui::px(300));
+    int placed = 0;
+    auto next = [&] {
+      if (placed++ % per_row) ImGui::SameLine(0, gap);
+    };
+    auto flat = [](const std::vector<double>& x, double y, const char* label, ImU32 c) {
+      viz::Series s;
+      s.label = label;
+      s.color = c;
+      s.x = {x.front(), x.back()};
+      s.y = {y, y};
+      return s;
+    };
+    {  // against BLOCK_M
+      viz::Series r5, r4;
+      r5.label = "";
+      r5.color = kRung5;
+      r5.x = io.block_m;
+      r5.y = io.flash_by_bm_kib;
+      std::vector<viz::Series> series = {flat(io.block_m, io.unfused_kib, "", kStd), r5};
+      if (std::isfinite(io.smem_kib)) {
+        r4.label = "";
+        r4.color = kRung4;
+        r4.points = true;
+        r4.x = {16};
+        r4.y = {io.smem_kib};
+        series.push_back(r4);
+      }
+      viz::PlotOptions o;
+      o.title = "KiB against BLOCK_M (this shape)";
+      o.x_label = "BLOCK_M";
+      o.log_x = true;
+      o.x_ticks = io.block_m;
+      o.y_min = 0;
+      o.v_lines = {double(bm_)};
+      o.v_line_labels = {"now"};
+      next();
+      viz::line_plot("io-bm", series, o, ImVec2(pw, ph));
+    }
+    {  // against M
+      viz::Series r5, r4, th;
+      r5.label = "";
+      r5.color = kRung5;
+      r5.x = io.m_kib;
+      r5.y = io.m_flash_kib;
+      r4.label = "";
+      r4.color = kRung4;
+      r4.points = true;
+      th.label = "";
+      th.color = IM_COL32(230, 230, 230, 255);
+      for (size_t i = 0; i < io.m_kib.size(); ++i) {
+        if (std::isfinite(io.m_smem_kib[i])) r4.x.push_back(io.m_kib[i]), r4.y.push_back(io.m_smem_kib[i]);
+        if (std::isfinite(io.m_theorem_kib[i])) th.x.push_back(io.m_kib[i]), th.y.push_back(io.m_theorem_kib[i]);
+      }
+      std::vector<viz::Series> series = {flat(io.m_kib, io.unfused_kib, "", kStd), r5};
+      if (!r4.x.empty()) series.push_back(r4);
+      if (!th.x.empty()) series.push_back(th);
+      viz::PlotOptions o;
+      o.title = "KiB against M, shared memory per block";
+      o.x_label = "M (KiB)";
+      o.log_x = o.log_y = true;
+      o.v_lines = {io.device_m_kib, io.domain_end_kib};
+      o.v_line_labels = {"this device", "M = N d"};
+      next();
+      viz::line_plot("io-m", series, o, ImVec2(pw, ph));
+    }
+    {  // against Lk: rung 4 as points (it equals rung 5 at BLOCK_M = 16: the lines would coincide)
+      viz::Series ts, t4, t5;
+      ts.label = "";
+      ts.color = kStd;
+      t4.label = "";
+      t4.color = kRung4;
+      t4.points = true;
+      t5.label = "";
+      t5.color = kRung5;
+      for (size_t i = 0; i < t.lk.size(); ++i) {
+        ts.x.push_back(t.lk[i]), ts.y.push_back(t.unfused_kib[i]);
+        t5.x.push_back(t.lk[i]), t5.y.push_back(t.flash_kib[i]);
+        if (std::isfinite(t.smem_kib[i])) t4.x.push_back(t.lk[i]), t4.y.push_back(t.smem_kib[i]);  // up to the wall
+      }
+      viz::PlotOptions o;
+      o.title = "KiB against Lk (this Lq, BLOCK_M)";
+      o.x_label = "Lk";
+      o.log_x = o.log_y = true;
+      o.v_lines = {double(res_.wall), double(res_.shape.lk)};
+      o.v_line_labels = {"wall", "Lk"};
+      next();
+      viz::line_plot("io-lk", {ts, t4, t5}, o, ImVec2(pw, ph));
+    }
+    for (const std::string* c : {&io.caption_bm, &io.caption_m, &t.caption, &t.paper_line}) wrapped_in(width, c->c_str(), true);
+  }
+
+  // [SECTION] Shared memory: rung 4 against rung 5 ------------------------------------------------------------
+  void draw_smem(float width, Backend backend) {
     const int d = res_.shape.d;
     const int64_t lim = std::max<int64_t>(res_.limit, 1);
     const int64_t wall = res_.wall;
-    const ImU32 c_std = IM_COL32(200, 120, 220, 255), c4 = IM_COL32(235, 110, 90, 255), c5 = IM_COL32(90, 200, 140, 255);
     viz::Series r4, r5, sl;
     r4.label = "rung 4: K+V+Q rows";
     r5.label = "rung 5: a tile";
     sl.label = "limit";
-    r4.color = c4;
-    r5.color = c5;
+    r4.color = kRung4;
+    r5.color = kRung5;
     sl.color = IM_COL32(200, 200, 200, 160);
     for (int64_t x = 16; x <= 65536; x *= 2) {
       r4.x.push_back(double(x));
@@ -458,47 +645,16 @@ class FlashAttentionPanel : public Panel {
     o.log_x = o.log_y = true;
     o.v_lines = {double(wall), double(res_.shape.lk)};
     o.v_line_labels = {"wall", "Lk"};
-    // The two plots side by side where each has room for its legend and marker labels, else stacked.
-    const float gap = ui::px(10), ph = ui::px(190);
-    const bool pair = fit(width, 255, gap, 2) == 2;
-    const float half = pair ? std::floor((width - gap) * 0.5f) : width;
-    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(half, ph));
-    if (pair) ImGui::SameLine(0, gap);
-
-    // Bytes through device memory (counted by the study), over Lk and at this shape, all in KiB.
-    const fs::Traffic& t = res_.mem;
-    viz::Series ts, t4, t5;
-    // No legend (it would cover this small plot): the colours are the bars'.
-    ts.color = c_std;
-    t4.color = c4;
-    t5.color = c5;
-    for (size_t i = 0; i < t.lk.size(); ++i) {
-      ts.x.push_back(t.lk[i]), ts.y.push_back(t.unfused_kib[i]);
-      t5.x.push_back(t.lk[i]), t5.y.push_back(t.flash_kib[i]);
-      if (std::isfinite(t.smem_kib[i])) t4.x.push_back(t.lk[i]), t4.y.push_back(t.smem_kib[i]);  // up to the wall
-    }
-    viz::PlotOptions ot;
-    ot.title = "traffic (KiB), colours as the bars";
-    ot.x_label = "Lk";
-    ot.log_x = ot.log_y = true;
-    ot.v_lines = {double(wall), double(res_.shape.lk)};
-    ot.v_line_labels = {"wall", "Lk"};
-    viz::line_plot("mem-traffic-lk", {ts, t4, t5}, ot, ImVec2(pair ? width - half - gap : width, ph));
-
-    const bool bars_beside = fit(width, 240, gap, 2) == 2;
-    const float bars_w = bars_beside ? std::floor(width * 0.47f) : width;
-    std::vector<viz::Bar> bars = {{"standard", t.unfused / 1024.0, c_std},
-                                  {"rung 4", t.smem / 1024.0, c4},
-                                  {"rung 5", t.flash / 1024.0, c5}};
-    viz::PlotOptions ob;
-    ob.title = t.smem_refused ? "traffic here (KiB; rung 4 refused)" : "traffic here (KiB)";
-    viz::bar_chart("mem-traffic", bars, ob, ImVec2(bars_w, ui::px(125)));
-    if (bars_beside) ImGui::SameLine(0, gap);
+    const float gap = ui::px(12);
+    const bool pair = fit(width, 300, gap, 2) == 2;
+    const float half = pair ? std::floor((width - gap) * 0.45f) : width;
     ImGui::BeginGroup();
-    wrapped_in(bars_beside ? width - bars_w - gap : width, t.caption.c_str(), true);
+    viz::line_plot("mem-onchip", {r4, r5, sl}, o, ImVec2(half, ui::px(220)));
     ImGui::EndGroup();
-    wrapped_in(width, t.paper_line.c_str(), true);
-    draw_budget(width);
+    if (pair) ImGui::SameLine(0, gap);
+    ImGui::BeginGroup();
+    draw_budget(pair ? width - half - gap : width);
+    ImGui::EndGroup();
 
     // The same algorithm at full speed (`--variant fast`): its compile-time tile shapes.
     if (fa::fast_head_dim(d)) {
@@ -566,7 +722,7 @@ class FlashAttentionPanel : public Panel {
   }
 
   ParamValues params_;
-  std::string control_error_, run_error_, computed_key_, adjust_note_;
+  std::string control_error_, run_error_, computed_key_, adjust_note_, view_forced_;
   fs::Result res_;
   int bm_ = 16, bn_ = 16;
   int64_t q_blocks_ = 0, steps_ = 0, qblock_ = 0, composed_step_ = -1;
@@ -574,7 +730,7 @@ class FlashAttentionPanel : public Panel {
   viz::Heatmap partial_map_, final_map_, o_map_;
   bool valid_ = false, fresh_ = false, step_fresh_ = false, playing_ = false;
   double last_tick_ = 0;
-  TimelineView inside_{timeline::kForward};  // [issue 30] "Inside the fast kernel"
+  TimelineView inside_{timeline::kForward};  // issue 30: "Inside the fast kernel"
 };
 
 }  // namespace

@@ -1,11 +1,12 @@
 // The Measure view: the rungs' kernels against ceilings measured in the same run (kernels/measure/measure.h).
 // Runs on a background thread (measure::Worker) with a progress bar and a cancel button; with run=1 it
-// measures synchronously before drawing (shots, the tour). Plots: (a) achieved GB/s against size with
-// the copy ceiling, (b) fused against unfused as bars, (c) FlashAttention TFLOP/s against the GEMM
-// ceiling; a table of the ratios; export as JSON and CSV (app/measure_export.h). Under them, "Peers
-// (recorded)": the recorded results of a GPU session (kernels/measure/peers.h, embedded at build time: the
-// table the README shows), the ladder's figures beside its peers' with the ratios coloured ahead/behind, and
-// this run's figure beside the recorded one where the shape matches.
+// measures synchronously before drawing (shots, the tour). The notice line (kernels/studies/measure_study.h)
+// over tabs: fused against unfused as bars beside the achieved GB/s against size (log) with the copy
+// ceiling; FlashAttention against the GEMM ceiling; the ratio table; "Peers (recorded)": the recorded
+// results of a GPU session (kernels/measure/peers.h, embedded at build time: the table the README shows),
+// the ladder's figures beside its peers' with the ratios coloured ahead/behind, and this run's figure beside
+// the recorded one where the shape matches. On the CPU backend each timing view says that CPU timings do not
+// show what a GPU does, with the H200's recorded figures. Export as JSON and CSV (app/measure_export.h).
 // [SECTION] panel state and parameters
 // [SECTION] controls, progress and export
 // [SECTION] plots
@@ -20,10 +21,12 @@
 
 #include "app/measure_export.h"
 #include "app/panels/panels.h"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/measure/measure.h"
 #include "kernels/measure/peers.h"
+#include "kernels/studies/measure_study.h"
 #include "viz/plot.h"
 
 namespace kl::app {
@@ -31,7 +34,7 @@ namespace {
 
 const unsigned kBlue = IM_COL32(90, 180, 240, 255), kGreen = IM_COL32(120, 215, 120, 255),
                kOrange = IM_COL32(240, 165, 70, 255), kPurple = IM_COL32(190, 140, 240, 255),
-               kCeiling = IM_COL32(235, 235, 235, 255);
+               kCeiling = IM_COL32(235, 235, 235, 255), kUnfused = IM_COL32(150, 150, 160, 255);
 
 std::string fmt(const char* f, double v) {
   char b[96];
@@ -66,10 +69,11 @@ class MeasurePanel : public Panel {
   ParamValues& params() override { return params_; }
   std::vector<TourStop> tour_stops() const override { return {{"quick", {"run=1", "quick=1"}}}; }
 
+  // Laid out for a 1280x720 projector: the notice line (from the run: kernels/studies/measure_study.h), the
+  // controls and the machine, then tabs: fusion and bandwidth (what the notice talks about), FlashAttention
+  // against the GEMM, the ratio table, the recorded peers. Another view is one more BeginTabItem block.
   void draw(AppContext& ctx) override {
     const Backend b = ctx.backend.backend;
-    if (ImGui::CollapsingHeader("What is measured, and against what")) ui::explain("measure.md");
-
     if (params_.get_bool("run") && !sync_done_ && !worker_.running()) {
       // Shots and the tour: the whole measurement before the first frame is drawn.
       sync_done_ = true;
@@ -77,7 +81,6 @@ class MeasurePanel : public Panel {
       results_ = measure::run(options(b));
       seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    draw_controls(b);
     if (worker_.running() || polling_) {
       results_ = worker_.snapshot();
       if (!worker_.running()) {
@@ -86,16 +89,32 @@ class MeasurePanel : public Panel {
         seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
       }
     }
+    notice(study::measure_notice(results_));
+    draw_controls(b);
     ui::error_box(results_.error);
-    if (results_.points.empty()) {
-      ImGui::Spacing();
-      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                          "No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
-    } else {
-      draw_machine();
-      draw_plots();
+    if (!results_.points.empty()) draw_machine();
+    if (!ImGui::BeginTabBar("measure-views", ImGuiTabBarFlags_FittingPolicyScroll)) return;
+    if (ImGui::BeginTabItem("Fusion")) {
+      // Before a run the recorded H200 figures are what there is to see (the Peers tab's), under the line
+      // that says what Run does.
+      if (has_points()) draw_fusion_and_bandwidth();
+      else draw_recorded_peers();
+      ImGui::EndTabItem();
     }
-    draw_recorded_peers();
+    if (ImGui::BeginTabItem("FlashAttention")) {
+      if (has_points()) draw_compute();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Ceiling")) {
+      if (has_points()) draw_ceiling_tab();
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Peers")) {
+      draw_recorded_peers();
+      ImGui::EndTabItem();
+    }
+    ImGui::EndTabBar();
+    if (ImGui::CollapsingHeader("What is measured, and against what")) ui::explain("measure.md");
   }
 
  private:
@@ -178,23 +197,26 @@ class MeasurePanel : public Panel {
     }
   }
 
+  // Before a run, what Run does (in a tab, not the notice's place).
+  bool has_points() const {
+    if (!results_.points.empty()) return true;
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                        "No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
+    return false;
+  }
+
+  // One line of where the numbers came from; the ceilings, the cold timing and the launch cost are in the
+  // ratio table's tab.
   void draw_machine() {
     const measure::Machine& m = results_.machine;
-    ui::wrapped(m.device + "  |  " + m.backend + " backend  |  " + m.date + (m.quick ? "  |  quick sizes" : ""));
-    const std::string ceilings = measure::ceilings_sentence(results_);
-    ImGui::PushTextWrapPos(0.0f);
-    if (!ceilings.empty()) ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
-    ImGui::TextDisabled("%s", measure::cold_sentence(results_).c_str());
-    const std::string launch = measure::launch_sentence(results_);
-    if (!launch.empty()) ImGui::TextDisabled("%s", launch.c_str());
-    ImGui::PopTextWrapPos();
-    if (m.cpu_figures) {
-      ImGui::PushTextWrapPos(0.0f);
-      ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f),
-                         "CPU backend: these are CPU figures (memcpy, plain loops, the teaching FlashAttention), "
-                         "at small sizes; run on a GPU for the real ladder.");
-      ImGui::PopTextWrapPos();
-    }
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                        m.device + "  |  " + m.backend + " backend  |  " + m.date + (m.quick ? "  |  quick sizes" : ""));
+  }
+
+  // On the CPU backend, over each timing view: CPU timings do not show what a GPU does, with the H200's
+  // recorded figures (the study's sentence), in the caution colour.
+  static void cpu_caution(const std::string& line) {
+    if (!line.empty()) ui::wrapped_colored(IM_COL32(242, 204, 102, 255), line);
   }
 
   // TFLOP/s on the GPU, GFLOP/s on the CPU (where TFLOP/s would read 0.00).
@@ -204,30 +226,52 @@ class MeasurePanel : public Panel {
   }
 
   // [SECTION] plots -------------------------------------------------------------------------------------
-  void draw_plots() {
+  // The fusion bars (fused first, as the title reads: "fused 1.28x faster"; keyed) beside the bandwidth
+  // against size on a log axis (the CPU's few GB/s lay on 0 of a linear one), each as tall as the view
+  // leaves; stacked where the panel is narrow.
+  void draw_fusion_and_bandwidth() {
     const measure::Results& r = results_;
     const bool cpu = r.machine.cpu_figures;
-    const std::vector<TableRow> rows = table_rows();
-    const float gap = ImGui::GetStyle().ItemSpacing.x;  // ui::column_begin's
+    cpu_caution(study::measure_cpu_line(r));
+    const float gap = ImGui::GetStyle().ItemSpacing.x;
     const float avail_w = ImGui::GetContentRegionAvail().x;
-    const float avail_h = ImGui::GetContentRegionAvail().y;
+    const bool beside = avail_w >= ui::px(760.0f);
+    const float left_w = beside ? std::floor((avail_w - gap) * 0.45f) : avail_w;
+    const float right_w = beside ? avail_w - left_w - gap : avail_w;
     const float line = ImGui::GetTextLineHeightWithSpacing();
-    // Beside: the line plots on the left (at least 460 px at scale 1), the bars and the ratio table on the
-    // right (at least as wide as the table's widest row); one above the other where that does not fit.
-    const float right_need = std::max(table_width(rows), ui::px(340.0f));
-    const bool beside = avail_w - gap - right_need >= ui::px(460.0f);
-    const float right_w = beside ? std::max(right_need, std::floor(avail_w * 0.44f)) : avail_w;
-    const float left_w = beside ? avail_w - right_w - gap : avail_w;
-    const ui::ColumnsLayout left{beside ? 2 : 1, left_w}, right{beside ? 2 : 1, right_w};
-    float top_h = std::max(ui::px(220.0f), std::floor(avail_w * 0.4f)), bottom_h = top_h;
-    if (beside) {  // the four fill the panel's height
-      top_h = std::max(ui::px(180.0f), std::floor((avail_h - 2 * line - gap) * 0.54f));
-      bottom_h = std::max(ui::px(160.0f), avail_h - top_h - 2 * line - gap - ui::px(8.0f));
+    const float h = std::clamp(ImGui::GetContentRegionAvail().y - 2.0f * line - ui::px(8), ui::px(200.0f), ui::px(420.0f));
+
+    // (b) fused against unfused: time at the largest size both were measured at.
+    ImGui::BeginGroup();
+    const std::vector<FusionPair> pairs = fusion_pairs(r);
+    draw_fusion_key(left_w);
+    const size_t n_bars = std::max<size_t>(1, pairs.size());
+    const float bar_w = std::floor((left_w - gap * float(n_bars - 1)) / float(n_bars));
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const FusionPair& f = pairs[i];
+      if (i) ImGui::SameLine(0, gap);
+      const bool us = f.fused_ms < 1.0;
+      const double k = us ? 1e3 : 1.0;
+      const unsigned col = f.kernel == "softmax" ? kOrange : kGreen;
+      const bool soft = f.kernel == "softmax";
+      std::vector<viz::Bar> bars = {{soft ? "1 pass" : "fused", f.fused_ms * k, col},
+                                    {soft ? "3 pass" : "unfused", f.unfused_ms * k, kUnfused}};
+      viz::PlotOptions bo;
+      // Two lines: a wrap could split "1.01x" at its point.
+      bo.title = std::string(soft ? "softmax" : "ReLU+dropout") + ", N=" + pow2(f.size) + "\n" +
+                 (soft ? "1 pass " : "fused ") +
+                 (f.speedup() >= 1.0 ? fmt("%.2fx faster", f.speedup()) : fmt("%.2fx slower", 1.0 / f.speedup())) +
+                 (f.launch_bound ? " (launch-bound)" : "");
+      bo.y_label = us ? "us per call" : "ms per call";
+      ImGui::PushID(int(i));
+      viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, h));
+      ImGui::PopID();
     }
+    ImGui::EndGroup();
+    if (beside) ImGui::SameLine(0, gap);
 
     // (a) bandwidth against size, the copy as the ceiling.
-    ui::column_begin(left, 0);
-    ui::section("Memory-bound kernels: achieved bandwidth against size");
+    ImGui::BeginGroup();
     struct Style {
       const char *kernel, *variant, *label;
       unsigned color;
@@ -235,13 +279,12 @@ class MeasurePanel : public Panel {
     };
     // The copy last and as dots, so that it shows on top of the fused line it runs beside.
     const Style styles[] = {
-        {"vector-add", "fast", "vector add, 12 B/elem", kBlue, false},
+        {"vector-add", "fast", "vector add, 12 B", kBlue, false},
         {"relu-dropout", "fused", "ReLU+dropout fused, 8 B", kGreen, false},
-        {"relu-dropout", "unfused", "ReLU+dropout unfused, 16 B", kGreen, true},
+        {"relu-dropout", "unfused", "unfused, 16 B (dots)", kGreen, true},
         {"softmax", "fixed", "softmax one pass, 8 B", kOrange, false},
-        {"softmax", "three_pass", "softmax three_pass, 20 B", kOrange, true},
-        {"copy", cpu ? "memcpy" : "d2d", cpu ? "memcpy (ceiling), dots" : "device-to-device copy (ceiling), dots",
-         kCeiling, true}};
+        {"softmax", "three_pass", "three_pass, 20 B (dots)", kOrange, true},
+        {"copy", cpu ? "memcpy" : "d2d", cpu ? "memcpy (ceiling)" : "copy (ceiling)", kCeiling, true}};
     // x is log2 N on a linear axis: one tick per power of two measured (a log axis would tick decades only).
     std::vector<viz::Series> bw;
     for (const Style& s : styles) {
@@ -251,53 +294,42 @@ class MeasurePanel : public Panel {
       if (!se.x.empty()) bw.push_back(se);
     }
     viz::PlotOptions ao;
-    ao.title = cpu ? "GB/s (CPU) = bytes moved / median time" : "GB/s = bytes moved / median time, timed cold";
-    ao.x_label = "log2 N: N = 2^x fp32 elements (" + pow2(bw.empty() ? 1 : std::exp2(bw[0].x.front())) + " .. " +
-                 pow2(r.largest_size("bandwidth")) + ")";
+    ao.title = cpu ? "GB/s (CPU, log) = bytes moved / median time" : "GB/s (log) = bytes moved / median time, timed cold";
+    ao.x_label = "log2 N, N fp32 elements";
     ao.y_label = "GB/s";
+    ao.log_y = true;
     for (int64_t n : measured_sizes(r)) ao.x_ticks.push_back(std::log2(double(n)));
     const double launch_upto = measure::launch_bound_up_to(r);
     if (launch_upto > 0) {
       ao.v_lines = {std::log2(launch_upto)};
       ao.v_line_labels = {"<- launch-bound"};
     }
-    viz::line_plot("bandwidth", bw, ao, ImVec2(left_w, top_h));
-    ui::column_end();
+    viz::line_plot("bandwidth", bw, ao, ImVec2(right_w, h + line));
+    ImGui::EndGroup();
+  }
 
-    // (b) fused against unfused: time at the largest size.
-    ui::column_begin(right, 1);
-    ui::section("Fused against unfused (time per call, lower is better)");
-    const std::vector<FusionPair> pairs = fusion_pairs(r);
-    std::string bytes_text = "bytes per element";
-    for (size_t i = 0; i < pairs.size(); ++i)
-      bytes_text += std::string(i ? ", " : ": ") + (pairs[i].kernel == "softmax" ? "softmax " : "ReLU+dropout ") +
-                    fmt("%.0f", pairs[i].fused_bytes_per_elem) + fmt(" vs %.0f", pairs[i].unfused_bytes_per_elem);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), bytes_text);
-    const float text_h = ImGui::CalcTextSize(bytes_text.c_str(), nullptr, false, right_w).y + ImGui::GetStyle().ItemSpacing.y;
-    const float bar_h = std::max(ui::px(160.0f), top_h - text_h);
-    const size_t n_bars = std::max<size_t>(1, pairs.size());
-    const float bar_w = std::floor((right_w - gap * float(n_bars - 1)) / float(n_bars));
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      const FusionPair& f = pairs[i];
-      if (i) ImGui::SameLine(0, gap);
-      const bool us = f.fused_ms < 1.0;
-      const double k = us ? 1e3 : 1.0;
-      const unsigned col = f.kernel == "softmax" ? kOrange : kGreen;
-      std::vector<viz::Bar> bars = {
-          {f.fused, f.fused_ms * k, col},
-          {f.unfused == "three_pass" ? std::string("3 pass") : f.unfused, f.unfused_ms * k, IM_COL32(150, 150, 160, 255)}};
-      viz::PlotOptions bo;
-      bo.title = fusion_title(f);
-      bo.y_label = us ? "us" : "ms";
-      ImGui::PushID(int(i));
-      viz::bar_chart("fusion", bars, bo, ImVec2(bar_w, bar_h));
-      ImGui::PopID();
+  // The bars' colour key: the fused kernel in its family's colour, the unfused one grey.
+  void draw_fusion_key(float width) {
+    const float right = ImGui::GetCursorScreenPos().x + width;
+    const float sw = ui::px(14), inner = ui::px(4);
+    bool first = true;
+    for (const auto& [c, text] : {std::pair<unsigned, const char*>{kGreen, "ReLU + dropout fused, 8 B/elem"},
+                                  {kOrange, "softmax one pass, 8 B"}, {kUnfused, "unfused 16 B / three passes 20 B"}}) {
+      const float w = sw + inner + ImGui::CalcTextSize(text).x;
+      if (!first && ImGui::GetItemRectMax().x + ui::px(12) + w <= right) ImGui::SameLine(0, ui::px(12));
+      first = false;
+      const ImVec4 cc = ImGui::ColorConvertU32ToFloat4(c);
+      ImGui::ColorButton(text, cc, ImGuiColorEditFlags_NoTooltip | ImGuiColorEditFlags_NoDragDrop, ImVec2(sw, sw));
+      ImGui::SameLine(0, inner);
+      ImGui::TextUnformatted(text);
     }
-    ui::column_end();
+  }
 
-    // (c) FlashAttention against the GEMM ceiling.
-    ui::column_begin(left, 2);
-    ui::section(cpu ? "FlashAttention (teaching, CPU) against a CPU GEMM" : "FlashAttention fast against the cuBLAS GEMM ceiling");
+  // (c) FlashAttention against the GEMM ceiling, as tall as the view leaves (its x label in sight).
+  void draw_compute() {
+    const measure::Results& r = results_;
+    const bool cpu = r.machine.cpu_figures;
+    cpu_caution(study::measure_cpu_flash_line(r));
     std::map<std::string, viz::Series> by_variant;
     double lmin = 1e30, lmax = 0;
     for (const measure::Point& p : r.points) {
@@ -322,7 +354,7 @@ class MeasurePanel : public Panel {
                                         false});
     viz::PlotOptions co;
     co.title = cpu ? "GFLOP/s (CPU) = 4 B H L^2 d / median time" : "TFLOP/s = 4 B H L^2 d (x 1/2 causal) / median time";
-    co.x_label = "sequence length L (" + fmt("%.0f", lmin) + " .. " + fmt("%.0f", lmax) + ", log scale)";
+    co.x_label = "sequence length L (log scale)";
     co.y_label = cpu ? "GFLOP/s" : "TFLOP/s";
     co.log_x = true;
     for (const auto& [name, s] : by_variant)  // a tick at every length measured
@@ -335,17 +367,23 @@ class MeasurePanel : public Panel {
     co.y_min = 0, co.y_max = ymax > 0 ? ymax * 1.1 : 1.0;  // from 0: the gap to the ceiling at its true size
     if (cs.empty()) {
       ImGui::TextDisabled("not measured yet");
-      ImGui::Dummy(ImVec2(left_w, bottom_h - ImGui::GetTextLineHeightWithSpacing()));  // keep the layout
-    } else {
-      viz::line_plot("compute", cs, co, ImVec2(left_w, bottom_h));
+      return;
     }
-    ui::column_end();
+    const float h = std::clamp(ImGui::GetContentRegionAvail().y - ui::px(6), ui::px(200.0f), ui::px(460.0f));
+    viz::line_plot("compute", cs, co, ImVec2(ImGui::GetContentRegionAvail().x, h));
+  }
 
-    // (d) the ratios at the largest size.
-    ui::column_begin(right, 3);
-    ui::section("Against the ceiling at the largest size");
-    draw_table(rows, right_w);
-    ui::column_end();
+  // (d) the ratios at the largest size, with the ceilings, the cold timing and the launch cost.
+  void draw_ceiling_tab() {
+    const std::vector<TableRow> rows = table_rows();
+    const std::string ceilings = measure::ceilings_sentence(results_);
+    ImGui::PushTextWrapPos(0.0f);
+    if (!ceilings.empty()) ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
+    ImGui::TextDisabled("%s", measure::cold_sentence(results_).c_str());
+    const std::string launch = measure::launch_sentence(results_);
+    if (!launch.empty()) ImGui::TextDisabled("%s", launch.c_str());
+    ImGui::PopTextWrapPos();
+    draw_table(rows, std::min(ImGui::GetContentRegionAvail().x, std::max(table_width(rows), ui::px(340.0f))));
   }
 
   // One row of the ratio table: the texts it shows and the verdict that colours them.
@@ -415,8 +453,6 @@ class MeasurePanel : public Panel {
 
   // [SECTION] the recorded peers --------------------------------------------------------------------------
   void draw_recorded_peers() {
-    ImGui::Spacing();
-    ui::section("Peers (recorded)");
     const peers::Recorded* rec = nullptr;
     try {
       rec = &peers::embedded();

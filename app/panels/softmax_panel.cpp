@@ -16,6 +16,7 @@
 
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/rungs/softmax.h"
 #include "kernels/studies/softmax_study.h"
@@ -53,6 +54,14 @@ class SoftmaxPanel : public Panel {
 
   void draw(AppContext& ctx) override {
     const Backend b = ctx.backend.backend;
+    // The view's study first, so its notice opens the panel.
+    if (params_.get_text("view") == "online") {
+      ensure_online(b);
+      if (online_valid_) notice(online_.notice);
+    } else {
+      ensure_bug(b);
+      if (bug_valid_) notice(bug_.notice);
+    }
     ImGui::PushItemWidth(150);
     ui::param_row(params_, {"n_cols", "rows", "seed", "x_scale"}, &control_error_);
     ImGui::PopItemWidth();
@@ -82,7 +91,7 @@ class SoftmaxPanel : public Panel {
 
  private:
   // [SECTION] the truncation bug view ----------------------------------------------------------------------
-  void draw_bug(Backend b) {
+  void ensure_bug(Backend b) {
     const std::string key = ui::settings_key(params_, {"n_cols", "rows", "seed", "x_scale"}, b);
     if (key != bug_key_) {
       bug_key_ = key;
@@ -94,6 +103,10 @@ class SoftmaxPanel : public Panel {
         bug_valid_ = false;
       }
     }
+  }
+
+  void draw_bug(Backend b) {
+    ensure_bug(b);
     ui::error_box(bug_error_);
     if (!bug_valid_) return;
     const study::SoftmaxBug& r = bug_;
@@ -233,10 +246,7 @@ class SoftmaxPanel : public Panel {
   }
 
   // [SECTION] the online view --------------------------------------------------------------------------------
-  void draw_online(Backend b) {
-    ImGui::PushItemWidth(150);
-    ui::param_row(params_, {"chunk", "trace_row"}, &control_error_);
-    ImGui::PopItemWidth();
+  void ensure_online(Backend b) {
     const std::string key = ui::settings_key(params_, {"n_cols", "rows", "seed", "chunk", "trace_row"}, b);
     if (key != online_key_) {
       online_key_ = key;
@@ -248,6 +258,13 @@ class SoftmaxPanel : public Panel {
         online_valid_ = false;
       }
     }
+  }
+
+  void draw_online(Backend b) {
+    ImGui::PushItemWidth(150);
+    ui::param_row(params_, {"chunk", "trace_row"}, &control_error_);
+    ImGui::PopItemWidth();
+    ensure_online(b);
     ui::error_box(online_error_);
     if (!online_valid_) return;
     const study::SoftmaxOnline& r = online_;

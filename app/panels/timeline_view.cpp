@@ -155,7 +155,6 @@ struct TimelineView::State {
   std::string notice;
   std::vector<std::string> lines;
 
-  bool open = false, scroll = false;
   ParamValues rec_params;
   std::string rec_error, rec_control_error;
   bool rec_params_set = false;
@@ -306,8 +305,7 @@ std::vector<ParamSpec> TimelineView::params(const std::string& kernel) {
   }
   if (names.empty()) names.push_back("none");
   const std::string def = std::find(names.begin(), names.end(), "d128") != names.end() ? "d128" : names[0];
-  return {bool_param("inside", false, "Inside the fast kernel: the section with the Hopper kernel's recorded timeline open"),
-          choice_param("recording", names, def,
+  return {choice_param("recording", names, def,
                        "Inside the fast kernel: the recording drawn (docs/perf/timeline-h200.json, recorded on the GPU machine)")};
 }
 
@@ -316,22 +314,7 @@ std::vector<ParamSpec> TimelineView::with_params(std::vector<ParamSpec> panel, c
   return panel;
 }
 
-bool TimelineView::owns(const std::string& param) { return param == "inside" || param == "recording"; }
-
-void TimelineView::draw_section(AppContext& ctx, ParamValues& p) {
-  const bool want = p.get_bool("inside");
-  if (want != s_->open) {
-    ImGui::SetNextItemOpen(want);
-    s_->scroll = want;
-  }
-  const bool open = ImGui::CollapsingHeader("Inside the fast kernel: the Hopper kernel's recorded timeline");
-  if (open != want) p.set("inside", open ? "1" : "0");
-  s_->open = open;
-  if (!open) return;
-  if (s_->scroll) ImGui::SetScrollHereY(0.0f);
-  s_->scroll = false;
-  draw(ctx, &p);
-}
+bool TimelineView::owns(const std::string& param) { return param == "recording"; }
 
 void TimelineView::use_file(const timeline::File& f, const std::string& origin, int live_from) {
   if (f.recordings.empty()) throw InputError(origin + ": no recordings");

@@ -12,8 +12,8 @@
 // `kernel-ladder timeline` uses and adds it to the picker. The CPU backend cannot run the Hopper kernels: the
 // view says so and draws the recorded file.
 //
-// A panel shows it with draw_section() (a collapsing section; `--set inside=1` opens it, `--set recording=NAME`
-// picks one of the embedded recordings) after adding params() to its own. Standalone (`timeline --from FILE
+// A panel shows it as one of its tabs (rungs 5 and 6: `--set view=inside` opens it, `--set recording=NAME` picks
+// one of the embedded recordings) with draw(), after adding params() to its own. Standalone (`timeline --from FILE
 // --out PNG`, the tour): use_file(), select(), show_ctas(), set_window(), draw().
 #pragma once
 #include <memory>
@@ -33,15 +33,12 @@ class TimelineView {
   TimelineView(const TimelineView&) = delete;
   TimelineView& operator=(const TimelineView&) = delete;
 
-  // The parameters the view adds to its panel's: "inside" (0/1: the section open) and "recording" (an embedded
-  // recording of `kernel` by name: timeline_study::named()).
+  // The parameter the view adds to its panel's: "recording" (an embedded recording of `kernel` by name:
+  // timeline_study::named()).
   static std::vector<ParamSpec> params(const std::string& kernel);
   static std::vector<ParamSpec> with_params(std::vector<ParamSpec> panel, const std::string& kernel);
-  static bool owns(const std::string& param);  // "inside", "recording": not the panel's computation
+  static bool owns(const std::string& param);  // "recording": not the panel's computation
 
-  // The panel's block: a collapsing header, open where `inside` is 1 (clicking it sets `inside`); the first
-  // frame it opens by the parameter it scrolls the panel to itself.
-  void draw_section(AppContext& ctx, ParamValues& p);
   // The view, as wide as the content region. p: the panel's parameters (the recording picked by name), or
   // nullptr (standalone).
   void draw(AppContext& ctx, ParamValues* p);

@@ -10,6 +10,7 @@
 
 #include "app/panels/panels.h"
 #include "app/panels/memory_access_view.h"
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/vector_add.h"
@@ -43,14 +44,6 @@ class VectorAddPanel : public Panel {
   }
 
   void draw(AppContext& ctx) override {
-    if (ImGui::CollapsingHeader("What you are looking at", ImGuiTreeNodeFlags_DefaultOpen))
-      ui::explain("vector_add.md");
-    ui::section("Launch");
-    ImGui::PushItemWidth(220);
-    ui::param_row(params_, {"n", "block_size", "seed"}, &control_error_);
-    ImGui::PopItemWidth();
-    ui::error_box(control_error_);
-
     const std::string key = ui::settings_key(params_, {"n", "block_size", "seed"}, ctx.backend.backend);
     if (key != computed_key_) {
       computed_key_ = key;
@@ -62,6 +55,11 @@ class VectorAddPanel : public Panel {
         valid_ = false;
       }
     }
+    if (valid_) notice(result_.notice);
+    ImGui::PushItemWidth(220);
+    ui::param_row(params_, {"n", "block_size", "seed"}, &control_error_);
+    ImGui::PopItemWidth();
+    ui::error_box(control_error_);
     ui::error_box(run_error_);
     if (!valid_) return;
 
@@ -79,10 +77,12 @@ class VectorAddPanel : public Panel {
                   "each cell: %" PRId64 " element%s;  %s;  colour = pid that stored it (recorded);  "
                   "%s;  red checker = never stored%s",
                   raster_.lanes_per_cell, raster_.lanes_per_cell == 1 ? "" : "s", raster_.layout.c_str(),
-                  r.past_n_label.c_str(), r.accessed_past_n ? ";  cross lines = the first out-of-bounds access" : "");
+                  r.past_n_label.c_str(),
+                  r.accessed_past_n ? ";  lined row: the program whose access went past the end (the strip below "
+                                      "marks the offset)" : "");
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), caption);
-    if (categorical_) pid_key(r.grid);
-    const float axis_w = ImGui::CalcTextSize("00000000").x + ui::px(8);
+    pid_key(r.grid);
+    const float axis_w = ImGui::CalcTextSize("pid 0000000").x + ui::px(8);
     const float avail = ImGui::GetContentRegionAvail().x - ui::px(110) - axis_w;
     const float img_w = std::max(ui::px(64), avail - grid_map_.colorbar_width());
     // Square cells where they fit; rows at least 24 px tall while there are few of them. Never shorter
@@ -90,8 +90,7 @@ class VectorAddPanel : public Panel {
     const float cell = img_w / float(raster_.cols);
     const float min_h = std::max(ui::px(120), ImGui::CalcTextSize("pid (program id)").x + ImGui::GetFontSize() * 2);
     const float max_h = std::max(min_h, ImGui::GetContentRegionAvail().y - ui::px(130));
-    const float height = std::max(std::min(max_h, float(raster_.rows) * std::max(cell, ui::px(24))),
-                                  categorical_ ? 0.0f : min_h);
+    const float height = std::min(max_h, float(raster_.rows) * std::max(cell, ui::px(24)));
     const float top_ticks = ImGui::GetTextLineHeight() + ui::px(4);
     element_axis(axis_w, img_w, height, top_ticks);
     grid_map_.set_grid(raster_.grid_cols, raster_.grid_rows);
@@ -107,14 +106,22 @@ class VectorAddPanel : public Panel {
     // The strip shares the grid's scale and its colour bar (set_colorbar(false) in the constructor).
     viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(img_w, ui::px(28)), fresh_);
     if (th.active) tooltip(ctx.backend.backend, (r.grid - 1) * r.block_size + th.col);
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("vector_add.md");
     fresh_ = false;
   }
 
  private:
-  // A swatch per program when the palette has a colour for each (at most 12 programs), wrapping onto
-  // the next line where the next swatch and its pid would leave the content region.
+  // A swatch per program when the palette has a colour for each (at most 12 programs), else the palette's
+  // twelve as pid mod 12 (neighbouring programs always differ; a smooth colour ramp over a thousand pids
+  // read as a gradient of values), wrapping onto the next line where a swatch would leave the region.
   static void pid_key(int64_t programs) {
-    ImGui::TextDisabled("pid:");
+    if (programs <= 12) {
+      ImGui::TextDisabled("pid:");
+    } else {  // the explanation on its own (wrapped) line, the twelve swatches after it
+      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                          "pid mod 12 (colours repeat every 12 programs; hover a cell for its pid):");
+      programs = 12;
+    }
     const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
     const float sw = ui::px(14), inner = ui::px(4), spacing = ImGui::GetStyle().ItemSpacing.x;
     for (int64_t pid = 0; pid < programs; ++pid) {
@@ -130,15 +137,15 @@ class VectorAddPanel : public Panel {
     }
   }
 
-  // The element axis: each row's first element down the left, "+offset" within the row along the top,
-  // so "element" in the corner reads with both.
+  // The axes: down the left the program each row starts ("pid 3"; the row's first element where a program
+  // spans rows), along the top "+offset" within the row from the row's first element.
   void element_axis(float axis_w, float img_w, float height, float top_ticks) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImU32 col = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     const ImVec2 img0(p0.x + axis_w, p0.y + top_ticks);
     const float pad = ui::px(6);
-    dl->AddText(ImVec2(img0.x - pad - ImGui::CalcTextSize("element").x, p0.y), col, "element");
+    dl->AddText(ImVec2(img0.x - pad - ImGui::CalcTextSize("offset").x, p0.y), col, "offset");
     const int64_t per_row = raster_.lanes_per_row, block = raster_.block_size;
     // Top: offsets within a row, at program boundaries when a row holds 2 to 8 programs, else quarters.
     const int64_t programs_per_row = per_row / block;
@@ -158,7 +165,9 @@ class VectorAddPanel : public Panel {
     for (int k = 0; k < ticks; ++k) {
       const int row = ticks == raster_.rows ? k : (ticks == 1 ? 0 : int(int64_t(raster_.rows - 1) * k / (ticks - 1)));
       const float y = img0.y + height * (float(row) + 0.5f) / float(raster_.rows);
-      const std::string t = std::to_string(int64_t(row) * per_row);
+      // The row's first element, and its program where the row starts one ("768  pid 3").
+      const int64_t first = int64_t(row) * per_row;
+      const std::string t = first % block == 0 ? "pid " + std::to_string(first / block) : std::to_string(first);
       const ImVec2 ts = ImGui::CalcTextSize(t.c_str());
       dl->AddText(ImVec2(img0.x - pad - ts.x, std::min(y - ts.y * 0.5f, img0.y + height - ts.y)), col, t.c_str());
     }
@@ -172,12 +181,9 @@ class VectorAddPanel : public Panel {
     study::VectorAddResult& r = result_;
     ElementTraceView tv = r.trace.view();
     raster_ = viz::plan_element_raster(r.grid, r.block_size);
-    // Up to 12 programs: one palette colour each, keyed by swatches. More: pid on a sequential scale with
-    // its colour bar, so neighbouring programs get neighbouring colours and no colour repeats.
-    categorical_ = r.grid <= 12;
-    const viz::ColorScale scale = categorical_ ? viz::ColorScale{viz::ColorScale::Kind::Categorical, 0, 1, "pid"}
-                                               : viz::ColorScale{viz::ColorScale::Kind::Sequential, 0.0f,
-                                                                 float(r.grid - 1), "pid (program id)"};
+    // The palette's twelve colours by pid (mod 12 past twelve programs), keyed by swatches: neighbouring
+    // programs always differ, and no colour ramp suggests that a pid is a value.
+    const viz::ColorScale scale{viz::ColorScale::Kind::Categorical, 0, 1, "pid"};
     grid_map_.set_scale(scale);
     tail_map_.set_scale(scale);
     mark_fault(r);
@@ -211,8 +217,10 @@ class VectorAddPanel : public Panel {
     grid_map_.set_highlight(-1, -1);
     tail_map_.set_highlight(-1, -1);
     if (r.fault_offset < 0 || r.fault_offset >= r.offsets) return;
+    // The grid lines the faulting program's row only (cross lines through the cell ran through programs
+    // that never faulted); the tail strip, which is that program, marks the offset.
     const int64_t cell = r.fault_offset / raster_.lanes_per_cell;
-    grid_map_.set_highlight(int(cell / raster_.cols), int(cell % raster_.cols));
+    grid_map_.set_highlight(int(cell / raster_.cols), -1);
     tail_map_.set_highlight(-1, int(r.fault_offset - (r.grid - 1) * r.block_size));
   }
 
@@ -247,7 +255,7 @@ class VectorAddPanel : public Panel {
   viz::ElementRaster raster_;
   viz::DataTexture grid_tex_, tail_tex_;
   viz::Heatmap grid_map_, tail_map_;
-  bool categorical_ = true, valid_ = false, fresh_ = false;
+  bool valid_ = false, fresh_ = false;
 };
 
 }  // namespace

@@ -16,7 +16,10 @@
 //   buggy       BLOCK_SIZE fixed at 1024, the mistake to be shown: the program loads
 //               cols = arange(1024) masked by cols < n_cols, so for n_cols > 1024 it normalises over
 //               the first 1024 columns only and never stores columns >= 1024 (they stay NaN-poisoned).
-//   fixed       BLOCK_SIZE = next_power_of_2(n_cols): the whole row in registers, one read, one write.
+//   fixed       BLOCK_SIZE = next_power_of_2(n_cols): the whole row in one program, one read, one write. The
+//               traced kernel holds it in float v[64] per thread, indexed at run time: local memory (ptxas
+//               gives it a 256-byte stack frame at sm_90), not registers; at the widest row it runs 512
+//               threads (16 warps) x 64 values.
 //               The widest row it takes is this build's choice, not the chip's: fixed_max_cols() =
 //               max_threads_per_block x kMaxRowRegsPerThread (1024 threads x 32 row values = 32768
 //               columns); the chip has 65,536 registers per SM and per block and up to 255 per thread
@@ -55,7 +58,8 @@ const char* variant_name(Variant v);              // "buggy", "fixed", "online",
 Variant parse_variant(const std::string& name);   // InputError for anything else
 
 constexpr int kBuggyBlock = 1024;
-constexpr int kMaxRowRegsPerThread = 32;           // fp32 row values one thread of `fixed` holds (this build's choice)
+constexpr int kMaxRowRegsPerThread = 32;           // the widest row / max_threads_per_block (this build's choice; the
+                                                   // traced kernel runs that row as 512 threads x 64 values)
 constexpr int64_t kMaxElements = (int64_t(1) << 31) - 1;
 constexpr int kMinChunk = 32, kMaxChunk = 4096, kDefaultChunk = 1024;
 

@@ -95,6 +95,9 @@ DeviceInfo read_device(int dev) {
   d.smem_per_block = int64_t(p.sharedMemPerBlock);
   d.smem_per_block_optin = int64_t(p.sharedMemPerBlockOptin);
   d.smem_per_sm = int64_t(p.sharedMemPerMultiprocessor);
+  d.regs_per_sm = int64_t(p.regsPerMultiprocessor);
+  d.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+  d.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
   d.l2_bytes = p.l2CacheSize;
   d.global_mem_bytes = int64_t(p.totalGlobalMem);
   int mem_clock_khz = 0, bus_bits = 0;

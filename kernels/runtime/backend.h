@@ -33,6 +33,9 @@ struct DeviceInfo {
   int64_t smem_per_block = 48 * 1024;              // without opt-in
   int64_t smem_per_block_optin = 227 * 1024;       // cudaDevAttrMaxSharedMemoryPerBlockOptin
   int64_t smem_per_sm = 228 * 1024;
+  int64_t regs_per_sm = 65536;                     // 32-bit registers per SM
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
   int64_t l2_bytes = 60ll * 1024 * 1024;
   int64_t global_mem_bytes = 141ll * 1000 * 1000 * 1000;
   double peak_bandwidth_gbs = 4800;  // from memory clock and bus width where read

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kernels/runtime/errors.h"
+#include "kernels/studies/kernel_resources.h"
 
 namespace kl::attention_study {
 namespace {
@@ -55,18 +56,31 @@ std::vector<ParamSpec> params() {
 
 // [SECTION] The budget, the wall and the occupancy ---------------------------------------------------------
 
-int blocks_per_sm(int64_t lk, int d, const DeviceInfo& info) {
+Occupancy occupancy(int64_t lk, int d, const DeviceInfo& info, int registers, const std::string& origin) {
+  Occupancy o;
+  o.registers = registers;
+  o.registers_origin = origin;
+  const int threads = attention::kWarps * 32;
   const int64_t need = attention::smem_bytes(lk, d);
-  if (need > info.smem_per_block_optin) return 0;
-  const int64_t by_smem = info.smem_per_sm / (need + kReservedSmemPerBlock);
-  const int64_t by_threads = kThreadsPerSm / (attention::kWarps * 32);
-  return int(std::min(by_smem, by_threads));
+  o.by_registers = study::blocks_by_registers(registers, threads, info);
+  o.by_smem = need > info.smem_per_block_optin ? 0 : int(info.smem_per_sm / (need + kReservedSmemPerBlock));
+  o.by_threads = info.max_threads_per_sm / threads;
+  o.by_block_limit = info.max_blocks_per_sm;
+  o.blocks = std::min({o.by_registers, o.by_smem, o.by_threads, o.by_block_limit});
+  for (auto [n, name] : {std::pair<int, const char*>{o.by_registers, "registers"}, {o.by_smem, "shared memory"},
+                         {o.by_threads, "threads"}, {o.by_block_limit, "the SM's block limit"}})
+    if (n == o.blocks) o.binding += (o.binding.empty() ? "" : " and ") + std::string(name);
+  return o;
 }
 
-int64_t one_block_from_lk(int d, const DeviceInfo& info) {
+int blocks_per_sm(int64_t lk, int d, const DeviceInfo& info, int registers) {
+  return occupancy(lk, d, info, registers).blocks;
+}
+
+int64_t one_block_from_lk(int d, const DeviceInfo& info, int registers) {
   const int64_t wall = attention::max_lk(d, info.smem_per_block_optin);
   for (int64_t lk = 1; lk <= wall; ++lk)
-    if (blocks_per_sm(lk, d, info) == 1) return lk;
+    if (blocks_per_sm(lk, d, info, registers) == 1) return lk;
   return 0;
 }
 
@@ -81,10 +95,12 @@ Budget budget(Backend b, int64_t lk, int d) {
   g.past = g.need > g.limit;
   g.assumed = info.assumed;
   g.device = info.name;
-  g.blocks = blocks_per_sm(lk, d, info);
-  g.one_block_lk = one_block_from_lk(d, info);
+  const study::KernelResources kr = study::kernel_resources(b, "attention.cu", "attention_smem");
+  g.occ = occupancy(lk, d, info, kr.registers, kr.origin);
+  g.blocks = g.occ.blocks;
+  g.one_block_lk = one_block_from_lk(d, info, kr.registers);
   const int q = attention::kBlockQ;
-  char t[400];
+  char t[700];
   std::snprintf(t, sizeof t, "%s needed of %s", kib(g.need).c_str(), kib(g.limit).c_str());
   g.bar_text = t;
   std::snprintf(t, sizeof t,
@@ -98,14 +114,18 @@ Budget budget(Backend b, int64_t lk, int d) {
   std::snprintf(t, sizeof t, "the wall at d=%d: Lk = %" PRId64 " is the largest that fits%s", d, g.wall,
                 g.past ? " -- this Lk is past it" : "");
   g.wall_line = t;
+  const Occupancy& o = g.occ;
   if (g.past)
     std::snprintf(t, sizeof t, "occupancy: none, the block does not fit (one block per SM from Lk = %" PRId64
                   " at d=%d, up to the wall)", g.one_block_lk, d);
   else
     std::snprintf(t, sizeof t,
-                  "occupancy: %d block%s of 256 threads per SM (%s per SM, 1 KiB reserved per block); one "
+                  "occupancy: %d block%s of 256 threads per SM, bound by %s. Registers allow %d (%d per thread: %s), "
+                  "shared memory %d (%s + 1 KiB reserved per block, of %s per SM), threads %d (%d per SM); one "
                   "block per SM from Lk = %" PRId64 " at d=%d",
-                  g.blocks, g.blocks == 1 ? "" : "s", kib(info.smem_per_sm).c_str(), g.one_block_lk, d);
+                  o.blocks, o.blocks == 1 ? "" : "s", o.binding.c_str(), o.by_registers, o.registers,
+                  o.registers_origin.c_str(), o.by_smem, kib(g.need).c_str(), kib(info.smem_per_sm).c_str(),
+                  o.by_threads, info.max_threads_per_sm, g.one_block_lk, d);
   g.occupancy_line = t;
   g.legend = "K+V+Q rows, d=" + std::to_string(d);
   return g;
@@ -137,6 +157,25 @@ void check_against_reference(Result& r) {
   }
   r.err = rel(num, den);
   r.werr = rel(wnum, wden);
+  std::vector<double> vis;
+  for (int64_t i = 0; i < lq; ++i)
+    for (int64_t j = 0; j < attention::visible_keys(i, lq, lk, r.opt.causal); ++j) vis.push_back(refw[size_t(i * lk + j)]);
+  double p99 = r.pmax;
+  if (!vis.empty()) {
+    const size_t k = std::min(vis.size() - 1, size_t(double(vis.size()) * 0.99));
+    std::nth_element(vis.begin(), vis.begin() + std::ptrdiff_t(k), vis.end());
+    p99 = vis[k];
+  }
+  if (p99 > 0 && p99 < 0.5 * r.pmax) {
+    r.p_scale = p99;
+    char b[160];
+    std::snprintf(b, sizeof b, "colour top: the 99th percentile, %.2g; larger weights (up to %.2g) clipped", p99, r.pmax);
+    r.p_scale_note = b;
+    r.p_scale_label = "weight (p99 top)";
+  } else {
+    r.p_scale = r.pmax;
+    r.p_scale_label = "weight";
+  }
   r.check.label = "matches reference (float64):";
   r.check.ok = r.nans == 0 && r.err < 1e-5 && r.werr < 1e-5;
   char buf[200];
@@ -269,6 +308,23 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks) {
   return run(b, p, sinks, e ? &*e : nullptr);
 }
 
+static void notice(Result& r) {
+  const Budget& g = r.budget;
+  char t[600];
+  if (!r.ran)
+    std::snprintf(t, sizeof t, "Lk = %" PRId64 " needs %s of shared memory per block, past the %s limit: refused "
+                  "before launch (the wall at d = %d is Lk = %" PRId64 "); rung 5 streams K and V in tiles",
+                  g.lk, kib(g.need).c_str(), kib(g.limit).c_str(), g.d, g.wall);
+  else if (!r.check.ok)
+    std::snprintf(t, sizeof t, "the output does not match the float64 reference: %s", r.check.text.c_str());
+  else
+    std::snprintf(t, sizeof t, "all of K and V sit in shared memory: %s of the %s a block may have at Lk = %" PRId64
+                  "; the wall at d = %d is Lk = %" PRId64 ". %d block%s per SM, bound by %s",
+                  kib(g.need).c_str(), kib(g.limit).c_str(), g.lk, g.d, g.wall, g.blocks, g.blocks == 1 ? "" : "s",
+                  g.occ.binding.c_str());
+  r.notice = t;
+}
+
 Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::Source* src) {
   Result r;
   r.edited = src != nullptr;
@@ -285,6 +341,7 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::
     attention::check_shape(b, r.shape);  // the wall, before anything is allocated
   } catch (const InputError& e) {
     r.run_error = e.what();
+    notice(r);
     return r;
   }
   r.in.make(b, r.shape.lq, r.shape.lk, r.shape.d, r.magnitude, uint32_t(p.get_int("seed")));
@@ -295,12 +352,14 @@ Result run(Backend b, const ParamValues& p, const Sinks& sinks, const editable::
   check_row_sums(r);
   score_scale(r);
   run_unfused(b, r);
+  notice(r);
   return r;
 }
 
 study::Report report(const Result& r) {
   study::Report rep;
   rep.panel = "attention";
+  rep.notice = r.notice;
   rep.settings = r.shape.text() + (r.opt.causal ? " causal" : "") + ", magnitude=" + std::to_string(r.magnitude);
   const Budget& g = r.budget;
   rep.checks.push_back({"fits_shared_memory", !g.past, g.wall_line});
@@ -322,6 +381,10 @@ study::Report report(const Result& r) {
   n["smem_limit"] = g.limit;
   n["wall_lk"] = g.wall;
   n["blocks_per_sm"] = g.blocks;
+  n["blocks_per_sm_by_registers"] = g.occ.by_registers;
+  n["blocks_per_sm_by_smem"] = g.occ.by_smem;
+  n["blocks_per_sm_by_threads"] = g.occ.by_threads;
+  n["registers_per_thread"] = g.occ.registers;
   n["one_block_per_sm_from_lk"] = g.one_block_lk;
   n["traffic_bytes_smem"] = r.traffic_smem;
   n["traffic_bytes_unfused"] = r.traffic_unfused;

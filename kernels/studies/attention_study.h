@@ -36,13 +36,24 @@ struct Inputs {
 std::vector<ParamSpec> params();
 
 // [SECTION] The budget, the wall and the occupancy ----------------------------------------------------------
-// CUDA reserves 1 KiB of each SM's shared memory per resident block (sm_80 and later), and an SM holds
-// at most 2048 threads (sm_90); the blocks of this kernel have kWarps * 32 = 256 threads.
+// CUDA reserves 1 KiB of each SM's shared memory per resident block (sm_80 and later). Occupancy has three
+// limits, and the smallest binds: registers (the kernel's registers per thread: cudaFuncGetAttributes on the
+// CUDA backend, ptxas's figure recorded at build time on the CPU one; kernels/studies/kernel_resources.h),
+// shared memory (the block's bytes + 1 KiB reserved, against the SM's) and threads (kWarps * 32 = 256 per
+// block against the SM's 2048), besides the SM's 32 resident blocks.
 constexpr int64_t kReservedSmemPerBlock = 1024;
-constexpr int kThreadsPerSm = 2048;
 
-int blocks_per_sm(int64_t lk, int d, const DeviceInfo& info);  // 0 past the wall
-int64_t one_block_from_lk(int d, const DeviceInfo& info);      // smallest Lk with 1 block per SM (0: none)
+struct Occupancy {
+  int by_registers = 0, by_smem = 0, by_threads = 0, by_block_limit = 0;  // blocks per SM each limit allows
+  int blocks = 0;            // the smallest: 0 past the wall
+  std::string binding;       // the limit(s) that bind: "registers", "shared memory", "registers and threads", ...
+  int registers = 0;         // per thread
+  std::string registers_origin;
+};
+// Occupancy of attention_smem at (lk, d) with `registers` per thread on `info`.
+Occupancy occupancy(int64_t lk, int d, const DeviceInfo& info, int registers, const std::string& origin = "");
+int blocks_per_sm(int64_t lk, int d, const DeviceInfo& info, int registers);  // occupancy().blocks
+int64_t one_block_from_lk(int d, const DeviceInfo& info, int registers);      // smallest Lk with 1 block per SM (0: none)
 
 struct Budget {
   int64_t lk = 0;
@@ -51,13 +62,14 @@ struct Budget {
   bool past = false;
   bool assumed = false;
   std::string device;
-  int blocks = 0;                // blocks per SM at this Lk
+  Occupancy occ;                 // at this Lk
+  int blocks = 0;                // blocks per SM at this Lk (occ.blocks)
   int64_t one_block_lk = 0;      // from this Lk on, one block per SM
   std::string bar_text;          // "7.0 KiB needed of 227.0 KiB"
   std::string formula_line;      // "(2 x Lk x d + 16 x d) x 4 B: ... = 7168 bytes"
   std::string limit_line;
   std::string wall_line;
-  std::string occupancy_line;
+  std::string occupancy_line;    // the blocks per SM, the limit that binds, each limit's figure
   std::string legend;            // the curve's legend: "K+V+Q rows, d=32"
 };
 Budget budget(Backend b, int64_t lk, int d);
@@ -99,7 +111,14 @@ struct Result {
   Line unfused;                   // "standard attention (unfused):"
   double traffic_smem = 0, traffic_unfused = 0;  // counted bytes (attention.h)
   std::string traffic_line;
+  std::string notice;             // the panel's opening line: what to notice, with these numbers
   double smax = 0, pmax = 0, omax = 0;  // colour scales
+  // P's colour scale: the 99th percentile of the visible weights where the largest weights are rare outliers
+  // (at 64 x 900 most weights are near 1/900 and a scale to the largest, 0.1, draws P uniformly dark), else
+  // pmax; the label says when larger weights are clipped to the top colour.
+  double p_scale = 0;
+  std::string p_scale_label;      // the colour bar's: "weight" or "weight (p99 top)"
+  std::string p_scale_note;       // beside P's title where clipped: "colour top: the 99th percentile, ..."
   // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
   // ran cleanly; the checks then read what it did write, and fail when it faulted).
   bool edited = false;

@@ -26,7 +26,10 @@ std::vector<ParamSpec> params() {
           panel_override(fab::param::block_n(), "32", grid),
           int_param("kv_tile", 0, 1023, 1, "the program shown: K/V tile j"),
           int_param("q_tile", 0, 1023, 2, "the step shown: query tile i of program j (and dQ_i's tile)"),
-          int_param("seed", 0, 1000000, 1, "seed of the random Q, K, V, dO in [-1, 1]")};
+          int_param("seed", 0, 1000000, 1, "seed of the random Q, K, V, dO in [-1, 1]"),
+          choice_param("view", {"saves", "tiles", "errors", "checks", "inside"}, "saves",
+                       "the panel's view: what the backward saves, the tiles, the errors as tiles fold in, the checks, "
+                       "inside the fast kernel (its recorded timeline)")};
 }
 
 namespace {
@@ -251,12 +254,62 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   study_tiles(r, t);
   study_tile(r);
   study_convergence(r, dq_ref, dk_ref, dv_ref);
+  const double ratio = r.lse_bytes ? double(r.p_bytes) / double(r.lse_bytes) : 0;
+  if (r.fault.kind != editable::Fault::None || r.dq_rel >= r.tolerance || r.dk_rel >= r.tolerance ||
+      r.dv_rel >= r.tolerance)
+    r.notice = "the teaching backward's gradients do not match float64 (dQ, dK, dV off by " + num(r.dq_rel) + ", " +
+               num(r.dk_rel) + ", " + num(r.dv_rel) + "): the checks below say where";
+  else
+    r.notice = "the forward keeps L, " + mem::bytes_text(r.lse_bytes) + " (one float per query row), where a naive "
+               "backward keeps P, " + mem::bytes_text(r.p_bytes) + " (" + num(ratio) + "x more), and dP beside it: its "
+               "wall is Lq = Lk = " + std::to_string(r.wall_length) + " in this memory. Rung 6 recomputes P from L "
+               "tile by tile (off by " + num(r.p_max_abs_diff) + ")";
   return r;
+}
+
+Curve dkdv_curve(const Result& r) {
+  Curve c;
+  c.title = "dK_j, dV_j of program " + std::to_string(r.kv_tile) + " against float64";
+  c.x_label = "query tiles folded in";
+  for (size_t i = 0; i < r.dk_err.size(); ++i) c.x.push_back(double(i + 1));
+  c.labels = {"dK_j", "dV_j"};
+  c.y = {r.dk_err, r.dv_err};
+  c.now = double(r.q_tile + 1);
+  return c;
+}
+
+Curve dq_curve(const Result& r) {
+  Curve c;
+  c.title = "dQ_i of query tile " + std::to_string(r.q_tile) + " against float64";
+  c.x_label = "programs folded in";
+  for (size_t i = 0; i < r.dq_err.size(); ++i) c.x.push_back(double(i + 1));
+  c.labels = {"dQ_i"};
+  c.y = {r.dq_err};
+  c.now = double(r.kv_tile + 1);
+  return c;
+}
+
+Curve saved_curve(const Result& r) {
+  Curve c;
+  c.title = "bytes kept for the backward against L = Lq = Lk";
+  c.x_label = "L = Lq = Lk";
+  c.labels = {"P + dP (naive)", "L (FlashAttention)", "memory available"};
+  c.y.assign(3, {});
+  const double bh = double(r.s.bh());
+  for (int64_t l = 64; l <= std::max<int64_t>(4 * r.wall_length, 1024); l *= 2) {
+    c.x.push_back(double(l));
+    c.y[0].push_back(8.0 * bh * double(l) * double(l));
+    c.y[1].push_back(4.0 * bh * double(l));
+    c.y[2].push_back(double(r.wall.available));
+  }
+  c.now = double(r.wall_length);
+  return c;
 }
 
 study::Report report(const Result& r) {
   study::Report rep;
   rep.panel = "backward";
+  rep.notice = r.notice;
   rep.settings = r.s.text() + (r.o.causal ? ", causal" : "") + ", block_m=" + std::to_string(r.block_m) +
                  ", block_n=" + std::to_string(r.block_n) + ", kv_tile=" + std::to_string(r.kv_tile) +
                  ", q_tile=" + std::to_string(r.q_tile) + ", " + backend_name(r.backend) + " backend";

@@ -66,6 +66,7 @@ struct Result {
   std::string source_file;   // "flash_attention_backward.cu" (shipped) or the edited source's file name
   editable::Fault fault;
   std::string fault_line;    // "edited kernel: out-of-bounds store to dq[...] ..." or empty
+  std::string notice;        // the panel's opening line: what the backward saves, with these numbers
 };
 
 // report().lines, in this order: the panel draws each beside the view it is about, so the panel and
@@ -83,6 +84,25 @@ enum Line : size_t {
   kLineDqErr,     // dQ_i's error after each program
   kLineCount
 };
+
+// An error curve as the panel draws it: x counts what has been folded in, from 1 (the error after one tile
+// is at x = 1), one y series per label, and where the current step is on that axis.
+struct Curve {
+  std::string title, x_label;
+  std::vector<double> x;
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> y;
+  double now = 0;  // the x of the step shown
+};
+// dK_j and dV_j against query tiles folded in (1..q_blocks; now = q_tile + 1), and dQ_i against the programs
+// whose contributions are folded in (1..k_blocks; now = kv_tile + 1): two axes, two plots.
+Curve dkdv_curve(const Result& r);
+Curve dq_curve(const Result& r);
+// What each backward keeps against L = Lq = Lk (this batch*heads), in bytes: the naive one's P and dP
+// (8 L^2) and FlashAttention's L (4 L), with the memory available on this backend (labels: "P + dP
+// (naive)", "L (FlashAttention)", "memory available"); now = the wall's L. x runs over powers of two from
+// 64 to past twice the wall.
+Curve saved_curve(const Result& r);
 
 // Throws InputError (a parameter out of range, kv_tile / q_tile past the tiles of the shape, tiles past
 // shared memory) or RuntimeError. `src`: an edited copy of kernels/editable/sources/

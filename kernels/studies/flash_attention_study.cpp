@@ -40,7 +40,10 @@ std::vector<ParamSpec> params() {
           int_param("qblock", 0, 511, 1, "the query block whose rows are shown in detail"),
           int_param("step", 1, 16384, 3, "K/V tiles folded in so far (the scrubber)"),
           float_param("magnitude", 0.1, 10, 2.0, "q and k drawn uniformly from [-magnitude, magnitude]"),
-          int_param("seed", 0, 1 << 30, 1, "seed of the random inputs")};
+          int_param("seed", 0, 1 << 30, 1, "seed of the random inputs"),
+          choice_param("view", {"steps", "io", "memory", "checks", "inside"}, "steps",
+                       "the panel's view: the steps, the IO argument, shared memory, the checks, inside the fast "
+                       "kernel (its recorded timeline)")};
 }
 
 // [SECTION] Memory and traffic -------------------------------------------------------------------------------
@@ -48,8 +51,10 @@ std::vector<ParamSpec> params() {
 double traffic_bytes_flash(const attention::Shape& s, bool causal, int bm, int bn) {
   const int64_t q_blocks = (s.lq + bm - 1) / bm;
   double kv = 0;
-  for (int64_t qb = 0; qb < q_blocks; ++qb)
-    kv += double(fa::detail::tiles_to_run(qb, bm, bn, s.lq, s.lk, causal)) * 2.0 * bn * s.d * 4;
+  for (int64_t qb = 0; qb < q_blocks; ++qb) {  // keys past Lk in the last tile are masked: no bytes
+    const int64_t keys = std::min(fa::detail::tiles_to_run(qb, bm, bn, s.lq, s.lk, causal) * bn, s.lk);
+    kv += double(keys) * 2.0 * s.d * 4;
+  }
   return double(s.bh()) * (2.0 * double(s.lq) * s.d * 4 + kv);
 }
 
@@ -70,29 +75,122 @@ Traffic traffic(Backend b, const attention::Shape& s, bool causal, int bm, int b
     t.flash_kib.push_back(traffic_bytes_flash(sx, causal, bm, bn) / 1024.0);
   }
   const double lq = double(s.lq), lk = double(s.lk), d = s.d;
-  t.sram_elements = double(info.smem_per_block_optin) / 4.0;
-  t.paper_standard = lq * d + lk * d + lq * lk;
-  t.paper_flash = lq * lk * d * d / t.sram_elements;
   const int64_t q4 = (s.lq + attention::kBlockQ - 1) / attention::kBlockQ, q5 = (s.lq + bm - 1) / bm;
-  t.long_lk_ratio = 2.0 * bm / d;
-  char buf[640];
+  // Per unit of Lk: standard moves 2 d (K, V) + 4 Lq (S, P out and in), rung 5 2 d per query block.
+  t.long_lk_ratio = (d + 2.0 * lq) / (d * double(q5));
+  t.long_lk_simple = 2.0 * bm / d;
+  t.sram_elements = double(info.smem_per_block_optin) / 4.0;
+  t.theorem_nd = double(std::min(s.lq, s.lk)) * d;
+  t.theorem_applies = t.sram_elements <= t.theorem_nd;
+  t.paper_standard = lq * d + lk * d + lq * lk;
+  t.paper_flash = t.theorem_applies ? lq * lk * d * d / t.sram_elements : 0.0;
+  char buf[900];
   std::snprintf(buf, sizeof buf,
                 "Standard attention writes S and P and reads them back: 4 x Lq x Lk x 4 B = %s of its %s. Rungs 4 "
-                "and 5 read K and V once per program (%" PRId64 " program%s of %d queries%s; %" PRId64 " query "
-                "block%s of BLOCK_M = %d). As Lk grows, standard / rung 5 tends to 2 x BLOCK_M / d = %.2g: a "
-                "larger BLOCK_M saves more.",
+                "and 5 keep them on chip and read K and V once per program (%" PRId64 " program%s of %d queries%s; "
+                "%" PRId64 " query block%s of BLOCK_M = %d). As Lk grows, standard / rung 5 tends to "
+                "(d + 2 Lq) / (d x ceil(Lq / BLOCK_M)) = %.3g here; only where Lq >> d is that 2 x BLOCK_M / d "
+                "(= %.3g). A larger BLOCK_M saves more.",
                 kib_text(16.0 * lq * lk * double(s.bh())).c_str(), kib_text(t.unfused).c_str(), q4, plural(q4),
-                attention::kBlockQ, t.smem_refused ? ", refused here" : "", q5, plural(q5), bm, t.long_lk_ratio);
+                attention::kBlockQ, t.smem_refused ? ", refused here" : "", q5, plural(q5), bm, t.long_lk_ratio,
+                t.long_lk_simple);
   t.caption = buf;
-  std::snprintf(buf, sizeof buf,
-                "Dao et al. 2022, Theorem 2: standard attention makes Theta(N d + N^2) HBM accesses, FlashAttention "
-                "Theta(N^2 d^2 / M) for M elements of SRAM. Here (Lq = %" PRId64 ", Lk = %" PRId64 ", d = %d, "
-                "M = %s floats): Lq d + Lk d + Lq Lk = %s against Lq Lk d^2 / M = %s, constants aside; these tiles "
-                "use %s of M.",
-                s.lq, s.lk, s.d, whole(t.sram_elements).c_str(), whole(t.paper_standard).c_str(),
-                whole(t.paper_flash).c_str(), kib_text(double(fa::smem_bytes(bm, bn, s.d))).c_str());
+  const std::string head =
+      "Dao et al. 2022, Theorem 2: for sequence length N and M elements of SRAM with d <= M <= N d, standard "
+      "attention makes Theta(N d + N^2) HBM accesses, FlashAttention Theta(N^2 d^2 / M).";
+  if (t.theorem_applies)
+    std::snprintf(buf, sizeof buf,
+                  "%s Here M = %s floats <= min(Lq, Lk) x d = %s, inside its domain: Lq d + Lk d + Lq Lk = %s against "
+                  "Lq Lk d^2 / M = %s, constants aside; these tiles use %s of M.",
+                  head.c_str(), whole(t.sram_elements).c_str(), whole(t.theorem_nd).c_str(),
+                  whole(t.paper_standard).c_str(), whole(t.paper_flash).c_str(),
+                  kib_text(double(fa::smem_bytes(bm, bn, s.d))).c_str());
+  else
+    std::snprintf(buf, sizeof buf,
+                  "%s Here M = %s floats but min(Lq, Lk) x d = %s: outside its domain (a tile of M / 4d = %s rows "
+                  "would hold the whole sequence), so the bound is not evaluated; it would fall below reading Q, K "
+                  "and V once (%s floats). The IO view draws it where it applies.",
+                  head.c_str(), whole(t.sram_elements).c_str(), whole(t.theorem_nd).c_str(),
+                  whole(std::floor(t.sram_elements / (4.0 * d))).c_str(), whole(lq * d + 2.0 * lk * d).c_str());
   t.paper_line = buf;
   return t;
+}
+
+// [SECTION] The IO view ---------------------------------------------------------------------------------------
+
+namespace {
+
+// The largest power-of-two square tile whose teaching budget fits `m_floats` (0 when not even 1 x 1 does).
+int tile_for(double m_floats, int d) {
+  int best = 0;
+  for (int t = 1; t <= (1 << 20); t *= 2)
+    if (double(fa::smem_bytes(t, t, d)) <= 4.0 * m_floats) best = t;
+  return best;
+}
+
+}  // namespace
+
+IoView io_view(Backend b, const attention::Shape& s, bool causal, int bm, int bn) {
+  const DeviceInfo info = device_info(b);
+  const int d = s.d;
+  const int64_t wall = attention::max_lk(d, info.smem_per_block_optin);
+  IoView v;
+  v.unfused_kib = attention::traffic_bytes_unfused(s) / 1024.0;
+  v.smem_kib = s.lk <= wall ? attention::traffic_bytes_smem(s) / 1024.0 : std::nan("");
+  for (int m = fa::kMinBlock; m <= fa::kMaxBlock; m *= 2) {
+    v.block_m.push_back(m);
+    v.flash_by_bm_kib.push_back(traffic_bytes_flash(s, causal, m, bn) / 1024.0);
+    v.block_m_fits_all = v.block_m_fits_all && fa::smem_bytes(m, bn, d) <= info.smem_per_block_optin;
+  }
+  const double device_m = double(info.smem_per_block_optin) / 4.0;
+  const double nd = double(std::min(s.lq, s.lk)) * d;
+  v.device_m_kib = device_m * 4.0 / 1024.0;
+  v.domain_end_kib = nd * 4.0 / 1024.0;
+  v.device_tile = tile_for(device_m, d);
+  v.device_bc = std::floor(device_m / (4.0 * d));
+  v.full_tile_kib = 0;
+  for (int k = 8; k <= 18; ++k) {  // M = 256 .. 262144 floats (1 KiB .. 1 MiB)
+    const double m = double(int64_t(1) << k);
+    const int t = tile_for(m, d);
+    v.m_kib.push_back(m * 4.0 / 1024.0);
+    v.m_tile.push_back(t);
+    v.m_flash_kib.push_back(t > 0 ? traffic_bytes_flash(s, causal, t, t) / 1024.0 : std::nan(""));
+    v.m_smem_kib.push_back(double(attention::smem_bytes(s.lk, d)) <= 4.0 * m ? attention::traffic_bytes_smem(s) / 1024.0
+                                                                                : std::nan(""));
+    v.m_theorem_kib.push_back(m <= nd ? 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * d * d / m / 1024.0
+                                      : std::nan(""));
+    if (v.full_tile_kib == 0 && t >= s.lq) v.full_tile_kib = m * 4.0 / 1024.0;
+  }
+  char buf[900];
+  const double first = v.flash_by_bm_kib.front(), last = v.flash_by_bm_kib.back();
+  std::snprintf(buf, sizeof buf,
+                "Rung 5 reads Q and writes O once, and reads K and V once per query block, ceil(Lq / BLOCK_M) times "
+                "(BLOCK_N = %d): %s at BLOCK_M = %d, %s at BLOCK_M = %d. Rung 4 is rung 5 at BLOCK_M = 16 (its "
+                "16-row programs): %s. Standard attention: %s whatever the tile.",
+                bn, kib_text(first * 1024.0).c_str(), int(v.block_m.front()), kib_text(last * 1024.0).c_str(),
+                int(v.block_m.back()),
+                std::isfinite(v.smem_kib) ? kib_text(v.smem_kib * 1024.0).c_str() : "refused here, past its wall",
+                kib_text(v.unfused_kib * 1024.0).c_str());
+  v.caption_bm = buf;
+  std::string full = v.full_tile_kib > 0
+                         ? "it stops falling from M = " + kib_text(v.full_tile_kib * 1024.0) +
+                               ", where one tile holds all " + std::to_string(s.lq) + " queries"
+                         : "it is still falling at 1024 KiB";
+  std::string cap;
+  if (fa::fast_head_dim(d)) {
+    const fa::FastTileShape ft = fa::fast_tile_shape(d, fa::FastPath::Wgmma);
+    cap = "; on a GPU registers cap the tile first (the fast kernel keeps " + std::to_string(ft.block_m) + " x " +
+          std::to_string(ft.block_n) + " at d = " + std::to_string(d) + ", its accumulators in registers)";
+  }
+  std::snprintf(buf, sizeof buf,
+                "At each M (shared memory per block) the largest square tile B x B that fits, about B_c = M / 4d, "
+                "and its counted bytes: traffic falls as M grows; %s. Theorem 2's Lq Lk d^2 / M (x 4 B, constants "
+                "aside) is drawn only where it applies, M <= min(Lq, Lk) d = %s. This device: M = %s, B_c = %s, "
+                "B = %d%s.",
+                full.c_str(), kib_text(v.domain_end_kib * 1024.0).c_str(), kib_text(v.device_m_kib * 1024.0).c_str(),
+                whole(v.device_bc).c_str(), v.device_tile, cap.c_str());
+  v.caption_m = buf;
+  return v;
 }
 
 // [SECTION] The shared-memory budget --------------------------------------------------------------------------
@@ -390,8 +488,21 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   r.omax = 1e-6;
   for (float x : r.hout) r.omax = std::max(r.omax, double(std::fabs(x)));
   r.mem = traffic(b, r.shape, r.opt.causal, r.bm, r.bn);
+  r.io = io_view(b, r.shape, r.opt.causal, r.bm, r.bn);
   r.budget = budgets(r.shape.d, r.bm, r.bn, r.limit);
   r.budget_caption = budget_caption(r.shape.d, r.limit);
+  char buf[600];
+  if (!r.check.ok)
+    std::snprintf(buf, sizeof buf, "the output does not match the float64 reference: %s", r.check.text.c_str());
+  else if (r.q_blocks == 1)
+    std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once (one query block of BLOCK_M = %d holds all %" PRId64
+                  " queries): %s here against standard attention's %s", r.bm, lq,
+                  kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once per %d-row query block (%" PRId64 " times): %s here "
+                  "against standard attention's %s; raise BLOCK_M to save more", r.bm, r.q_blocks,
+                  kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str());
+  r.notice = buf;
   return r;
 }
 
@@ -433,15 +544,26 @@ StepView step_view(const Result& r, int64_t step) {
     v.moved_count += mv ? 1 : 0;
     v.first_count += (mv && m0 == -INFINITY) ? 1 : 0;
   }
-  const int64_t k0 = (step - 1) * r.bn, k1 = std::min(step * r.bn, r.shape.lk) - 1;
-  char buf[400];
+  v.tile = step - 1;
+  const int64_t k0 = v.tile * r.bn, k1 = std::min(step * r.bn, r.shape.lk) - 1;
+  char buf[600];
   std::snprintf(buf, sizeof buf, "step %" PRId64 " of %" PRId64 ": K/V tile %" PRId64 ", keys %" PRId64 "..%" PRId64,
-                step, r.steps, step, k0, k1);
+                step, r.steps, v.tile, k0, k1);
   v.stepper_text = buf;
+  const std::string tiles = step == 1 ? "K/V tile 0" : "K/V tiles 0.." + std::to_string(v.tile);
   std::snprintf(buf, sizeof buf, "Query block %" PRId64 " (rows %" PRId64 "..%" PRId64 ") after step %" PRId64
-                " (K/V tile %" PRId64 " of %" PRId64 ")",
-                r.qblock, v.row0, v.row0 + v.rows - 1, step, step, r.steps);
+                " of %" PRId64 " (%s folded in)",
+                r.qblock, v.row0, v.row0 + v.rows - 1, step, r.steps, tiles.c_str());
   v.title = buf;
+  if (step < r.steps)
+    std::snprintf(buf, sizeof buf, "O_t / l_t after step %" PRId64 " is attention over keys 0..%" PRId64 " exactly "
+                  "(%.2g from float64 over those keys); it is %.2g from the final output (relative) because keys "
+                  "%" PRId64 "..%" PRId64 " are not folded in yet, not because it is approximate",
+                  step, k1, r.step_error[size_t(step - 1)], r.converge[size_t(step - 1)], k1 + 1, r.shape.lk - 1);
+  else
+    std::snprintf(buf, sizeof buf, "O_t / l_t after the last step is the output: attention over all %" PRId64
+                  " keys (%.2g from float64)", r.shape.lk, r.step_error[size_t(step - 1)]);
+  v.partial_line = buf;
   const int later = v.moved_count - v.first_count;
   std::string c;
   std::snprintf(buf, sizeof buf, "bars: rows %" PRId64 "..%" PRId64 " left to right; amber: the %d row%s whose running max "
@@ -470,6 +592,7 @@ StepView step_view(const Result& r, int64_t step) {
 study::Report report(const Result& r, int64_t step) {
   study::Report rep;
   rep.panel = "flash-attention";
+  rep.notice = r.notice;
   rep.settings = r.shape.text() + (r.opt.causal ? " causal" : "") + " block_m=" + std::to_string(r.bm) +
                  " block_n=" + std::to_string(r.bn) + " qblock=" + std::to_string(r.qblock) +
                  " step=" + std::to_string(step);
@@ -490,15 +613,15 @@ study::Report report(const Result& r, int64_t step) {
                   v.l[size_t(i)], v.alpha[size_t(i)], v.moved[size_t(i)] ? " (max moved)" : "");
     rep.lines.push_back(buf);
   }
-  std::snprintf(buf, sizeof buf, "output converging: |O_t/l_t - O| / |O| = %.3g after step %" PRId64, r.converge[size_t(step - 1)],
-                step);
-  rep.lines.push_back(buf);
+  rep.lines.push_back(v.partial_line);
   std::snprintf(buf, sizeof buf, "against float64 over the keys seen: |O_t/l_t - R_t| / |R_t| = %.3g after step %"
                 PRId64 ", %.3g after the first, %.3g after the last", r.step_error[size_t(step - 1)], step,
                 r.step_error.front(), r.step_error.back());
   rep.lines.push_back(buf);
   rep.lines.push_back(r.mem.caption);
   rep.lines.push_back(r.mem.paper_line);
+  rep.lines.push_back(r.io.caption_bm);
+  rep.lines.push_back(r.io.caption_m);
   auto& n = rep.numbers;
   n["relative_error"] = r.err;
   n["nan_count"] = r.nans;
@@ -526,7 +649,9 @@ study::Report report(const Result& r, int64_t step) {
   n["traffic_bytes_rung4"] = r.mem.smem;
   n["traffic_bytes_rung5"] = r.mem.flash;
   n["paper_standard_elements"] = r.mem.paper_standard;
-  n["paper_flash_elements"] = r.mem.paper_flash;
+  n["theorem_2_applies"] = r.mem.theorem_applies;
+  if (r.mem.theorem_applies) n["paper_flash_elements"] = r.mem.paper_flash;
+  n["long_lk_ratio"] = r.mem.long_lk_ratio;
   rep.lines.push_back(r.budget_caption);
   for (size_t i = 0; i < r.budget.size(); ++i) {
     const Budget& bu = r.budget[i];

@@ -68,7 +68,11 @@ struct ReluDropoutResult {
   std::string hist_title;     // the spike's count and the count elsewhere
   std::string time_title, big_time_title;  // the two timing charts
   std::string big_fused_label, big_unfused_label;  // "fused, 34 MB": the bytes each moves at big_n
-  std::string fusion_line;    // what the panel-n saving is: one launch or bytes
+  std::string notice;         // the panel's opening line: what to notice, with these numbers
+  std::string fusion_line;    // what the panel-n saving is: one launch or bytes (on a GPU); the CPU's ratios
+  // On the CPU backend: CPU timings do not show what a GPU does; the bytes' ratio and the H200's recorded
+  // figure (kernels/studies/gpu_expectation.h). Empty on the CUDA backend.
+  std::string gpu_line;
   // An edited kernel (kernels/editable): which source ran (the traced runs: the mask, the rates over seeds,
   // the tie), and its first misbehaviour (kind None when it ran cleanly; the checks read what it stored).
   bool edited = false;

@@ -12,6 +12,7 @@
 
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/params.h"
+#include "kernels/studies/kernel_resources.h"
 
 namespace kl::study {
 namespace {
@@ -133,6 +134,20 @@ void written_texts(const std::vector<int32_t>& writer, int64_t rows, int64_t n, 
   }
 }
 
+// The columns every row's program wrote, 0..c-1 with nothing past, when all rows agree on c; else -1.
+int64_t covered_prefix(const std::vector<int32_t>& writer, int64_t rows, int64_t n) {
+  int64_t prefix = -1;
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t c = 0;
+    while (c < n && writer[size_t(row * n + c)] >= 0) ++c;
+    for (int64_t k = c; k < n; ++k)
+      if (writer[size_t(row * n + k)] >= 0) return -1;
+    if (prefix >= 0 && c != prefix) return -1;
+    prefix = c;
+  }
+  return prefix;
+}
+
 void fill_sentences(SoftmaxBug& r) {
   const int64_t n = r.n_cols;
   r.truncated = n > kBuggyBlock;
@@ -145,6 +160,14 @@ void fill_sentences(SoftmaxBug& r) {
                         "fixed agree. Push n_cols past 1024 to see the bug.", n);
   r.buggy_caption = "buggy: BLOCK_SIZE = 1024 (fixed constant)";
   r.fixed_caption = format("fixed: BLOCK_SIZE = next_power_of_2(%" PRId64 ") = %" PRId64, n, r.block_fixed);
+  // The caption follows the kernel that ran: an edited kernel whose programs covered fewer columns than the
+  // BLOCK_SIZE passed (the gallery's hard-coded 1024) is captioned by what its trace shows it covered.
+  const int64_t covered = covered_prefix(r.writer_fixed, r.rows, n);
+  if (r.edited && covered >= 0 && covered < n)
+    r.fixed_caption = format("fixed (edited kernel): BLOCK_SIZE = %" PRId64 " passed, but it covered columns 0..%" PRId64
+                             " only%s", r.block_fixed, covered - 1,
+                             (covered & (covered - 1)) == 0 && covered > 0
+                                 ? format(", as BLOCK_SIZE = %" PRId64 " would", covered).c_str() : "");
   std::string fixed_unwritten;
   written_texts(r.writer_buggy, r.rows, n, r.buggy_written, r.buggy_unwritten);
   written_texts(r.writer_fixed, r.rows, n, r.fixed_written, fixed_unwritten);
@@ -176,6 +199,23 @@ void fill_sentences(SoftmaxBug& r) {
                                  100.0 * r.ref_head_mass[0]);
   else
     r.row_sums_sentence = "Every row sums to 1 in both kernels.";
+  const int64_t fixed_unwritten_count = std::count(r.writer_fixed.begin(), r.writer_fixed.end(), -1);
+  if (r.nonfinite_buggy || r.nonfinite_fixed)
+    r.notice = format("exp(x) overflowed: %" PRId64 " written elements of fixed are inf or NaN (x up to %.4g); a "
+                      "kernel that subtracts the row max first never overflows", r.nonfinite_fixed,
+                      double(r.first_nonfinite_x));
+  else if (fixed_unwritten_count > 0)
+    r.notice = format("fixed too leaves %" PRId64 " elements never written (red): the kernel that ran covers fewer "
+                      "columns than the BLOCK_SIZE = %" PRId64 " the host passes", fixed_unwritten_count, r.block_fixed);
+  else if (!r.fixed.pass)
+    r.notice = "fixed does not match the reference: " + r.fixed.sentence;
+  else if (r.truncated)
+    r.notice = format("BLOCK_SIZE = 1024 but n_cols = %" PRId64 ": buggy never writes columns 1024..%" PRId64 " (red) "
+                      "and its written values are %.2fx too large; BLOCK_SIZE = next_power_of_2 = %" PRId64
+                      " covers the row", n, n - 1, 1.0 / std::max(r.ref_head_mass[0], 1e-300), r.block_fixed);
+  else
+    r.notice = format("n_cols = %" PRId64 " fits in BLOCK_SIZE = 1024: buggy and fixed agree; push n_cols past 1024 "
+                      "to see the bug", n);
   if (r.nonfinite_buggy || r.nonfinite_fixed)
     r.nonfinite_sentence = format("inf/NaN where the inputs are large: %" PRId64 " written elements of buggy and %" PRId64
                                   " of fixed are not finite; the first at row %" PRId64 ", column %" PRId64
@@ -261,16 +301,28 @@ SoftmaxLimits softmax_limits(Backend b) {
   l.values_per_thread = softmax::kMaxRowRegsPerThread;
   l.hw_regs_per_thread_at_full_block = l.hw_regs_per_block / std::max(1, l.threads_per_block);
   l.device = d.name;
+  l.kernel_threads = int(softmax::detail::traced_launch(Variant::Fixed, nullptr, nullptr, 1, l.build_max_cols, nullptr).block.x);
+  l.kernel_values_per_thread = l.build_max_cols / l.kernel_threads;
+  const KernelResources kr = kernel_resources(b, "softmax.cu", "softmax_traced");
+  l.kernel_registers = kr.registers;
+  l.kernel_stack_bytes = kr.stack_bytes;
+  l.kernel_origin = kr.origin;
+  const std::string where =
+      l.kernel_stack_bytes > 0
+          ? format("so it lives in local memory, not registers: a %" PRId64 "-byte stack frame per thread (%d "
+                   "registers; %s)", l.kernel_stack_bytes, l.kernel_registers, l.kernel_origin.c_str())
+          : format("yet the compiler kept it in registers (%d, no stack frame; %s)", l.kernel_registers,
+                   l.kernel_origin.c_str());
   l.sentence = format(
-      "The widest row fixed takes is this build's choice: %d threads x %d row values each = %s columns. The chip's "
-      "limit is its register file: %s 32-bit registers per SM and per block, at most %d per thread (%" PRId64
-      " each when a block has %d threads), so no block holds more than %s floats, and fewer once indices, the max "
-      "and the sum take their registers. Past %s columns this build refuses fixed and points to online; Triton "
-      "compiles a larger BLOCK_SIZE and spills the row to local memory (it refuses only past 2^20 elements per "
-      "tensor).",
-      l.threads_per_block, l.values_per_thread, grouped(l.build_max_cols).c_str(),
-      grouped(l.hw_regs_per_block).c_str(), l.hw_regs_per_thread, l.hw_regs_per_thread_at_full_block,
-      l.threads_per_block, grouped(l.hw_regs_per_block).c_str(), grouped(l.build_max_cols).c_str());
+      "The widest row fixed takes is this build's choice: %d threads x %d row values each = %s columns. The kernel "
+      "that runs it is launched as Triton picks num_warps (16 from BLOCK_SIZE 4096): %d threads x %" PRId64 " row "
+      "values each, in an array float v[64] indexed by a bound known only at run time, %s. The chip's register "
+      "file: %s 32-bit registers per SM and per block, at most %d per thread (%" PRId64 " each when a block has %d "
+      "threads). Past %s columns this build refuses fixed and points to online; Triton compiles a larger "
+      "BLOCK_SIZE and spills the row to local memory (it refuses only past 2^20 elements per tensor).",
+      l.threads_per_block, l.values_per_thread, grouped(l.build_max_cols).c_str(), l.kernel_threads,
+      l.kernel_values_per_thread, where.c_str(), grouped(l.hw_regs_per_block).c_str(), l.hw_regs_per_thread,
+      l.hw_regs_per_thread_at_full_block, l.threads_per_block, grouped(l.build_max_cols).c_str());
   return l;
 }
 
@@ -458,6 +510,12 @@ SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::So
                          : format("%s, max abs diff %.3g", r.check.pass ? "yes" : "no", diff);
   if (fault.kind != editable::Fault::None)
     r.check.pass = false, r.check.sentence = "edited kernel: " + fault.text() + "; " + r.check.sentence;
+  int64_t moved = 0;
+  for (size_t k = 1; k < r.steps.size(); ++k) moved += r.steps[k].m_moved ? 1 : 0;
+  r.notice = format("one program walks the row in %zu chunks of %d keeping only a running max m and sum l: m moved "
+                    "in %" PRId64 " chunk%s after the first, and each time l was rescaled by alpha = exp(m_old - m_new) "
+                    "< 1; %s", r.steps.size(), r.chunk, moved, moved == 1 ? "" : "s",
+                    r.check.pass ? "the result matches the reference" : "the result does not match the reference");
   r.intro = format("One program walks row %" PRId64 " in %" PRId64 " chunks of %d columns, keeping only a running "
                    "max m and a running sum l:  m_new = max(m_old, rowmax(chunk)),  l_new = l_old * exp(m_old - m_new) "
                    "+ rowsum(exp(chunk - m_new)).  A second pass writes exp(x - m) / l.  Any width works: nothing "
@@ -473,6 +531,7 @@ Report softmax_report(Backend b, const ParamValues& p) {
   if (p.get_text("view") == "online") {
     const SoftmaxOnline o = softmax_online(b, p);
     rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed", "chunk", "trace_row"});
+    rep.notice = o.notice;
     rep.checks.push_back({o.check.name, o.check.pass, "online matches reference (this row): " + o.check.sentence});
     rep.lines.push_back(o.intro);
     for (size_t k = 0; k < o.steps.size(); ++k) {
@@ -490,6 +549,7 @@ Report softmax_report(Backend b, const ParamValues& p) {
   const SoftmaxSweep s = softmax_sweep(b, p);
   const SoftmaxLimits l = softmax_limits(b);
   rep.settings = settings_text(p, {"view", "n_cols", "rows", "seed", "x_scale"});
+  rep.notice = g.notice;
   rep.checks.push_back({g.buggy.name, g.buggy.pass, "buggy matches reference: " + g.buggy.sentence});
   rep.checks.push_back({g.fixed.name, g.fixed.pass, "fixed matches reference: " + g.fixed.sentence});
   rep.lines.push_back(g.headline);
@@ -525,7 +585,9 @@ Report softmax_report(Backend b, const ParamValues& p) {
                   {"rounding_max", s.rounding_max}, {"buggy_past_min", s.buggy_past_min}};
   num["limits"] = {{"build_max_cols", l.build_max_cols}, {"threads_per_block", l.threads_per_block},
                    {"values_per_thread", l.values_per_thread}, {"hw_regs_per_block", l.hw_regs_per_block},
-                   {"hw_regs_per_thread", l.hw_regs_per_thread}};
+                   {"hw_regs_per_thread", l.hw_regs_per_thread}, {"kernel_threads", l.kernel_threads},
+                   {"kernel_values_per_thread", l.kernel_values_per_thread},
+                   {"kernel_registers", l.kernel_registers}, {"kernel_stack_bytes", l.kernel_stack_bytes}};
   return rep;
 }
 

@@ -40,6 +40,15 @@ struct SoftmaxLimits {
   int64_t hw_regs_per_block = kHwRegsPerBlock;
   int hw_regs_per_thread = kHwMaxRegsPerThread;
   int64_t hw_regs_per_thread_at_full_block = 0;  // hw_regs_per_block / threads_per_block
+  // How the shipped kernel (softmax_traced) runs the widest row: its launch's threads (Triton's num_warps:
+  // 16 warps from BLOCK_SIZE 4096), the row values each thread then holds, and what the compiler gave it:
+  // its float v[64] is indexed by a bound known only at run time, so it lives in local memory (the stack
+  // frame), not registers (kernels/studies/kernel_resources.h: ptxas's record, or the GPU's own build).
+  int kernel_threads = 0;
+  int64_t kernel_values_per_thread = 0;
+  int kernel_registers = 0;
+  int64_t kernel_stack_bytes = 0;
+  std::string kernel_origin;
   std::string device;            // the device's name
   std::string sentence;          // what the panel shows under the row sums
 };
@@ -78,6 +87,7 @@ struct SoftmaxBug {
   std::string buggy_written, buggy_unwritten, fixed_written;  // under the heatmaps ("" when none)
   std::string row_sums_sentence;      // under the row-sum table
   std::string inputs_sentence;        // under the checks: what x is, and that the diff depends on the draw
+  std::string notice;                 // the panel's opening line: what to notice, with these numbers
 };
 // Throws InputError for settings out of range (as the panel's controls would refuse them). `src`: an edited
 // copy of kernels/editable/sources/softmax.cu run for buggy and fixed instead of the shipped one
@@ -121,6 +131,7 @@ struct SoftmaxOnline {
   std::vector<SoftmaxOnlineStep> steps;
   Check check;                          // "online matches reference (this row): ..."
   std::string intro;                    // the paragraph over the check
+  std::string notice;                   // the panel's opening line
 };
 // Throws InputError for trace_row >= rows (naming the range) and other out-of-range settings.
 SoftmaxOnline softmax_online(Backend b, const ParamValues& p, const editable::Source* src);

@@ -9,6 +9,7 @@ std::string to_text(const Report& r) {
   o << r.panel;
   if (!r.settings.empty()) o << " (" << r.settings << ")";
   o << "\n";
+  if (!r.notice.empty()) o << "  Notice: " << r.notice << "\n";
   for (const Check& c : r.checks) o << "  [" << (c.pass ? "pass" : "FAIL") << "] " << c.sentence << "\n";
   for (const std::string& l : r.lines) o << "  " << l << "\n";
   return o.str();
@@ -24,6 +25,7 @@ nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   j["panel"] = r.panel;
   j["settings"] = r.settings;
+  j["notice"] = r.notice;
   j["checks"] = nlohmann::json::array();
   for (const Check& c : r.checks) j["checks"].push_back({{"name", c.name}, {"pass", c.pass}, {"sentence", c.sentence}});
   j["lines"] = r.lines;

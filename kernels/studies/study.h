@@ -24,6 +24,7 @@ struct Check {
 struct Report {
   std::string panel;                // "softmax"
   std::string settings;             // "n_cols=2000, rows=12, ..." as applied
+  std::string notice;               // the panel's opening line: what to notice in this view, with its numbers
   std::vector<Check> checks;        // in the order the panel shows them
   std::vector<std::string> lines;   // other statements the panel shows, in order
   nlohmann::json numbers = nlohmann::json::object();  // every number the sentences state, by name

@@ -13,9 +13,11 @@
 namespace kl::study {
 namespace {
 
+constexpr int kTritonDefaultWarps = 4;  // triton.Config's num_warps default
+
 std::string printf_text(const char* f, ...) __attribute__((format(printf, 1, 2)));
 std::string printf_text(const char* f, ...) {
-  char buf[320];
+  char buf[800];
   va_list a;
   va_start(a, f);
   std::vsnprintf(buf, sizeof buf, f, a);
@@ -47,6 +49,26 @@ void check_output(VectorAddResult& r) {
                                : printf_text("%s, max abs diff %g", c.pass ? "yes" : "no", r.max_abs_diff);
 }
 
+// An edited kernel's access past the end fails the check whatever the elements hold: this tracer caught the
+// access and did not perform it; a plain kernel on a GPU would have, usually silently.
+void note_fault(VectorAddResult& r) {
+  const editable::Fault& f = r.fault;
+  if (f.kind == editable::Fault::None) return;
+  Check& c = r.matches_reference;
+  c.pass = false;
+  if (f.kind == editable::Fault::OutOfBounds && f.index >= r.n) {
+    const int64_t over = (r.offsets - r.n) * int64_t(sizeof(float));
+    c.sentence = printf_text("no: the %" PRId64 " elements %s (max abs diff %g), but the kernel %s up to %" PRId64
+                             " bytes past the end of %s's %" PRId64 ": this tracer caught the first and did not "
+                             "perform it; on a GPU a plain kernel would, usually silently (%s)",
+                             r.n, r.never_written ? "written" : "all match", r.max_abs_diff,
+                             f.store ? "stored" : "read", over, f.tensor.c_str(), r.n * int64_t(sizeof(float)),
+                             f.store ? "corrupting whatever lies there" : "reading whatever lies there");
+  } else {
+    c.sentence = r.fault_line + "; " + c.sentence;
+  }
+}
+
 void check_trace(VectorAddResult& r) {
   const std::vector<uint32_t> counts = r.trace.write_count.to_host();
   const std::vector<uint8_t> states = r.trace.lane_state.to_host();
@@ -55,9 +77,15 @@ void check_trace(VectorAddResult& r) {
   Check& c = r.trace_check;
   c.name = "trace";
   c.pass = r.stored_once == r.n && r.masked_recorded == r.masked;
-  c.sentence = printf_text("%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64
-                           " masked offsets recorded (expected %" PRId64 ")",
-                           r.stored_once, r.n, r.masked_recorded, r.masked);
+  const bool unmasked_past_n = r.fault.kind == editable::Fault::OutOfBounds && r.fault.index >= r.n;
+  c.sentence = unmasked_past_n
+                   ? printf_text("%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64 " offsets past n "
+                                 "with the mask off (expected %" PRId64 "), but the kernel's %s %s does not use the "
+                                 "mask", r.stored_once, r.n, r.masked_recorded, r.masked,
+                                 r.fault.store ? "store to" : "load from", r.fault.tensor.c_str())
+                   : printf_text("%" PRId64 " of %" PRId64 " elements stored exactly once; %" PRId64
+                                 " masked offsets recorded (expected %" PRId64 ")",
+                                 r.stored_once, r.n, r.masked_recorded, r.masked);
   // An edited kernel that misbehaved fails the trace check whatever it stored, and says what it did first.
   if (r.fault.kind != editable::Fault::None) {
     c.pass = false;
@@ -70,11 +98,19 @@ void describe(VectorAddResult& r) {
                             " offsets,  %" PRId64 " masked%s",
                             r.n, r.block_size, r.grid, r.offsets, r.masked,
                             r.masked > 0 ? " (all in the last program)" : "");
-  const int threads = r.block_size < 1024 ? r.block_size : 1024;
+  // Triton's default num_warps = 4: 128 threads share a program's BLOCK_SIZE elements. This build's traced
+  // kernel gives each element its own thread up to 1024 (its launch says how many): a choice, not the rule.
+  const int threads = int(vector_add::detail::traced_launch(nullptr, nullptr, nullptr, r.n, r.block_size, nullptr).block.x);
+  const int triton = kTritonDefaultWarps * 32;
+  const std::string per_thread =
+      r.block_size >= triton ? printf_text("%d elements each", r.block_size / triton)
+                             : printf_text("more threads than elements, so some hold copies");
   r.block_line = printf_text("BLOCK_SIZE = %d counts elements, not threads: each program covers offsets pid * %d + "
-                             "arange(%d); on the GPU one CUDA block of %d threads runs it%s",
-                             r.block_size, r.block_size, r.block_size, threads,
-                             threads < r.block_size ? ", each thread taking several offsets" : "");
+                             "arange(%d). Triton runs a program on num_warps x 32 threads, by default 4 x 32 = %d "
+                             "(%s); this build's traced kernel happens to give each element its own thread up to "
+                             "1024, so here %d threads%s",
+                             r.block_size, r.block_size, r.block_size, triton, per_thread.c_str(), threads,
+                             threads < r.block_size ? ", each taking several offsets" : "");
   const int64_t last = r.grid - 1, first = last * r.block_size, in_last = r.n - first;
   const editable::Fault& f = r.fault;
   r.accessed_past_n = f.kind == editable::Fault::OutOfBounds && f.index >= r.n;
@@ -103,6 +139,25 @@ void describe(VectorAddResult& r) {
   else
     r.tail_line = printf_text("pid %" PRId64 ": every offset stores (n is a multiple of BLOCK_SIZE, nothing masked)",
                               last);
+}
+
+void notice(VectorAddResult& r) {
+  const editable::Fault& f = r.fault;
+  if (r.accessed_past_n)
+    r.notice = printf_text("this kernel's %s %s is not masked: it reaches up to %" PRId64 " bytes past the end "
+                           "(offsets %" PRId64 "..%" PRId64 "); this tracer refused it, a plain kernel on a GPU "
+                           "would not", f.store ? "store to" : "load from", f.tensor.c_str(),
+                           r.masked * int64_t(sizeof(float)), r.n, r.offsets - 1);
+  else if (r.never_written > 0)
+    r.notice = printf_text("%" PRId64 " of the %" PRId64 " elements were never written (red checker): no program "
+                           "stored them", r.never_written, r.n);
+  else if (r.masked > 0)
+    r.notice = printf_text("ceil(%" PRId64 " / %d) = %" PRId64 " programs cover %" PRId64 " offsets: the last "
+                           "program's %" PRId64 " offsets past n are masked off (hatched), so nothing is loaded or "
+                           "stored past the end", r.n, r.block_size, r.grid, r.offsets, r.masked);
+  else
+    r.notice = printf_text("n = %" PRId64 " is a multiple of BLOCK_SIZE = %d: %" PRId64 " programs, nothing masked; "
+                           "make n a non-multiple to see the mask at work", r.n, r.block_size, r.grid);
 }
 
 }  // namespace
@@ -147,14 +202,17 @@ VectorAddResult run_vector_add(Backend b, const ParamValues& settings, const edi
   r.fault = vector_add::run_traced(b, x.data(), y.data(), r.out.data(), r.n, r.block_size, &tv, src);
   if (r.fault.kind != editable::Fault::None) r.fault_line = "edited kernel: " + r.fault.text();
   check_output(r);
+  note_fault(r);
   check_trace(r);
   describe(r);
+  notice(r);
   return r;
 }
 
 Report vector_add_report(const VectorAddResult& r) {
   Report rep;
   rep.panel = "vector-add";
+  rep.notice = r.notice;
   rep.checks = {{r.matches_reference.name, r.matches_reference.pass, "matches reference: " + r.matches_reference.sentence},
                 {r.trace_check.name, r.trace_check.pass, "trace: " + r.trace_check.sentence}};
   rep.lines = {r.grid_line, r.block_line, r.tail_line};

@@ -34,6 +34,7 @@ struct VectorAddResult {
   std::string grid_line;       // "grid = ceil(n / BLOCK_SIZE) = ... programs, ... offsets, ... masked"
   std::string block_line;      // what BLOCK_SIZE counts (elements, not threads)
   std::string tail_line;       // the last program's offsets: which store, which are masked
+  std::string notice;          // the panel's opening line: what to notice, with these numbers
   // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
   // ran cleanly; the checks above then read what it did write).
   bool edited = false;

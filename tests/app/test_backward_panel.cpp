@@ -1,6 +1,7 @@
 // app/panels/backward_panel.cpp: its parameters are the study's, and rendered headlessly by `shot` on
-// the CPU backend: the recomputed-P and forward-P heatmaps are drawn (sequential colour map pixels), the stepper moves the current tile in the
-// tile grid, and a K/V tile past the shape is refused on screen (exit 0, no crash) rather than clamped.
+// the CPU backend: the first view is what the backward saves; the tiles view draws the recomputed P
+// (sequential colour map pixels) and its stepper moves the current tile in the tile grid; a K/V tile past
+// the shape is refused on screen (exit 0, no crash) rather than clamped.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -58,13 +59,23 @@ int sequential_pixels(const Image& im) {
   return n;
 }
 
-TEST(BackwardPanel, DrawsBothPTilesAndMovesTheCurrentTile) {
-  const Image a = shot("--set q_tile=0", "bw_panel_0.png"), b = shot("--set q_tile=2", "bw_panel_2.png");
-  EXPECT_GT(sequential_pixels(a), 20000);  // two P heatmaps of about 230 x 230 pixels each
-  EXPECT_GT(sequential_pixels(b), 20000);
-  // the tile grid's "done" colour (74, 130, 199) in its column, the first quarter of the panel (the
-  // saved-state chart's L bar below it has it too, the same at both steps): none at step 0, two tiles'
-  // worth at step 2
+// The first view is what the backward saves: the L, P and P + dP bars and the naive wall over L, not two
+// identical P heatmaps (issue 27: every takeaway was below them, under the fold).
+TEST(BackwardPanel, FirstViewIsWhatTheBackwardSaves) {
+  const Image a = shot("", "bw_panel_first.png");
+  EXPECT_LT(sequential_pixels(a), 3000) << "a P heatmap in the first view";
+  EXPECT_GT(count_colour(a, 0, a.w, 200, 80, 70), 2000) << "no P + dP bar";   // the naive P + dP bar
+  EXPECT_GT(count_colour(a, 0, a.w, 74, 130, 199), 500) << "no L bar";       // FlashAttention's L
+}
+
+TEST(BackwardPanel, TilesViewDrawsOnePTileAndMovesTheCurrentTile) {
+  const Image a = shot("--set view=tiles --set q_tile=0", "bw_panel_0.png"),
+              b = shot("--set view=tiles --set q_tile=2", "bw_panel_2.png");
+  EXPECT_GT(sequential_pixels(a), 10000);  // the recomputed P heatmap (the forward's is the same: one number)
+  EXPECT_LT(sequential_pixels(a), 90000);  // one of them, not two
+  EXPECT_GT(sequential_pixels(b), 10000);
+  // the tile grid's "done" colour (74, 130, 199) in its column, the first quarter of the panel: none at
+  // step 0, two tiles' worth at step 2
   const int done0 = count_colour(a, 0, a.w / 4, 74, 130, 199), done2 = count_colour(b, 0, b.w / 4, 74, 130, 199);
   EXPECT_GT(done2, done0 + 1000) << done0 << " " << done2;
 }
@@ -84,7 +95,7 @@ TEST(BackwardPanel, ParamsAreTheStudys) {
   ASSERT_NE(panel, nullptr);
   const std::vector<ParamSpec>& got = panel->params().specs();
   const std::vector<ParamSpec> want = flash_attention_backward_study::params();
-  // Then the "Inside the fast kernel" view's own two (issue 30: inside, recording), which the study has no use for.
+  // Then the "Inside the fast kernel" view's own one (issue 30: recording), which the study has no use for.
   const std::vector<ParamSpec> view = app::TimelineView::params(timeline::kBackward);
   ASSERT_EQ(got.size(), want.size() + view.size());
   for (size_t i = 0; i < view.size(); ++i) EXPECT_EQ(got[want.size() + i].name, view[i].name);

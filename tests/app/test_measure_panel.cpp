@@ -67,12 +67,13 @@ TEST(MeasurePanel, ShotDrawsAFinishedQuickMeasurementCpu) {
   std::set<uint32_t> colours;
   for (size_t i = 0; i + 3 < rgba.size(); i += 4) colours.insert(uint32_t(rgba[i]) << 16 | rgba[i + 1] << 8 | rgba[i + 2]);
   EXPECT_GT(colours.size(), 50u) << "looks blank";
-  // The plot areas' background (viz/plot.cpp kFrameBg): the bandwidth, two bar and compute plots.
+  // The plot areas' background (viz/plot.cpp kFrameBg): the bandwidth and two bar plots of the first tab
+  // (FlashAttention against the GEMM is the next tab).
   EXPECT_GT(count_colour(rgba, 20, 21, 24, 0), 200000) << "plot areas missing";
   EXPECT_GT(count_colour(rgba, 120, 215, 120, 2), 3000) << "no ReLU+dropout fused bar / line";
   EXPECT_GT(count_colour(rgba, 240, 165, 70, 2), 3000) << "no softmax fixed bar / line";
   EXPECT_GT(count_colour(rgba, 90, 180, 240, 2), 300) << "no vector-add / flash line";
-  EXPECT_GT(count_colour(rgba, 235, 235, 235, 2), 500) << "no ceiling lines";
+  EXPECT_GT(count_colour(rgba, 235, 235, 235, 2), 150) << "no copy ceiling";  // its dots and legend swatch
 }
 
 TEST(MeasurePanel, ARatioAboveTheCeilingIsNotColouredAsSuccess) {

@@ -115,6 +115,11 @@ TEST(SoftmaxPanel, TextStatesTheStudysLimits) {
   EXPECT_TRUE(has("this build's choice, " + std::to_string(l.threads_per_block) + " threads x " +
                   std::to_string(l.values_per_thread) + " row values = " + grouped(l.build_max_cols) + " columns"))
       << md;
+  // How the kernel holds it, from the study's numbers: threads x values, and local memory, not registers.
+  EXPECT_TRUE(has("on " + std::to_string(l.kernel_threads) + " threads x " + std::to_string(l.kernel_values_per_thread) +
+                  " row values each")) << md;
+  EXPECT_TRUE(has("local memory (a " + std::to_string(l.kernel_stack_bytes) + "-byte stack frame per thread)")) << md;
+  EXPECT_FALSE(has("holds the whole row in one program's registers")) << md;
   EXPECT_TRUE(has(grouped(l.hw_regs_per_block) + " 32-bit registers per SM and per block")) << md;
   EXPECT_TRUE(has("at most " + std::to_string(l.hw_regs_per_thread) + " per thread")) << md;
   EXPECT_TRUE(has("Past it this build refuses")) << md;

@@ -115,7 +115,7 @@ TEST(TimelineCliCuda, RecordsAndDrawsTheView) {
   ASSERT_EQ(test::run_cli("timeline --from " + json + " --out " + test::test_file("again.png"), &out), 0) << out;
   for (const char* panel : {"flash-attention", "backward"}) {
     ASSERT_EQ(test::run_cli(std::string("shot ") + panel + " --backend cuda --chrome --layout-report --size 1280x720 "
-                                                           "--set inside=1 --out " + test::test_file(std::string(panel) + ".png"),
+                                                           "--set view=inside --out " + test::test_file(std::string(panel) + ".png"),
                             &out),
               0)
         << out;

@@ -3,7 +3,7 @@
 //   - `timeline --from FILE --out PNG` draws each recording (the phases' colours in the picture, the notice on
 //     stdout), and the layout audit finds nothing at 1280x720 and at 3840x2160 with UI scale 2;
 //   - bad files and options are refused with one line naming the field or option (exit 2);
-//   - rungs 5 and 6 show the view in their section (`--set inside=1`, `--set recording=NAME`), and the layout
+//   - rungs 5 and 6 show the view in their tab (`--set view=inside`, `--set recording=NAME`), and the layout
 //     audit of the panels in the window's frame finds nothing at both sizes.
 #include <gtest/gtest.h>
 
@@ -156,18 +156,18 @@ std::string panel_shot(const std::string& panel, const std::string& sets, const 
   return out;
 }
 
-TEST(TimelineView, RungsFiveAndSixShowItInTheirSection) {
+TEST(TimelineView, RungsFiveAndSixShowItInTheirTab) {
   for (const char* panel : {"flash-attention", "backward"})
     for (const char* look : {"--size 1280x720", "--size 3840x2160 --ui-scale 2"}) {
       const std::string tag = std::string(panel) + (std::string(look).find("1280") != std::string::npos ? "-720" : "-4k");
       int code = 0;
       const std::string open = test::test_file(tag + "-open.png"), closed = test::test_file(tag + "-closed.png");
-      std::string out = panel_shot(panel, "--set inside=1", look, open, &code);
+      std::string out = panel_shot(panel, "--set view=inside", look, open, &code);
       EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << panel << " " << look << "\n" << out;
       EXPECT_EQ(code, 0) << out;
       out = panel_shot(panel, "", look, closed, &code);
       EXPECT_EQ(code, 0) << out;
-      // Open, the section scrolls into view with its lanes; closed (the default), there are none.
+      // On its tab, the lanes; on the default tab, none.
       EXPECT_GT(softmax_px(read(open)), 1500) << open;
       EXPECT_GT(mark_px(read(open)), 300) << open;
       EXPECT_EQ(softmax_px(read(closed)), 0) << closed;
@@ -176,7 +176,7 @@ TEST(TimelineView, RungsFiveAndSixShowItInTheirSection) {
   for (const char* rec : {"d64", "d128-causal", "d128-wgmma"}) {
     int code = 0;
     const std::string png = test::test_file(std::string(rec) + ".png");
-    const std::string out = panel_shot("flash-attention", std::string("--set inside=1 --set recording=") + rec, "--size 1280x720", png, &code);
+    const std::string out = panel_shot("flash-attention", std::string("--set view=inside --set recording=") + rec, "--size 1280x720", png, &code);
     EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << rec << "\n" << out;
     EXPECT_GT(softmax_px(read(png)), 1500) << png;
   }

@@ -31,7 +31,8 @@
 //   heads, group  query heads per batch, and query heads per kv head
 //   scale         the scores' factor (1 / sqrt(d) unless given)
 //   causal        1: row i sees keys j < i + (Lk - Lq) + 1, the mask aligned bottom-right (the last query
-//                 sees the last key), as rung 4 and PyTorch's is_causal with Lq != Lk
+//                 sees the last key), as rung 4, FlashAttention 2.1+ and PyTorch's causal_lower_right;
+//                 PyTorch's is_causal=True aligns it top-left (the gallery's causal_top_left)
 //   BLOCK_M, BLOCK_N  query rows per program, keys per K/V tile (powers of two in [16, 128])
 //   chosen_bh, chosen_qblock  the program whose S, P and O the trace keeps (chosen_qblock -1: none)
 #include "kl.cuh"

@@ -50,6 +50,8 @@ __global__ void softmax_traced(kl::Tensor<float> x, kl::Tensor<float> out, int64
   __shared__ float red[512];
   const int64_t row = kl::program_id();
   const int per_thread = min(BLOCK_SIZE / int(blockDim.x), MAX_PER_THREAD);  // v[] holds at most 64
+  // Indexed by j < per_thread, known only at run time: the compiler cannot give each v[j] a register, so v
+  // lives in local memory (ptxas -v at sm_90: a 256-byte stack frame), cached in L1, not in registers.
   float v[MAX_PER_THREAD];
   float m = -INFINITY;
   for (int j = 0; j < per_thread; ++j) {

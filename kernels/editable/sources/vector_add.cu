@@ -1,7 +1,9 @@
 // Rung 1: vector add, the execution model. out = x + y.
 //
 // Kernel: vector_add_traced, launched as ceil(n / BLOCK_SIZE) programs (CUDA blocks) of
-// min(BLOCK_SIZE, 1024) threads. Its parameters:
+// min(BLOCK_SIZE, 1024) threads: one thread per element, this build's choice. Triton would run the same
+// program on num_warps x 32 threads (4 x 32 = 128 by default), each holding BLOCK_SIZE / 128 elements:
+// BLOCK_SIZE counts elements, not threads. Its parameters:
 //   x, y        the inputs, n elements each
 //   out         the output, n elements; its trace records which program stored each element, and how often
 //   lane_state  one entry per (program, offset): 1 when the offset's mask is on, 0 when masked off

@@ -7,9 +7,11 @@
 #include <regex>
 #include <string>
 
+#include "assets/embedded.h"
 #include "kernels/rungs/attention.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/studies/attention_study.h"
+#include "kernels/studies/kernel_resources.h"
 #include "kernels/studies/study.h"
 #include "test_util.h"
 
@@ -52,22 +54,42 @@ TEST(AttentionStudy, TheWallAtD32Is900OnTheAssumedH200) {
   EXPECT_EQ(at.bar_text, "227.0 KiB needed of 227.0 KiB");
 }
 
-TEST(AttentionStudy, OccupancyFallsToOneBlockPerSmFromLk445AtD32) {
+// Occupancy from all three limits. attention_smem uses 48 registers per thread (ptxas at sm_90): a warp
+// holds 48 x 32 = 1536 of the SM's 65536, so 42 warps, 5 blocks of 8 warps: registers bind at short Lk (the
+// old sentence counted shared memory and threads only and said 8). Shared memory binds from Lk = 445 at d=32
+// ((need + 1 KiB) x 2 <= 228 KiB up to Lk = 444: (2*444*32 + 512)*4 + 1024 = 116736 = 233472 / 2).
+TEST(AttentionStudy, OccupancyFromRegistersSharedMemoryAndThreads) {
   const DeviceInfo h200 = device_info(Backend::Cpu);
-  // (need + 1 KiB) x 2 <= 228 KiB up to Lk = 444: (2*444*32 + 512)*4 + 1024 = 116736 = 233472 / 2.
-  EXPECT_EQ(blocks_per_sm(444, 32, h200), 2);
-  EXPECT_EQ(blocks_per_sm(445, 32, h200), 1);
-  EXPECT_EQ(blocks_per_sm(900, 32, h200), 1);
-  EXPECT_EQ(blocks_per_sm(901, 32, h200), 0);
-  EXPECT_EQ(blocks_per_sm(20, 32, h200), 8);  // 2048 threads per SM / 256
-  EXPECT_EQ(one_block_from_lk(32, h200), 445);
+  const study::KernelResources kr = study::kernel_resources(Backend::Cpu, "attention.cu", "attention_smem");
+  EXPECT_EQ(kr.registers, 48);
+  EXPECT_EQ(study::blocks_by_registers(48, 256, h200), 5);
+  EXPECT_EQ(study::blocks_by_registers(32, 256, h200), 8);
+  EXPECT_EQ(study::blocks_by_registers(33, 256, h200), 6);  // 33 x 32 rounds up to 1280 per warp: 51 warps
+  EXPECT_EQ(blocks_per_sm(444, 32, h200, 48), 2);
+  EXPECT_EQ(blocks_per_sm(445, 32, h200, 48), 1);
+  EXPECT_EQ(blocks_per_sm(900, 32, h200, 48), 1);
+  EXPECT_EQ(blocks_per_sm(901, 32, h200, 48), 0);
+  EXPECT_EQ(blocks_per_sm(20, 32, h200, 48), 5);  // registers bind, not 2048 threads / 256 = 8
+  EXPECT_EQ(blocks_per_sm(20, 32, h200, 32), 8);  // with 32 registers threads would
+  EXPECT_EQ(one_block_from_lk(32, h200, 48), 445);
   const Budget g = budget(Backend::Cpu, 20, 32);
-  EXPECT_EQ(g.blocks, 8);
+  EXPECT_EQ(g.blocks, 5);
+  EXPECT_EQ(g.occ.by_registers, 5);
+  EXPECT_EQ(g.occ.by_threads, 8);
+  EXPECT_EQ(g.occ.binding, "registers");
   EXPECT_EQ(g.one_block_lk, 445);
-  EXPECT_NE(g.occupancy_line.find("8 blocks of 256 threads per SM"), std::string::npos) << g.occupancy_line;
+  EXPECT_NE(g.occupancy_line.find("5 blocks of 256 threads per SM, bound by registers"), std::string::npos)
+      << g.occupancy_line;
+  EXPECT_NE(g.occupancy_line.find("Registers allow 5 (48 per thread: " + kr.origin + ")"), std::string::npos)
+      << g.occupancy_line;
+  EXPECT_NE(g.occupancy_line.find("threads 8 (2048 per SM)"), std::string::npos) << g.occupancy_line;
+  EXPECT_EQ(g.occupancy_line.find("8 blocks"), std::string::npos) << g.occupancy_line;
   EXPECT_NE(g.occupancy_line.find("from Lk = " + std::to_string(g.one_block_lk) + " at d=32"), std::string::npos)
       << g.occupancy_line;
-  EXPECT_NE(budget(Backend::Cpu, 500, 32).occupancy_line.find("1 block of"), std::string::npos);
+  const Budget s = budget(Backend::Cpu, 500, 32);
+  EXPECT_EQ(s.occ.binding, "shared memory");
+  EXPECT_NE(s.occupancy_line.find("1 block of 256 threads per SM, bound by shared memory"), std::string::npos)
+      << s.occupancy_line;
 }
 
 // The defaults (unmasked: the kernel's causal spec) and the panel's first tour stop (causal=1), each
@@ -168,6 +190,59 @@ TEST(AttentionStudy, ReportAndRegistry) {
   EXPECT_EQ(rep.numbers["smem_bytes"].get<int64_t>(), attention::smem_bytes(16, 32));
   EXPECT_NE(study::to_text(rep).find("[pass] matches reference (float64): yes"), std::string::npos);
   EXPECT_THROW(p.set("lk=5000"), InputError);  // the panel's range, named in one line
+}
+
+}  // namespace
+}  // namespace kl::attention_study
+
+namespace kl::attention_study {
+namespace {
+
+// The text: the wall is this kernel's staging of K and V (a two-pass kernel has none), and occupancy names
+// registers among its limits (the old text called the kernel impossible past the wall and counted shared
+// memory alone).
+TEST(AttentionStudy, TextPutsTheWallOnStagingAndNamesTheThreeLimits) {
+  const std::string text(assets::find("text/attention.md"));
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find("impossible once it does not"), std::string::npos) << text;
+  EXPECT_NE(text.find("a two-pass kernel that streams K twice"), std::string::npos) << text;
+  EXPECT_NE(text.find("has no wall"), std::string::npos) << text;
+  EXPECT_NE(text.find("registers (the\nkernel's registers per thread)"), std::string::npos) << text;
+}
+
+// The panel's opening line: the bytes against the limit, the wall and the binding occupancy limit; past
+// the wall, the refusal.
+TEST(AttentionStudy, NoticeSaysWhatToSee) {
+  ParamValues p(params());
+  const Result r = run(Backend::Cpu, p);
+  EXPECT_EQ(r.notice, "all of K and V sit in shared memory: 7.0 KiB of the 227.0 KiB a block may have at Lk = 20; the "
+                      "wall at d = 32 is Lk = 900. 5 blocks per SM, bound by registers");
+  EXPECT_EQ(report(r).notice, r.notice);
+  p.set("lk=1000");
+  const Result past = run(Backend::Cpu, p);
+  EXPECT_EQ(past.notice.rfind("Lk = 1000 needs 252.0 KiB of shared memory per block, past the 227.0 KiB limit: refused", 0),
+            0u) << past.notice;
+}
+
+// P's colour scale at 64 x 900 (tour 10): most weights are near 1/900, the largest about 0.1, so a scale to
+// the largest draws P uniformly dark; the top is the 99th percentile, and the label says what is clipped.
+TEST(AttentionStudy, WeightScaleIsThe99thPercentileWhereTheMaxIsAnOutlier) {
+  ParamValues p(params());
+  p.set("lq=64");
+  p.set("lk=900");
+  const Result r = run(Backend::Cpu, p);
+  ASSERT_TRUE(r.ran);
+  EXPECT_LT(r.p_scale, 0.25 * r.pmax);
+  EXPECT_GT(r.p_scale, 1.0 / 900);
+  EXPECT_EQ(r.p_scale_label, "weight (p99 top)");
+  EXPECT_NE(r.p_scale_note.find("the 99th percentile"), std::string::npos) << r.p_scale_note;
+  EXPECT_NE(r.p_scale_note.find("clipped"), std::string::npos) << r.p_scale_note;
+  const Result small = run(Backend::Cpu, ParamValues(params()));  // 12 x 20: no outliers to clip
+  EXPECT_EQ(small.p_scale, small.pmax);
+  EXPECT_TRUE(small.p_scale_note.empty());
+  int64_t above = 0, cells = 0;
+  for (size_t c = 0; c < r.hw.size(); c += 2) above += r.hw[c] > r.p_scale, ++cells;
+  EXPECT_LE(double(above), 0.011 * double(cells));  // about 1 % of the cells reach the top colour
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/studies/flash_attention_backward_study.h"
+#include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/registry.h"
 #include "test_util.h"
@@ -136,6 +137,48 @@ TEST(FlashAttentionBackwardStudy, LinesComeInTheOrderThePanelDrawsThem) {
     for (int c = 0; c < r.d; ++c) (row < 8 ? inside : past) += std::abs(r.q_rows[size_t(row * r.d + c)]);
   EXPECT_GT(inside, 0.0f);
   EXPECT_EQ(past, 0.0f);
+}
+
+// The error curves as the panel draws them: x counts what is folded in from 1 (the old plot drew the error
+// after one tile at x = 0), and dQ_i has its own axis (programs folded in) apart from dK_j and dV_j's
+// (query tiles folded in).
+TEST(FlashAttentionBackwardStudy, ErrorCurvesCountFromOneOnTheirOwnAxes) {
+  const Result r = run(Backend::Cpu, settings({}));  // 3 query tiles, 4 programs; q_tile 2, kv_tile 1
+  const Curve kv = dkdv_curve(r), q = dq_curve(r);
+  EXPECT_EQ(kv.x, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(kv.x_label, "query tiles folded in");
+  ASSERT_EQ(kv.y.size(), 2u);
+  EXPECT_EQ(kv.y[0], r.dk_err);
+  EXPECT_EQ(kv.y[1], r.dv_err);
+  EXPECT_EQ(kv.now, 3.0);  // q_tile 2: three query tiles folded in
+  EXPECT_EQ(q.x, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(q.x_label, "programs folded in");
+  ASSERT_EQ(q.y.size(), 1u);
+  EXPECT_EQ(q.y[0], r.dq_err);
+  EXPECT_EQ(q.now, 2.0);  // kv_tile 1: programs 0 and 1
+  EXPECT_NE(kv.x_label, q.x_label);
+}
+
+// The panel's opening line: what the backward saves (L against P), the naive wall, and the recomputation.
+TEST(FlashAttentionBackwardStudy, NoticeSaysWhatTheBackwardSaves) {
+  const Result r = run(Backend::Cpu, settings({}));
+  EXPECT_EQ(r.lse_bytes, 96u * 4);
+  EXPECT_EQ(r.p_bytes, 96u * 128 * 4);
+  EXPECT_EQ(r.notice.rfind("the forward keeps L, " + mem::bytes_text(r.lse_bytes) + " (one float per query row), where a "
+                           "naive backward keeps P, " + mem::bytes_text(r.p_bytes) + " (128x more), and dP beside it: "
+                           "its wall is Lq = Lk = " + std::to_string(r.wall_length) + " in this memory", 0),
+            0u) << r.notice;
+  EXPECT_EQ(report(r).notice, r.notice);
+  // The first view's curve: the naive P + dP is 8 L^2 bytes and crosses the memory available at the wall.
+  const Curve c = saved_curve(r);
+  ASSERT_EQ(c.y.size(), 3u);
+  for (size_t i = 0; i < c.x.size(); ++i) {
+    EXPECT_EQ(c.y[0][i], 8.0 * c.x[i] * c.x[i]);
+    EXPECT_EQ(c.y[1][i], 4.0 * c.x[i]);
+    EXPECT_EQ(c.y[0][i] <= double(r.wall.available), c.x[i] <= double(r.wall_length)) << c.x[i];
+  }
+  EXPECT_EQ(c.now, double(r.wall_length));
+  EXPECT_GT(c.x.back(), 2.0 * r.wall_length);
 }
 
 }  // namespace

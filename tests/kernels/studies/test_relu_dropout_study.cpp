@@ -3,6 +3,8 @@
 // the study's own arrays (inputs, output, keep mask) or from Philox directly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +14,8 @@
 #include "kernels/runtime/errors.h"
 #include "kernels/rungs/philox.h"
 #include "kernels/studies/relu_dropout_study.h"
+#include "kernels/measure/peers.h"
+#include "kernels/studies/gpu_expectation.h"
 #include "test_util.h"
 
 namespace kl {
@@ -132,9 +136,15 @@ TEST(ReluDropoutStudy, TieCheckCatchesAStrictComparison) {
     EXPECT_TRUE((w >> 8) <= thr) << "a <= drop test (keep u > p) would drop it";
     EXPECT_TRUE(r.tie_kept_traced && r.tie_kept_fused && r.tie_kept_unfused);
     EXPECT_TRUE(r.tie_kept.pass);
-    EXPECT_TRUE(contains(r.tie_kept.sentence, fmt("p = %.9g", r.tie_p) + " = u of element " +
-                                                  std::to_string(r.tie_element)))
+    // The sentence says the check is a separate run at another p than the panel's, and that u > p would drop
+    // the tie (the old "(u > p would drop it)" after "kept at p = u" read as a contradiction).
+    EXPECT_TRUE(contains(r.tie_kept.sentence, "a separate run at " + fmt("p = %.9g", r.tie_p) + ", element " +
+                                                  std::to_string(r.tie_element) + "'s own u"))
         << r.tie_kept.sentence;
+    EXPECT_TRUE(contains(r.tie_kept.sentence, "the panel's p is 0.5")) << r.tie_kept.sentence;
+    EXPECT_TRUE(contains(r.tie_kept.sentence, "as keep = u >= p must; a kernel testing u > p would drop it"))
+        << r.tie_kept.sentence;
+    EXPECT_FALSE(contains(r.tie_kept.sentence, "(u > p would drop it)")) << r.tie_kept.sentence;
     // The rate moves by P(u == p) = 2^-24 under the swap: far inside the 99% interval.
     EXPECT_LT(std::ldexp(1.0, -24), 0.01 * r.sigma);
   }
@@ -163,17 +173,51 @@ TEST(ReluDropoutStudy, PhiloxSentenceIsWhatTheMaskUses) {
   EXPECT_LT(same_as_word0, r.n * 3 / 4) << "the tl.rand scheme should agree only by chance (about half)";
 }
 
-// The fusion sentence: which regime it names follows from the two measured times it states.
+// The fusion sentence on a GPU: which regime it names follows from the two measured times it states.
 TEST(ReluDropoutStudy, FusionSentenceNamesTheRegimeItsNumbersShow) {
-  const study::ReluDropoutResult r = study::run_relu_dropout(Backend::Cpu, settings(65536, 0.5, 1));
+  KL_REQUIRE_CUDA();
+  const study::ReluDropoutResult r = study::run_relu_dropout(Backend::Cuda, settings(65536, 0.5, 1));
   EXPECT_GT(r.big_n, r.n);
   EXPECT_NEAR(r.bytes_time_us, r.t_fused_big_ms * 1e3 * double(r.n) / double(r.big_n), 1e-9);
   EXPECT_EQ(r.launch_bound, r.t_fused_ms * 1e3 > 2.0 * r.bytes_time_us);
   EXPECT_EQ(r.fusion_line.rfind(r.launch_bound ? "launch-bound" : "not launch-bound", 0), 0u) << r.fusion_line;
   EXPECT_TRUE(contains(r.fusion_line, fmt("%.2fx", r.t_unfused_ms / r.t_fused_ms))) << r.fusion_line;
   EXPECT_TRUE(contains(r.fusion_line, fmt("%.2fx", r.t_unfused_big_ms / r.t_fused_big_ms))) << r.fusion_line;
-  EXPECT_TRUE(contains(r.time_title, fmt("%.2fx", r.t_unfused_ms / r.t_fused_ms))) << r.time_title;
+  EXPECT_TRUE(r.gpu_line.empty()) << r.gpu_line;
+}
+
+// On the CPU there is no launch to be bound by, and the CPU's 0.9x-1.3x fusion ratios teach nothing about a
+// GPU: the study says what it measured, that CPU timings do not show what a GPU does, the bytes' ratio
+// (16 against 8 per element: about 2x) and the H200's recorded figure (docs/perf/h200.json).
+TEST(ReluDropoutStudy, CpuTimingsSayWhatAGpuDoesInstead) {
+  const study::ReluDropoutResult r = study::run_relu_dropout(Backend::Cpu, settings(65536, 0.5, 1));
+  EXPECT_FALSE(r.launch_bound);
+  EXPECT_EQ(r.fusion_line.find("launch-bound"), std::string::npos) << r.fusion_line;
+  EXPECT_EQ(r.fusion_line.rfind("measured on this CPU", 0), 0u) << r.fusion_line;
+  EXPECT_TRUE(contains(r.fusion_line, fmt("%.2fx", r.t_unfused_ms / r.t_fused_ms))) << r.fusion_line;
+  EXPECT_TRUE(contains(r.fusion_line, fmt("%.2fx", r.t_unfused_big_ms / r.t_fused_big_ms))) << r.fusion_line;
+  const double q = r.t_unfused_ms / r.t_fused_ms;
+  EXPECT_TRUE(contains(r.time_title, q >= 1 ? fmt("fused %.2fx faster", q) : fmt("fused %.2fx slower", 1 / q))) << r.time_title;
+  EXPECT_FALSE(contains(r.time_title, "unfused / fused")) << r.time_title;  // the bars read fused first
   EXPECT_EQ(r.big_fused_label, fmt("fused, %.0f MB", 8.0 * double(r.big_n) / 1e6));
+  const study::GpuExpectation g = study::relu_dropout_on_gpu();
+  EXPECT_EQ(r.gpu_line, g.sentence);
+  EXPECT_EQ(g.bytes_ratio, 2.0);
+  EXPECT_TRUE(contains(g.sentence, "CPU timings do not show what a GPU does")) << g.sentence;
+  EXPECT_TRUE(contains(g.sentence, "8 bytes per element against 16 should take about 2x less time")) << g.sentence;
+  // The recorded figure, from the embedded file itself.
+  const peers::Section* mem = peers::embedded().find("memory");
+  ASSERT_NE(mem, nullptr);
+  for (const peers::Row& row : mem->rows)
+    if (row.name == "ReLU + dropout fused") {
+      EXPECT_EQ(g.recorded_gbs, *row.gbs[0]);
+      EXPECT_TRUE(contains(g.sentence, fmt("%.0f GB/s", *row.gbs[0]) + fmt(" (%.2f of a copy)", *row.values[0])))
+          << g.sentence;
+    }
+  EXPECT_GT(g.recorded_gbs, 0.0);
+  EXPECT_TRUE(contains(g.sentence, "torch's relu then F.dropout (unfused)")) << g.sentence;
+  const std::vector<std::string> lines = study::relu_dropout_report(r).lines;
+  EXPECT_NE(std::find(lines.begin(), lines.end(), r.gpu_line), lines.end());
 }
 
 TEST(ReluDropoutStudy, CpuAndCudaDrawTheSameMaskAndCounts) {
@@ -210,6 +254,16 @@ TEST(ReluDropoutStudy, RegistryEntryReportsChecksAndNumbers) {
   EXPECT_EQ(rep.numbers["n"], 10000);
   EXPECT_EQ(rep.numbers["in_spike"], rep.numbers["survivors"]);
   EXPECT_EQ(study::registry()[0].panel, "vector-add");
+}
+
+// The panel's opening line: the rate inside its interval and the one spike, with the study's numbers.
+TEST(ReluDropoutStudy, NoticeStatesTheRateAndTheSpike) {
+  const study::ReluDropoutResult r = study::run_relu_dropout(Backend::Cpu, settings(65536, 0.5, 1234));
+  EXPECT_EQ(r.notice, "dropped " + std::to_string(r.dropped) + " of 65536 = " + fmt("%.4f", r.rate) +
+                          ", inside the 99% interval [" + fmt("%.4f", r.lo99) + ", " + fmt("%.4f", r.hi99) +
+                          "] around p = 0.5, and every survivor is exactly x / (1 - p) = 2x: a random kernel is "
+                          "checked by its distribution");
+  EXPECT_EQ(study::relu_dropout_report(r).notice, r.notice);
 }
 
 }  // namespace

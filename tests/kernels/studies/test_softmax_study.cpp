@@ -11,6 +11,8 @@
 #include <random>
 #include <sstream>
 
+#include "kernels/editable/launch.h"
+#include "kernels/editable/worker.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/studies/softmax_study.h"
 #include "test_util.h"
@@ -317,6 +319,16 @@ TEST(SoftmaxStudy, LimitsSayBuildAndHardware) {
   EXPECT_TRUE(contains(l.sentence, "65,536 32-bit registers")) << l.sentence;
   EXPECT_TRUE(contains(l.sentence, "at most 255 per thread")) << l.sentence;
   EXPECT_TRUE(contains(l.sentence, "(64 each when a block has 1024 threads)")) << l.sentence;
+  // How the shipped kernel really holds that row: its launch has 512 threads (16 warps), so 64 values each, in
+  // a float v[64] indexed at run time: local memory (ptxas: a 256-byte stack frame), not registers. The old
+  // sentence held the row in one program's registers as 1024 threads x 32.
+  EXPECT_EQ(l.kernel_threads,
+            int(softmax::detail::traced_launch(softmax::Variant::Fixed, nullptr, nullptr, 1, 32768, nullptr).block.x));
+  EXPECT_EQ(l.kernel_threads, 512);
+  EXPECT_EQ(l.kernel_values_per_thread, 64);
+  EXPECT_EQ(l.kernel_stack_bytes, 256);
+  EXPECT_TRUE(contains(l.sentence, "512 threads x 64 row values each, in an array float v[64]")) << l.sentence;
+  EXPECT_TRUE(contains(l.sentence, "local memory, not registers: a 256-byte stack frame per thread")) << l.sentence;
 }
 
 // The online form, step by step: m_new = max(m_old, rowmax(chunk)), alpha = exp(m_old - m_new), and l
@@ -396,6 +408,61 @@ TEST(SoftmaxStudy, ReportAndRegistry) {
   EXPECT_TRUE(o.checks[0].pass);
   ASSERT_EQ(o.numbers.at("steps").size(), 8u);  // 2000 columns in chunks of 256
   EXPECT_EQ(o.numbers.at("steps")[0].at("alpha").get<double>(), 0.0);
+}
+
+
+class SoftmaxGallery : public ::testing::Test {
+ protected:
+  void SetUp() override { editable::worker::set_program(KL_BINARY); }
+  static editable::GalleryBug bug(const std::string& file) {
+    for (const editable::GalleryBug& b : editable::gallery("softmax"))
+      if (b.file == file) return b;
+    ADD_FAILURE() << "no gallery bug " << file;
+    return {};
+  }
+};
+
+// The caption follows the kernel that ran: the gallery's hard-coded BLOCK_SIZE covers 1024 columns whatever
+// the host passes, so "fixed: BLOCK_SIZE = next_power_of_2(2000) = 2048" (the old caption) was not what ran.
+TEST_F(SoftmaxGallery, HardCodedBlockSizeCaptionSaysWhatTheKernelCovered) {
+  const editable::GalleryBug g = bug("hard_coded_block_size.cu");
+  const editable::Source src{"softmax", g.file, g.text};
+  const SoftmaxBug r = study::softmax_bug(Backend::Cpu, settings({}), &src);
+  EXPECT_EQ(r.fixed_caption,
+            "fixed (edited kernel): BLOCK_SIZE = 2048 passed, but it covered columns 0..1023 only, as BLOCK_SIZE = 1024 "
+            "would");
+  const SoftmaxBug shipped = study::softmax_bug(Backend::Cpu, settings({}), nullptr);
+  EXPECT_EQ(shipped.fixed_caption, "fixed: BLOCK_SIZE = next_power_of_2(2000) = 2048");
+}
+
+// A missing __syncthreads on a GPU: intermittent and often right, so silent; racecheck finds it (the old
+// sentence said the sums are wrong on a GPU).
+TEST_F(SoftmaxGallery, MissingSyncthreadsSaysTheGpuRaceIsSilent) {
+  const editable::GalleryBug g = bug("missing_syncthreads.cu");
+  EXPECT_EQ(g.sentence.find("so the sums are wrong"), std::string::npos) << g.sentence;
+  EXPECT_NE(g.sentence.find("intermittent"), std::string::npos) << g.sentence;
+  EXPECT_NE(g.sentence.find("compute-sanitizer --tool racecheck"), std::string::npos) << g.sentence;
+}
+
+// The panel's opening line follows what the kernels did: the truncation with its overweight, the agreement
+// below 1024, and the edited kernel that covers fewer columns than it is passed.
+TEST_F(SoftmaxGallery, NoticeSaysWhatToSee) {
+  const SoftmaxBug r = study::softmax_bug(Backend::Cpu, settings({}), nullptr);
+  EXPECT_EQ(r.notice, "BLOCK_SIZE = 1024 but n_cols = 2000: buggy never writes columns 1024..1999 (red) and its written "
+                      "values are " + fmt("%.2f", 1.0 / r.ref_head_mass[0]) + "x too large; BLOCK_SIZE = "
+                      "next_power_of_2 = 2048 covers the row");
+  EXPECT_EQ(study::softmax_report(Backend::Cpu, settings({})).notice, r.notice);
+  const SoftmaxBug small = study::softmax_bug(Backend::Cpu, settings({"n_cols=1000"}), nullptr);
+  EXPECT_EQ(small.notice.rfind("n_cols = 1000 fits in BLOCK_SIZE = 1024: buggy and fixed agree", 0), 0u) << small.notice;
+  const editable::GalleryBug g = bug("hard_coded_block_size.cu");
+  const editable::Source src{"softmax", g.file, g.text};
+  const SoftmaxBug hard = study::softmax_bug(Backend::Cpu, settings({}), &src);
+  EXPECT_EQ(hard.notice.rfind("fixed too leaves 11712 elements never written (red)", 0), 0u) << hard.notice;
+  const study::SoftmaxOnline o = study::softmax_online(Backend::Cpu, settings({"view=online"}), nullptr);
+  int moved = 0;
+  for (size_t k = 1; k < o.steps.size(); ++k) moved += o.steps[k].m_moved;
+  EXPECT_NE(o.notice.find("m moved in " + std::to_string(moved) + " chunk"), std::string::npos) << o.notice;
+  EXPECT_NE(o.notice.find("the result matches the reference"), std::string::npos) << o.notice;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <string>
 
+#include "assets/embedded.h"
+#include "kernels/editable/launch.h"
+#include "kernels/editable/worker.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/studies/vector_add_study.h"
 #include "test_util.h"
@@ -65,7 +68,13 @@ TEST(VectorAddStudy, GridTailAndChecksStateTheirNumbers) {
         EXPECT_TRUE(contains(r.tail_line, "every offset stores")) << r.tail_line;
       const int threads = c.block < 1024 ? c.block : 1024;
       EXPECT_TRUE(contains(r.block_line, "BLOCK_SIZE = " + std::to_string(c.block) + " counts elements, not threads"));
-      EXPECT_TRUE(contains(r.block_line, "one CUDA block of " + std::to_string(threads) + " threads")) << r.block_line;
+      EXPECT_TRUE(contains(r.block_line, "so here " + std::to_string(threads) + " threads")) << r.block_line;
+      // Triton's 4 warps: 128 threads for the program's elements (the old line said "one CUDA block of 256
+      // threads runs it", as if elements were threads).
+      EXPECT_TRUE(contains(r.block_line, "by default 4 x 32 = 128")) << r.block_line;
+      if (c.block >= 128)
+        EXPECT_TRUE(contains(r.block_line, "(" + std::to_string(c.block / 128) + " elements each)")) << r.block_line;
+      EXPECT_FALSE(contains(r.block_line, "one CUDA block of")) << r.block_line;
     }
 }
 
@@ -104,6 +113,46 @@ TEST(VectorAddStudy, RegistryEntryReportsChecksAndNumbers) {
   EXPECT_EQ(rep.numbers["programs"], 4);
   EXPECT_EQ(rep.numbers["masked"], 24);
   EXPECT_NE(study::to_text(rep).find("[pass] trace: 1000 of 1000 elements stored exactly once"), std::string::npos);
+}
+
+// The gallery's missing mask: the elements are right only because this tracer refused the stores past the
+// end. The check is not green, and says a plain kernel on a GPU would have stored past the end, usually
+// silently; the trace line does not call the unmasked store's offsets masked; the gallery's sentence agrees.
+TEST(VectorAddStudy, NoMaskGalleryIsNotGreenAndSaysWhatAGpuWouldDo) {
+  editable::worker::set_program(KL_BINARY);
+  editable::Source src;
+  std::string sentence;
+  for (const editable::GalleryBug& b : editable::gallery("vector-add"))
+    if (b.file == "no_mask.cu") src = {"vector-add", b.file, b.text}, sentence = b.sentence;
+  ASSERT_FALSE(src.text.empty());
+  const study::VectorAddResult r = study::run_vector_add(Backend::Cpu, settings(1000, 256, 1), &src);
+  EXPECT_FALSE(r.matches_reference.pass);
+  EXPECT_TRUE(contains(r.matches_reference.sentence, "stored up to 96 bytes past the end of out's 4000")) << r.matches_reference.sentence;
+  EXPECT_TRUE(contains(r.matches_reference.sentence, "on a GPU a plain kernel would, usually silently"))
+      << r.matches_reference.sentence;
+  EXPECT_FALSE(contains(r.trace_check.sentence, "masked offsets recorded")) << r.trace_check.sentence;
+  EXPECT_TRUE(contains(sentence, "a plain kernel on a GPU would store past the end, usually silently")) << sentence;
+}
+
+// The text: Triton's default 4 warps = 128 threads hold a program's elements; one thread per element is
+// this build's choice (the old text let BLOCK_SIZE = 256 read as 256 threads).
+TEST(VectorAddStudy, TextSaysTritonsThreadsAreNotTheElements) {
+  std::string text(assets::find("text/vector_add.md"));
+  for (char& ch : text) ch = ch == '\n' ? ' ' : ch;
+  EXPECT_TRUE(contains(text, "by default 4 warps = 128 threads, so at BLOCK_SIZE = 256 each thread holds 2 elements"))
+      << text;
+  EXPECT_TRUE(contains(text, "a choice of this build, not the rule")) << text;
+  EXPECT_TRUE(contains(text, "the colours repeat every 12")) << text;
+}
+
+// The panel's opening line, from the study's numbers, for each case a student meets first.
+TEST(VectorAddStudy, NoticeSaysWhatToSee) {
+  const study::VectorAddResult r = study::run_vector_add(Backend::Cpu, settings(1000, 256, 1));
+  EXPECT_EQ(r.notice, "ceil(1000 / 256) = 4 programs cover 1024 offsets: the last program's 24 offsets past n are "
+                      "masked off (hatched), so nothing is loaded or stored past the end");
+  EXPECT_EQ(study::vector_add_report(r).notice, r.notice);
+  const study::VectorAddResult m = study::run_vector_add(Backend::Cpu, settings(4096, 1024, 1));
+  EXPECT_EQ(m.notice.rfind("n = 4096 is a multiple of BLOCK_SIZE = 1024: 4 programs, nothing masked", 0), 0u) << m.notice;
 }
 
 }  // namespace
