@@ -158,6 +158,7 @@ class AttentionPanel : public Panel {
     s_map_.set_scale({K::Diverging, -smax, smax, "score"});
     p_map_.set_scale({K::Sequential, 0, float(std::max(res_.pmax, 1e-6)), "weight"});
     o_map_.set_scale({K::Diverging, -omax, omax, "out"});
+    o_map_.set_nan_means_unwritten(true);  // the output is poisoned with NaN before the launch
   }
 
   // [SECTION] Shared-memory budget ------------------------------------------------------------------
