@@ -3,13 +3,18 @@
 #include <imgui.h>
 #include <imgui_internal.h>
 
+#include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "app/editor/editor.h"
+#include "app/help.h"
 #include "app/ui.h"
 #include "assets/embedded.h"
 #include "kernels/runtime/errors.h"
@@ -47,8 +52,9 @@ float sidebar_width(const Shell& s, float width) {
   const ImGuiStyle& st = ImGui::GetStyle();
   const float chrome = st.WindowPadding.x * 2 + st.ScrollbarSize + 2;
   // Its controls always fit; the entries fit where the window allows, else they wrap.
-  const float controls = std::max(ImGui::CalcTextSize("Screenshot (F12)").x + st.FramePadding.x * 2,
-                                  ImGui::GetFrameHeight() + st.ItemInnerSpacing.x + ImGui::CalcTextSize("Kernel source").x);
+  float controls = ImGui::GetFrameHeight() + st.ItemInnerSpacing.x + ImGui::CalcTextSize("Kernel source").x;
+  for (const char* b : {"Screenshot (F12)", "Reset parameters", "Undo (Ctrl+Z)"})
+    controls = std::max(controls, ImGui::CalcTextSize(b).x + st.FramePadding.x * 2);
   float entries = 0;
   for (const auto& p : s.panels) entries = std::max(entries, ImGui::CalcTextSize(p->title().c_str()).x);
   const float want = std::max(controls, entries) + chrome;
@@ -60,10 +66,24 @@ bool wrapped_selectable(const std::string& text, bool selected) {
   const float wrap = ImGui::GetContentRegionAvail().x;
   const ImVec2 ts = ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap);
   const ImVec2 pos = ImGui::GetCursorScreenPos();
-  const bool clicked = ImGui::Selectable(("##" + text).c_str(), selected, 0, ImVec2(0, ts.y));
+  bool clicked = ImGui::Selectable(("##" + text).c_str(), selected, 0, ImVec2(0, ts.y));
+  // Enter opens the entry the keyboard is on, as Space does (Dear ImGui 1.86 reads Enter as "type into").
+  const ImGuiIO& io = ImGui::GetIO();
+  if (ImGui::IsItemFocused() && !io.WantTextInput &&
+      (ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_Enter], false) || ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_KeyPadEnter], false)))
+    clicked = true;
   ImGui::GetWindowDrawList()->AddText(nullptr, 0.0f, pos, ImGui::GetColorU32(ImGuiCol_Text), text.c_str(), nullptr,
                                       wrap);
   return clicked;
+}
+
+// Ctrl+Z outside text fields, and the sidebar's Undo: the newest parameter change goes back, and its
+// panel is shown.
+void undo_param(Shell& s) {
+  std::string owner;
+  if (!ui::undo_param_step(&owner)) return;
+  const int i = find_panel(s, owner);
+  if (i >= 0) s.current = size_t(i);
 }
 
 void draw_sidebar(Shell& s, float w, float h) {
@@ -81,8 +101,25 @@ void draw_sidebar(Shell& s, float w, float h) {
     viz::ui_log::place("sidebar", s.panels[i]->id(), ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
                        ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   }
+  if (wrapped_selectable("Help (F1)", s.help_open)) s.help_open = !s.help_open;
+  viz::ui_log::place("sidebar", "help", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                     ImGui::GetItemRectMax().y);
   ImGui::Separator();
   if (ImGui::Button("Screenshot (F12)")) s.screenshot_requested = true;
+  if (!s.panels.empty()) {
+    Panel& p = *s.panels[s.current];
+    if (ImGui::Button("Reset parameters")) ui::reset_params(p.params(), p.id());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("every parameter of %s back to its default (Ctrl+Z undoes it)", p.title().c_str());
+    viz::ui_log::place("button", "reset-parameters", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+  }
+  const bool can_undo = !ui::param_history().empty();
+  if (!can_undo) ImGui::BeginDisabled();
+  if (ImGui::Button("Undo (Ctrl+Z)")) undo_param(s);
+  if (!can_undo) ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", can_undo ? ("undo " + ui::param_history().back().owner + ": " + ui::param_history().back().what).c_str()
+                                     : "no parameter change to undo");
   ImGui::Checkbox("Kernel source", &s.show_source);
   viz::ui_log::place("checkbox", "source", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
                      ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
@@ -90,6 +127,23 @@ void draw_sidebar(Shell& s, float w, float h) {
   ui::wrapped("Ctrl+= / Ctrl+- / Ctrl+0: UI scale " + std::to_string(int(std::lround(viz::ui_scale() * 100))) + "%");
   ImGui::PopStyleColor();
   ImGui::End();
+}
+
+// The panel's views, under a mark while they are stale: the edit in the source pane did not compile (or
+// was refused), so they still show the last kernel that ran.
+void draw_view(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
+  if (!focus.file.empty()) {
+    const std::string why = editor::stale_reason(s.editor, editor::rung_of_file(focus.file));
+    static std::string logged;
+    if (why != logged) viz::ui_log::event(why.empty() ? "stale cleared " + p.id() : "stale " + p.id() + ": " + why), logged = why;
+    if (!why.empty()) {
+      ui::wrapped_colored(IM_COL32(242, 204, 102, 255), "Stale: " + why);
+      viz::ui_log::place("stale", p.id(), ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                         ImGui::GetItemRectMax().y);
+    }
+  }
+  ui::begin_frame_verdicts();
+  p.draw(s.ctx);
 }
 
 // The view and the source pane split by a bar the user drags (double click: hide the source): side
@@ -113,7 +167,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   }
   if (!split) {
     ImGui::BeginChild("view", ImVec2(0, 0), false);
-    p.draw(s.ctx);
+    draw_view(s, p, focus);
     ImGui::EndChild();
     return;
   }
@@ -123,7 +177,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   const float src = std::floor(std::clamp(total * frac, min_src, total - min_view - bar));
   const ImVec2 view_size = side ? ImVec2(avail.x - src - bar, 0) : ImVec2(0, avail.y - src - bar);
   ImGui::BeginChild("view", view_size, false);
-  p.draw(s.ctx);
+  draw_view(s, p, focus);
   ImGui::EndChild();
   if (side) ImGui::SameLine(0, 0);
   const ImVec2 b0 = ImGui::GetCursorScreenPos();
@@ -142,6 +196,8 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   else dl->AddLine(ImVec2(b0.x, b0.y + bar * 0.5f), ImVec2(b0.x + bsz.x, b0.y + bar * 0.5f), col, 2.0f);
   if (side) ImGui::SameLine(0, 0);
   ImGui::BeginChild("code", ImVec2(0, 0), false);
+  viz::ui_log::place("pane", "source", ImGui::GetWindowPos().x, ImGui::GetWindowPos().y,
+                     ImGui::GetWindowPos().x + ImGui::GetWindowSize().x, ImGui::GetWindowPos().y + ImGui::GetWindowSize().y);
   editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);  // the source, read-only or in the editor
   ImGui::EndChild();
 }
@@ -176,51 +232,83 @@ void draw_panel(Shell& s, float x, float w, float h) {
 
 // The status bar's pieces, in order: the backend and why, the GL renderer, the frame time, the
 // interop path, a texture that read back other values than its data, GL errors, and the last message
-// (where the screenshot went).
+// (where the screenshot went). It is one line at any width: where they do not all fit, the least needed are
+// left out (hovering the bar lists them all), and a message too long even alone is shortened in its middle
+// (a path keeps its file name).
 struct Piece {
   ImU32 color;
   std::string text;
+  int keep = 0;  // shortened last where higher
+  bool middle = false;
+  std::string full;
 };
 std::vector<Piece> status_pieces(const Shell& s) {
   std::vector<Piece> v;
   const bool cuda = s.ctx.backend.backend == Backend::Cuda;
   const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  v.push_back({cuda ? IM_COL32(128, 230, 128, 255) : IM_COL32(242, 204, 102, 255), s.ctx.backend.reason});
-  v.push_back({dim, s.host_kind + ": " + s.gl_renderer});
+  v.push_back({cuda ? IM_COL32(128, 230, 128, 255) : IM_COL32(242, 204, 102, 255), s.ctx.backend.reason, 3});
+  v.push_back({dim, s.host_kind + ": " + s.gl_renderer, 0});
   char b[64];
-  std::snprintf(b, sizeof b, "%.1f ms/frame (%.0f fps)", 1000.0f / std::max(ImGui::GetIO().Framerate, 1e-3f),
-                ImGui::GetIO().Framerate);
-  v.push_back({dim, b});
-  v.push_back({dim, viz::DataTexture::last_interop_status()});
+  std::snprintf(b, sizeof b, "frame %.1f ms", s.frame_ms);
+  v.push_back({dim, b, 2});
+  v.push_back({dim, viz::DataTexture::last_interop_status(), 1});
   if (!viz::DataTexture::write_problem().empty())  // a texture read back other values than its data
-    v.push_back({IM_COL32(255, 115, 102, 255), viz::DataTexture::write_problem()});
+    v.push_back({IM_COL32(255, 115, 102, 255), viz::DataTexture::write_problem(), 4});
   if (viz::gl_error_count())
     v.push_back({IM_COL32(255, 115, 102, 255), "GL errors: " + std::to_string(viz::gl_error_count()) +
-                                                   " (first: " + viz::gl_first_error() + ")"});
-  if (!s.message.empty()) v.push_back({ImGui::GetColorU32(ImGuiCol_Text), s.message});
+                                                   " (first: " + viz::gl_first_error() + ")", 4});
+  if (!s.message.empty()) v.push_back({ImGui::GetColorU32(ImGuiCol_Text), s.message, 5, true});
+  for (Piece& p : v) p.full = p.text;
   return v;
 }
 
-// Lines the pieces take at `width`, each piece whole on its line where it fits, wrapped where not.
-int layout_lines(const std::vector<Piece>& v, float width, std::vector<bool>* breaks) {
-  const float gap = ImGui::GetFontSize() * 1.5f;
-  float x = 0;
-  int lines = 1;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const float w = ImGui::CalcTextSize(v[i].text.c_str()).x;
-    const bool brk = i > 0 && x + gap + w > width;
-    if (breaks) breaks->push_back(brk);
-    if (brk) ++lines, x = 0;
-    x += (x > 0 ? gap : 0) + std::min(w, width);
-    if (w > width) lines += int(w / width), x = width;
+// `text` cut to `width` with an ellipsis at its end or in its middle (never inside a UTF-8 sequence).
+std::string elide(const std::string& text, float width, bool middle) {
+  static const std::string dots = "\xE2\x80\xA6";
+  if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+  auto boundary = [&](size_t i) { return i >= text.size() || (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80; };
+  std::string best = dots;
+  for (size_t keep = 1; keep < text.size(); ++keep) {
+    std::string t;
+    if (middle) {
+      size_t head = keep / 3, tail = keep - head;
+      while (head > 0 && !boundary(head)) --head;
+      size_t from = text.size() - tail;
+      while (from < text.size() && !boundary(from)) ++from;
+      t = text.substr(0, head) + dots + text.substr(from);
+    } else {
+      size_t n = keep;
+      while (n > 0 && !boundary(n)) --n;
+      t = text.substr(0, n) + dots;
+    }
+    if (ImGui::CalcTextSize(t.c_str()).x > width) break;
+    best = t;
   }
-  return lines;
+  return best;
 }
 
-float status_height(const Shell& s, float width) {
+// The pieces that fit on one line of `width`: the least needed are left out first (the status bar's
+// tooltip lists them all); a last piece still too wide is shortened.
+std::vector<Piece> fit_one_line(std::vector<Piece> v, float width) {
+  const float gap = ImGui::GetFontSize() * 1.5f;
+  auto total = [&] {
+    float t = 0;
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? gap : 0) + ImGui::CalcTextSize(v[i].text.c_str()).x;
+    return t;
+  };
+  while (v.size() > 1 && total() > width) {
+    size_t least = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i].keep < v[least].keep) least = i;
+    v.erase(v.begin() + long(least));
+  }
+  if (!v.empty() && total() > width) v[0].text = elide(v[0].text, width, v[0].middle);
+  return v;
+}
+
+float status_height() {
   const ImGuiStyle& st = ImGui::GetStyle();
-  const int lines = layout_lines(status_pieces(s), width - st.WindowPadding.x * 2, nullptr);
-  return std::floor(lines * ImGui::GetTextLineHeightWithSpacing() - st.ItemSpacing.y + st.WindowPadding.y * 2);
+  return std::floor(ImGui::GetTextLineHeight() + st.WindowPadding.y * 2);
 }
 
 void draw_status(const Shell& s, float width, float height, float status_h) {
@@ -230,13 +318,21 @@ void draw_status(const Shell& s, float width, float height, float status_h) {
   ImGui::SetNextWindowPos(ImVec2(0, height - status_h));
   ImGui::SetNextWindowSize(ImVec2(width, status_h));
   ImGui::Begin("##status", nullptr, fixed);
-  const std::vector<Piece> v = status_pieces(s);
-  std::vector<bool> breaks;
-  layout_lines(v, ImGui::GetContentRegionAvail().x, &breaks);
+  const std::vector<Piece> all = status_pieces(s);
+  const std::vector<Piece> v = fit_one_line(all, ImGui::GetContentRegionAvail().x);
   for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0 && !breaks[i]) ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ui::wrapped_colored(v[i].color, v[i].text);
+    if (i > 0) ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
+    ImGui::PushStyleColor(ImGuiCol_Text, v[i].color);
+    ImGui::TextUnformatted(v[i].text.c_str());
+    ImGui::PopStyleColor();
   }
+  if (ImGui::IsWindowHovered() && (v.size() < all.size() || (!v.empty() && v[0].text != v[0].full))) {
+    std::string tip;
+    for (const Piece& p : all) tip += (tip.empty() ? "" : "\n") + p.full;
+    ImGui::SetTooltip("%s", tip.c_str());
+  }
+  viz::ui_log::place("status", "bar", ImGui::GetWindowPos().x, ImGui::GetWindowPos().y,
+                     ImGui::GetWindowPos().x + ImGui::GetWindowSize().x, ImGui::GetWindowPos().y + ImGui::GetWindowSize().y);
   ImGui::End();
 }
 
@@ -268,6 +364,32 @@ void scale_keys(Shell& s) {
 
 void set_window_scale_override(float scale) { g_scale_override = scale; }
 
+void show_message(Shell& s, const std::string& text, double seconds) {
+  s.message = text;
+  s.message_until = ImGui::GetCurrentContext() ? ImGui::GetTime() + seconds : seconds;
+  viz::ui_log::event("status " + text);
+}
+
+std::string next_screenshot_name(const std::string& id) {
+  const std::string prefix = "kernel-ladder-" + id + "-";
+  long n = 0;
+  if (DIR* d = ::opendir(".")) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() <= prefix.size() + 4 || name.rfind(prefix, 0) != 0 || name.substr(name.size() - 4) != ".png") continue;
+      const std::string mid = name.substr(prefix.size(), name.size() - prefix.size() - 4);
+      if (mid.empty() || mid.size() > 9 || mid.find_first_not_of("0123456789") != std::string::npos) continue;
+      n = std::max(n, std::atol(mid.c_str()));
+    }
+    ::closedir(d);
+  }
+  std::string file;
+  struct stat st {};
+  do file = prefix + std::to_string(++n) + ".png";
+  while (::stat(file.c_str(), &st) == 0);
+  return file;
+}
+
 void window_start(Shell& s, viz::RenderHost& host) {
   if (viz::ui_log::is_open()) viz::audit::set_enabled(true);
   s.scale_fixed = g_scale_override > 0;
@@ -279,6 +401,53 @@ void window_start(Shell& s, viz::RenderHost& host) {
   viz::ui_log::event(b);
   if (s.win_w > 0 && s.win_h > 0) host.set_geometry(s.win_x, s.win_y, s.win_w, s.win_h);
 }
+
+namespace {
+// What the frame drew, as a number (FNV-1a over every draw list's vertices, indices and commands, the
+// status bar's aside: its frame time changes every frame).
+uint64_t frame_hash() {
+  const ImDrawData* dd = ImGui::GetDrawData();
+  if (!dd || !dd->Valid) return 0;
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, size_t n) {
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (int i = 0; i < dd->CmdListsCount; ++i) {
+    const ImDrawList* dl = dd->CmdLists[i];
+    if (dl->_OwnerName && std::strncmp(dl->_OwnerName, "##status", 8) == 0) continue;
+    mix(dl->VtxBuffer.Data, size_t(dl->VtxBuffer.Size) * sizeof(ImDrawVert));
+    mix(dl->IdxBuffer.Data, size_t(dl->IdxBuffer.Size) * sizeof(ImDrawIdx));
+    for (const ImDrawCmd& c : dl->CmdBuffer) {
+      mix(&c.ClipRect, sizeof c.ClipRect);
+      mix(&c.TextureId, sizeof c.TextureId);
+      mix(&c.ElemCount, sizeof c.ElemCount);
+    }
+  }
+  return h;
+}
+
+// F12: the frame just shown, as a PNG under the next free name in the working folder.
+void save_screenshot(Shell& s, viz::RenderHost& host, long* shots) {
+  s.screenshot_requested = false;
+  std::vector<uint8_t> rgba;
+  int pw = 0, ph = 0;
+  try {
+    const std::string file = next_screenshot_name(s.panels[s.current]->id());
+    if (!host.read_pixels(rgba, pw, ph)) throw RuntimeError("the frame could not be read back");
+    viz::write_png(file, rgba, pw, ph);
+    ++*shots;
+    char* abs = ::realpath(file.c_str(), nullptr);
+    const std::string where = abs ? abs : file;
+    std::free(abs);
+    viz::ui_log::event("screenshot " + where);
+    show_message(s, "screenshot saved to " + where);
+  } catch (const std::exception& e) {
+    viz::ui_log::event("screenshot failed: " + std::string(e.what()));
+    show_message(s, std::string("screenshot not saved: ") + e.what(), 20.0);
+  }
+}
+}  // namespace
 
 void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
   if (s.current != s.logged_panel && s.current < s.panels.size()) {
@@ -300,6 +469,10 @@ void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
     // With the event log on, the window audits its own layout: each change of findings is logged.
     std::string found;
     for (const std::string& f : viz::audit::collect(s.panels[s.current]->id())) found += "audit " + f + "\n";
+    if (viz::audit::tooltip_text() != s.logged_tooltip) {
+      s.logged_tooltip = viz::audit::tooltip_text();
+      if (!s.logged_tooltip.empty()) viz::ui_log::event("tooltip " + s.logged_tooltip);
+    }
     if (found.empty()) found = "audit clean\n";
     if (found != s.logged_audit) {
       s.logged_audit = found;
@@ -307,37 +480,46 @@ void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
       viz::ui_log::event(found);
     }
   }
-  if (!s.screenshot_requested) return;
-  s.screenshot_requested = false;
-  std::vector<uint8_t> rgba;
-  int pw = 0, ph = 0;
-  const std::string file = "kernel-ladder-" + s.panels[s.current]->id() + "-" + std::to_string(++*shots) + ".png";
-  try {
-    if (!host.read_pixels(rgba, pw, ph)) throw RuntimeError("the frame could not be read back");
-    viz::write_png(file, rgba, pw, ph);
-    char* abs = ::realpath(file.c_str(), nullptr);
-    const std::string where = abs ? abs : file;
-    std::free(abs);
-    s.message = "screenshot saved to " + where;
-    viz::ui_log::event("screenshot " + where);
-    viz::ui_log::event("status " + s.message);
-  } catch (const std::exception& e) {
-    s.message = std::string("screenshot not saved: ") + e.what();
-    viz::ui_log::event("screenshot failed: " + std::string(e.what()));
-  }
+  if (s.screenshot_requested) save_screenshot(s, host, shots);
+  // How long the window may sleep before the next frame: not at all while something animates, for
+  // a few frames at the start, or where --frames counts frames; else until input or the soonest
+  // frame asked for (a message that expires, the caret's blink while a field has the keyboard).
+  double within = ui::next_frame_within();
+  // A frame unlike the one before: the layout may not have settled yet (a table's columns, a child's
+  // scroll range take a frame or two), or something moves: draw the next one at once.
+  const uint64_t drawn = frame_hash();
+  if (drawn != s.frame_hash) within = 0;
+  s.frame_hash = drawn;
+  if (!s.message.empty()) within = within < 0 ? std::max(0.0, s.message_until - ImGui::GetTime())
+                                              : std::min(within, std::max(0.0, s.message_until - ImGui::GetTime()));
+  if (ImGui::GetIO().WantTextInput) within = within < 0 ? 0.4 : std::min(within, 0.4);
+  if (!s.idle_waits || s.ctx.frame < 10) within = 0;
+  host.wait_before_next_frame(within);
+  s.frame_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count() -
+               s.frame_start;
 }
 
 void draw_shell(Shell& s, float width, float height) {
-  const float status_h = status_height(s, width);
+  s.frame_start = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (!s.message.empty() && ImGui::GetTime() >= s.message_until) {
+    s.message.clear();
+    viz::ui_log::event("status cleared");
+  }
+  const float status_h = status_height();
   const float sidebar_w = s.sidebar ? sidebar_width(s, width) : 0.0f;
   if (s.sidebar) draw_sidebar(s, sidebar_w, height - status_h);
-  if (ImGui::IsKeyPressed(301 /* GLFW_KEY_F12: Dear ImGui 1.86 indexes keys by the GLFW backend's codes */, false))
-    s.screenshot_requested = true;
-  if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(81 /* GLFW_KEY_Q */, false)) s.quit_requested = true;
+  // GLFW key codes: Dear ImGui 1.86 indexes keys by the GLFW backend's codes.
+  const ImGuiIO& io = ImGui::GetIO();
+  if (ImGui::IsKeyPressed(301 /* F12 */, false)) s.screenshot_requested = true;
+  if (ImGui::IsKeyPressed(290 /* F1 */, false)) s.help_open = !s.help_open;
+  if (io.KeyCtrl && ImGui::IsKeyPressed(81 /* Q */, false)) s.quit_requested = true;
+  // Ctrl+Z undoes a parameter change wherever no text field has the keyboard (the editor's is its own).
+  if (io.KeyCtrl && !io.KeyShift && !io.WantTextInput && ImGui::IsKeyPressed(90 /* Z */, false)) undo_param(s);
   if (viz::ui_log::is_open()) viz::audit::clear();  // the window's audit (see window_after_frame)
   scale_keys(s);
   if (!s.panels.empty()) draw_panel(s, sidebar_w, width - sidebar_w, height - status_h);
   draw_status(s, width, height, status_h);
+  draw_help(s, width, height);
   s.ctx.frame++;
 }
 

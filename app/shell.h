@@ -1,6 +1,7 @@
 // The frame around the panels: the "Ladder" sidebar (window only), the current panel, and a status
 // bar saying which backend runs and why, which GL renderer draws, and the frame time.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +24,13 @@ struct Shell {
   bool show_source = true;  // the kernel's source beside the view (below it in narrow windows)
   float source_frac = 0.38f;  // the source pane's share of the panel (the splitter), remembered
   editor::Editor editor;  // the source pane's editor: edit mode, each rung's edit (kept until Reset)
-  std::string message;  // last screenshot saved, etc. (shown in the status bar)
+  std::string message;  // last screenshot saved, etc. (shown in the status bar until message_until)
+  double message_until = 0;  // ImGui::GetTime() when the message goes
+  bool help_open = false;    // the help window (F1, the sidebar's "Help" entry)
+  bool idle_waits = true;    // the window sleeps until input when nothing animates (off for --frames N)
+  double frame_ms = 0;       // the last frame's time to build and draw (the status bar)
+  double frame_start = 0;
+  uint64_t frame_hash = 0;   // what the last frame drew (the window draws again until two frames agree)
   long failures = 0;     // exceptions that escaped a panel's draw (each shown in the panel's window)
   bool screenshot_requested = false;
   bool quit_requested = false;  // Ctrl+Q
@@ -37,7 +44,7 @@ struct Shell {
   size_t logged_panel = size_t(-1);
   int logged_w = 0, logged_h = 0;
   bool logged_source = true;
-  std::string logged_message, logged_audit;
+  std::string logged_message, logged_audit, logged_tooltip;
 };
 
 // Draws one frame's UI (between the host's begin_frame and end_frame), filling width x height.
@@ -50,6 +57,12 @@ void window_start(Shell& s, viz::RenderHost& host);
 void window_after_frame(Shell& s, viz::RenderHost& host, long* shots);
 // --ui-scale: the window's scale whatever the monitor or the settings say (0: none).
 void set_window_scale_override(float scale);
+
+// Shows `text` in the status bar for `seconds` (logged "status TEXT").
+void show_message(Shell& s, const std::string& text, double seconds = 10.0);
+// The next free screenshot name in the working folder for panel `id`: kernel-ladder-ID-N.png with N past
+// every number already there, so that no earlier screenshot is overwritten.
+std::string next_screenshot_name(const std::string& id);
 
 // Index of the panel with that id, or -1.
 int find_panel(const Shell& s, const std::string& id);

@@ -8,11 +8,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <new>
+#include <set>
 
 #include "assets/embedded.h"
 #include "kernels/runtime/buffer.h"
 #include "kernels/runtime/errors.h"
+#include "viz/draw_util.h"
 #include "viz/layout_audit.h"
 #include "viz/render_host.h"
 #include "viz/ui_log.h"
@@ -35,11 +38,34 @@ float control_width(const std::string& label) {
   return std::max(ImGui::GetFontSize() * 3.0f, std::min(width, room));
 }
 
-// Wrapped text wraps at the column's right edge inside column_begin/column_end (which pushed that
-// position), and at the window's elsewhere.
-void push_wrap() { ImGui::PushTextWrapPos(g_columns_open ? ImGui::GetCurrentWindowRead()->DC.TextWrapPos : 0.0f); }
+
+// A typed value applies when the field lets go of the keyboard, however it does: Enter, Tab, a click
+// elsewhere (Dear ImGui's EnterReturnsTrue would drop it on the last two). While the field is active
+// the text it parses is kept here, by the field's id; `typed` is what the field returned this frame.
+// Escape puts the old text back first, so it applies nothing new.
+bool typed_value_done(bool typed, const std::string& value, std::string* proposed) {
+  static std::map<ImGuiID, std::string> pending;
+  const ImGuiID id = ImGui::GetItemID();
+  if (typed) pending[id] = value;
+  if (!ImGui::IsItemDeactivatedAfterEdit()) return false;
+  const auto it = pending.find(id);
+  if (it == pending.end()) return false;
+  *proposed = it->second;
+  pending.erase(it);
+  return true;
+}
+
+// The +/- buttons' step: 1 where the range is small, else a tenth of the value's decade (n = 100000
+// steps by 10000), so that a click shows a change.
+int64_t int_step(long long v, long long lo, long long hi) {
+  if (hi - lo <= 1000) return 1;
+  int64_t step = 1;
+  while (step * 100 <= std::llabs(v)) step *= 10;
+  return step;
+}
 
 std::string g_log_panel = "?";
+std::vector<ParamStep> g_history;
 // The panel that owns the parameters being drawn, for the event log ("param softmax n_cols 2000 -> 1500").
 const std::string& log_owner() { return g_log_panel; }
 }  // namespace
@@ -56,7 +82,7 @@ float param_width(const ParamValues& p, const std::string& key) {
   float item = ImGui::CalcItemWidth();
   if (win->DC.ItemWidthStack.Size > 0 && win->DC.ItemWidth > 0 && g_columns_open == 0) item = px(win->DC.ItemWidth);
   float w = item + st.ItemInnerSpacing.x + label;
-  if (s->kind == ParamSpec::Kind::Int && (long long)s->max - (long long)s->min <= (1ll << 24))
+  if (s->kind == ParamSpec::Kind::Int)
     w += 2 * (st.ItemSpacing.x + ImGui::CalcTextSize("+").x + st.FramePadding.x * 2);
   return w;
 }
@@ -68,7 +94,7 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
   ImGui::SetNextItemWidth(control_width(label));
   const ImVec2 start = ImGui::GetCursorScreenPos();
   std::string proposed;
-  bool edited = false;
+  bool edited = false, field_hovered = false;
   switch (s->kind) {
     case ParamSpec::Kind::Bool: {
       bool v = p.get_bool(key);
@@ -101,31 +127,32 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
       long long v = p.get_int(key);
       long long lo = (long long)s->min, hi = (long long)s->max;
       // Typed values outside the range are offered to ParamValues, which refuses them visibly.
-      if (ImGui::InputScalar(label.c_str(), ImGuiDataType_S64, &v, nullptr, nullptr, "%lld",
-                             ImGuiInputTextFlags_EnterReturnsTrue))
-        proposed = std::to_string(v), edited = true;
-      if (hi - lo <= (1ll << 24)) {
+      const bool typed = ImGui::InputScalar(label.c_str(), ImGuiDataType_S64, &v, nullptr, nullptr, "%lld");
+      field_hovered = ImGui::IsItemHovered();
+      if (typed_value_done(typed, std::to_string(v), &proposed)) edited = true;
+      // The steppers, greyed at the ends of the range.
+      const int64_t step = int_step(v, lo, hi);
+      for (const int64_t d : {-step, step}) {
         ImGui::SameLine();
-        int64_t step = 1;
-        if (ImGui::SmallButton(("-##" + key).c_str()) && v - step >= lo)
-          proposed = std::to_string(v - step), edited = true;
-        ImGui::SameLine();
-        if (ImGui::SmallButton(("+##" + key).c_str()) && v + step <= hi)
-          proposed = std::to_string(v + step), edited = true;
+        const bool can = v + d >= lo && v + d <= hi;
+        if (!can) ImGui::BeginDisabled();
+        if (ImGui::SmallButton(((d < 0 ? "-##" : "+##") + key).c_str())) proposed = std::to_string(v + d), edited = true;
+        if (!can) ImGui::EndDisabled();
+        if (step > 1 && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+          ImGui::SetTooltip("%s%lld", d < 0 ? "-" : "+", (long long)step);
       }
       break;
     }
     case ParamSpec::Kind::Float: {
       double v = p.get_float(key);
-      if (ImGui::InputDouble(label.c_str(), &v, 0.0, 0.0, "%.4g", ImGuiInputTextFlags_EnterReturnsTrue)) {
-        char b[64];
-        std::snprintf(b, sizeof b, "%.9g", v);
-        proposed = b, edited = true;
-      }
+      const bool typed = ImGui::InputDouble(label.c_str(), &v, 0.0, 0.0, "%.4g");
+      char b[64];
+      std::snprintf(b, sizeof b, "%.9g", v);
+      if (typed_value_done(typed, b, &proposed)) edited = true;
       break;
     }
   }
-  if (!s->help.empty() && ImGui::IsItemHovered())
+  if (!s->help.empty() && (field_hovered || (s->kind != ParamSpec::Kind::Int && ImGui::IsItemHovered())))
     ImGui::SetTooltip("%s\nallowed: %s", s->help.c_str(), s->range_text().c_str());
   viz::audit::widget("control '" + key + "'", start, ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y));
   if (viz::ui_log::is_open())
@@ -137,13 +164,87 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
     p.set(key, proposed);
     if (error) error->clear();
     const bool changed = p.get_text(key) != before;
-    if (changed) viz::ui_log::event("param " + log_owner() + " " + key + " " + before + " -> " + p.get_text(key));
+    if (changed) {
+      const std::string what = key + " " + before + " -> " + p.get_text(key);
+      g_history.push_back({&p, log_owner(), {{key, before}}, what});
+      if (g_history.size() > 200) g_history.erase(g_history.begin());
+      viz::ui_log::event("param " + log_owner() + " " + what);
+    }
     return changed;
   } catch (const InputError& e) {
-    if (error) *error = e.what();
+    if (error) *error = ui_wording(e.what());
     viz::ui_log::event("refused " + log_owner() + " " + key + ": " + e.what());
     return false;
   }
+}
+
+const std::vector<ParamStep>& param_history() { return g_history; }
+
+bool undo_param_step(std::string* owner) {
+  if (g_history.empty()) return false;
+  ParamStep step = g_history.back();
+  g_history.pop_back();
+  for (auto it = step.before.rbegin(); it != step.before.rend(); ++it) {
+    try {
+      step.params->set(it->first, it->second);
+    } catch (const InputError&) {
+      // A value that was accepted once is accepted again; nothing to show if not.
+    }
+  }
+  if (owner) *owner = step.owner;
+  viz::ui_log::event("undo " + step.owner + " " + step.what);
+  return true;
+}
+
+int reset_params(ParamValues& p, const std::string& owner) {
+  ParamStep step{&p, owner, {}, ""};
+  for (const ParamSpec& sp : p.specs()) {
+    if (p.get_text(sp.name) == sp.def) continue;
+    const std::string before = p.get_text(sp.name);
+    try {
+      p.set(sp.name, sp.def);
+      step.before.push_back({sp.name, before});
+    } catch (const InputError&) {
+      // A default this backend refuses (none today): the value stays.
+    }
+  }
+  const int n = int(step.before.size());
+  step.what = "reset " + std::to_string(n) + (n == 1 ? " value" : " values");
+  if (n) g_history.push_back(step);
+  viz::ui_log::event("reset " + owner + ": " + std::to_string(n) + (n == 1 ? " value" : " values"));
+  return n;
+}
+
+namespace {
+double g_next_frame = -1;
+std::vector<Verdict> g_verdicts;
+}  // namespace
+
+void keep_drawing(double seconds) {
+  seconds = std::max(0.0, seconds);
+  g_next_frame = g_next_frame < 0 ? seconds : std::min(g_next_frame, seconds);
+}
+
+double next_frame_within() {
+  const double r = g_next_frame;
+  g_next_frame = -1;
+  return r;
+}
+
+const std::vector<Verdict>& frame_verdicts() { return g_verdicts; }
+void begin_frame_verdicts() { g_verdicts.clear(); }
+
+std::string ui_wording(const std::string& message) {
+  std::string m = message;
+  if (m.rfind("--set ", 0) != 0) return m;
+  m = m.substr(6);
+  const size_t colon = m.find(": ");
+  const size_t eq = m.find('=');
+  if (colon == std::string::npos || eq == std::string::npos || eq > colon) return m;
+  std::string head = m.substr(0, eq) + " = " + m.substr(eq + 1, colon - eq - 1);
+  std::string rest = m.substr(colon + 2);
+  if (rest.rfind("must be ", 0) == 0) return head + " is not allowed: " + rest;
+  return head + ": " + rest;
 }
 
 void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::string* error, float gap) {
@@ -160,10 +261,42 @@ void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::str
   }
 }
 
+std::vector<std::string> wrap_lines(const std::string& text, float width) { return viz::detail::wrap_words(text, width); }
+
+namespace {
+// The width wrapped text has from the cursor: to a table cell's right edge inside a table, to the column's
+// inside column_begin/column_end (which pushed that position), else to the window's.
+float wrap_width() {
+  const bool in_table = ImGui::GetCurrentTable() != nullptr;  // a table cell: its own edge
+  return ImGui::CalcWrapWidthForPos(ImGui::GetCursorScreenPos(),
+                                    g_columns_open && !in_table ? ImGui::GetCurrentWindowRead()->DC.TextWrapPos : 0.0f);
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string r;
+  for (size_t i = 0; i < lines.size(); ++i) r += (i ? "\n" : "") + lines[i];
+  return r;
+}
+}  // namespace
+
 void wrapped(const std::string& text) {
-  push_wrap();
-  ImGui::TextUnformatted(text.c_str());
+  const std::string t = join_lines(wrap_lines(text, wrap_width()));
+  ImGui::PushTextWrapPos(-1.0f);  // already broken into lines that fit
+  ImGui::TextUnformatted(t.c_str());
   ImGui::PopTextWrapPos();
+}
+
+void wrapped_at(const std::string& text, float width) {
+  const std::string t = join_lines(wrap_lines(text, std::max(1.0f, width)));
+  ImGui::PushTextWrapPos(-1.0f);
+  ImGui::TextUnformatted(t.c_str());
+  ImGui::PopTextWrapPos();
+}
+
+void note(unsigned color, const std::string& text) {
+  wrapped_colored(color, text);
+  static std::map<std::string, std::set<std::string>> logged;  // each text once per panel
+  if (viz::ui_log::is_open() && logged[log_owner()].insert(text).second) viz::ui_log::event("note " + log_owner() + " " + text);
 }
 
 void wrapped_colored(unsigned color, const std::string& text) {
@@ -203,9 +336,10 @@ void table_headers_wrapped() {
   for (int i = 0; i < ImGui::TableGetColumnCount(); ++i) {
     if (!ImGui::TableSetColumnIndex(i)) continue;
     ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, ImGui::GetColorU32(ImGuiCol_TableHeaderBg));
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(ImGui::TableGetColumnName(i));
-    ImGui::PopTextWrapPos();
+    wrapped(ImGui::TableGetColumnName(i));
+    if (viz::ui_log::is_open())
+      viz::ui_log::place("header", log_owner() + " " + ImGui::TableGetColumnName(i), ImGui::GetItemRectMin().x,
+                         ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   }
 }
 
@@ -225,12 +359,10 @@ std::string settings_key(const ParamValues& p, std::initializer_list<const char*
 void error_box(const std::string& message) {
   if (message.empty()) return;
   ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 100, 255));
-  push_wrap();
-  ImGui::TextUnformatted(message.c_str());
-  ImGui::PopTextWrapPos();
+  wrapped(ui_wording(message));
   ImGui::PopStyleColor();
   if (viz::ui_log::is_open())
-    viz::ui_log::place("message", log_owner() + " " + message, ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+    viz::ui_log::place("message", log_owner() + " " + ui_wording(message), ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
                        ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
 }
 
@@ -242,12 +374,12 @@ void status_line(const char* label, const std::string& text, bool ok) {
       ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
     ImGui::SameLine();
   wrapped_colored(ok ? IM_COL32(120, 220, 120, 255) : IM_COL32(255, 110, 100, 255), text);
+  g_verdicts.push_back({label, text, ok});
 }
 
 void explain(const char* text_asset) {
   std::string_view t = assets::find(std::string("text/") + text_asset);
   if (t.empty()) return;
-  push_wrap();
   // Paragraphs separated by blank lines; a leading "# " line is drawn as a heading.
   size_t pos = 0;
   while (pos < t.size()) {
@@ -258,14 +390,13 @@ void explain(const char* text_asset) {
       if (c == '\n') c = ' ';
     while (!para.empty() && (para.back() == ' ' || para.back() == '\0')) para.pop_back();
     if (para.rfind("# ", 0) == 0) {
-      ImGui::TextColored(ImVec4(0.85f, 0.85f, 1.0f, 1.0f), "%s", para.c_str() + 2);
+      wrapped_colored(ImGui::ColorConvertFloat4ToU32(ImVec4(0.85f, 0.85f, 1.0f, 1.0f)), para.substr(2));
     } else if (!para.empty()) {
-      ImGui::TextUnformatted(para.c_str());
+      wrapped(para);
       ImGui::Spacing();
     }
     pos = end + 2;
   }
-  ImGui::PopTextWrapPos();
 }
 
 namespace {
@@ -285,9 +416,8 @@ std::string first_failure_shown() { return g_first_failure; }
 
 void section(const char* title) {
   ImGui::Spacing();
-  push_wrap();  // a long heading wraps at the column's (or content region's) edge instead of being cut
-  ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.0f), "%s", title);
-  ImGui::PopTextWrapPos();
+  // A long heading wraps at the column's (or content region's) edge instead of being cut.
+  wrapped_colored(ImGui::ColorConvertFloat4ToU32(ImVec4(0.95f, 0.8f, 0.4f, 1.0f)), title);
   if (g_columns_open == 0) {
     ImGui::Separator();
     return;

@@ -3,6 +3,8 @@
 #include <exception>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/runtime/backend.h"
 #include "kernels/runtime/params.h"
@@ -27,9 +29,21 @@ std::string settings_key(const ParamValues& p, std::initializer_list<const char*
 void source_changed();
 
 void error_box(const std::string& message);          // red, wrapped, one per failure
-// Text wrapped at the content region's right edge (long check lines and captions never run off it).
+// A message for under a control, in the window's words: "--set n=0: must be [1, 100]" (the command
+// line's wording, which ParamValues throws) becomes "n = 0 is not allowed: must be [1, 100]".
+std::string ui_wording(const std::string& message);
+// Text wrapped at the content region's right edge (long check lines and captions never run off it),
+// between words only: a number ("0.5050", "5.29x") is never broken across lines, as Dear ImGui's own
+// wrapping would after a '.' or ','.
 void wrapped(const std::string& text);
+// `text` broken into lines no wider than `width` in the current font: at spaces (and at its own line
+// breaks); a word wider than a line alone is split where it must.
+std::vector<std::string> wrap_lines(const std::string& text, float width);
 void wrapped_colored(unsigned color, const std::string& text);  // IM_COL32
+void wrapped_at(const std::string& text, float width);  // wrapped at `width` pixels from the cursor
+// A sentence a panel shows for what just happened or what to beware of (an export's path, a warning),
+// wrapped in `color`, and logged as "note PANEL TEXT" the first time it shows (tests of the window read it).
+void note(unsigned color, const std::string& text);
 
 // Side-by-side views that stack when the panel is narrow: as many of `n` views of at least
 // `min_width` pixels (at UI scale 1) per row as fit, each `width` wide.
@@ -44,6 +58,37 @@ void column_end();
 void table_headers_wrapped();
 // The panel whose controls are drawn now, as the event log names it (the shell sets it).
 void set_log_panel(const std::string& id);
+
+// Parameter changes made in the window (a control, a reset), newest last, for undo (Ctrl+Z). Each is
+// one step: a reset of a panel's parameters is one step however many values it changed.
+struct ParamStep {
+  ParamValues* params = nullptr;
+  std::string owner;  // the panel's id
+  std::vector<std::pair<std::string, std::string>> before;  // key, value before the change
+  std::string what;   // "n_cols 2000 -> 1500", "reset 3 values"
+};
+const std::vector<ParamStep>& param_history();
+// Undoes the newest step: its values go back (logged "undo PANEL WHAT"). False when there is none.
+bool undo_param_step(std::string* owner);
+// Every parameter of `p` to its default, as one step (logged "reset PANEL: N values"); returns how many
+// values changed.
+int reset_params(ParamValues& p, const std::string& owner);
+
+// Something on screen changes without input (a background measurement, a playing animation, a
+// message that expires): the window draws its next frame within `seconds` (0: at once) instead of
+// waiting for input. Asked again every frame for as long as it lasts.
+void keep_drawing(double seconds = 0);
+double next_frame_within();  // the soonest asked for since the last call (< 0: none); resets it
+
+// What the panel's checks (status_line) said in this frame: each label and verdict, in order. The
+// editor compares them with the shipped kernel's after running an edit (the panel's verdict, not the
+// compile, says whether the edited kernel is right).
+struct Verdict {
+  std::string label, text;
+  bool ok = true;
+};
+const std::vector<Verdict>& frame_verdicts();
+void begin_frame_verdicts();  // the shell clears them before a panel draws
 // A size at UI scale 1 in pixels, at the current scale.
 float px(float pixels_at_scale_1);
 void status_line(const char* label, const std::string& text, bool ok);  // "matches reference: yes"

@@ -96,7 +96,7 @@ if has bench; then
     timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json" --out "$out/peers/backward.json"
     timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"; } > "$out/peers.txt" 2>&1
   # The recorded results (docs/perf/h200.json: copy it there, then `cmake --build --preset default --target
-  # readme-peers-table` regenerates the README's table), from this session's bench and peers alone.
+  # readme-peers-table` regenerates the peers table of docs/fast-kernels.md), from this session's bench and peers alone.
   log "recorded peers -> $out/h200.json"
   python3 bench/record_peers.py --bench "$out/bench.json" --flash "$out/peers/flash.json" \
     --backward "$out/peers/backward.json" --triton "$out/peers/triton.json" --out "$out/h200.json" 2>&1 | tee -a "$out/summary.txt"

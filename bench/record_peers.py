@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Builds the recorded results, docs/perf/h200.json, from one GPU session's outputs: the ladder's figure
 and every peer's figure for each shape, from the same run, stamped with the date and the versions
-(device, driver, CUDA, torch, cuDNN, Triton) and the harness (bench/peers_common.py's method). The README's
-peers table and the Measure view's "Peers (recorded)" section are generated from that file
-(kernels/measure/peers.h); a test fails when the README's table differs from it.
+(device, driver, CUDA, torch, cuDNN, Triton) and the harness (bench/peers_common.py's method). The peers
+table of docs/fast-kernels.md and the Measure view's "Peers (recorded)" section are generated from that file
+(kernels/measure/peers.h); a test fails when that table differs from it.
 
 Inputs (each one optional; a section is written where its inputs are given):
   --bench FILE      `kernel-ladder bench --backend cuda --json FILE` (all kernels): the ladder's rows
@@ -23,7 +23,7 @@ Sections written:
 Usage (on the GPU machine, after the session's bench step; bench/gpu_session.sh bench runs it):
   python3 bench/record_peers.py --bench bench.json --flash flash.json --backward backward.json \\
       --triton triton.json --out docs/perf/h200.json [--date YYYY-MM-DD]
-Then `cmake --build --preset default --target readme-peers-table` rewrites the README's table from it.
+Then `cmake --build --preset default --target readme-peers-table` rewrites the peers table of docs/fast-kernels.md from it.
 Exit code 2 with one line for a missing or malformed input.
 """
 import argparse
@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers_common import HARNESS  # noqa: E402  (no torch needed here: only the harness's sentence)
 
 ABOUT = ("The ladder's figures beside its peers', each section's from one run (see \"source\" and each section's "
-         "\"run\"). The README's peers table and the Measure view's 'Peers (recorded)' are generated from this file; "
+         "\"run\"). The peers table of docs/fast-kernels.md and the Measure view's 'Peers (recorded)' are generated from this file; "
          "bench/record_peers.py writes it from a GPU session's outputs.")
 FORWARD_RE = re.compile(r"(?:Hkv=(\d+)\s+)?L=(\d+)\s+d=(\d+)\s+(non-causal|causal)")
 BACKWARD_RE = re.compile(r"L=(\d+)\s+d=(\d+)\s+(non-causal|causal).*dq=(atomic|deterministic)")

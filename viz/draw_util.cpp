@@ -113,4 +113,47 @@ void add_dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float dash, 
   }
 }
 
+std::vector<std::string> wrap_words(const std::string& text, float width) {
+  std::vector<std::string> out;
+  auto w = [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; };
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string para = text.substr(pos, eol - pos);
+    std::string line;
+    size_t i = 0;
+    do {
+      size_t sp = para.find(' ', i);
+      if (sp == std::string::npos) sp = para.size();
+      std::string word = para.substr(i, sp - i);
+      i = sp + 1;
+      const std::string joined = line.empty() ? word : line + " " + word;
+      if (line.empty() || w(joined) <= width) {
+        line = joined;
+      } else {
+        out.push_back(line);
+        line = word;
+      }
+      // A word wider than a line alone: split it where it must (paths, long identifiers).
+      while (w(line) > width && line.size() > 1) {
+        size_t cut = line.size() - 1;
+        while (cut > 1 && (w(line.substr(0, cut)) > width || (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80)) --cut;
+        out.push_back(line.substr(0, cut));
+        line = line.substr(cut);
+      }
+    } while (i <= para.size());
+    out.push_back(line);
+    pos = eol + 1;
+  }
+  return out;
+}
+
+std::string wrap_words_joined(const std::string& text, float width) {
+  std::string r;
+  const std::vector<std::string> lines = wrap_words(text, width);
+  for (size_t i = 0; i < lines.size(); ++i) r += (i ? "\n" : "") + lines[i];
+  return r;
+}
+
 }  // namespace kl::viz::detail

@@ -21,6 +21,12 @@ ImRect vertical_text_rect(const ImVec2& center, const char* text);
 // Text drawn and registered with the layout audit as a label of the widget `widget` (outer0..outer1).
 void add_label(ImDrawList* dl, const std::string& widget, const ImVec2& outer0, const ImVec2& outer1,
                const ImVec2& pos, ImU32 col, const std::string& text);
+// `text` broken into lines no wider than `width` in the current font, at spaces (and at its own line
+// breaks) only: Dear ImGui's own wrapping also breaks after '.' and ',', which splits numbers ("0.\n5050",
+// "5.\n29x"). A word wider than a line alone is split where it must (never inside a UTF-8 character).
+std::vector<std::string> wrap_words(const std::string& text, float width);
+// The same lines joined with '\n' (for ImDrawList::AddText with no wrap width).
+std::string wrap_words_joined(const std::string& text, float width);
 // A dashed line (vertical or horizontal markers).
 void add_dashed_line(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float dash, float thickness);
 

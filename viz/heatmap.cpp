@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,10 +101,11 @@ GLuint compile(GLenum type, const char* asset, const std::string& prelude = "") 
 // Everything the colouring pass changes, put back afterwards: it runs in the middle of building the
 // UI, and neither the caller's GL code nor another pass should see a difference.
 struct SavedGlState {
-  GLint fbo = 0, program = 0, vao = 0, active = 0, tex0 = 0, tex1 = 0, viewport[4] = {0, 0, 0, 0};
+  GLint fbo = 0, read_fbo = 0, program = 0, vao = 0, active = 0, tex0 = 0, tex1 = 0, viewport[4] = {0, 0, 0, 0};
   GLboolean blend = GL_FALSE, scissor = GL_FALSE, depth = GL_FALSE, cull = GL_FALSE;
   SavedGlState() {
     glGetIntegerv(GL_DRAW_FRAMEBUFFER_BINDING, &fbo);
+    glGetIntegerv(GL_READ_FRAMEBUFFER_BINDING, &read_fbo);
     glGetIntegerv(GL_CURRENT_PROGRAM, &program);
     glGetIntegerv(GL_VERTEX_ARRAY_BINDING, &vao);
     glGetIntegerv(GL_ACTIVE_TEXTURE, &active);
@@ -119,6 +121,7 @@ struct SavedGlState {
   }
   ~SavedGlState() {
     glBindFramebuffer(GL_DRAW_FRAMEBUFFER, GLuint(fbo));
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, GLuint(read_fbo));
     glUseProgram(GLuint(program));
     glBindVertexArray(GLuint(vao));
     glActiveTexture(GL_TEXTURE1);
@@ -147,17 +150,19 @@ struct Heatmap::State {
   uint64_t generation = 0;  // the render host's context the names below belong to
   GLuint program = 0, vao = 0, lut = 0;
   GLint u_data = -1, u_lut = -1, u_kind = -1, u_channels = -1, u_range = -1, u_view = -1,
-        u_out_size = -1, u_grid = -1, u_palette = -1;
+        u_out_size = -1, u_grid = -1, u_palette = -1, u_nan_unwritten = -1;
   // The visible part of the data in cells; x1 <= x0 means "all of it".
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   int view_w = -1, view_h = -1;  // the data shape the view above belongs to
+  double hint_until = 0;  // ImGui::GetTime() until which "Ctrl+wheel: zoom" shows (the wheel was used without it)
   // What the RGBA texture holds now.
   struct Key {
     unsigned tex = 0;
-    int w = 0, h = 0, c = 0, out_w = 0, out_h = 0, kind = 0, grid_c = 0, grid_r = 0;
+    int w = 0, h = 0, c = 0, out_w = 0, out_h = 0, kind = 0, grid_c = 0, grid_r = 0, nan_unwritten = 0;
     float lo = 0, hi = 0, x0 = 0, y0 = 0, x1 = 0, y1 = 0;
     bool operator==(const Key& o) const {
       return tex == o.tex && w == o.w && h == o.h && c == o.c && out_w == o.out_w && out_h == o.out_h &&
+             nan_unwritten == o.nan_unwritten &&
              kind == o.kind && grid_c == o.grid_c && grid_r == o.grid_r && lo == o.lo && hi == o.hi &&
              x0 == o.x0 && y0 == o.y0 && x1 == o.x1 && y1 == o.y1;
     }
@@ -198,6 +203,7 @@ struct Heatmap::State {
     u_out_size = glGetUniformLocation(program, "u_out_size");
     u_grid = glGetUniformLocation(program, "u_grid");
     u_palette = glGetUniformLocation(program, "u_palette");
+    u_nan_unwritten = glGetUniformLocation(program, "u_nan_unwritten");
     glGenVertexArrays(1, &vao);
 
     // The colour-map look-up table: row 0 viridis, row 1 diverging, linear filtering between entries.
@@ -237,6 +243,7 @@ Heatmap::~Heatmap() {
   if (st_->lut) glDeleteTextures(1, &st_->lut);
   if (fbo_) glDeleteFramebuffers(1, &fbo_);
   if (rgba_) glDeleteTextures(1, &rgba_);
+  if (flags_) glDeleteTextures(1, &flags_);
 }
 
 void Heatmap::reset_view() { st_->x0 = st_->y0 = st_->x1 = st_->y1 = 0; }
@@ -263,7 +270,7 @@ void Heatmap::colorize(DataTexture& data, int out_w, int out_h) {
   if (st.generation != detail::gl_context_generation()) {
     // First use, or a new render host: names from an earlier context mean nothing here.
     st.program = st.vao = st.lut = 0;
-    rgba_ = fbo_ = 0;
+    rgba_ = fbo_ = flags_ = 0;
     rgba_w_ = rgba_h_ = 0;
     st.valid = false;
     st.generation = detail::gl_context_generation();
@@ -280,9 +287,18 @@ void Heatmap::colorize(DataTexture& data, int out_w, int out_h) {
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, out_w, out_h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+    // The flags the shader writes beside the colours (never written, NaN, masked), read back below.
+    if (!flags_) glGenTextures(1, &flags_);
+    glBindTexture(GL_TEXTURE_2D, flags_);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, out_w, out_h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
     if (!fbo_) glGenFramebuffers(1, &fbo_);
     glBindFramebuffer(GL_DRAW_FRAMEBUFFER, fbo_);
     glFramebufferTexture2D(GL_DRAW_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_TEXTURE_2D, rgba_, 0);
+    glFramebufferTexture2D(GL_DRAW_FRAMEBUFFER, GL_COLOR_ATTACHMENT1, GL_TEXTURE_2D, flags_, 0);
+    const GLenum buffers[2] = {GL_COLOR_ATTACHMENT0, GL_COLOR_ATTACHMENT1};
+    glDrawBuffers(2, buffers);
     const GLenum status = glCheckFramebufferStatus(GL_DRAW_FRAMEBUFFER);
     if (status != GL_FRAMEBUFFER_COMPLETE)
       throw RuntimeError("heatmap framebuffer incomplete (status " + std::to_string(status) + ")");
@@ -314,8 +330,31 @@ void Heatmap::colorize(DataTexture& data, int out_w, int out_h) {
   float palette[12][3];
   for (int i = 0; i < 12; ++i) categorical_rgb(i, palette[i]);
   glUniform3fv(st.u_palette, 12, &palette[0][0]);
+  glUniform1i(st.u_nan_unwritten, nan_unwritten_ ? 1 : 0);
   glDrawArrays(GL_TRIANGLES, 0, 3);
+  read_flags(out_w, out_h);
   if (!gl_check("Heatmap::colorize")) throw RuntimeError("GL error colouring a heatmap: " + gl_first_error());
+}
+
+// The flags of every pixel, folded into one byte per pixel column (bit 1 never written, bit 2 NaN) and
+// into what the whole image holds.
+void Heatmap::read_flags(int out_w, int out_h) {
+  std::vector<unsigned char> px(size_t(out_w) * size_t(out_h) * 4);
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, fbo_);
+  glReadBuffer(GL_COLOR_ATTACHMENT1);
+  glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, out_w, out_h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  glReadBuffer(GL_COLOR_ATTACHMENT0);
+  column_flags_.assign(size_t(out_w), 0);
+  found_ = Found();
+  for (int y = 0; y < out_h; ++y)
+    for (int x = 0; x < out_w; ++x) {
+      const unsigned char* f = &px[(size_t(y) * size_t(out_w) + size_t(x)) * 4];
+      column_flags_[size_t(x)] |= (f[0] > 127 ? 1 : 0) | (f[1] > 127 ? 2 : 0);
+      found_.masked = found_.masked || f[2] > 127;
+    }
+  for (unsigned char c : column_flags_) found_.unwritten = found_.unwritten || (c & 1), found_.nan = found_.nan || (c & 2);
 }
 
 HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size, bool dirty) {
@@ -346,7 +385,9 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   const bool hovered = ImGui::IsItemHovered();
   const ImGuiIO& io = ImGui::GetIO();
   const float spx = (st.x1 - st.x0) / sz.x, spy = (st.y1 - st.y0) / sz.y;  // cells per pixel
-  if (hovered) {
+  // The wheel scrolls the window unless Ctrl is held: a heatmap sliding under the pointer while the
+  // page scrolls must not take the wheel.
+  if (hovered && io.KeyCtrl) {
     ImGui::SetItemUsingMouseWheel();
     const float mx = st.x0 + (io.MousePos.x - pos.x) * spx, my = st.y0 + (io.MousePos.y - pos.y) * spy;
     if (io.MouseWheel != 0.0f) {
@@ -357,22 +398,31 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
       st.x0 = std::clamp(mx - ax * nw, 0.0f, W - nw), st.x1 = st.x0 + nw;
       st.y0 = std::clamp(my - ay * nh, 0.0f, H - nh), st.y1 = st.y0 + nh;
     }
-    if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) reset_view();
   }
-  if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) reset_view();
+  if (hovered && !io.KeyCtrl && io.MouseWheel != 0.0f) st.hint_until = ImGui::GetTime() + 2.0;
+  if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
+                                ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
                                 ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
     const float nw = st.x1 - st.x0, nh = st.y1 - st.y0;
     st.x0 = std::clamp(st.x0 - io.MouseDelta.x * spx, 0.0f, W - nw), st.x1 = st.x0 + nw;
     st.y0 = std::clamp(st.y0 - io.MouseDelta.y * spy, 0.0f, H - nh), st.y1 = st.y0 + nh;
   }
   if (st.x1 <= st.x0 || st.y1 <= st.y0) st.x0 = 0, st.y0 = 0, st.x1 = W, st.y1 = H;
+  if (ui_log::is_open()) {
+    // The part of the data shown, in cells, on each change (zoom, pan, reset): "view heatmap ID x0 y0 x1 y1".
+    char v[160];
+    std::snprintf(v, sizeof v, "view heatmap %s %.1f %.1f %.1f %.1f", id, st.x0, st.y0, st.x1, st.y1);
+    static std::map<std::string, std::string> logged;
+    if (logged[id] != v) ui_log::event(v), logged[id] = v;
+  }
 
   // Colour at framebuffer resolution, only when something changed.
   const ImVec2 fb_scale = io.DisplayFramebufferScale;
   const int out_w = std::clamp(int(std::lround(sz.x * std::max(1.0f, fb_scale.x))), 1, kMaxOutput);
   const int out_h = std::clamp(int(std::lround(sz.y * std::max(1.0f, fb_scale.y))), 1, kMaxOutput);
   State::Key key{data.gl_id(), data.width(), data.height(), data.channels(), out_w, out_h,
-                 int(scale_.kind), grid_cols_, grid_rows_, scale_.lo, scale_.hi,
+                 int(scale_.kind), grid_cols_, grid_rows_, nan_unwritten_ ? 1 : 0, scale_.lo, scale_.hi,
                  st.x0, st.y0, st.x1, st.y1};
   if (dirty || !st.valid || !(key == st.last) || st.generation != detail::gl_context_generation()) {
     colorize(data, out_w, out_h);
@@ -426,22 +476,116 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   dl->PopClipRect();
   dl->AddRect(ImVec2(pos.x - 1, pos.y - 1), ImVec2(end.x + 1, end.y + 1), IM_COL32(90, 94, 102, 255));
   const bool zoomed = st.x0 > 0 || st.y0 > 0 || st.x1 < W || st.y1 < H;
+  std::string corner;
   if (zoomed) {
-    char buf[64];
-    snprintf(buf, sizeof(buf), "zoom %.0f%%  (double-click: reset)", 100.0f * W / (st.x1 - st.x0));
-    const ImVec2 ts = ImGui::CalcTextSize(buf);
-    dl->AddRectFilled(ImVec2(end.x - ts.x - 10, pos.y + 2), ImVec2(end.x - 2, pos.y + ts.y + 6), IM_COL32(0, 0, 0, 170), 3);
-    dl->AddText(ImVec2(end.x - ts.x - 6, pos.y + 4), IM_COL32(230, 230, 230, 255), buf);
+    char buf[96];
+    snprintf(buf, sizeof(buf), "zoom %.0f%%  (drag: move, double-click: reset)", 100.0f * W / (st.x1 - st.x0));
+    corner = buf;
+  } else if (hovered && ImGui::GetTime() < st.hint_until) {
+    corner = "Ctrl+wheel: zoom";
   }
+  if (!corner.empty()) {
+    const ImVec2 ts = ImGui::CalcTextSize(corner.c_str());
+    dl->PushClipRect(pos, end, true);
+    dl->AddRectFilled(ImVec2(end.x - ts.x - 10, pos.y + 2), ImVec2(end.x - 2, pos.y + ts.y + 6), IM_COL32(0, 0, 0, 170), 3);
+    dl->AddText(ImVec2(end.x - ts.x - 6, pos.y + 4), IM_COL32(230, 230, 230, 255), corner.c_str());
+    dl->PopClipRect();
+  }
+  draw_column_marks(pos, sz);
 
   audit::widget(std::string("heatmap '") + id + "'", pos, end);
   ui_log::place("heatmap", id, pos.x, pos.y, end.x, end.y);
+  if (ui_log::is_open()) {
+    // What a test reads: where the marks stand (pixel columns of the image), and the key's entries.
+    std::string marks;
+    for (size_t x = 0; x < column_flags_.size(); ++x)
+      if (column_flags_[x] & 1) marks += (marks.empty() ? "" : ",") + std::to_string(x);
+    static std::map<std::string, std::string> logged;
+    const std::string line = std::string("heatmap ") + id + " unwritten columns [" + marks + "] key" +
+                             (found_.unwritten ? " never-written" : "") + (found_.nan ? " nan" : "");
+    if (logged[id] != line) ui_log::event(line), logged[id] = line;
+  }
   if (scale_.kind != ColorScale::Kind::Categorical && colorbar_) {
     ImGui::SameLine(0, 0);
     colorbar(scale_, ImVec2(colorbar_width(), sz.y));
   }
+  draw_key(sz.x + colorbar_width());
   ImGui::PopID();
   return hover;
+}
+
+namespace {
+// The swatches of the key: the patterns the shader draws, at the key's size.
+void swatch_unwritten(ImDrawList* dl, ImVec2 a, float s) {
+  const float q = std::max(2.0f, std::floor(s / 3));
+  for (int j = 0; j * q < s; ++j)
+    for (int i = 0; i * q < s; ++i)
+      dl->AddRectFilled(ImVec2(a.x + i * q, a.y + j * q), ImVec2(std::min(a.x + s, a.x + (i + 1) * q), std::min(a.y + s, a.y + (j + 1) * q)),
+                        ((i + j) & 1) ? IM_COL32(15, 15, 15, 255) : IM_COL32(219, 36, 36, 255));
+}
+void swatch_nan(ImDrawList* dl, ImVec2 a, float s) {
+  dl->AddRectFilled(a, ImVec2(a.x + s, a.y + s), IM_COL32(222, 64, 222, 255));
+  dl->PushClipRect(a, ImVec2(a.x + s, a.y + s), true);
+  const float step = std::max(4.0f, std::floor(s / 3));
+  for (float t = -s; t < s; t += step)
+    dl->AddLine(ImVec2(a.x + t, a.y), ImVec2(a.x + t + s, a.y + s), IM_COL32(250, 220, 250, 255), std::max(1.5f, s / 8));
+  dl->PopClipRect();
+}
+}  // namespace
+
+// Above the image, on its column axis: a mark over each run of pixel columns holding a never-written
+// cell (red) or a NaN (magenta), at least a few pixels wide however narrow the run, so that one
+// unwritten column among a thousand is seen even where it is a pixel wide.
+void Heatmap::draw_column_marks(const ImVec2& pos, const ImVec2& size) const {
+  if (column_flags_.empty() || (!found_.unwritten && !found_.nan)) return;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float h = std::max(4.0f, std::floor(ImGui::GetStyle().ItemSpacing.y)), min_w = std::max(7.0f, h * 1.4f);
+  const float per_px = size.x / float(column_flags_.size());
+  for (int bit : {2, 1}) {  // NaN first, so that a column with both shows red
+    const ImU32 col = bit == 1 ? IM_COL32(235, 50, 50, 255) : IM_COL32(222, 64, 222, 255);
+    for (size_t x = 0; x < column_flags_.size();) {
+      if (!(column_flags_[x] & bit)) {
+        ++x;
+        continue;
+      }
+      size_t e = x;
+      while (e < column_flags_.size() && (column_flags_[e] & bit)) ++e;
+      const float a = pos.x + float(x) * per_px, b = pos.x + float(e) * per_px;
+      if (b - a >= min_w) {
+        dl->AddRectFilled(ImVec2(a, pos.y - h), ImVec2(b, pos.y - 1), col);
+      } else {
+        const float c = (a + b) * 0.5f;
+        dl->AddTriangleFilled(ImVec2(c - min_w * 0.5f, pos.y - h - 1), ImVec2(c + min_w * 0.5f, pos.y - h - 1),
+                              ImVec2(c, pos.y - 1), col);
+        dl->AddTriangle(ImVec2(c - min_w * 0.5f, pos.y - h - 1), ImVec2(c + min_w * 0.5f, pos.y - h - 1), ImVec2(c, pos.y - 1),
+                        IM_COL32(0, 0, 0, 200));
+      }
+      x = e;
+    }
+  }
+}
+
+// Under the image, while it holds them: what the never-written and NaN patterns mean.
+void Heatmap::draw_key(float width) const {
+  if (!found_.unwritten && !found_.nan) return;
+  const float s = std::floor(ImGui::GetFontSize() * 0.8f);
+  const ImGuiStyle& st = ImGui::GetStyle();
+  const float start_x = ImGui::GetCursorScreenPos().x;
+  bool first = true;
+  auto entry = [&](bool shown, void (*sw)(ImDrawList*, ImVec2, float), const char* text) {
+    if (!shown) return;
+    const float w = s + st.ItemInnerSpacing.x + ImGui::CalcTextSize(text).x;
+    if (!first && ImGui::GetItemRectMax().x + st.ItemSpacing.x * 3 + w <= start_x + width) ImGui::SameLine(0, st.ItemSpacing.x * 3);
+    first = false;
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float dy = std::floor((ImGui::GetTextLineHeight() - s) * 0.5f);
+    ImGui::Dummy(ImVec2(s, ImGui::GetTextLineHeight()));
+    sw(ImGui::GetWindowDrawList(), ImVec2(p.x, p.y + dy), s);
+    ImGui::SameLine(0, st.ItemInnerSpacing.x);
+    ImGui::TextUnformatted(text);
+  };
+  entry(found_.unwritten, swatch_unwritten, "never written");
+  entry(found_.nan, swatch_nan, "NaN (written by the kernel)");
 }
 
 // [SECTION] Colour bar --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/runtime/cell_state.h"
 #include "viz/data_texture.h"
@@ -45,11 +46,23 @@ class Heatmap {
   // Leave the colour bar out (a strip that shares another heatmap's scale and bar): draw() then adds
   // nothing to the right of the image and colorbar_width() is 0.
   void set_colorbar(bool shown) { colorbar_ = shown; }
+  // A one-channel texture whose output was poisoned with NaN before the launch: a NaN in it is a cell
+  // never written (drawn as such), not a NaN the kernel wrote. Two-channel data says which in its state.
+  void set_nan_means_unwritten(bool on) { nan_unwritten_ = on; }
+
+  // What the image drawn last holds besides values (any cell under any pixel): never-written cells,
+  // NaN values, masked cells. When either of the first two is there, draw() marks the columns that hold
+  // them on the column axis (above the image) and puts a key under the image.
+  struct Found {
+    bool unwritten = false, nan = false, masked = false;
+  };
+  const Found& found() const { return found_; }
 
   // Colours `data` (only when it or the scale changed, or `dirty`) and draws it at `size` pixels,
   // with its colour bar to the right unless the scale is categorical. Returns the hovered cell.
-  // The mouse wheel over the image zooms around the cursor, dragging with the right or middle button
-  // pans, a double click resets; reset_view() does the same from code.
+  // Ctrl + the mouse wheel over the image zooms around the cursor (the wheel alone scrolls the window),
+  // dragging a zoomed image (any button) pans it, a double click resets; reset_view() does the same from
+  // code.
   HeatmapHover draw(const char* id, DataTexture& data, const ImVec2& size, bool dirty = true);
   void reset_view();
 
@@ -59,12 +72,17 @@ class Heatmap {
  private:
   struct State;  // GL objects, the zoom/pan view and what was coloured last (heatmap.cpp)
   void colorize(DataTexture& data, int out_w, int out_h);
+  void read_flags(int out_w, int out_h);
   std::unique_ptr<State> st_;
   ColorScale scale_;
   int grid_cols_ = 0, grid_rows_ = 0, hl_row_ = -1, hl_col_ = -1;
-  bool colorbar_ = true;
-  unsigned rgba_ = 0, fbo_ = 0;
+  bool colorbar_ = true, nan_unwritten_ = false;
+  unsigned rgba_ = 0, fbo_ = 0, flags_ = 0;
   int rgba_w_ = 0, rgba_h_ = 0;
+  std::vector<unsigned char> column_flags_;  // per output pixel column: bit 1 never written, 2 NaN
+  Found found_;
+  void draw_column_marks(const ImVec2& pos, const ImVec2& size) const;
+  void draw_key(float width) const;
 };
 
 // The perceptual colour map used everywhere (viridis-like), for legends drawn outside heatmaps.

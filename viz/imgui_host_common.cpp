@@ -137,7 +137,17 @@ namespace {
 // Fonts rasterised at `scale` (not scaled bitmaps) and the style's sizes scaled with them.
 void build_fonts_and_style(float scale) {
   ImGuiIO& io = ImGui::GetIO();
-  apply_style();
+  // From the unscaled style every time: ScaleAllSizes() multiplies what is there, and apply_style()
+  // sets only some sizes, so scaling the live style again would grow the rest (cell padding, indent,
+  // minimum window size...) with every change of scale.
+  static ImGuiStyle base;
+  static bool have_base = false;
+  if (!have_base) {
+    apply_style();
+    base = ImGui::GetStyle();
+    have_base = true;
+  }
+  ImGui::GetStyle() = base;
   ImGui::GetStyle().ScaleAllSizes(scale);
   io.Fonts->Clear();
   g_regular = add_font("font/sans", std::round(16.0f * scale));  // first font added is the default

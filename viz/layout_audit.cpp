@@ -237,6 +237,12 @@ void covers_data(const std::string& what, const ImVec2& min, const ImVec2& max, 
   g_covers.push_back({what, ImRect(min, max), covered});
 }
 
+namespace {
+std::string g_tooltip;
+}  // namespace
+
+const std::string& tooltip_text() { return g_tooltip; }
+
 std::vector<std::string> collect(const std::string& ctx) {
   std::vector<std::string> out;
   if (!g_on || !ImGui::GetCurrentContext()) return out;
@@ -245,6 +251,9 @@ std::vector<std::string> collect(const std::string& ctx) {
   std::vector<ImGuiWindow*> windows;
   for (ImGuiWindow* w : GImGui->Windows)
     if (w->Active && !w->Hidden) windows.push_back(w), read_runs(w, gm, runs);
+  g_tooltip.clear();
+  for (const Run& r : runs)
+    if (r.window->Flags & ImGuiWindowFlags_Tooltip) g_tooltip += (g_tooltip.empty() ? "" : " ") + r.text;
   check_runs(runs, ctx, out);
   for (ImGuiWindow* w : windows) check_extents(w, runs, ctx, out);
   for (size_t i = 0; i < g_widgets.size(); ++i) {

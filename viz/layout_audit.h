@@ -35,5 +35,8 @@ void covers_data(const std::string& what, const ImVec2& min, const ImVec2& max, 
 
 // The findings of the frame just rendered (after ImGui::Render()), each prefixed with `context`.
 std::vector<std::string> collect(const std::string& context);
+// The text of the tooltip that frame showed, as collect() read it from the glyphs ("" when none): the
+// event log carries it, so that a test of the real window can read what a hover shows.
+const std::string& tooltip_text();
 
 }  // namespace kl::viz::audit

@@ -12,10 +12,13 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <string>
 
 #include "viz/draw_util.h"
 #include "viz/heatmap.h"
 #include "viz/layout_audit.h"
+#include "viz/ui_log.h"
 
 namespace kl::viz {
 namespace {
@@ -77,7 +80,7 @@ struct Frame {
 float min_plot_height(const PlotOptions& opt, float width, float legend_h) {
   const float font = ImGui::GetFontSize();
   float h = 8 + font + 6 + font * 0.5f;  // margins, x tick labels, the data area's top inset
-  if (!opt.title.empty()) h += ImGui::CalcTextSize(opt.title.c_str(), nullptr, false, width - 8).y + 6;
+  if (!opt.title.empty()) h += ImGui::CalcTextSize(detail::wrap_words_joined(opt.title, width - 8).c_str()).y + 6;
   if (!opt.x_label.empty()) h += font + 2;
   // Room for the legend above the data where no corner is free (the data keeps at least half).
   float data = std::max(4.0f * font, legend_h > 0 ? 2 * legend_h + 18 : 0.0f);
@@ -99,6 +102,7 @@ Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, fl
   ImGui::PopID();
   f.outer1 = ImVec2(f.outer0.x + sz.x, f.outer0.y + sz.y);
   audit::widget(f.name, f.outer0, f.outer1);
+  ui_log::place("plot", id, f.outer0.x, f.outer0.y, f.outer1.x, f.outer1.y);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
@@ -106,11 +110,11 @@ Frame begin_frame(const char* id, const PlotOptions& opt, const ImVec2& size, fl
   // Widgets clip to their own rectangle: nothing of the plot is drawn outside it.
   dl->PushClipRect(f.outer0, f.outer1, true);
   if (!opt.title.empty()) {
-    // A title wider than the plot wraps (centred line by line).
-    const float wrap = sz.x - 8;
-    const ImVec2 ts = ImGui::CalcTextSize(opt.title.c_str(), nullptr, false, wrap);
+    // A title wider than the plot wraps, between words only (a number never splits across lines).
+    const std::string title = detail::wrap_words_joined(opt.title, sz.x - 8);
+    const ImVec2 ts = ImGui::CalcTextSize(title.c_str());
     const float x = std::floor(f.outer0.x + std::max(4.0f, (sz.x - ts.x) * 0.5f));
-    dl->AddText(nullptr, 0.0f, ImVec2(x, top), text, opt.title.c_str(), nullptr, wrap);
+    dl->AddText(ImVec2(x, top), text, title.c_str());
     audit::label(f.name, opt.title, ImVec2(x, top), ImVec2(x + ts.x, top + ts.y), f.outer0, f.outer1);
     top += ts.y + 6;
   }
@@ -304,6 +308,13 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
       ylo = std::min(ylo, s.y[i]), yhi = std::max(yhi, s.y[i]);
     }
   }
+  if (ui_log::is_open() && std::isfinite(xlo)) {
+    // What the plot spans and how its y axis reads, on each change (a test of the window reads it).
+    char b[192];
+    std::snprintf(b, sizeof b, "plot %s x %g to %g, y %g to %g, y axis %s", id, xlo, xhi, ylo, yhi, ay.log ? "log" : "linear");
+    static std::map<std::string, std::string> logged;
+    if (logged[id] != b) ui_log::event(b), logged[id] = b;
+  }
   for (double v : opt.v_lines)
     if (ax.usable(v) && std::isfinite(xlo)) xlo = std::min(xlo, v), xhi = std::max(xhi, v);
   finish_range(xlo, xhi, ax.log, 0.03);
@@ -464,7 +475,8 @@ void bar_chart(const char* id, const std::vector<Bar>& bars, const PlotOptions& 
     detail::add_label(dl, f.name, f.outer0, f.outer1, ImVec2(cx - ls.x * 0.5f, f.p1.y + 6), text, lbl);
     if (f.hovered && std::fabs(m.x - cx) <= slot * 0.5f && m.y >= f.p0.y && m.y <= f.p1.y) {
       dl->AddRectFilled(ImVec2(cx - slot * 0.5f, f.p0.y), ImVec2(cx + slot * 0.5f, f.p1.y), IM_COL32(255, 255, 255, 18));
-      ImGui::SetTooltip("%s: %.6g", b.label.c_str(), b.value);
+      if (!b.tip.empty()) ImGui::SetTooltip("%s", b.tip.c_str());
+      else ImGui::SetTooltip("%s: %.6g", b.label.c_str(), b.value);
     }
   }
   dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);

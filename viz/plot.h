@@ -30,6 +30,7 @@ struct Bar {
   std::string label;
   double value = 0;
   unsigned color = 0;
+  std::string tip;  // the hover text (empty: "label: value")
 };
 void bar_chart(const char* id, const std::vector<Bar>& bars, const PlotOptions& opt, const ImVec2& size);
 

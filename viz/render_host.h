@@ -12,7 +12,7 @@ struct ImFont;
 namespace kl::viz {
 
 struct HostOptions {
-  int width = 1400;
+  int width = 1400;   // both 0 (a window): most of the monitor's work area (the first launch)
   int height = 900;
   std::string title = "Kernel Ladder";
   bool vsync = true;
@@ -40,6 +40,10 @@ class RenderHost {
   virtual void set_geometry(int x, int y, int w, int h) { (void)x, (void)y, (void)w, (void)h; }
   virtual float content_scale() const { return 1.0f; }
   virtual void request_close() {}  // the window: begin_frame() returns false from the next frame on
+  // How long the next begin_frame() may wait for input before it starts a frame anyway: 0 not at all
+  // (something animates), < 0 until input comes. A window draws a few frames after each input event
+  // whatever this says; a headless host never waits.
+  virtual void wait_before_next_frame(double seconds) { (void)seconds; }
   std::string gl_renderer() const;       // GL_RENDERER of the current context
 };
 

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kernels/runtime/startup_trace.h"
 #include "viz/gl_check.h"
@@ -83,6 +84,41 @@ void restore_x_io_handler() {
   g_io_handler_installed = false;
 }
 
+// [SECTION] Input events: any of them wakes an idle window --------------------------------------------
+// Installed before Dear ImGui's GLFW backend, which calls them after its own (it chains the callbacks it
+// finds); the cursor, size and refresh callbacks are not the backend's at all.
+std::atomic<bool> g_input{false};
+std::vector<int> g_pressed;  // keys pressed while events were read for the coming frame
+void on_cursor(GLFWwindow*, double, double) { g_input = true; }
+void on_button(GLFWwindow*, int, int, int) { g_input = true; }
+void on_scroll(GLFWwindow*, double, double) { g_input = true; }
+std::vector<int> g_released;
+void on_key(GLFWwindow*, int key, int, int action, int) {
+  g_input = true;
+  if (key < 0 || key >= 512) return;
+  if (action == GLFW_PRESS) g_pressed.push_back(key);
+  if (action == GLFW_RELEASE) g_released.push_back(key);
+}
+void on_char(GLFWwindow*, unsigned) { g_input = true; }
+void on_focus(GLFWwindow*, int) { g_input = true; }
+void on_enter(GLFWwindow*, int) { g_input = true; }
+void on_size(GLFWwindow*, int, int) { g_input = true; }
+void on_refresh(GLFWwindow*) { g_input = true; }
+void on_scale(GLFWwindow*, float, float) { g_input = true; }
+
+void watch_input(GLFWwindow* w) {
+  glfwSetCursorPosCallback(w, on_cursor);
+  glfwSetMouseButtonCallback(w, on_button);
+  glfwSetScrollCallback(w, on_scroll);
+  glfwSetKeyCallback(w, on_key);
+  glfwSetCharCallback(w, on_char);
+  glfwSetWindowFocusCallback(w, on_focus);
+  glfwSetCursorEnterCallback(w, on_enter);
+  glfwSetFramebufferSizeCallback(w, on_size);
+  glfwSetWindowRefreshCallback(w, on_refresh);
+  glfwSetWindowContentScaleCallback(w, on_scale);
+}
+
 // [SECTION] The host ----------------------------------------------------------------------------------
 class WindowHost final : public RenderHost {
  public:
@@ -127,10 +163,19 @@ class WindowHost final : public RenderHost {
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
     glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-    glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
-    // Never larger than the monitor's work area (the desktop minus panels and docks).
+    // Never larger than the monitor's work area (the desktop minus panels and docks); no size given
+    // (the first launch): all of it, maximised where a window manager can, so that the views and the
+    // source pane both have room at any monitor size and scale.
     int ww = o.width, wh = o.height;
-    if (work_area(&wx_, &wy_, &ww_, &wh_)) ww = std::min(ww, ww_), wh = std::min(wh, wh_);
+    const bool fill = ww <= 0 || wh <= 0;
+    if (work_area(&wx_, &wy_, &ww_, &wh_)) {
+      if (fill) ww = ww_, wh = wh_;
+      ww = std::min(ww, ww_), wh = std::min(wh, wh_);
+    } else if (fill) {
+      ww = 1400, wh = 900;
+    }
+    // A given size is in the monitor's logical units (scaled on a HiDPI desktop); the work area is not.
+    glfwWindowHint(GLFW_SCALE_TO_MONITOR, fill ? GLFW_FALSE : GLFW_TRUE);
     {
       startup::Step step("GLFW window and GL 3.3 core context");
       window_ = glfwCreateWindow(ww, wh, o.title.c_str(), nullptr, nullptr);
@@ -138,6 +183,10 @@ class WindowHost final : public RenderHost {
     if (!window_) {
       *error = "could not open a GL 3.3 core window (" + last_glfw_error() + ")";
       return false;
+    }
+    if (fill && ww_ > 0) {
+      glfwSetWindowPos(window_, wx_, wy_);
+      glfwMaximizeWindow(window_);
     }
     set_window_icon(window_);
     glfwMakeContextCurrent(window_);
@@ -150,6 +199,7 @@ class WindowHost final : public RenderHost {
       return false;
     }
     imgui_context_ = true;
+    watch_input(window_);  // before the backend, which chains to these
     if (!ImGui_ImplGlfw_InitForOpenGL(window_, true)) {
       *error = "ImGui's GLFW backend failed to initialise";
       return false;
@@ -167,7 +217,7 @@ class WindowHost final : public RenderHost {
 
   bool begin_frame() override {
     if (g_display_lost || glfwWindowShouldClose(window_)) return false;
-    glfwPollEvents();
+    wait_for_input();
     if (g_display_lost || glfwWindowShouldClose(window_)) return false;
     // A minimised window has a 0x0 framebuffer: wait instead of drawing nothing at full speed.
     int fw = 0, fh = 0;
@@ -191,53 +241,39 @@ class WindowHost final : public RenderHost {
     in_frame_ = false;
     ImGui::Render();
     if (g_display_lost) return;
-    int fw = 0, fh = 0;
-    glfwGetFramebufferSize(window_, &fw, &fh);
-    glBindFramebuffer(GL_FRAMEBUFFER, 0);
-    glViewport(0, 0, fw, fh);
-    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
-    glClearColor(bg.x * 0.8f, bg.y * 0.8f, bg.z * 0.8f, 1.0f);
-    glClear(GL_COLOR_BUFFER_BIT);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    draw_last_frame();
     gl_check("window host: end_frame");
-    // The back buffer is read before the swap, so read_pixels() sees this frame.
-    last_w_ = fw;
-    last_h_ = fh;
-    last_.resize(size_t(fw) * size_t(fh) * 4);
-    if (capture_) {
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-      glPixelStorei(GL_PACK_ALIGNMENT, 1);
-      glReadBuffer(GL_BACK);
-      glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, last_.data());
-      gl_check("window host: capture");
-    }
     glfwSwapBuffers(window_);
     if (frames_++ == 0) startup::mark("first frame drawn: the panels' work (kernels, textures) and the GL draw");
   }
 
-  // Reading back every frame costs time, so the window keeps a copy of each frame only once a caller
-  // has asked for pixels; that first call reads the front buffer (the last frame swapped in).
+  // The frame shown: its draw data (ImGui's until the next frame starts) drawn again into the back
+  // buffer and read from there before any swap. The front buffer of a swapped window cannot be read on
+  // every driver (Mesa's llvmpipe under Xvfb gives zeros), so the first screenshot would be blank.
   bool read_pixels(std::vector<uint8_t>& rgba, int& width, int& height) override {
-    if (g_display_lost) return false;
-    if (!capture_) {
-      capture_ = true;
-      if (last_w_ <= 0 || last_h_ <= 0) return false;
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-      glPixelStorei(GL_PACK_ALIGNMENT, 1);
-      glReadBuffer(GL_FRONT);
-      glReadPixels(0, 0, last_w_, last_h_, GL_RGBA, GL_UNSIGNED_BYTE, last_.data());
-      glReadBuffer(GL_BACK);
-      if (!gl_check("window host: read front buffer")) return false;
-    }
-    if (last_w_ <= 0 || last_h_ <= 0) return false;
-    width = last_w_;
-    height = last_h_;
+    if (g_display_lost || !ImGui::GetCurrentContext()) return false;
+    ImDrawData* dd = ImGui::GetDrawData();
+    if (!dd || !dd->Valid) return false;
+    draw_last_frame();
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(window_, &fw, &fh);
+    if (fw <= 0 || fh <= 0) return false;
+    std::vector<uint8_t> flipped(size_t(fw) * size_t(fh) * 4);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadBuffer(GL_BACK);
+    glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, flipped.data());
+    if (!gl_check("window host: read back")) return false;
+    width = fw;
+    height = fh;
     const size_t row = size_t(width) * 4;
     rgba.resize(row * size_t(height));
     for (int y = 0; y < height; ++y)
-      std::copy_n(&last_[size_t(height - 1 - y) * row], row, &rgba[size_t(y) * row]);
+      std::copy_n(&flipped[size_t(height - 1 - y) * row], row, &rgba[size_t(y) * row]);
     return true;
   }
+
+  void wait_before_next_frame(double seconds) override { wait_ = seconds; }
 
   int width() const override {
     int w = 0, h = 0;
@@ -276,6 +312,70 @@ class WindowHost final : public RenderHost {
   }
 
  private:
+  // Polls while something animates or for a few frames after input; else sleeps in the X event wait
+  // until input comes or the frame asked for is due. Idle, the window draws nothing.
+  void wait_for_input() {
+    constexpr int kSettleFrames = 3;  // a click or key changes what the next frames draw (hover, popups)
+    release_latched_keys();
+    g_pressed.clear();
+    g_released.clear();
+    for (;;) {
+      if (settle_ > 0 || wait_ == 0) {
+        glfwPollEvents();
+        break;
+      }
+      // Without a limit it still wakes once a second to notice a lost display, and sleeps again.
+      glfwWaitEventsTimeout(wait_ < 0 ? 1.0 : wait_);
+      if (g_display_lost || glfwWindowShouldClose(window_) || g_input || wait_ > 0) break;
+    }
+    if (g_input.exchange(false)) settle_ = kSettleFrames;
+    else if (settle_ > 0) --settle_;
+    latch_quick_keys();
+  }
+
+  // Dear ImGui 1.86 sees a key only as down or up at each frame's start: a key pressed and released
+  // while one frame was being drawn (a slow frame, a quick tap) would be lost, as its GLFW backend
+  // already avoids for mouse clicks. Such a key, and any key let go beside a press (the Ctrl of a
+  // Ctrl+Q), is held down for the coming frame and let go before the next one reads events.
+  void latch_quick_keys() {
+    ImGuiIO& io = ImGui::GetIO();
+    for (int k : g_pressed) {
+      if (!io.KeysDown[k]) io.KeysDown[k] = true, latched_.push_back(k);
+      // A press the last frame did not see end (released and pressed again in between): the coming
+      // frame starts its duration again, so that it reads as a press.
+      io.KeysDownDuration[k] = -1.0f;
+    }
+    // A chord (Ctrl+Q) whose modifier was let go in the same batch: the modifier stays down with it.
+    if (!g_pressed.empty())
+      for (int k : g_released)
+        if (!io.KeysDown[k]) io.KeysDown[k] = true, latched_.push_back(k);
+    if (!latched_.empty()) update_modifiers();
+  }
+  void release_latched_keys() {
+    if (latched_.empty()) return;
+    for (int k : latched_) ImGui::GetIO().KeysDown[k] = false;
+    latched_.clear();
+    update_modifiers();
+  }
+  static void update_modifiers() {
+    ImGuiIO& io = ImGui::GetIO();
+    io.KeyCtrl = io.KeysDown[GLFW_KEY_LEFT_CONTROL] || io.KeysDown[GLFW_KEY_RIGHT_CONTROL];
+    io.KeyShift = io.KeysDown[GLFW_KEY_LEFT_SHIFT] || io.KeysDown[GLFW_KEY_RIGHT_SHIFT];
+    io.KeyAlt = io.KeysDown[GLFW_KEY_LEFT_ALT] || io.KeysDown[GLFW_KEY_RIGHT_ALT];
+    io.KeySuper = io.KeysDown[GLFW_KEY_LEFT_SUPER] || io.KeysDown[GLFW_KEY_RIGHT_SUPER];
+  }
+
+  void draw_last_frame() {
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(window_, &fw, &fh);
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    glViewport(0, 0, fw, fh);
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    glClearColor(bg.x * 0.8f, bg.y * 0.8f, bg.z * 0.8f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  }
+
   static bool work_area(int* x, int* y, int* w, int* h) {
     GLFWmonitor* m = glfwGetPrimaryMonitor();
     if (!m) return false;
@@ -286,10 +386,11 @@ class WindowHost final : public RenderHost {
 
   GLFWwindow* window_ = nullptr;
   bool glfw_ = false, imgui_context_ = false, imgui_glfw_ = false, imgui_gl_ = false;
-  bool in_frame_ = false, capture_ = false;
+  bool in_frame_ = false;
   int64_t frames_ = 0;  // frames swapped (the first one's steps are traced)
-  std::vector<uint8_t> last_;
-  int last_w_ = 0, last_h_ = 0;
+  double wait_ = 0;  // how long the next begin_frame() may wait for an event (0: not at all; < 0: no limit)
+  int settle_ = 0;   // frames still drawn at once after an event (Dear ImGui needs a few to settle)
+  std::vector<int> latched_;  // keys held down for one frame after a press and release within one
 };
 
 }  // namespace

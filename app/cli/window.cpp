@@ -51,9 +51,10 @@ int run_window(const WindowOptions& o, const Common& c) {
   if (!o.ui_log.empty() && !viz::ui_log::open(o.ui_log))
     throw InputError("--ui-log " + o.ui_log + ": cannot be opened for writing");
   Shell s = make_shell(c.backend);
+  s.idle_waits = o.frames == 0;  // --frames N counts frames: those must come without input
   apply_command_line(s, o, c);  // bad input exits 2 before a window opens
   viz::HostOptions ho;
-  const Size size = parse_size(c.size, {1400, 900});
+  const Size size = parse_size(c.size, {0, 0});  // none given: most of the monitor (window_host.cpp)
   ho.width = size.w;
   ho.height = size.h;
   const std::string dir = config_dir();

@@ -176,25 +176,163 @@ void scroll_to_match(Editor& e, const Derived& d) {
 
 }  // namespace
 
+namespace {
+enum EditKind { kNone = 0, kInsert, kDelete, kOther };
+
+// One change of the text, as the field made it in a frame (several keys may land in one frame): what
+// was put in and taken out at `at`.
+struct Change {
+  size_t at = 0;
+  std::string inserted, deleted;
+};
+Change diff(const std::string& before, const std::string& after) {
+  Change c;
+  size_t p = 0;
+  while (p < before.size() && p < after.size() && before[p] == after[p]) ++p;
+  size_t q = 0;
+  while (q < before.size() - p && q < after.size() - p && before[before.size() - 1 - q] == after[after.size() - 1 - q]) ++q;
+  c.at = p;
+  c.inserted = after.substr(p, after.size() - p - q);
+  c.deleted = before.substr(p, before.size() - p - q);
+  return c;
+}
+
+// Puts `snap` into the field: the field lets go of the keyboard, the text is replaced and the field
+// takes the keyboard back with the caret where the snapshot had it.
+void apply_snapshot(Editor& e, RungEdit& r, const RungEdit::Snapshot& snap) {
+  forget_undo();
+  r.text = snap.text;
+  r.edited = r.text != r.shipped;
+  r.version = next_version();
+  r.last_edit_kind = kNone;
+  e.focus_editor = true;
+  e.select_from = e.select_to = std::clamp(snap.cursor, 0, int(r.text.size()));
+  int line = 1;
+  for (int i = 0; i < e.select_from; ++i) line += r.text[size_t(i)] == '\n';
+  e.scroll_to_line = line, e.scroll_to_col = 0, e.scroll_frames = 3;
+}
+
+// A change made in the field: a new undo step where typing starts a word (after a space or a line
+// break), where it turns to deleting or back, where the caret moved elsewhere, after a pause of a
+// second, and for anything else (a paste over a selection); typing or deleting on goes on in the step.
+void record_edit(RungEdit& r, const std::string& before) {
+  const Change c = diff(before, r.text);
+  const EditKind k = c.deleted.empty() && !c.inserted.empty() ? kInsert
+                     : c.inserted.empty() && !c.deleted.empty() ? kDelete : kOther;
+  const double now = ImGui::GetTime();
+  const bool starts_word = k == kInsert && !std::isspace(static_cast<unsigned char>(c.inserted[0])) &&
+                           (c.at == 0 || std::isspace(static_cast<unsigned char>(before[c.at - 1])));
+  const size_t near = k == kDelete ? c.at + c.deleted.size() : c.at;  // backspace deletes leftwards
+  const bool same = !r.undo.empty() && now - r.last_edit_time < 1.0 && k != kOther && k == r.last_edit_kind &&
+                    (near == r.last_edit_at || c.at == r.last_edit_at) && !starts_word;
+  if (!same) {
+    r.undo.push_back({before, int(c.at)});
+    if (r.undo.size() > 500) r.undo.erase(r.undo.begin());
+  }
+  r.redo.clear();
+  r.last_edit_time = now;
+  r.last_edit_kind = k;
+  r.last_edit_at = k == kInsert ? c.at + c.inserted.size() : c.at;
+}
+}  // namespace
+
 void set_text(Editor& e, const std::string& rung, const std::string& text) {
   RungEdit& r = rung_state(e, rung);
   forget_undo();
+  if (text != r.text) {
+    r.undo.push_back({r.text, e.cursor});  // a bug loaded, Reset: one step back
+    r.redo.clear();
+  }
+  r.last_edit_kind = kNone;
   r.text = text;
   r.edited = r.text != r.shipped;
   r.version = next_version();
 }
 
+bool undo(Editor& e, const std::string& rung) {
+  RungEdit& r = rung_state(e, rung);
+  if (r.undo.empty()) return false;
+  const size_t had = r.text.size();
+  r.redo.push_back({r.text, e.cursor});
+  const RungEdit::Snapshot snap = r.undo.back();
+  r.undo.pop_back();
+  apply_snapshot(e, r, snap);
+  viz::ui_log::event("editor undo " + rung + ": " + std::to_string(long(r.text.size()) - long(had)) + " chars");
+  return true;
+}
+
+bool redo(Editor& e, const std::string& rung) {
+  RungEdit& r = rung_state(e, rung);
+  if (r.redo.empty()) return false;
+  const size_t had = r.text.size();
+  r.undo.push_back({r.text, e.cursor});
+  const RungEdit::Snapshot snap = r.redo.back();
+  r.redo.pop_back();
+  apply_snapshot(e, r, snap);
+  viz::ui_log::event("editor redo " + rung + ": " + std::to_string(long(r.text.size()) - long(had)) + " chars");
+  return true;
+}
+
 void reset(Editor& e, Panel& panel, const std::string& rung) {
   RungEdit& r = rung_state(e, rung);
+  const bool had_edit = r.text != r.shipped;
   set_text(e, rung, r.shipped);
   r.bug.clear(), r.bug_sentence.clear();
   r.ran = false;
+  r.edit_in_views = false;
   r.result = RunResult();
   r.diagnostics.clear();
   if (hooks().use_shipped) hooks().use_shipped(panel, rung), ui::source_changed();
-  r.status = "reset to the shipped source";
+  r.status = had_edit ? "reset to the shipped source: Ctrl+Z in the editor (or Undo reset) brings the edit back"
+                      : "reset to the shipped source";
   r.status_ok = true;
+  if (had_edit) e.focus_editor = true;  // so that Ctrl+Z reaches the editor at once
   viz::ui_log::event("editor reset " + rung);
+}
+
+std::string stale_reason(const Editor& e, const std::string& rung) {
+  const auto it = e.rungs.find(rung);
+  if (it == e.rungs.end() || !it->second.ran) return "";
+  const RungEdit& r = it->second;
+  const std::string shown = r.edit_in_views ? "the last edited kernel that ran" : "the shipped kernel";
+  if (r.result.kind == RunResult::Kind::CompileErrors)
+    return "these views show " + shown + ", not the edit in the source pane, which does not compile";
+  if (r.result.kind == RunResult::Kind::Refused)
+    return "these views show " + shown + ", not the edit in the source pane, which was not run";
+  return "";
+}
+
+namespace {
+// A check's name: its label, or for a check drawn without one, its sentence up to the first ':'.
+std::string check_key(const ui::Verdict& v) { return !v.label.empty() ? v.label : v.text.substr(0, v.text.find(':')); }
+}  // namespace
+
+RunVerdict run_verdict(RungEdit& r) {
+  const std::vector<ui::Verdict>& now = ui::frame_verdicts();
+  if (!r.edit_in_views) {
+    // The shipped kernel is in the views: what its checks say is the baseline.
+    if (!now.empty()) {
+      r.shipped_failing.clear();
+      for (const ui::Verdict& v : now)
+        if (!v.ok) r.shipped_failing.push_back(check_key(v));
+    }
+    return {r.status, r.status_ok};
+  }
+  // The frame of the run drew the views before the kernel ran: its checks are the old kernel's.
+  if (!r.ran || r.result.kind != RunResult::Kind::Ran || ImGui::GetFrameCount() <= r.run_frame) return {r.status, r.status_ok};
+  std::string fails;
+  for (const ui::Verdict& v : now)
+    if (!v.ok && std::find(r.shipped_failing.begin(), r.shipped_failing.end(), check_key(v)) == r.shipped_failing.end())
+      fails += (fails.empty() ? "" : "; ") + (v.label.empty() ? v.text : v.label + " " + v.text);
+  RunVerdict out;
+  if (now.empty()) out = {r.status, true};
+  else if (fails.empty()) out = {r.status + "; the view's checks pass as they do for the shipped kernel", true};
+  else out = {"ran the edited kernel, and the view's check fails: " + fails, false};
+  if (!now.empty() && out.text != r.verdict_logged) {
+    r.verdict_logged = out.text;
+    viz::ui_log::event(std::string("editor verdict ") + (out.ok ? "ok: " : "fails: ") + out.text);
+  }
+  return out;
 }
 
 void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::string& rung) {
@@ -229,8 +367,13 @@ void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::
     case RunResult::Kind::Fault: r.status = "run-time fault: " + r.result.message; break;
     case RunResult::Kind::Refused: r.status = "not run: " + r.result.message; break;
   }
+  if (r.result.kind == RunResult::Kind::CompileErrors || r.result.kind == RunResult::Kind::Refused)
+    r.status += r.edit_in_views ? "; the views still show the last edited kernel that ran" : "; the views still show the shipped kernel";
   r.status_ok = r.result.kind == RunResult::Kind::Ran;
-  if (r.result.kind == RunResult::Kind::Ran || r.result.kind == RunResult::Kind::Fault) ui::source_changed();
+  r.verdict_logged.clear();
+  r.run_frame = ImGui::GetCurrentContext() ? ImGui::GetFrameCount() : 0;
+  if (r.result.kind == RunResult::Kind::Ran || r.result.kind == RunResult::Kind::Fault)
+    ui::source_changed(), r.edit_in_views = true;
   static const char* kinds[] = {"ran", "compile errors", "fault", "refused"};
   viz::ui_log::event("editor run " + rung + ": " + kinds[int(r.result.kind)] + ", " + std::to_string(m.errors) +
                      " errors, " + std::to_string(m.warnings) + " warnings");
@@ -241,6 +384,12 @@ void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::
 namespace {
 
 // [SECTION] Pieces of the pane ------------------------------------------------------------------------
+// The last item's rectangle in the event log (where a test clicks it).
+void place_item(const std::string& kind, const std::string& name) {
+  viz::ui_log::place(kind, name, ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                     ImGui::GetItemRectMax().y);
+}
+
 // A button on the current row where it fits before the content region's right edge, else on the next.
 bool row_button(const char* label, bool* first, bool enabled = true) {
   const ImGuiStyle& st = ImGui::GetStyle();
@@ -303,9 +452,13 @@ void toolbar(Editor& e, Panel& panel, RungEdit& r, const std::string& rung) {
     viz::ui_log::event("editor diff " + rung + (e.diff ? " on" : " off"));
   }
   if (row_button("Reset", &first, r.edited || r.ran)) reset(e, panel, rung);
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("back to the shipped source");
+  place_item("button", "reset " + rung);
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("back to the shipped source (undone by Ctrl+Z in the editor)");
+  if (!r.edited && !r.undo.empty() && r.undo.back().text != r.shipped && row_button("Undo reset", &first)) undo(e, rung);
   const std::vector<GalleryItem> bugs = hooks().gallery ? hooks().gallery(rung) : std::vector<GalleryItem>{};
   if (row_button("Load bug \xE2\x96\xB8", &first, !bugs.empty())) ImGui::OpenPopup("##bugs");
+  place_item("button", "load-bug " + rung);
   if (bugs.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("this build has no gallery of bugs for %s", rung.c_str());
   if (row_button("View", &first)) {
@@ -316,7 +469,9 @@ void toolbar(Editor& e, Panel& panel, RungEdit& r, const std::string& rung) {
     ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28);
     for (size_t i = 0; i < bugs.size(); ++i) {
       ImGui::PushID(int(i));
-      if (ImGui::Selectable(bugs[i].name.c_str())) {
+      const bool picked = ImGui::Selectable(bugs[i].name.c_str());
+      place_item("bug", rung + " " + bugs[i].name);
+      if (picked) {
         set_text(e, rung, bugs[i].text);
         r.bug = bugs[i].name, r.bug_sentence = bugs[i].sentence;
         r.ran = false, r.diagnostics.clear();
@@ -398,10 +553,11 @@ int field_callback(ImGuiInputTextCallbackData* d) {
 }
 
 // Keys the text field must not see: Escape (Dear ImGui 1.86 reverts every edit since the field was
-// activated) and Ctrl+Enter (it would leave the field; here it compiles). Restored after the field.
+// activated), Ctrl+Enter (it would leave the field; here it compiles) and Ctrl+Z / Ctrl+Y (its own undo
+// goes a key at a time; the editor's goes a word at a time). Restored after the field.
 struct HiddenKeys {
-  int keys[3] = {-1, -1, -1};
-  float saved[3] = {0, 0, 0};
+  int keys[5] = {-1, -1, -1, -1, -1};
+  float saved[5] = {0, 0, 0, 0, 0};
   void hide(int i, int key) {
     if (key < 0 || key >= 512) return;
     keys[i] = key, saved[i] = ImGui::GetIO().KeysDownDuration[key];
@@ -411,7 +567,7 @@ struct HiddenKeys {
   float saved_cancel = ImGui::GetIO().NavInputsDownDuration[ImGuiNavInput_Cancel];
   void hide_cancel() { ImGui::GetIO().NavInputsDownDuration[ImGuiNavInput_Cancel] = -1.0f; }
   ~HiddenKeys() {
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 5; ++i)
       if (keys[i] >= 0) ImGui::GetIO().KeysDownDuration[keys[i]] = saved[i];
     ImGui::GetIO().NavInputsDownDuration[ImGuiNavInput_Cancel] = saved_cancel;
   }
@@ -533,11 +689,20 @@ void edit_field(Editor& e, RungEdit& r, const std::string& rung, const std::vect
   g_edit_id = id;
   bool changed = false;
   {
-    HiddenKeys hidden;
     ImGuiIO& io = ImGui::GetIO();
+    if (ImGui::GetActiveID() == id && io.KeyCtrl) {
+      if (ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_Z]) && !io.KeyShift) undo(e, rung);
+      else if (ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_Y]) || (io.KeyShift && ImGui::IsKeyPressed(io.KeyMap[ImGuiKey_Z])))
+        redo(e, rung);
+    }
+    HiddenKeys hidden;
     hidden.hide(0, io.KeyMap[ImGuiKey_Escape]);
     hidden.hide_cancel();
-    if (io.KeyCtrl) hidden.hide(1, io.KeyMap[ImGuiKey_Enter]), hidden.hide(2, io.KeyMap[ImGuiKey_KeyPadEnter]);
+    if (io.KeyCtrl) {
+      hidden.hide(1, io.KeyMap[ImGuiKey_Enter]), hidden.hide(2, io.KeyMap[ImGuiKey_KeyPadEnter]);
+      hidden.hide(3, io.KeyMap[ImGuiKey_Z]), hidden.hide(4, io.KeyMap[ImGuiKey_Y]);
+    }
+    const std::string before = r.text;
     if (e.focus_editor) ImGui::SetKeyboardFocusHere(), e.focus_editor = false;
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(0, 0, 0, 0));
     ImGui::PushStyleColor(ImGuiCol_FrameBg, IM_COL32(0, 0, 0, 0));
@@ -554,6 +719,8 @@ void edit_field(Editor& e, RungEdit& r, const std::string& rung, const std::vect
     ImGui::PopStyleVar();
     ImGui::PopStyleColor(2);
     r.text.resize(std::strlen(r.text.c_str()));
+    if (ImGui::IsItemActivated()) viz::ui_log::event("editor focus " + rung);
+    if (changed && r.text != before) record_edit(r, before);
     if (changed) r.version = next_version();
   }
   const ImVec2 origin(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y + st.FramePadding.y);
@@ -654,11 +821,12 @@ Footer footer_height(const RungEdit& r, float width, float cap) {
   const float sp = ImGui::GetStyle().ItemSpacing.y;
   for (const Diagnostic& d : r.diagnostics) f.list += ImGui::CalcTextSize(d.text().c_str(), nullptr, false, width).y + sp;
   if (f.list > cap) f.list = std::floor(cap);
-  if (!r.status.empty()) f.status = ImGui::CalcTextSize(r.status.c_str(), nullptr, false, width).y + sp;
+  const std::string status = r.verdict_logged.empty() ? r.status : r.verdict_logged;
+  if (!status.empty()) f.status = float(ui::wrap_lines(status, width).size()) * ImGui::GetTextLineHeight() + sp;
   return f;
 }
 
-void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& rung, const Footer& size) {
+void footer(Editor& e, RungEdit& r, const Derived& d, const std::string& rung, const Footer& size) {
   if (!r.diagnostics.empty()) ImGui::BeginChild("##diagnostics", ImVec2(0, size.list), false);
   for (size_t i = 0; i < r.diagnostics.size(); ++i) {
     const Diagnostic& x = r.diagnostics[i];
@@ -678,7 +846,8 @@ void footer(Editor& e, const RungEdit& r, const Derived& d, const std::string& r
     ImGui::GetWindowDrawList()->AddText(nullptr, 0.0f, pos, x.warning ? kWarning : kError, text.c_str(), nullptr, wrap);
   }
   if (!r.diagnostics.empty()) ImGui::EndChild();
-  if (!r.status.empty()) ui::wrapped_colored(r.status_ok ? kOk : kError, r.status);
+  const RunVerdict v = run_verdict(r);
+  if (!v.text.empty()) ui::wrapped_colored(v.ok ? kOk : kError, v.text);
 }
 
 void shortcuts(Editor& e, bool editing) {

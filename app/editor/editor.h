@@ -42,6 +42,22 @@ struct RungEdit {
   uint64_t diagnostics_version = 0;
   std::string status;  // the status line
   bool status_ok = false;
+  bool edit_in_views = false;  // the panel's views are drawn from an edited kernel (a run, until Reset)
+  // The panel's checks that fail with the shipped kernel (their labels), taken while it is in the
+  // views: after an edited run, a check failing that is not among them is the edit's doing, and the
+  // status line says so in red rather than "ran" in green.
+  std::vector<std::string> shipped_failing;
+  std::string verdict_logged;
+  int run_frame = 0;  // the frame of the last run (its views were drawn before it)
+  // Undo and redo, a word (or a stretch of deleting, or a replacement: a bug, Reset) at a time, not a key.
+  struct Snapshot {
+    std::string text;
+    int cursor = 0;
+  };
+  std::vector<Snapshot> undo, redo;
+  double last_edit_time = -1;
+  int last_edit_kind = 0;
+  size_t last_edit_at = 0;  // where the last change ended (typing on from there stays in its step)
 };
 
 struct Editor {
@@ -75,6 +91,19 @@ RungEdit& rung_state(Editor& e, const std::string& rung);
 // starts again from it.
 void set_text(Editor& e, const std::string& rung, const std::string& text);
 void reset(Editor& e, Panel& panel, const std::string& rung);
+// Ctrl+Z / Ctrl+Y in the editor: the text before (after) the last group of edits. False when none.
+bool undo(Editor& e, const std::string& rung);
+bool redo(Editor& e, const std::string& rung);
+// Why the panel's views do not show the kernel in the editor ("" when they do): its last Ctrl+Enter did
+// not compile or was not run, so they still show the last kernel that ran.
+std::string stale_reason(const Editor& e, const std::string& rung);
+// The status line after a run, held to the panel's checks drawn this frame (ui::frame_verdicts): red,
+// naming the check, where one fails that passes with the shipped kernel.
+struct RunVerdict {
+  std::string text;
+  bool ok = true;
+};
+RunVerdict run_verdict(RungEdit& r);
 void compile_and_run(Editor& e, Panel& panel, const AppContext& ctx, const std::string& rung);
 
 }  // namespace kl::app::editor

@@ -161,6 +161,7 @@ class AttentionPanel : public Panel {
     s_map_.set_scale({K::Diverging, -smax, smax, "score"});
     p_map_.set_scale({K::Sequential, 0, float(std::max(res_.p_scale, 1e-6)), res_.p_scale_label});
     o_map_.set_scale({K::Diverging, -omax, omax, "out"});
+    o_map_.set_nan_means_unwritten(true);  // the output is poisoned with NaN before the launch
   }
 
   // [SECTION] Shared-memory budget ------------------------------------------------------------------

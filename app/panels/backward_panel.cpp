@@ -45,7 +45,7 @@ const ImU32 kHatch = IM_COL32(90, 92, 100, 255);
 void heading(const char* title, float width = 0) {
   ImGui::Spacing();
   ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(242, 204, 102, 255));
-  ImGui::TextWrapped("%s", title);
+  ui::wrapped(title);  // between words: a number never breaks across lines
   ImGui::PopStyleColor();
   const ImVec2 p = ImGui::GetCursorScreenPos();
   const float w = width > 0 ? width : ImGui::GetContentRegionAvail().x;
@@ -57,7 +57,7 @@ void heading(const char* title, float width = 0) {
 // A study sentence, wrapped at the current wrap position (a column's edge inside a column).
 void sentence(const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-  ImGui::TextWrapped("%s", text.c_str());
+  ui::wrapped(text);
   ImGui::PopStyleColor();
 }
 
@@ -389,11 +389,25 @@ class BackwardPanel : public Panel {
     draw_tile_grid(c.width);
     ui::column_end();
     // The forward's P is the same tile to float32 rounding: one picture and the number, not two pictures.
+    const size_t tile = size_t(r_.block_m * r_.block_n);
     char cap[160];
     std::snprintf(cap, sizeof cap, "recomputed P = exp(S - L) (the forward's P to %.1e)", r_.p_max_abs_diff);
-    tile_view(c, 1, cap, "p", p_map_, p_tex_, aspect, 260);
-    tile_view(c, 2, "dS = P (dP - D): its signs", "ds", ds_map_, ds_tex_, aspect, 260);
+    tile_tip(tile_view(c, 1, cap, "p", p_map_, p_tex_, aspect, 260), "recomputed P",
+             r_.p_recomputed.data() + r_.q_tile * int64_t(tile));
+    tile_tip(tile_view(c, 2, "dS = P (dP - D): its signs", "ds", ds_map_, ds_tex_, aspect, 260), "dS",
+             r_.ds.data() + r_.q_tile * int64_t(tile));
     for (size_t i : {bws::kLineDs, bws::kLineOrder, bws::kLineDq}) sentence(report_.lines[i]);
+  }
+
+  // The hovered cell of a tile view: which query row and key it is, and its value (or why it has none).
+  void tile_tip(const viz::HeatmapHover& h, const char* what, const float* v) const {
+    if (!h.active) return;
+    const int64_t i = r_.q_tile * r_.block_m + h.row, j = r_.kv_tile * r_.block_n + h.col;
+    const float st = state(h.row, h.col);
+    if (st == float(viz::kCellOutside)) ImGui::SetTooltip("%s: past the end (row %" PRId64 ", key %" PRId64 ")", what, i, j);
+    else if (st == float(viz::kCellMasked))
+      ImGui::SetTooltip("%s[row %" PRId64 ", key %" PRId64 "]: masked (causal: the key comes after the query)", what, i, j);
+    else ImGui::SetTooltip("%s[row %" PRId64 ", key %" PRId64 "] = %.4g", what, i, j, double(v[h.row * r_.block_n + h.col]));
   }
 
   // dK_j after this step beside Q_i; hovering a dK cell highlights the dS column and the Q column it
@@ -406,9 +420,11 @@ class BackwardPanel : public Panel {
     const viz::HeatmapHover hq =
         tile_view(c, 1, "Q_i: query rows x d", "q", q_map_, q_tex_, float(r_.block_m) / float(r_.d), 240);
     if (hv.active) {
-      ImGui::SetTooltip("dK[key %" PRId64 ", %d] = scale * sum over query rows i of dS[i, key] * Q[i, %d]\n"
+      const float dk = r_.dk_partial[size_t((r_.q_tile * r_.block_n + hv.row) * r_.d + hv.col)];
+      ImGui::SetTooltip("dK[key %" PRId64 ", %d] = %.4g after query tile %" PRId64 "\n"
+                        "= scale * sum over query rows i of dS[i, key] * Q[i, %d]:\n"
                         "dS column %d of every query tile (highlighted in dS for this one) and column %d of Q_i",
-                        r_.kv_tile * r_.block_n + hv.row, hv.col, hv.col, hv.row, hv.col);
+                        r_.kv_tile * r_.block_n + hv.row, hv.col, double(dk), r_.q_tile, hv.col, hv.row, hv.col);
       ds_map_.set_highlight(-1, hv.row);
       p_map_.set_highlight(-1, hv.row);
       q_map_.set_highlight(-1, hv.col);

@@ -50,11 +50,9 @@ const ImU32 kStd = IM_COL32(200, 120, 220, 255), kRung4 = IM_COL32(235, 110, 90,
 
 // Text wrapped at `width` from the cursor (inside a column, where the window's edge is not the column's).
 void wrapped_in(float width, const char* text, bool disabled = false) {
-  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
   if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-  ImGui::TextUnformatted(text);
+  ui::wrapped_at(text, width);  // between words: a number never breaks across lines
   if (disabled) ImGui::PopStyleColor();
-  ImGui::PopTextWrapPos();
 }
 
 // ui::section inside a column: the heading wraps at the column's width, the rule spans it.
@@ -320,6 +318,7 @@ class FlashAttentionPanel : public Panel {
       if (step >= steps_) playing_ = false;
       else set_step(step + 1);
     }
+    if (playing_) ui::keep_drawing(std::max(0.0, 0.6 - (ImGui::GetTime() - last_tick_)));  // the next step's tick
     // Beside the slider where it fits, else under it.
     const std::string text = fs::step_view(res_, step).stepper_text;
     const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
@@ -437,9 +436,15 @@ class FlashAttentionPanel : public Panel {
       const bool mv = v.moved[size_t(r)];
       const std::string lbl;  // rows run left to right (see the caption); numbers do not fit 128 slots
       const float m = v.m[size_t(r)];
-      mb.push_back({lbl, std::isfinite(m) ? double(m) : 0.0, mv ? kMoved : kSteady});
-      lb.push_back({lbl, double(v.l[size_t(r)]), mv ? kMoved : kSteady});
-      ab.push_back({lbl, double(v.alpha[size_t(r)]), mv ? kMoved : kSteady});
+      // The hover names the row (the slots are too narrow for a label under them).
+      const std::string row = "query row " + std::to_string(row0 + r) + (mv ? " (its max moved at this step)" : "");
+      char tip[3][96];
+      std::snprintf(tip[0], sizeof tip[0], "%s: m = %.6g", row.c_str(), double(m));
+      std::snprintf(tip[1], sizeof tip[1], "%s: l = %.6g", row.c_str(), double(v.l[size_t(r)]));
+      std::snprintf(tip[2], sizeof tip[2], "%s: alpha = %.6g", row.c_str(), double(v.alpha[size_t(r)]));
+      mb.push_back({lbl, std::isfinite(m) ? double(m) : 0.0, mv ? kMoved : kSteady, tip[0]});
+      lb.push_back({lbl, double(v.l[size_t(r)]), mv ? kMoved : kSteady, tip[1]});
+      ab.push_back({lbl, double(v.alpha[size_t(r)]), mv ? kMoved : kSteady, tip[2]});
     }
     wrapped_in(width, v.caption.c_str(), true);
     // The three bar charts side by side where each has room for its title, else as many per row as fit.

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "app/measure_export.h"
@@ -28,6 +29,7 @@
 #include "kernels/measure/peers.h"
 #include "kernels/studies/measure_study.h"
 #include "viz/plot.h"
+#include "viz/ui_log.h"
 
 namespace kl::app {
 namespace {
@@ -82,6 +84,7 @@ class MeasurePanel : public Panel {
       seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     if (worker_.running() || polling_) {
+      ui::keep_drawing(0.1);  // the progress bar moves without input
       results_ = worker_.snapshot();
       if (!worker_.running()) {
         polling_ = false;
@@ -142,7 +145,10 @@ class MeasurePanel : public Panel {
     ui::param_control(params_, "quick", &control_error_);
     same_line_if_fits(button_width(running ? "Cancel" : "Run"), sp);
     if (!running) {
-      if (ImGui::Button("Run")) {
+      const bool run = ImGui::Button("Run");
+      viz::ui_log::place("button", "measure run", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                         ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+      if (run) {
         worker_.start(options(b));
         started_ = std::chrono::steady_clock::now();
         polling_ = true;
@@ -180,18 +186,22 @@ class MeasurePanel : public Panel {
     if (!can_export) ImGui::BeginDisabled();
     same_line_if_fits(button_width("Export JSON"), sp);
     if (ImGui::Button("Export JSON")) export_file(".json");
+    viz::ui_log::place("button", "measure export-json", ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
     same_line_if_fits(button_width("Export CSV"), sp);
     if (ImGui::Button("Export CSV")) export_file(".csv");
     if (!can_export) ImGui::EndDisabled();
     ui::error_box(control_error_);
-    if (!message_.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), message_);
+    if (!message_.empty()) ui::note(ImGui::GetColorU32(ImGuiCol_TextDisabled), message_);
   }
 
   void export_file(const std::string& ext) {
     const std::string path = std::string(prefix_) + ext;
     try {
       write_text_file(path, ext == ".json" ? measure_json(results_) : measure_csv(results_), "export");
-      message_ = "wrote " + path;
+      char* abs = ::realpath(path.c_str(), nullptr);  // the folder named: the working one is not obvious
+      message_ = "wrote " + std::string(abs ? abs : path.c_str());
+      std::free(abs);
     } catch (const std::exception& e) {
       message_ = e.what();
     }
@@ -211,12 +221,27 @@ class MeasurePanel : public Panel {
     const measure::Machine& m = results_.machine;
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
                         m.device + "  |  " + m.backend + " backend  |  " + m.date + (m.quick ? "  |  quick sizes" : ""));
+    if (m.cpu_figures) ui::note(IM_COL32(242, 204, 102, 255), noise_sentence());
   }
 
   // On the CPU backend, over each timing view: CPU timings do not show what a GPU does, with the H200's
   // recorded figures (the study's sentence), in the caution colour.
   static void cpu_caution(const std::string& line) {
     if (!line.empty()) ui::wrapped_colored(IM_COL32(242, 204, 102, 255), line);
+  }
+
+  // CPU timings swing from run to run (other programs on the cores, frequency, caches): said always on
+  // the CPU, and with the figure that shows it where a kernel reads as faster than its own ceiling.
+  std::string noise_sentence() const {
+    const measure::Point* worst = nullptr;
+    for (const measure::Point& p : results_.points)
+      if (p.section == "bandwidth" && p.kernel != "copy" && p.ratio > 1.0 && (!worst || p.ratio > worst->ratio)) worst = &p;
+    std::string s = "Timings on a shared CPU are noisy: the same run can give the copy ceiling several times another "
+                    "GB/s, so compare figures within one run and run again before trusting a ratio.";
+    if (worst)
+      s += " Here " + worst->kernel + " " + worst->variant + " reads " + fmt("%.2f", worst->ratio) +
+           " of the copy at " + pow2(worst->size) + " elements: faster than the ceiling it is measured against, which is noise, not speed.";
+    return s;
   }
 
   // TFLOP/s on the GPU, GFLOP/s on the CPU (where TFLOP/s would read 0.00).
@@ -294,10 +319,11 @@ class MeasurePanel : public Panel {
       if (!se.x.empty()) bw.push_back(se);
     }
     viz::PlotOptions ao;
-    ao.title = cpu ? "GB/s (CPU, log) = bytes moved / median time" : "GB/s (log) = bytes moved / median time, timed cold";
-    ao.x_label = "log2 N, N fp32 elements";
-    ao.y_label = "GB/s";
-    ao.log_y = true;
+    ao.title = cpu ? "GB/s (CPU) = bytes moved / median time" : "GB/s = bytes moved / median time, timed cold";
+    ao.x_label = "log2 N: N = 2^x fp32 elements (" + pow2(bw.empty() ? 1 : std::exp2(bw[0].x.front())) + " .. " +
+                 pow2(r.largest_size("bandwidth")) + ")";
+    ao.y_label = "GB/s (log scale)";
+    ao.log_y = true;  // the series span decades: on a linear axis the slow ones lie on 0
     for (int64_t n : measured_sizes(r)) ao.x_ticks.push_back(std::log2(double(n)));
     const double launch_upto = measure::launch_bound_up_to(r);
     if (launch_upto > 0) {
@@ -403,10 +429,11 @@ class MeasurePanel : public Panel {
     for (const measure::Point& p : r.points)
       if (p.section == "bandwidth" && p.size == nmax && p.kernel != "copy")
         add(p.kernel + " " + p.variant, pow2(p.size), fmt(p.gbs >= 100 ? "%.0f GB/s" : "%.3g GB/s", p.gbs), p);
-    // The best FlashAttention point of each variant.
+    // Each FlashAttention variant at its largest length, as the plot's right end (the table says "at the
+    // largest size").
     std::map<std::string, const measure::Point*> best;
     for (const measure::Point& p : r.points)
-      if (p.section == "compute" && (!best[p.variant] || p.tflops > best[p.variant]->tflops)) best[p.variant] = &p;
+      if (p.section == "compute" && (!best[p.variant] || p.size > best[p.variant]->size)) best[p.variant] = &p;
     for (const auto& [v, p] : best)
       if (p) add("flash " + v, "L=" + fmt("%.0f", p->size), flops_text(p->tflops), *p);
     return rows;
@@ -429,6 +456,19 @@ class MeasurePanel : public Panel {
     return sum;
   }
 
+  // The rows in the event log on each change ("row measure flash fast d=64 | L=1024 | ..."), for a test
+  // that holds the table to the plots.
+  static void log_rows(const std::vector<TableRow>& rows) {
+    if (!viz::ui_log::is_open()) return;
+    std::string all;
+    for (const TableRow& r : rows) all += "row measure " + r.cells[0] + " | " + r.cells[1] + " | " + r.cells[2] + "\n";
+    static std::string logged;
+    if (all == logged || all.empty()) return;
+    logged = all;
+    all.pop_back();
+    viz::ui_log::event(all);
+  }
+
   // Columns share the width in proportion to their widest text, so where the table is as wide as
   // table_width() nothing wraps; narrower (stacked on a small panel), the cells wrap, never cut. As tall
   // as its rows (a handful): the panel scrolls, not the table.
@@ -438,13 +478,14 @@ class MeasurePanel : public Panel {
     const std::vector<float> cw = column_widths(rows);
     for (int c = 0; c < 5; ++c) ImGui::TableSetupColumn(kHeaders[c], ImGuiTableColumnFlags_WidthStretch, cw[size_t(c)]);
     ui::table_headers_wrapped();
+    log_rows(rows);
     for (const TableRow& row : rows) {
       ImGui::TableNextRow();
       for (int c = 0; c < 5; ++c) {
         ImGui::TableSetColumnIndex(c);
         const char* text = c < 4 ? row.cells[c].c_str() : measure::verdict_name(row.verdict);
         if (c >= 3) ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(row.verdict));
-        ImGui::TextWrapped("%s", text);
+        ui::wrapped(text);
         if (c >= 3) ImGui::PopStyleColor();
       }
     }

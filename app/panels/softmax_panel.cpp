@@ -161,10 +161,10 @@ class SoftmaxPanel : public Panel {
     const float fill = ImGui::GetContentRegionAvail().y - below - st.ItemSpacing.y;
     const float sweep_h = bottom.per_row == 2 ? std::max(ui::px(170.0f), fill) : std::max(ui::px(220.0f), col_w * 0.5f);
     draw_sweep(ImVec2(col_w, sweep_h));
-    ImGui::TextWrapped("%s", sweep_.sentence.c_str());
+    ui::wrapped(sweep_.sentence);
     if (!sweep_.clipped_sentence.empty()) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      ImGui::TextWrapped("%s", sweep_.clipped_sentence.c_str());
+      ui::wrapped(sweep_.clipped_sentence);
       ImGui::PopStyleColor();
     }
     ui::column_end();
@@ -202,7 +202,7 @@ class SoftmaxPanel : public Panel {
       }
       ImGui::EndTable();
     }
-    ImGui::TextWrapped("%s", r.row_sums_sentence.c_str());
+    ui::wrapped(r.row_sums_sentence);
   }
 
   // The sweep's diffs on a log axis: values below the floor (exact zeros) are drawn on it, and marked
@@ -269,7 +269,7 @@ class SoftmaxPanel : public Panel {
     if (!online_valid_) return;
     const study::SoftmaxOnline& r = online_;
     const int64_t n = r.n_cols;
-    ImGui::TextWrapped("%s", r.intro.c_str());
+    ui::wrapped(r.intro);
     ui::status_line("online matches reference (this row):", r.check.sentence, r.check.pass);
 
     ui::section("The row, chunk by chunk");

@@ -254,7 +254,8 @@ std::string short_shape(const Row& row) {
 // [SECTION] the README's block ---------------------------------------------------------------------------
 std::string markdown(const Recorded& r) {
   std::string s = std::string(kReadmeBegin) + "\n\n";
-  s += "Recorded on " + md_escape(caption(r)) + " ([" + kSourcePath + "](" + kSourcePath + ")). Harness: " + md_escape(r.harness) + ".\n";
+  // The block stands in docs/fast-kernels.md: the link is relative to docs/, the text the repository path.
+  s += "Recorded on " + md_escape(caption(r)) + " ([" + kSourcePath + "](perf/h200.json)). Harness: " + md_escape(r.harness) + ".\n";
   for (const Section& sec : r.sections) {
     const bool named = std::any_of(sec.rows.begin(), sec.rows.end(), [](const Row& x) { return !x.name.empty(); });
     const std::vector<size_t> peers = sec.peer_columns();

@@ -20,7 +20,7 @@ std::vector<ParamSpec> params() {
   const std::string grid = "opens on Lq=96 x Lk=128 as a 3 x 4 grid of tiles to step";
   return {int_param("lq", 1, 1024, 96, "Lq: query rows"),
           int_param("lk", 1, 1024, 128, "Lk: keys"),
-          choice_param("d", {"16", "32", "64", "128"}, "32", "head dimension"),
+          pow2_param("d", 16, 128, 32, "d: head dimension"),  // a slider, as on rungs 4 and 5
           panel_override(fab::param::causal(), "1", "opens causal, so the grid shows the skipped tiles"),
           panel_override(fab::param::block_m(), "32", grid),
           panel_override(fab::param::block_n(), "32", grid),

@@ -236,7 +236,8 @@ TEST(EditorActions, WithoutACompilerTheEditIsKeptAndSaidPlainly) {
   compile_and_run(e, p, app::AppContext{}, "vector-add");
   const RungEdit& r = e.rungs["vector-add"];
   EXPECT_EQ(r.result.kind, RunResult::Kind::Refused);
-  EXPECT_EQ(r.status, "not run: no compiler is wired to the editor here; the edit is kept");
+  EXPECT_EQ(r.status, "not run: no compiler is wired to the editor here; the edit is kept; the views still show the shipped kernel");
+  EXPECT_NE(stale_reason(e, "vector-add").find("which was not run"), std::string::npos);
   EXPECT_FALSE(r.status_ok);
   EXPECT_TRUE(r.edited);
 }
@@ -260,7 +261,10 @@ TEST(EditorActions, DiagnosticsFaultsCleanRunsAndReset) {
   ASSERT_EQ(r.diagnostics.size(), 1u);
   EXPECT_EQ(r.diagnostics[0].line, 1);
   EXPECT_EQ(r.diagnostics[0].col, 3);
-  EXPECT_EQ(r.status, "1 compile error: the marked lines say what");
+  EXPECT_EQ(r.status, "1 compile error: the marked lines say what; the views still show the last edited kernel that ran");
+  // The views are stale: they show the last run's kernel, not the text that did not compile.
+  EXPECT_EQ(stale_reason(e, "vector-add"),
+            "these views show the last edited kernel that ran, not the edit in the source pane, which does not compile");
 
   set_text(e, "vector-add", shipped + "// KL_CANNED_FAULT\n");
   compile_and_run(e, p, app::AppContext{}, "vector-add");
@@ -272,6 +276,30 @@ TEST(EditorActions, DiagnosticsFaultsCleanRunsAndReset) {
   EXPECT_FALSE(r.edited);
   EXPECT_FALSE(r.ran);
   for (const std::string& l : settings_lines(e)) EXPECT_EQ(l.rfind("edit.", 0), std::string::npos) << l;
+  install_hooks(default_hooks());
+}
+
+// Reset and a loaded bug replace the text in one undo step: Ctrl+Z brings the edit back (Reset asked
+// nothing and could not be undone); redo goes forward again.
+TEST(EditorActions, ResetAndReplacedTextsAreUndoneInOneStep) {
+  install_hooks(test::canned_editor_hooks());
+  Editor e;
+  NoPanel p;
+  RungEdit& r = rung_state(e, "vector-add");
+  const std::string shipped = r.shipped;
+  set_text(e, "vector-add", "my edit\n");
+  reset(e, p, "vector-add");
+  EXPECT_EQ(r.text, shipped);
+  EXPECT_NE(r.status.find("Ctrl+Z"), std::string::npos) << r.status;
+  EXPECT_TRUE(undo(e, "vector-add"));
+  EXPECT_EQ(r.text, "my edit\n");
+  EXPECT_TRUE(r.edited);
+  EXPECT_TRUE(redo(e, "vector-add"));
+  EXPECT_EQ(r.text, shipped);
+  EXPECT_TRUE(undo(e, "vector-add"));
+  EXPECT_TRUE(undo(e, "vector-add"));
+  EXPECT_EQ(r.text, shipped);  // before the edit
+  EXPECT_FALSE(undo(e, "vector-add"));
   install_hooks(default_hooks());
 }
 

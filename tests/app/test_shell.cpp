@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <imgui.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
@@ -161,6 +165,110 @@ TEST(Shell, BadAllocEscapingAPanelIsShownAsTheMemoryRefusalAndFramesGoOn) {
   EXPECT_EQ(ok.text.find("cannot allocate"), std::string::npos) << ok.text;
   EXPECT_EQ(ImGui::GetStyle().Alpha, 1.0f) << "the panel's style push was not unwound";
   s.panels.clear();
+}
+
+// Screenshots are numbered past every one already in the folder (an earlier run's are never
+// overwritten), per panel.
+TEST(Shell, ScreenshotNamesContinuePastTheFilesThere) {
+  const std::string dir = test::tmp_dir() + "/shell-screenshot-names";
+  test::run_shell("rm -rf '" + dir + "' && mkdir -p '" + dir + "'", nullptr);
+  char old[4096];
+  ASSERT_NE(::getcwd(old, sizeof old), nullptr);
+  ASSERT_EQ(::chdir(dir.c_str()), 0);
+  EXPECT_EQ(app::next_screenshot_name("softmax"), "kernel-ladder-softmax-1.png");
+  test::run_shell("touch kernel-ladder-softmax-1.png kernel-ladder-softmax-7.png kernel-ladder-softmax-x.png "
+                  "kernel-ladder-vector-add-20.png",
+                  nullptr);
+  EXPECT_EQ(app::next_screenshot_name("softmax"), "kernel-ladder-softmax-8.png");
+  EXPECT_EQ(app::next_screenshot_name("vector-add"), "kernel-ladder-vector-add-21.png");
+  EXPECT_EQ(app::next_screenshot_name("attention"), "kernel-ladder-attention-1.png");
+  ASSERT_EQ(::chdir(old), 0);
+}
+
+// A refusal under a control reads in the window's words, not the command line's.
+TEST(Shell, RefusalsUnderControlsUseTheWindowsWords) {
+  EXPECT_EQ(app::ui::ui_wording("--set n_cols=9000: must be integers in [1, 8192]"),
+            "n_cols = 9000 is not allowed: must be integers in [1, 8192]");
+  EXPECT_EQ(app::ui::ui_wording("--set n=x: unknown parameter; known: n"), "n = x: unknown parameter; known: n");
+  EXPECT_EQ(app::ui::ui_wording("lk=900 is out of range: allowed [1, 512]"), "lk=900 is out of range: allowed [1, 512]");
+}
+
+// Wrapped text breaks between words only: a number never splits at its '.' or ',' (Dear ImGui's own
+// wrapping breaks after them: "[0.4950, 0.\n5050]", "5.\n29x"); a word wider than a line is split.
+TEST(Shell, WrappingNeverBreaksANumber) {
+  auto host = host_or_fail();
+  ASSERT_TRUE(host);
+  ASSERT_TRUE(host->begin_frame());
+  const std::string text = "the rate lies in [0.4950, 0.5050] and fused runs 5.29x faster than 1.6e-09 says";
+  for (float width = 40; width < 700; width += 7) {
+    const std::vector<std::string> lines = app::ui::wrap_lines(text, width);
+    std::string joined;
+    for (const std::string& l : lines) {
+      EXPECT_TRUE(ImGui::CalcTextSize(l.c_str()).x <= width || l.find(' ') == std::string::npos)
+          << "'" << l << "' at " << width;
+      joined += (joined.empty() ? "" : " ") + l;
+    }
+    for (const char* number : {"[0.4950,", "0.5050]", "5.29x", "1.6e-09"}) {
+      if (ImGui::CalcTextSize(number).x > width) continue;  // wider than a line: it must be split
+      bool whole = false;
+      for (const std::string& l : lines) whole = whole || l.find(number) != std::string::npos;
+      EXPECT_TRUE(whole) << number << " split at width " << width;
+    }
+    std::string a = joined, b = text;  // every character kept (a word wider than a line is split)
+    a.erase(std::remove(a.begin(), a.end(), ' '), a.end());
+    b.erase(std::remove(b.begin(), b.end(), ' '), b.end());
+    EXPECT_EQ(a, b) << "at " << width;
+  }
+  ImGui::Render();
+  host->end_frame();
+}
+
+// Reset parameters is one undo step, a control's change another; undo takes them back newest first.
+TEST(Shell, ResetAndUndoOfParameters) {
+  ParamValues p({int_param("n", 1, 1000, 10, "n"), pow2_param("b", 32, 1024, 256, "b")});
+  const size_t before = app::ui::param_history().size();
+  p.set("n", "20");
+  p.set("b", "64");
+  EXPECT_EQ(app::ui::reset_params(p, "test"), 2);
+  EXPECT_EQ(p.get_text("n"), "10");
+  EXPECT_EQ(p.get_text("b"), "256");
+  ASSERT_EQ(app::ui::param_history().size(), before + 1);
+  EXPECT_EQ(app::ui::param_history().back().what, "reset 2 values");
+  std::string owner;
+  EXPECT_TRUE(app::ui::undo_param_step(&owner));
+  EXPECT_EQ(owner, "test");
+  EXPECT_EQ(p.get_text("n"), "20");
+  EXPECT_EQ(p.get_text("b"), "64");
+  EXPECT_EQ(app::ui::reset_params(p, "test"), 2);
+  EXPECT_EQ(app::ui::reset_params(p, "test"), 0) << "nothing to reset: no step";
+  EXPECT_EQ(app::ui::param_history().size(), before + 1);
+}
+
+// The UI scale changed back and forth leaves the style as it was: each scale is applied to the unscaled
+// style (scaling the live style again grew the cell padding, the indent and the minimum window size
+// with every change).
+TEST(Shell, StyleAfterAScaleRoundTripIsTheStyleBeforeIt) {
+  auto host = host_or_fail();
+  ASSERT_TRUE(host);
+  viz::set_ui_scale(2.0f);
+  ASSERT_TRUE(host->begin_frame());
+  host->end_frame();
+  const ImGuiStyle start = ImGui::GetStyle();
+  for (float scale : {2.25f, 2.5f, 2.25f, 2.0f}) {
+    viz::set_ui_scale(scale);
+    ASSERT_TRUE(host->begin_frame());
+    host->end_frame();
+  }
+  const ImGuiStyle& end = ImGui::GetStyle();
+  EXPECT_EQ(end.CellPadding.x, start.CellPadding.x);
+  EXPECT_EQ(end.CellPadding.y, start.CellPadding.y);
+  EXPECT_EQ(end.IndentSpacing, start.IndentSpacing);
+  EXPECT_EQ(end.WindowMinSize.x, start.WindowMinSize.x);
+  EXPECT_EQ(end.FramePadding.x, start.FramePadding.x);
+  EXPECT_EQ(end.ItemSpacing.y, start.ItemSpacing.y);
+  EXPECT_EQ(end.ColumnsMinSpacing, start.ColumnsMinSpacing);
+  EXPECT_EQ(end.TouchExtraPadding.x, start.TouchExtraPadding.x);
+  viz::set_ui_scale(1.0f);
 }
 
 }  // namespace

@@ -35,18 +35,23 @@ Shot shot(const std::string& sets, const std::string& name, const std::string& b
   return s;
 }
 
-// The checker of shaders/heatmap.frag: red (0.86, 0.14, 0.14) and near-black (0.06) squares.
+// The checker of shaders/heatmap.frag: red (0.86, 0.14, 0.14) and near-black (0.06) squares, in rows
+// that hold at least 20 red pixels (the heatmap's key under it shows a small swatch of the same checker).
 struct Checker {
   int red = 0, x0 = 1 << 30, x1 = -1, y0 = 1 << 30, y1 = -1, black_inside = 0;
 };
 Checker find_checker(const Shot& s) {
   Checker c;
-  for (int y = 0; y < s.h; ++y)
+  for (int y = 0; y < s.h; ++y) {
+    int in_row = 0;
+    for (int x = 0; x < s.w; ++x) in_row += s.near(x, y, 219, 36, 36);
+    if (in_row < 20) continue;
     for (int x = 0; x < s.w; ++x)
       if (s.near(x, y, 219, 36, 36)) {
         ++c.red;
         c.x0 = std::min(c.x0, x), c.x1 = std::max(c.x1, x), c.y0 = std::min(c.y0, y), c.y1 = std::max(c.y1, y);
       }
+  }
   for (int y = c.y0; y <= c.y1; ++y)
     for (int x = c.x0; x <= c.x1; ++x) c.black_inside += s.near(x, y, 15, 15, 15);
   return c;

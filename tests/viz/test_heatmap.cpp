@@ -1,6 +1,8 @@
 // viz/heatmap.cpp + shaders/heatmap.frag: a known 2-channel DataTexture drawn headlessly, pixels read
 // back and checked cell by cell: one palette colour per program id, masked lanes hatched grey,
-// unwritten (and NaN) cells a red/black checker, grid lines only where cells are wide enough.
+// never-written cells a red/black checker and NaN values a magenta stripe (told apart, with a key under
+// the image), a single unwritten column among a thousand marked above it, grid lines only where cells
+// are wide enough, zoom only with Ctrl held.
 #include <gtest/gtest.h>
 #include <imgui.h>
 
@@ -102,6 +104,11 @@ bool has_black(const std::set<uint32_t>& s) {
     if ((c & 0xFF) < 30 && ((c >> 8) & 0xFF) < 30 && ((c >> 16) & 0xFF) < 30) return true;
   return false;
 }
+bool has_magenta(const std::set<uint32_t>& s) {
+  for (uint32_t c : s)
+    if ((c & 0xFF) > 190 && ((c >> 8) & 0xFF) < 90 && ((c >> 16) & 0xFF) > 190) return true;
+  return false;
+}
 bool all_grey(const std::set<uint32_t>& s) {
   for (uint32_t c : s) {
     const int r = c & 0xFF, g = (c >> 8) & 0xFF, b = (c >> 16) & 0xFF;
@@ -150,12 +157,29 @@ TEST_F(HeatmapTest, CategoricalCellsMaskedAndUnwritten) {
   const test::Rgb b = test::pixel(f.rgba, f.w, 21 * kCell + 6, kCell + 4);
   EXPECT_TRUE(a.r == b.r && a.g == b.g && a.b == b.b);
 
-  // Never written: the checker's red and black; NaN with state 0 draws the same way.
-  for (auto [col, row] : {std::pair{3, 6}, std::pair{6, 7}, std::pair{12, 5}}) {
+  // Never written: the checker's red and black. A NaN the kernel wrote (state 0): magenta, neither.
+  for (auto [col, row] : {std::pair{3, 6}, std::pair{6, 7}}) {
     const std::set<uint32_t> cc = cell_colours(f, col, row);
     EXPECT_TRUE(has_red(cc)) << col << "," << row;
     EXPECT_TRUE(has_black(cc)) << col << "," << row;
+    EXPECT_FALSE(has_magenta(cc)) << col << "," << row;
   }
+  const std::set<uint32_t> nan = cell_colours(f, 12, 5);
+  EXPECT_TRUE(has_magenta(nan));
+  EXPECT_FALSE(has_red(nan));
+  EXPECT_FALSE(has_black(nan));
+  EXPECT_TRUE(hm.found().unwritten);
+  EXPECT_TRUE(hm.found().nan);
+  EXPECT_TRUE(hm.found().masked);
+  // The key under the image shows both patterns.
+  std::set<uint32_t> key;
+  for (int y = kRows * kCell; y < kRows * kCell + 40; ++y)
+    for (int x = 0; x < kCols * kCell; ++x) {
+      const test::Rgb p = test::pixel(f.rgba, f.w, x, y);
+      key.insert(uint32_t(p.r) | uint32_t(p.g) << 8 | uint32_t(p.b) << 16);
+    }
+  EXPECT_TRUE(has_red(key)) << "no never-written swatch under the image";
+  EXPECT_TRUE(has_magenta(key)) << "no NaN swatch under the image";
 
   // Highlighted: brighter than its program's plain cells.
   const test::Rgb hl = test::pixel(f.rgba, f.w, 1 * kCell + 10, 4 * kCell + 10);
@@ -255,16 +279,24 @@ TEST_F(HeatmapTest, HighlightBandsAndWheelZoom) {
   // Wheel up over cell (0, 0): zoomed in around the mouse, the hovered cell is still (0, 0) and
   // cell (1, 0) is now wider than 20 pixels.
   hm.set_highlight(-1, -1);
-  ImGui::GetIO().MouseWheel = 2.0f;
+  // The wheel alone belongs to the window (it scrolls the page): no zoom.
   draw(*host_, hm, tex, size, ImVec2(5, 5));
+  ImGui::GetIO().MouseWheel = 2.0f;
+  Frame w = draw(*host_, hm, tex, size, ImVec2(5, 5));
+  float c1[3];
+  viz::categorical_rgb(1, c1);
+  EXPECT_TRUE(test::near(test::pixel(w.rgba, w.w, 4 * kCell + 10, 10), c1, 1)) << "the wheel alone zoomed";
+  // Ctrl + wheel zooms.
+  ImGui::GetIO().KeyCtrl = true;
+  draw(*host_, hm, tex, size, ImVec2(5, 5));
+  ImGui::GetIO().MouseWheel = 2.0f;
   Frame z = draw(*host_, hm, tex, size, ImVec2(5, 5));
+  ImGui::GetIO().KeyCtrl = false;
   EXPECT_EQ(z.hover.col, 0);
   EXPECT_EQ(z.hover.row, 0);
   float c0[3];
   viz::categorical_rgb(0, c0);
   EXPECT_TRUE(test::near(test::pixel(z.rgba, z.w, 3 * kCell + 10, 10), c0, 1)) << "col 3 still pid 0 at x=70";
-  float c1[3];
-  viz::categorical_rgb(1, c1);
   EXPECT_FALSE(test::near(test::pixel(z.rgba, z.w, 4 * kCell + 10, 10), c1, 1)) << "zoomed: pid 1 moved right";
   hm.reset_view();
   Frame r = draw(*host_, hm, tex, size);
@@ -339,6 +371,77 @@ TEST_F(HeatmapTest, ManyCellsPerPixelShowOnlyCellColours) {
   EXPECT_TRUE(f.hover.active);
   EXPECT_EQ(f.hover.col, 7);
   EXPECT_EQ(f.hover.row, 9);
+}
+
+// A softmax output of 1025 columns whose last column was never written, drawn 600 pixels wide (1.7
+// columns a pixel): the column is not lost between pixels (its pixels show the checker), a mark stands
+// over it on the column axis, and the key names it; with that column written, none of them.
+TEST_F(HeatmapTest, SingleUnwrittenColumnAmongManyIsMarked) {
+  const int cols = 1025, rows = 12, w = 600, h = 120, top = 30;
+  for (const bool unwritten : {true, false}) {
+    SCOPED_TRACE(unwritten ? "column 1024 never written" : "every column written");
+    std::vector<float> v(size_t(cols) * rows * 2);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) {
+        float* cell = &v[(size_t(r) * cols + c) * 2];
+        cell[0] = 0.3f + 0.0005f * float(c);
+        cell[1] = unwritten && c == cols - 1 ? viz::kCellUnwritten : viz::kCellNormal;
+      }
+    viz::DataTexture tex;
+    tex.resize(cols, rows, 2);
+    tex.upload(v.data());
+    viz::Heatmap hm;
+    hm.set_scale({viz::ColorScale::Kind::Sequential, 0.0f, 1.0f, ""});
+    Frame f;
+    for (int frame = 0; frame < 2; ++frame) {
+      ASSERT_TRUE(host_->begin_frame());
+      test::begin_canvas(float(kW), float(kH));
+      ImGui::SetCursorPos(ImVec2(0, float(top)));
+      hm.draw("softmax", tex, ImVec2(float(w), float(h)));
+      test::end_canvas();
+      host_->end_frame();
+    }
+    ASSERT_TRUE(host_->read_pixels(f.rgba, f.w, f.h));
+    viz::write_png(test::tmp_dir() + (unwritten ? "/heatmap_1025_unwritten.png" : "/heatmap_1025_written.png"), f.rgba,
+                   f.w, f.h);
+    std::set<uint32_t> image_end, mark;
+    for (int y = top; y < top + h; ++y)
+      for (int x = w - 3; x < w; ++x) {
+        const test::Rgb p = test::pixel(f.rgba, f.w, x, y);
+        image_end.insert(uint32_t(p.r) | uint32_t(p.g) << 8 | uint32_t(p.b) << 16);
+      }
+    for (int y = top - 8; y < top; ++y)
+      for (int x = w - 12; x < w + 6; ++x) {
+        const test::Rgb p = test::pixel(f.rgba, f.w, x, y);
+        mark.insert(uint32_t(p.r) | uint32_t(p.g) << 8 | uint32_t(p.b) << 16);
+      }
+    EXPECT_EQ(has_red(image_end), unwritten);
+    EXPECT_EQ(has_red(mark), unwritten);
+    EXPECT_EQ(hm.found().unwritten, unwritten);
+    EXPECT_FALSE(hm.found().nan);
+  }
+}
+
+// One-channel data (no state): a NaN is a NaN the kernel wrote, unless the panel says its output was
+// poisoned with NaN before the launch, where it is a cell never written.
+TEST_F(HeatmapTest, OneChannelNanIsANanUnlessThePoisonSaysOtherwise) {
+  std::vector<float> v(kCols * kRows, 0.5f);
+  v[3 * kCols + 5] = std::numeric_limits<float>::quiet_NaN();
+  viz::DataTexture tex;
+  tex.resize(kCols, kRows, 1);
+  tex.upload(v.data());
+  for (const bool poison : {false, true}) {
+    viz::Heatmap hm;
+    hm.set_scale({viz::ColorScale::Kind::Diverging, -1.0f, 1.0f, ""});
+    hm.set_colorbar(false);
+    hm.set_nan_means_unwritten(poison);
+    Frame f = draw(*host_, hm, tex, ImVec2(kCols * kCell, kRows * kCell));
+    const std::set<uint32_t> cc = cell_colours(f, 5, 3);
+    EXPECT_EQ(has_magenta(cc), !poison);
+    EXPECT_EQ(has_red(cc) && has_black(cc), poison);
+    EXPECT_EQ(hm.found().nan, !poison);
+    EXPECT_EQ(hm.found().unwritten, poison);
+  }
 }
 
 TEST(HeatmapLifetime, OutlivesItsHostAndMovesToTheNextOne) {

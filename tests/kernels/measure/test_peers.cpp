@@ -1,5 +1,5 @@
 // The recorded peers (kernels/measure/peers.*, docs/perf/h200.json): the embedded file parses and is the
-// source tree's; a bad file gets one line naming the field; the README's table is the one the file
+// source tree's; a bad file gets one line naming the field; the table in docs/fast-kernels.md is the one the file
 // generates (so they cannot drift) and its sentences on the backward agree with the file; the ratios, the
 // ahead/behind reading and the live match; kl_peers_table's --check; bench/record_peers.py's output reads
 // back (where python3 is installed).
@@ -207,14 +207,14 @@ TEST(RecordedPeers, ShapeKeyReadsEveryField) {
   EXPECT_FALSE(peers::shape_key("B=1 H=16 L=16384 d=128 non-causal bf16").causal);
 }
 
-// [SECTION] the README ------------------------------------------------------------------------------------
+// [SECTION] the table and sentences in docs/fast-kernels.md (moved there from the README) ----------------
 TEST(RecordedPeers, TheReadmesTableIsTheOneTheFileGenerates) {
-  const std::string readme = read_file(source_root() + "/README.md");
+  const std::string readme = read_file(source_root() + "/docs/fast-kernels.md");
   const std::string block = peers::readme_block(readme);
-  ASSERT_FALSE(block.empty()) << "README.md lacks the peers table's markers";
+  ASSERT_FALSE(block.empty()) << "docs/fast-kernels.md lacks the peers table's markers";
   const peers::Recorded r = peers::parse(good_text(), peers::kSourcePath);
   EXPECT_EQ(block, peers::markdown(r))
-      << "README.md's peers table differs from " << peers::kSourcePath
+      << "docs/fast-kernels.md's peers table differs from " << peers::kSourcePath
       << ": regenerate it with `cmake --build --preset default --target readme-peers-table`";
   // Every shape of every section is in it, with the caption.
   for (const peers::Section& s : r.sections)
@@ -238,7 +238,7 @@ std::string range(const peers::Span& s, const char* f) {
 }
 
 TEST(RecordedPeers, TheReadmesBackwardSentenceIsTheFiles) {
-  const std::string readme = collapse_spaces(read_file(source_root() + "/README.md"));
+  const std::string readme = collapse_spaces(read_file(source_root() + "/docs/fast-kernels.md"));
   const peers::Section& bw = *peers::embedded().find("flash-backward");
   const std::string want128 = "it reads " + range(peers::value_span(bw, 0, d128), "%.0f to %.0f") +
                               " TFLOP/s at d = 128, " + range(peers::ratio_span(bw, 2, d128), "%.2fx to %.2fx") +
@@ -246,7 +246,7 @@ TEST(RecordedPeers, TheReadmesBackwardSentenceIsTheFiles) {
                               " its cuDNN backward, and " + range(peers::value_span(bw, 0, d64), "%.0f to %.0f") +
                               " TFLOP/s at d = 64 (" + range(peers::ratio_span(bw, 2, d64), "%.2fx to %.2fx") + " flash, " +
                               range(peers::ratio_span(bw, 3, d64), "%.2fx to %.2fx") + " cuDNN)";
-  EXPECT_NE(readme.find(want128), std::string::npos) << "README's rung 6 paragraph should read: " << want128;
+  EXPECT_NE(readme.find(want128), std::string::npos) << "docs/fast-kernels.md's backward paragraph should read: " << want128;
 }
 
 // [SECTION] live figures ----------------------------------------------------------------------------------
@@ -290,9 +290,9 @@ TEST(PeersTableTool, ChecksTheReadmeAndRefusesABadFile) {
   const std::string tool = build_dir() + "/kl_peers_table", json = source_root() + "/" + peers::kSourcePath;
   std::string out;
   EXPECT_EQ(test::run_shell(tool + " " + json + " --check-file", &out), 0) << out;
-  EXPECT_EQ(test::run_shell(tool + " " + json + " --check " + source_root() + "/README.md", &out), 0) << out;
-  // A README whose table was edited by hand: --check fails and says how to regenerate; --write fixes it.
-  std::string readme = read_file(source_root() + "/README.md");
+  EXPECT_EQ(test::run_shell(tool + " " + json + " --check " + source_root() + "/docs/fast-kernels.md", &out), 0) << out;
+  // A page whose table was edited by hand: --check fails and says how to regenerate; --write fixes it.
+  std::string readme = read_file(source_root() + "/docs/fast-kernels.md");
   const std::string first = "| B=32 H=32 L=512 d=64 non-causal bf16 | ";
   const size_t row = readme.find(first, readme.find(peers::kReadmeBegin));
   ASSERT_NE(row, std::string::npos);

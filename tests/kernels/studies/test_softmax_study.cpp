@@ -191,7 +191,7 @@ void check_sweep(Backend b) {
     SCOPED_TRACE(s.n_cols[i]);
     EXPECT_LT(s.fixed[i], 1e-7);
     zeros += (s.buggy[i] == 0) + (s.fixed[i] == 0);
-    if (s.buggy[i] == 0 || s.fixed[i] == 0) EXPECT_EQ(s.n_cols[i], 1);  // the README: "a 1-column row"
+    if (s.buggy[i] == 0 || s.fixed[i] == 0) EXPECT_EQ(s.n_cols[i], 1);  // docs/ladder.md: "a 1-column row"
     if (s.n_cols[i] <= 1024) {
       EXPECT_LT(s.buggy[i], 1e-7);
       for (double v : {s.buggy[i], s.fixed[i]})
@@ -207,7 +207,7 @@ void check_sweep(Backend b) {
   EXPECT_EQ(s.rounding_max, hi);
   EXPECT_EQ(s.buggy_past_min, past);
   EXPECT_EQ(s.fixed_past_max, fixed_past);
-  // The README's words: below 1e-7 up to 1024; past it the buggy kernel climbs to about 1e-3 by 2000.
+  // docs/ladder.md's words: below 1e-7 up to 1024; past it the buggy kernel climbs to about 1e-3 by 2000.
   EXPECT_LT(hi, 1e-7);
   const size_t at2000 = size_t(std::find(s.n_cols.begin(), s.n_cols.end(), 2000) - s.n_cols.begin());
   ASSERT_LT(at2000, s.n_cols.size());
@@ -268,9 +268,10 @@ TEST(SoftmaxStudy, SweepTitleSaysXScaleIsNotApplied) {
   EXPECT_TRUE(contains(s.title, "x from N(0, 1): x_scale not applied")) << s.title;
 }
 
-// The README's softmax paragraph says what the sweep shows, in the words the test above checks.
+// The softmax paragraph of docs/ladder.md (the README's once) says what the sweep shows, in the words
+// the test above checks.
 TEST(SoftmaxStudy, ReadmeStatesTheSweep) {
-  std::string readme = read_source_file("README.md");
+  std::string readme = read_source_file("docs/ladder.md");
   ASSERT_FALSE(readme.empty());
   EXPECT_FALSE(contains(readme, "zero up to 1024"));
   for (char& c : readme) c = c == '\n' ? ' ' : c;
@@ -279,10 +280,10 @@ TEST(SoftmaxStudy, ReadmeStatesTheSweep) {
   EXPECT_TRUE(contains(readme, "Exact zeros (a 1-column row) are drawn in grey"));
 }
 
-// The README's figure for the bug is the study's at the panel's defaults (12 rows, seed 1), and it says
-// what the inputs are and that the figure depends on the draw.
+// The figure for the bug in docs/ladder.md is the study's at the panel's defaults (12 rows, seed 1), and
+// it says what the inputs are and that the figure depends on the draw.
 TEST(SoftmaxStudy, ReadmeStatesTheInputsAndTheFigure) {
-  std::string readme = read_source_file("README.md");
+  std::string readme = read_source_file("docs/ladder.md");
   ASSERT_FALSE(readme.empty());
   for (char& c : readme) c = c == '\n' ? ' ' : c;
   const SoftmaxBug r = study::softmax_bug(Backend::Cpu, settings({}));
