@@ -54,33 +54,34 @@ TEST(AttentionStudy, TheWallAtD32Is900OnTheAssumedH200) {
   EXPECT_EQ(at.bar_text, "227.0 KiB needed of 227.0 KiB");
 }
 
-// Occupancy from all three limits. attention_smem uses 48 registers per thread (ptxas at sm_90): a warp
-// holds 48 x 32 = 1536 of the SM's 65536, so 42 warps, 5 blocks of 8 warps: registers bind at short Lk (the
-// old sentence counted shared memory and threads only and said 8). Shared memory binds from Lk = 445 at d=32
+// Occupancy from all three limits. attention_smem uses 64 registers per thread (ptxas at sm_90; 48 before
+// the tracer's access logs, issue 31): a warp holds 64 x 32 = 2048 of the SM's 65536, so 32 warps, 4 blocks of
+// 8 warps: registers bind at short Lk (the old sentence counted shared memory and threads only and said 8). Shared memory binds from Lk = 445 at d=32
 // ((need + 1 KiB) x 2 <= 228 KiB up to Lk = 444: (2*444*32 + 512)*4 + 1024 = 116736 = 233472 / 2).
 TEST(AttentionStudy, OccupancyFromRegistersSharedMemoryAndThreads) {
   const DeviceInfo h200 = device_info(Backend::Cpu);
   const study::KernelResources kr = study::kernel_resources(Backend::Cpu, "attention.cu", "attention_smem");
-  EXPECT_EQ(kr.registers, 48);
+  EXPECT_EQ(kr.registers, 64);
+  EXPECT_EQ(study::blocks_by_registers(64, 256, h200), 4);
   EXPECT_EQ(study::blocks_by_registers(48, 256, h200), 5);
   EXPECT_EQ(study::blocks_by_registers(32, 256, h200), 8);
   EXPECT_EQ(study::blocks_by_registers(33, 256, h200), 6);  // 33 x 32 rounds up to 1280 per warp: 51 warps
-  EXPECT_EQ(blocks_per_sm(444, 32, h200, 48), 2);
-  EXPECT_EQ(blocks_per_sm(445, 32, h200, 48), 1);
-  EXPECT_EQ(blocks_per_sm(900, 32, h200, 48), 1);
-  EXPECT_EQ(blocks_per_sm(901, 32, h200, 48), 0);
-  EXPECT_EQ(blocks_per_sm(20, 32, h200, 48), 5);  // registers bind, not 2048 threads / 256 = 8
+  EXPECT_EQ(blocks_per_sm(444, 32, h200, 64), 2);
+  EXPECT_EQ(blocks_per_sm(445, 32, h200, 64), 1);
+  EXPECT_EQ(blocks_per_sm(900, 32, h200, 64), 1);
+  EXPECT_EQ(blocks_per_sm(901, 32, h200, 64), 0);
+  EXPECT_EQ(blocks_per_sm(20, 32, h200, 64), 4);  // registers bind, not 2048 threads / 256 = 8
   EXPECT_EQ(blocks_per_sm(20, 32, h200, 32), 8);  // with 32 registers threads would
-  EXPECT_EQ(one_block_from_lk(32, h200, 48), 445);
+  EXPECT_EQ(one_block_from_lk(32, h200, 64), 445);
   const Budget g = budget(Backend::Cpu, 20, 32);
-  EXPECT_EQ(g.blocks, 5);
-  EXPECT_EQ(g.occ.by_registers, 5);
+  EXPECT_EQ(g.blocks, 4);
+  EXPECT_EQ(g.occ.by_registers, 4);
   EXPECT_EQ(g.occ.by_threads, 8);
   EXPECT_EQ(g.occ.binding, "registers");
   EXPECT_EQ(g.one_block_lk, 445);
-  EXPECT_NE(g.occupancy_line.find("5 blocks of 256 threads per SM, bound by registers"), std::string::npos)
+  EXPECT_NE(g.occupancy_line.find("4 blocks of 256 threads per SM, bound by registers"), std::string::npos)
       << g.occupancy_line;
-  EXPECT_NE(g.occupancy_line.find("Registers allow 5 (48 per thread: " + kr.origin + ")"), std::string::npos)
+  EXPECT_NE(g.occupancy_line.find("Registers allow 4 (64 per thread: " + kr.origin + ")"), std::string::npos)
       << g.occupancy_line;
   EXPECT_NE(g.occupancy_line.find("threads 8 (2048 per SM)"), std::string::npos) << g.occupancy_line;
   EXPECT_EQ(g.occupancy_line.find("8 blocks"), std::string::npos) << g.occupancy_line;
@@ -216,7 +217,7 @@ TEST(AttentionStudy, NoticeSaysWhatToSee) {
   ParamValues p(params());
   const Result r = run(Backend::Cpu, p);
   EXPECT_EQ(r.notice, "all of K and V sit in shared memory: 7.0 KiB of the 227.0 KiB a block may have at Lk = 20; the "
-                      "wall at d = 32 is Lk = 900. 5 blocks per SM, bound by registers");
+                      "wall at d = 32 is Lk = 900. 4 blocks per SM, bound by registers");
   EXPECT_EQ(report(r).notice, r.notice);
   p.set("lk=1000");
   const Result past = run(Backend::Cpu, p);
