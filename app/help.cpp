@@ -22,6 +22,10 @@ const std::map<std::string, std::string>& teaches() {
       {"vector-add",
        "the execution model: a launch is a grid of programs, each handling BLOCK_SIZE elements, and a mask "
        "switches off the offsets past the end of the arrays."},
+      {"transpose",
+       "the warp's view of memory: a warp's 32 lanes load and store together, and a request costs the 32-byte "
+       "sectors it touches; three transposes (naive, a shared-memory tile, the tile padded) against its sectors "
+       "and its shared-memory banks."},
       {"relu-dropout",
        "fusion: ReLU and dropout in one pass over memory instead of two, with a counter-based random number per "
        "element, so that the mask is made again rather than stored."},

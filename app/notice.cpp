@@ -4,6 +4,7 @@
 #include <imgui_internal.h>
 
 #include "app/ui.h"
+#include "viz/ui_log.h"
 
 namespace kl::app {
 
@@ -70,7 +71,7 @@ void checks_summary(const std::vector<study::Check>& checks) {
 }
 
 ViewTabs::ViewTabs(const char* id, ParamValues& p, const char* param, std::string& forced)
-    : p_(p), param_(param), forced_(forced) {
+    : p_(p), param_(param), id_(id), forced_(forced) {
   want_ = p_.get_text(param_);
   force_ = forced_ != want_;  // set from outside (a tour stop, --set): select its tab this frame
   forced_ = want_;
@@ -86,7 +87,11 @@ bool ViewTabs::item(const char* label, const char* value) {
     ImGuiTabBar* bar = GImGui->CurrentTabBar;
     bar->SelectedTabId = bar->VisibleTabId = bar->NextSelectedTabId = ImGui::GetID(label);
   }
-  if (!ImGui::BeginTabItem(label, nullptr, force_ && mine ? ImGuiTabItemFlags_SetSelected : 0)) return false;
+  const bool shown = ImGui::BeginTabItem(label, nullptr, force_ && mine ? ImGuiTabItemFlags_SetSelected : 0);
+  if (viz::ui_log::is_open())  // "place tab BAR VALUE x0 y0 x1 y1": where a driven test clicks it
+    viz::ui_log::place("tab", std::string(id_) + " " + (value ? value : label), ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+  if (!shown) return false;
   if (force_ && !mine) {  // an earlier tab ImGui would show for this one frame: register it, draw nothing
     ImGui::EndTabItem();
     return false;

@@ -34,6 +34,7 @@ class ViewTabs {
  private:
   ParamValues& p_;
   const char* param_;
+  const char* id_;
   std::string& forced_;
   std::string want_;
   bool open_ = false, force_ = false;

@@ -469,10 +469,14 @@ void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
     // With the event log on, the window audits its own layout: each change of findings is logged.
     std::string found;
     for (const std::string& f : viz::audit::collect(s.panels[s.current]->id())) found += "audit " + f + "\n";
-    if (viz::audit::tooltip_text() != s.logged_tooltip) {
-      s.logged_tooltip = viz::audit::tooltip_text();
-      if (!s.logged_tooltip.empty()) viz::ui_log::event("tooltip " + s.logged_tooltip);
+    // A tooltip is logged once its text is the same two frames running: in its first frame it is drawn at
+    // the last tooltip's size, and what falls outside is clipped ("P[row 64, key 32] =" without its value).
+    const std::string& tip = viz::audit::tooltip_text();
+    if (tip == s.seen_tooltip && tip != s.logged_tooltip) {
+      s.logged_tooltip = tip;
+      if (!tip.empty()) viz::ui_log::event("tooltip " + tip);
     }
+    if (tip != s.seen_tooltip) s.seen_tooltip = tip, ui::keep_drawing(0);
     if (found.empty()) found = "audit clean\n";
     if (found != s.logged_audit) {
       s.logged_audit = found;

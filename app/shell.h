@@ -44,7 +44,7 @@ struct Shell {
   size_t logged_panel = size_t(-1);
   int logged_w = 0, logged_h = 0;
   bool logged_source = true;
-  std::string logged_message, logged_audit, logged_tooltip;
+  std::string logged_message, logged_audit, logged_tooltip, seen_tooltip;
 };
 
 // Draws one frame's UI (between the host's begin_frame and end_frame), filling width x height.

@@ -42,11 +42,17 @@ float control_width(const std::string& label) {
 // A typed value applies when the field lets go of the keyboard, however it does: Enter, Tab, a click
 // elsewhere (Dear ImGui's EnterReturnsTrue would drop it on the last two). While the field is active
 // the text it parses is kept here, by the field's id; `typed` is what the field returned this frame.
-// Escape puts the old text back first, so it applies nothing new.
+// Escape applies nothing: the field lets go in the frame Escape is pressed, and what it held is dropped (the
+// widget's own revert cannot be relied on: its text is formatted each frame from the value not yet applied,
+// so it never differs from the text Escape restores, and nothing tells the caller).
 bool typed_value_done(bool typed, const std::string& value, std::string* proposed) {
   static std::map<ImGuiID, std::string> pending;
   const ImGuiID id = ImGui::GetItemID();
   if (typed) pending[id] = value;
+  if (ImGui::IsItemDeactivated() && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
+    pending.erase(id);
+    return false;
+  }
   if (!ImGui::IsItemDeactivatedAfterEdit()) return false;
   const auto it = pending.find(id);
   if (it == pending.end()) return false;

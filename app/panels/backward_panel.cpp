@@ -99,8 +99,6 @@ class BackwardPanel : public Panel {
     }
     if (!valid_) return;
     checks_summary(report_.checks);
-    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
-    draw_memory_access(ctx.backend.backend, "backward", params_);
     draw_tabs(ctx);
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("backward.md");
   }
@@ -112,6 +110,8 @@ class BackwardPanel : public Panel {
       tabs.end_item();
     }
     if (tabs.item("Tiles", "tiles")) {
+      // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+      draw_memory_access(ctx.backend.backend, "backward", params_);
       draw_stepper();
       draw_tiles();
       draw_lineage();
@@ -125,7 +125,7 @@ class BackwardPanel : public Panel {
       for (const study::Check& c : report_.checks) ui::status_line("", c.sentence, c.pass);
       tabs.end_item();
     }
-    if (tabs.item("Inside the fast kernel", "inside")) {  // issue 30: the fast backward's recorded timeline
+    if (tabs.item("Timeline", "inside")) {  // issue 30: the fast backward's recorded timeline
       inside_.draw(ctx, &params_);
       tabs.end_item();
     }

@@ -122,8 +122,6 @@ class FlashAttentionPanel : public Panel {
     }
     if (!valid_) return;
     checks_summary({{"reference", res_.check.ok, res_.check.sentence()}, {"rung4", res_.rung4.ok, res_.rung4.sentence()}});
-    // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
-    draw_memory_access(b, "flash-attention", params_);
     if (!adjust_note_.empty()) wrapped_in(ImGui::GetContentRegionAvail().x, adjust_note_.c_str(), true);
     draw_traffic_strip();
     draw_tabs(ctx, b);
@@ -138,6 +136,8 @@ class FlashAttentionPanel : public Panel {
       tabs.end_item();
     }
     if (tabs.item("IO: traffic", "io")) {
+      // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
+      draw_memory_access(b, "flash-attention", params_);
       draw_io(ImGui::GetContentRegionAvail().x);
       tabs.end_item();
     }
@@ -149,7 +149,7 @@ class FlashAttentionPanel : public Panel {
       for (const attention_study::Line* l : {&res_.check, &res_.rung4}) ui::status_line(l->label.c_str(), l->text, l->ok);
       tabs.end_item();
     }
-    if (tabs.item("Inside the fast kernel", "inside")) {  // issue 30: the fast Hopper kernel's recorded timeline
+    if (tabs.item("Timeline", "inside")) {  // issue 30: the fast Hopper kernel's recorded timeline
       inside_.draw(ctx, &params_);
       tabs.end_item();
     }

@@ -61,8 +61,16 @@ std::vector<int64_t> measured_sizes(const measure::Results& r) {
 // [SECTION] panel state and parameters ---------------------------------------------------------------------
 class MeasurePanel : public Panel {
  public:
-  // The parameters are declared once, in kernels/measure/measure.h (`measure --quick` shares quick's).
-  MeasurePanel() : params_(measure::params()) {
+  // The parameters are declared once, in kernels/measure/measure.h (`measure --quick` shares quick's); the
+  // panel adds its tab (`--set view=flash` opens FlashAttention's, as on rungs 5 and 6).
+  static std::vector<ParamSpec> panel_params() {
+    std::vector<ParamSpec> p = measure::params();
+    p.push_back(choice_param("view", {"fusion", "flash", "ceiling", "peers"}, "fusion",
+                             "the panel's view: fusion and bandwidth, FlashAttention against the GEMM, the ceiling "
+                             "and ratio table, the recorded peers"));
+    return p;
+  }
+  MeasurePanel() : params_(panel_params()) {
     std::snprintf(prefix_, sizeof prefix_, "%s", "kernel-ladder-measure");
   }
 
@@ -73,7 +81,8 @@ class MeasurePanel : public Panel {
 
   // Laid out for a 1280x720 projector: the notice line (from the run: kernels/studies/measure_study.h), the
   // controls and the machine, then tabs: fusion and bandwidth (what the notice talks about), FlashAttention
-  // against the GEMM, the ratio table, the recorded peers. Another view is one more BeginTabItem block.
+  // against the GEMM, the ratio table, the recorded peers (the `view` parameter). Another view is one more
+  // tabs.item() block.
   void draw(AppContext& ctx) override {
     const Backend b = ctx.backend.backend;
     if (params_.get_bool("run") && !sync_done_ && !worker_.running()) {
@@ -96,27 +105,27 @@ class MeasurePanel : public Panel {
     draw_controls(b);
     ui::error_box(results_.error);
     if (!results_.points.empty()) draw_machine();
-    if (!ImGui::BeginTabBar("measure-views", ImGuiTabBarFlags_FittingPolicyScroll)) return;
-    if (ImGui::BeginTabItem("Fusion")) {
+    ViewTabs tabs("measure-views", params_, "view", view_forced_);
+    if (tabs.item("Fusion", "fusion")) {
       // Before a run the recorded H200 figures are what there is to see (the Peers tab's), under the line
       // that says what Run does.
       if (has_points()) draw_fusion_and_bandwidth();
       else draw_recorded_peers();
-      ImGui::EndTabItem();
+      tabs.end_item();
     }
-    if (ImGui::BeginTabItem("FlashAttention")) {
+    if (tabs.item("FlashAttention", "flash")) {
       if (has_points()) draw_compute();
-      ImGui::EndTabItem();
+      tabs.end_item();
     }
-    if (ImGui::BeginTabItem("Ceiling")) {
+    if (tabs.item("Ceiling", "ceiling")) {
       if (has_points()) draw_ceiling_tab();
-      ImGui::EndTabItem();
+      tabs.end_item();
     }
-    if (ImGui::BeginTabItem("Peers")) {
+    if (tabs.item("Peers", "peers")) {
       draw_recorded_peers();
-      ImGui::EndTabItem();
+      tabs.end_item();
     }
-    ImGui::EndTabBar();
+    tabs.end();
     if (ImGui::CollapsingHeader("What is measured, and against what")) ui::explain("measure.md");
   }
 
@@ -586,6 +595,7 @@ class MeasurePanel : public Panel {
   }
 
   ParamValues params_;
+  std::string view_forced_;  // ViewTabs: the `view` last applied to the tab bar
   measure::Worker worker_;
   measure::Results results_;
   bool sync_done_ = false, polling_ = false;

@@ -385,12 +385,11 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   }
   if (s.selected < 0) s.select(0);
   ImGui::PushID("timeline-view");
+  // The picker, then the lanes (on a 1280x720 projector with the source pane open, the tab has about 200 px:
+  // the chart comes first), then what to notice, where the recording comes from and "Record now".
   s.draw_picker();
-  s.draw_provenance(ctx);
-  s.draw_record(ctx);
   if (s.built_key != s.key()) s.build();
   if (!s.window_valid) s.window = s.steady(), s.window_valid = true;
-  text_in(ImGui::GetContentRegionAvail().x, s.notice, IM_COL32(242, 204, 102, 255));
   const float avail = ImGui::GetContentRegionAvail().x, gap = ui::px(18), side = ui::px(320);
   const bool beside = avail >= ui::px(620) + side + gap;
   const float left = beside ? avail - side - gap : avail;
@@ -402,6 +401,9 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   ImGui::BeginGroup();
   s.draw_summary(beside ? side : avail);
   ImGui::EndGroup();
+  text_in(ImGui::GetContentRegionAvail().x, s.notice, IM_COL32(242, 204, 102, 255));
+  s.draw_provenance(ctx);
+  s.draw_record(ctx);
   ImGui::PopID();
 }
 

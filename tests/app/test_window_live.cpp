@@ -296,7 +296,8 @@ TEST_F(Driven, HelpWindowAndEnterOnTheSidebar) {
   size_t from = log().size();
   key("F1");
   EXPECT_NE(wait_for("help open", from), "");
-  for (const char* title : {"help 1 · Vector add: ", "help 3 · Softmax", "help 6 · Backward: ", "help Measure: "})
+  for (const char* title : {"help 1 · Vector add: ", "help 1½ · Memory: transpose: the warp's view of memory: ",
+                            "help 3 · Softmax", "help 6 · Backward: ", "help Measure: "})
     EXPECT_NE(wait_for(title, from, 2000), "") << title;
   EXPECT_NE(wait_for("help F12: ", from, 2000), "");
   EXPECT_NE(wait_for("help Screenshots (F12): " + dir_ + "/kernel-ladder-PANEL-N.png", from, 2000), "");
@@ -311,13 +312,13 @@ TEST_F(Driven, HelpWindowAndEnterOnTheSidebar) {
   key("F1");
   EXPECT_NE(wait_for("help closed", from), "");
 
-  // Click the first entry, Down, Enter: the second panel opens.
+  // Click the first entry, Down, Enter: the second panel (rung 1½) opens.
   from = log().size();
   const Rect first = place("sidebar vector-add");
   click(first.cx(), first.cy());
   key("Down");
   key("Return");
-  EXPECT_NE(wait_for("panel relu-dropout", from), "");
+  EXPECT_NE(wait_for("panel transpose", from), "");
   step("enter-opens");
   EXPECT_EQ(quit(), 0) << read_file(dir_ + "/app.out");
 }
@@ -344,10 +345,10 @@ TEST_F(Driven, SingleUnwrittenColumnIsVisible) {
   EXPECT_EQ(quit(), 0) << read_file(dir_ + "/app.out");
 }
 
-// Hovering Backward's P and dS cells names the cell and its value, dK's names its value, and
+// Hovering Backward's P and dS cells (its Tiles tab) names the cell and its value, dK's names its value, and
 // FlashAttention's alpha bars name their query row (they read ": 1").
 TEST_F(Driven, TooltipsSayWhatIsHovered) {
-  launch("--size 1920x1080 --panel backward");
+  launch("--size 1920x1080 --panel backward --set view=tiles");  // P, dS and dK: the Tiles tab
   for (const char* id : {"p", "ds", "dk"}) {
     wait_for(std::string("place heatmap ") + id + " ");
     const Rect r = place(std::string("heatmap ") + id);
@@ -454,6 +455,9 @@ TEST_F(Driven, MeasureOnTheCpuWarnsOfNoiseAndNamesTheFolder) {
   const std::string bw = wait_for("plot bandwidth x ", from, 120000);
   EXPECT_NE(bw.find("y axis log"), std::string::npos) << bw;
   EXPECT_NE(wait_for("note measure Timings on a shared CPU are noisy", from, 120000), "");
+  // The ratio table is the Ceiling tab's.
+  const Rect ceiling = place("tab measure-views ceiling");
+  click(ceiling.cx(), ceiling.cy());
   wait_for("row measure flash", from, 120000);
   // Export JSON is enabled once the run is done: clicked until it writes.
   const Rect exp = place("button measure export-json");
@@ -462,6 +466,10 @@ TEST_F(Driven, MeasureOnTheCpuWarnsOfNoiseAndNamesTheFolder) {
   EXPECT_NE(wait_for(wrote, from), "");
   EXPECT_TRUE(exists(dir_ + "/kernel-ladder-measure.json"));
 
+  // FlashAttention's tab: its plot against the GEMM.
+  const Rect tab = place("tab measure-views flash");
+  click(tab.cx(), tab.cy());
+  EXPECT_NE(wait_for("plot compute x ", from, 20000), "");
   const std::string l = log();
   const size_t plot = l.rfind("plot compute x ");
   ASSERT_NE(plot, std::string::npos) << l.substr(from);

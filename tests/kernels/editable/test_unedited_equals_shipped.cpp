@@ -55,6 +55,11 @@ std::map<std::string, std::vector<Case>> cases() {
        {{"teaching", {{"q", {48, 32}}, {"k", {96, 32}}, {"v", {96, 32}}}, {"block_m=16", "block_n=32"}, -2.0f, 2.0f},
         {"teaching", {{"q", {40, 32}}, {"k", {72, 32}}, {"v", {72, 32}}}, {"causal=1", "block_m=16", "block_n=16"},
          -2.0f, 2.0f}}},
+      {"transpose",  // a ragged matrix: partial tiles on both edges
+       {{"naive", {{"x", {45, 70}}}, {}},
+        {"tiled", {{"x", {45, 70}}}, {}},
+        {"padded", {{"x", {45, 70}}}, {}},
+        {"padded", {{"x", {7, 33}}}, {}}}},
       {"flash-attention-backward",
        {{"teaching", {{"q", q}, {"k", kv}, {"v", kv}, {"do", q}}, {"block_m=16", "block_n=16"}},
         {"teaching", {{"q", q}, {"k", kv}, {"v", kv}, {"do", q}}, {"causal=1", "block_m=16", "block_n=32"}},

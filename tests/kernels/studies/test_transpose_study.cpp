@@ -139,9 +139,9 @@ TEST(TransposeStudy, ReportCarriesEverySentenceAndNumber) {
   EXPECT_EQ(e->run(Backend::Cpu, settings({})).settings, "rows=64, cols=96, variant=tiled, program=0, warp=0");
 }
 
-// The README's paragraph and the panel's text (assets/text/transpose.md) state these numbers; they are the
-// study's: 32 sectors against 4 at the defaults, a 32-way conflict, none padded, and 32 "once the matrix has 8
-// rows or more" (7 rows: 28).
+// The README's and docs/ladder.md's paragraphs and the panel's text (assets/text/transpose.md) state these
+// numbers; they are the study's: 32 sectors against 4 at the defaults, a 32-way conflict, none padded, and 32
+// "once the matrix has 8 rows or more" (7 rows: 28).
 std::string read_source_file(const std::string& rel) {
   const std::string here = __FILE__;  // .../tests/kernels/studies/test_transpose_study.cpp
   std::string root = here.substr(0, here.rfind("/tests/"));
@@ -159,12 +159,15 @@ std::string read_source_file(const std::string& rel) {
 
 TEST(TransposeStudy, TheReadmeAndThePanelsTextStateTheStudysNumbers) {
   const std::string readme = read_source_file("README.md");
+  const std::string ladder = read_source_file("docs/ladder.md");
   const std::string text(assets::find("text/transpose.md"));
   std::string flat = text;
   for (char& c : flat) c = c == '\n' ? ' ' : c;
   ASSERT_FALSE(readme.empty());
-  EXPECT_TRUE(has(readme, "naive (coalesced reads, writes down a column: 32 sectors a request against 4)"));
-  EXPECT_TRUE(has(readme, "a 32-way bank conflict on every tile read) and padded (33-float tile rows: none)"));
+  ASSERT_FALSE(ladder.empty());
+  EXPECT_TRUE(has(readme, "the naive transpose writes down a column (32 sectors a request instead of 4)"));
+  EXPECT_TRUE(has(ladder, "naive (coalesced reads, writes down a column: 32 sectors a request against 4)"));
+  EXPECT_TRUE(has(ladder, "a 32-way bank conflict on every tile read) and padded (33-float tile rows: none)"));
   EXPECT_TRUE(has(flat, "each store request costs 32 sectors once the matrix has 8 rows or more"));
   EXPECT_TRUE(has(flat, "32 passes for one request, a 32-way bank conflict"));
   const ts::TransposeResult r = ts::run(Backend::Cpu, settings({}), nullptr);
