@@ -65,7 +65,7 @@ fi
 if has window; then
   log "window tests, CUDA backend (DISPLAY=${DISPLAY:-none})"
   # KL_WINDOW_TESTS narrows the set (a regular expression of test names; default: every window test).
-  KL_TEST_BACKEND=cuda timeout 900 ctest --preset cuda -j4 --timeout 600 -R "${KL_WINDOW_TESTS:-Layout|Driven|Window|Settings|Shell}" \
+  KL_TEST_BACKEND=cuda timeout 900 ctest --preset cuda -j4 --timeout 600 --output-on-failure -R "${KL_WINDOW_TESTS:-Layout|Driven|Window|Settings|Shell}" \
     > "$out/window-tests.log" 2>&1
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$out/window-tests.log" | tee -a "$out/summary.txt"
   grep -h "GL_RENDERER\|interop" build-cuda/tests/tmp/window-driven/app.out 2>/dev/null | head -3 | tee -a "$out/summary.txt"

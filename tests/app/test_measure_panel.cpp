@@ -132,16 +132,19 @@ TEST(MeasurePanel, TheTextsNumbersAreTheCodes) {
 }
 
 // One spec per parameter: the view's two flags are declared once (kernels/measure/measure.h); the panel's
-// list is that one, and `measure --quick` shows quick's help.
+// list is that one and its tab (`view`), and `measure --quick` shows quick's help.
 TEST(MeasurePanel, ParamsAreTheMeasureLibrarys) {
   std::unique_ptr<app::Panel> panel;
   for (auto& p : app::make_panels())
     if (p->id() == "measure") panel = std::move(p);
   ASSERT_TRUE(panel);
   const std::vector<ParamSpec> want = measure::params(), got = panel->params().specs();
-  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(got.size(), 3u);
   ASSERT_EQ(want.size(), 2u);
-  for (size_t i = 0; i < got.size(); ++i) {
+  EXPECT_EQ(got[2].name, "view");
+  EXPECT_EQ(got[2].choices, (std::vector<std::string>{"fusion", "flash", "ceiling", "peers"}));
+  EXPECT_EQ(got[2].def, "fusion");
+  for (size_t i = 0; i < want.size(); ++i) {
     SCOPED_TRACE(want[i].name);
     EXPECT_EQ(got[i].name, want[i].name);
     EXPECT_EQ(int(got[i].kind), int(ParamSpec::Kind::Bool));

@@ -136,12 +136,14 @@ class Driven : public ::testing::Test {
     return pid;
   }
 
-  // The app (KL_BINARY unless `binary`) in the test's folder with its own settings folder and the UI
-  // log; waits for its first panel and size and gives its window the keyboard.
-  void launch(const std::string& args, const std::string& binary = KL_BINARY, const std::string& out = "app.out") {
+  // The app (KL_BINARY unless `binary`, on KL_TEST_BACKEND's backend unless `backend`) in the test's folder
+  // with its own settings folder and the UI log; waits for its first panel and size and gives its window the
+  // keyboard.
+  void launch(const std::string& args, const std::string& binary = KL_BINARY, const std::string& out = "app.out",
+              const std::string& backend = window_backend()) {
     const size_t from = log().size();
     app_ = spawn("cd '" + dir_ + "' && DISPLAY=" + display_ + " XDG_CONFIG_HOME='" + dir_ + "/config' exec " + binary +
-                 " --backend " + window_backend() + " " + args + " --ui-log '" + dir_ + "/ui.log' > '" + dir_ + "/" +
+                 " --backend " + backend + " " + args + " --ui-log '" + dir_ + "/ui.log' > '" + dir_ + "/" +
                  out + "' 2>&1");
     wait_for("panel ", from);
     wait_for("\nsize ", from);
