@@ -18,7 +18,8 @@ Sections written:
                   the ladder's backward was benched at
   A shape the ladder has no figure for (a row its bench did not print) is kept, its value null ("-").
   memory          of copy (GB/s over a device-to-device copy of the same bytes, same run), vector add
-                  fast, ReLU + dropout fused and softmax fixed against Triton and torch (--bench and --triton)
+                  fast, ReLU + dropout fused and softmax fixed against Triton and torch (--bench and --triton);
+                  the three transposes (rung 1½) with no peer
 
 Usage (on the GPU machine, after the session's bench step; bench/gpu_session.sh bench runs it):
   python3 bench/record_peers.py --bench bench.json --flash flash.json --backward backward.json \\
@@ -153,6 +154,10 @@ MEMORY = [  # (bench kernel, bench variant, triton_peers op, name in the table)
     ("vector-add", "fast", "vector-add", "vector add fast"),
     ("relu-dropout", "fused", "relu-dropout", "ReLU + dropout fused"),
     ("softmax", "fixed", "softmax", "softmax fixed"),
+    # rung 1½, no peer (op None): what the transpose study shows on the CPU as the recorded figures
+    ("transpose", "naive", None, "transpose naive"),
+    ("transpose", "tiled", None, "transpose tiled"),
+    ("transpose", "padded", None, "transpose padded"),
 ]
 
 

@@ -45,9 +45,10 @@ bool interop_forced_off() {
 }
 #endif
 
-// Set by every device write, read by the status bar.
+// Set by every device write, read by the status bar. Until one, every texture came from the host (the CPU
+// backend, or a CUDA panel that draws host-side data such as rung 1½'s warp diagrams).
 std::string& last_status() {
-  static std::string s = "CPU backend: glTexSubImage2D uploads";
+  static std::string s = "textures uploaded from the host (glTexSubImage2D)";
   return s;
 }
 

@@ -64,7 +64,7 @@ class DataTexture {
   // The device pointer of a texture mapped by begin_device_write_all (nullptr when not mapped).
   float* device_pointer() const { return static_cast<float*>(mapped_); }
   // The interop status of the texture most recently written by a device (for the status bar);
-  // "CPU backend: glTexSubImage2D uploads" until then.
+  // "textures uploaded from the host (glTexSubImage2D)" until then.
   static const std::string& last_interop_status();
 
  private:

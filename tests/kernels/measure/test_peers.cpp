@@ -330,7 +330,9 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
         {{"kernel", "flash-attention-backward"}, {"variant", "fast"}, {"shape", "B=4 H=16 L=4096 d=128 causal bf16 dq=deterministic"}, {"tflops", 179.1}},
         {{"kernel", "vector-add"}, {"variant", "fast"}, {"shape", "n=2^26 fp32"}, {"gbs", 4268.0}, {"ratio", 1.0241}},
         {{"kernel", "relu-dropout"}, {"variant", "fused"}, {"shape", "n=67108864 p=0.5"}, {"gbs", 4019.0}, {"ratio", 0.963}},
-        {{"kernel", "softmax"}, {"variant", "fixed"}, {"shape", "4096x1024 fp32"}, {"gbs", 3300.0}, {"ratio", 0.98}}}}};
+        {{"kernel", "softmax"}, {"variant", "fixed"}, {"shape", "4096x1024 fp32"}, {"gbs", 3300.0}, {"ratio", 0.98}},
+        {{"kernel", "transpose"}, {"variant", "padded"}, {"shape", "8192x8192 fp32"}, {"gbs", 3606.5}, {"ratio", 0.866}},
+        {{"kernel", "transpose"}, {"variant", "traced padded"}, {"shape", "8192x8192 fp32"}, {"gbs", 1486.5}, {"ratio", 0.357}}}}};
   const nlohmann::json flash = {
       {"versions", versions},
       {"rows",
@@ -380,12 +382,17 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
   EXPECT_EQ(*bw.rows[0].values[0], 175.5);
   EXPECT_EQ(*bw.rows[0].values[1], 179.1);
   const peers::Section& mem = *r.find("memory");
-  ASSERT_EQ(mem.rows.size(), 3u);
+  ASSERT_EQ(mem.rows.size(), 4u);
   EXPECT_EQ(mem.rows[0].shape, "n=2^26");
   EXPECT_EQ(*mem.rows[0].values[0], 1.024);
   EXPECT_EQ(*mem.rows[0].values[2], 1.025);
   EXPECT_EQ(mem.rows[1].shape, "n=2^26 p=0.5");
   EXPECT_EQ(*mem.rows[2].values[1], 0.93) << "Triton softmax: the better of its two num_warps rows";
+  // Rung 1½'s fast transpose, no peer (the traced build's row is not recorded); the study reads it back.
+  EXPECT_EQ(mem.rows[3].name, "transpose padded");
+  EXPECT_EQ(mem.rows[3].shape, "8192x8192");
+  EXPECT_EQ(*mem.rows[3].values[0], 0.866);
+  EXPECT_FALSE(mem.rows[3].values[1].has_value());
   // A missing input is one line and exit 2.
   EXPECT_EQ(test::run_shell(script + " --bench " + dir + "/nope.json --flash " + dir + "/flash.json --out " + dir + "/x.json", &out), 2);
   EXPECT_NE(out.find("--bench " + dir + "/nope.json: cannot read"), std::string::npos) << out;
