@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "app/notice.h"
 #include "app/panels/panels.h"
 #include "app/ui.h"
 #include "kernels/studies/transpose_study.h"
@@ -68,7 +69,10 @@ class TransposePanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
-    if (valid_) ui::wrapped_colored(IM_COL32(255, 225, 140, 255), result_.notice);
+    if (valid_) {  // the study's line opens with "Notice: ", which notice() draws as its label
+      const std::string& n = result_.notice;
+      notice(n.rfind("Notice: ", 0) == 0 ? n.substr(8) : n);
+    }
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("transpose.md");
     ui::section("Matrix and warp");
     ImGui::PushItemWidth(150);
