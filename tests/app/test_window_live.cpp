@@ -386,17 +386,17 @@ TEST_F(Driven, EditorVerdictStaleMarkWordUndoAndUndoableReset) {
   click(edit.cx(), edit.cy());
   wait_for("editor open softmax", from);
   sleep_ms(800);  // the shipped kernel's verdicts, seen with the editor open
-  const Rect load = wait_for("place button load-bug softmax ", from).empty() ? Rect{} : place("button load-bug softmax");
+  const Rect load =
+      wait_for("place button load-bug softmax ", from).empty() ? Rect{} : settled_place("button load-bug softmax");
   click(load.cx(), load.cy());
   wait_for("place bug softmax hard coded block size ", from);
-  sleep_ms(800);  // the popup finds its place in its first frames
-  const Rect bug = place("bug softmax hard coded block size");
+  const Rect bug = settled_place("bug softmax hard coded block size");  // the popup settles in its first frames
   click(bug.x0 + 20, bug.cy());
   wait_for("editor bug softmax hard coded block size", from);
   key("ctrl+Return");
   const std::string run = wait_for("editor run softmax: ", from, 180000);
   EXPECT_NE(run.find(": ran,"), std::string::npos) << run;
-  const std::string verdict = wait_for("editor verdict ", from);
+  const std::string verdict = wait_for("editor verdict ", from, 60000);
   EXPECT_NE(verdict.find("editor verdict fails: "), std::string::npos) << verdict;
   EXPECT_NE(verdict.find("fixed matches reference: no"), std::string::npos) << verdict;
   step("editor-bug-verdict");

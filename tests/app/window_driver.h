@@ -199,6 +199,19 @@ class Driven : public ::testing::Test {
     return r;
   }
 
+  // Where "KIND NAME" is once it has stopped moving: the same logged place for 400 ms (a popup or a panel
+  // settles over its first frames, later on a loaded machine), within `timeout_ms`.
+  Rect settled_place(const std::string& kind_name, int timeout_ms = 10000) {
+    Rect last = place(kind_name);
+    for (int t = 0, still = 0; t < timeout_ms && still < 400; t += 100) {
+      sleep_ms(100);
+      const Rect r = place(kind_name);
+      still = r.x0 == last.x0 && r.y0 == last.y0 && r.x1 == last.x1 && r.y1 == last.y1 ? still + 100 : 0;
+      last = r;
+    }
+    return last;
+  }
+
   // Every widget the log placed, at its last place ("KIND NAME" -> rectangle).
   std::map<std::string, Rect> places() {
     std::map<std::string, Rect> m;
