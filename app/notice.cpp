@@ -88,9 +88,10 @@ bool ViewTabs::item(const char* label, const char* value) {
     bar->SelectedTabId = bar->VisibleTabId = bar->NextSelectedTabId = ImGui::GetID(label);
   }
   const bool shown = ImGui::BeginTabItem(label, nullptr, force_ && mine ? ImGuiTabItemFlags_SetSelected : 0);
-  if (viz::ui_log::is_open())  // "place tab BAR VALUE x0 y0 x1 y1": where a driven test clicks it
-    viz::ui_log::place("tab", std::string(id_) + " " + (value ? value : label), ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
-                       ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+  if (viz::ui_log::is_open()) {  // "place tab BAR VALUE x0 y0 x1 y1": where a driven test clicks it
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    viz::ui_log::place("tab", std::string(id_) + " " + (value ? value : label), a.x, a.y, b.x, b.y);
+  }
   if (!shown) return false;
   if (force_ && !mine) {  // an earlier tab ImGui would show for this one frame: register it, draw nothing
     ImGui::EndTabItem();
