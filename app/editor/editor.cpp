@@ -225,10 +225,15 @@ void record_edit(RungEdit& r, const std::string& before) {
   const size_t near = k == kDelete ? c.at + c.deleted.size() : c.at;  // backspace deletes leftwards
   const bool same = !r.undo.empty() && now - r.last_edit_time < 1.0 && k != kOther && k == r.last_edit_kind &&
                     (near == r.last_edit_at || c.at == r.last_edit_at) && !starts_word;
-  if (!same) {
-    r.undo.push_back({before, int(c.at)});
-    if (r.undo.size() > 500) r.undo.erase(r.undo.begin());
-  }
+  if (!same) r.undo.push_back({before, int(c.at)});
+  // Several keys typed within one frame (a busy machine): a step at each word they start, as typing them a
+  // frame at a time makes. A paste (longer than a frame's keys, 64 characters here) stays one step.
+  if (k == kInsert && c.inserted.size() <= 64)
+    for (size_t j = 1; j < c.inserted.size(); ++j)
+      if (!std::isspace(static_cast<unsigned char>(c.inserted[j])) &&
+          std::isspace(static_cast<unsigned char>(c.inserted[j - 1])))
+        r.undo.push_back({before.substr(0, c.at) + c.inserted.substr(0, j) + before.substr(c.at), int(c.at + j)});
+  while (r.undo.size() > 500) r.undo.erase(r.undo.begin());
   r.redo.clear();
   r.last_edit_time = now;
   r.last_edit_kind = k;
