@@ -120,7 +120,7 @@ PathResult run_path(viz::RenderHost& host, Backend b, bool upload, int64_t L, in
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (f == warmup - 1) {
       r.interop = b == Backend::Cuda && tex.interop_active();
-      r.status = b == Backend::Cuda ? tex.interop_status() : "CPU backend: glTexSubImage2D uploads";
+      r.status = tex.interop_status();  // on the CPU backend: DataTexture's own "not used (CPU backend ...)"
     }
   }
   r.frames = int(ms.size());

@@ -80,7 +80,7 @@ int draw(TimelineView& view, const TimelineOptions& o, const Common& c) {
     int w = 0, h = 0;
     if (!host->read_pixels(rgba, w, h)) throw RuntimeError("could not read the rendered frame back");
     viz::write_png(o.out, rgba, w, h);
-    std::printf("wrote %s (%dx%d; %s)\n", o.out.c_str(), w, h, view.notice().c_str());
+    std::printf("wrote %s (%dx%d; Notice: %s)\n", o.out.c_str(), w, h, view.notice().c_str());
   }
   if (o.layout_report)
     std::printf("layout report: %zu finding%s over 1 view at %s\n", findings.size(), findings.size() == 1 ? "" : "s", look);

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "app/notice.h"
 #include "app/ui.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/studies/timeline_study.h"
@@ -401,7 +402,7 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   ImGui::BeginGroup();
   s.draw_summary(beside ? side : avail);
   ImGui::EndGroup();
-  text_in(ImGui::GetContentRegionAvail().x, s.notice, IM_COL32(242, 204, 102, 255));
+  app::notice(s.notice);  // the study's line under the "Notice: " label, as every panel's
   s.draw_provenance(ctx);
   s.draw_record(ctx);
   ImGui::PopID();

@@ -69,10 +69,7 @@ class TransposePanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
-    if (valid_) {  // the study's line opens with "Notice: ", which notice() draws as its label
-      const std::string& n = result_.notice;
-      notice(n.rfind("Notice: ", 0) == 0 ? n.substr(8) : n);
-    }
+    if (valid_) notice(result_.notice);
     if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("transpose.md");
     ui::section("Matrix and warp");
     ImGui::PushItemWidth(150);

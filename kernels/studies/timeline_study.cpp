@@ -289,7 +289,7 @@ std::string idle_sentence(const Facts& f) {
 std::string notice(const std::vector<Recording>& all, int index) {
   const Recording& r = all[size_t(index)];
   const Facts f = facts(r);
-  std::string s = "Notice: " + path_named(r) + " has a tensor-core product in flight " + percent(f.tensor_share) +
+  std::string s = path_named(r) + " has a tensor-core product in flight " + percent(f.tensor_share) +
                   " of the time";
   const int o = counterpart(all, index);
   if (o < 0) return s + idle_sentence(f) + ". Measured: " + fixed(f.tflops, 0) + " TFLOP/s.";

@@ -3,7 +3,7 @@
 // (docs/perf/timeline-h200.json, made on the GPU machine), each recording's name, title and provenance, the
 // numbers the view's summary shows (the tensor cores' busy share per warpgroup, the overlap, what the
 // warpgroups did while no product was in flight, the measured TFLOP/s and the cost of recording), the
-// "Notice: ..." line comparing a recording with the other path of the same shape where there is one, and the
+// notice line comparing a recording with the other path of the same shape where there is one, and the
 // time windows the view opens on. app/panels/timeline_view.* draws them as they are.
 #pragma once
 #include <string>
@@ -79,7 +79,7 @@ Facts facts(const Recording& r);
 // notice draws); -1 where there is none.
 int counterpart(const std::vector<Recording>& all, int index);
 
-// "Notice: ..." for recording `index` of `all`, every number from facts(): against the counterpart where
+// The notice line for recording `index` of `all`, every number from facts(): against the counterpart where
 // there is one (the share of time a product was in flight, and, for a one-CTA-per-tile kernel against a
 // persistent one, the time each CTA spends before its first product and after its last), else what the
 // warpgroups did while no product was in flight. Then the measured TFLOP/s.

@@ -114,7 +114,7 @@ std::string notice(const TransposeResult& r) {
   const KernelCosts &nv = r.of(Variant::Naive), &tl = r.of(Variant::Tiled), &pd = r.of(Variant::Padded);
   const std::string nl = per_request_text(nv.loads.sectors_per_request());
   const std::string ns = per_request_text(nv.stores.sectors_per_request());
-  std::string s = "Notice: ";
+  std::string s;
   s += ns != nl ? "naive's stores cost " + ns + " sectors a request against " + nl + " for its loads"
                 : "naive's loads and stores cost " + nl + " sectors a request each";
   const std::string tlo = per_request_text(tl.loads.sectors_per_request());

@@ -62,7 +62,7 @@ struct TransposeResult {
   KernelCosts kernels[3];         // naive, tiled, padded
   const KernelCosts& of(transpose::Variant v) const { return kernels[int(v)]; }
 
-  std::string notice;             // "Notice: ..." the one line the panel always shows
+  std::string notice;             // the one line (drawn after "Notice: ") the panel always shows
   std::string grid_line;          // the launch and the chosen program's tile
   std::string warp_line;          // which lanes the warp views draw
   // Speed: measured on this GPU, or recorded on an H200, or neither.

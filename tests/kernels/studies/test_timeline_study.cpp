@@ -188,7 +188,7 @@ TEST(TimelineStudy, TheNoticeQuotesItsNumbers) {
   // Without a counterpart: the share, what the warpgroups did with none in flight, the TFLOP/s.
   const std::vector<Recording> one = {by_hand("wgmma", 1)};
   const ts::Facts f = ts::facts(one[0]);
-  EXPECT_EQ(ts::notice(one, 0), "Notice: wgmma (one CTA per tile) has a tensor-core product in flight " +
+  EXPECT_EQ(ts::notice(one, 0), "wgmma (one CTA per tile) has a tensor-core product in flight " +
                                     pct(f.tensor_share) + " of the time; with none in flight its warpgroups are mostly " +
                                     "in the softmax (" + pct(50.0 / 90) + "), starting the CTA (" + pct(20.0 / 90) +
                                     ") and writing the output (" + pct(20.0 / 90) + "). Measured: " +
@@ -201,7 +201,7 @@ TEST(TimelineStudy, TheNoticeQuotesItsNumbers) {
   EXPECT_EQ(ts::counterpart(two, 0), 1);
   EXPECT_EQ(ts::counterpart(two, 1), 0);
   EXPECT_EQ(ts::notice(two, 0),
-            "Notice: wgmma-persistent-q2-late (the by-shape default) has a tensor-core product in flight " +
+            "wgmma-persistent-q2-late (the by-shape default) has a tensor-core product in flight " +
                 pct(p.tensor_share) + " of the time, wgmma (one CTA per tile) " + pct(w.tensor_share) +
                 ": a wgmma CTA spends 0.1 µs of its 0.1 µs (" + pct(50.0 / 130) +
                 ") before its first product and after its last, for one tile; a wgmma-persistent-q2-late CTA 0.1 µs "

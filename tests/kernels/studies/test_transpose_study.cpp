@@ -64,7 +64,7 @@ TEST(TransposeStudy, HandComputedCostsAtTheDefaults) {
     EXPECT_EQ(r.of(Variant::Padded).tile_loads.max_degree, 1);
     EXPECT_EQ(r.of(Variant::Padded).tile_loads.wavefronts, 6 * 8 * 4);
     EXPECT_EQ(r.notice,
-              "Notice: naive's stores cost 32 sectors a request against 4 for its loads; tiled makes both 4 but reads "
+              "naive's stores cost 32 sectors a request against 4 for its loads; tiled makes both 4 but reads "
               "its tile with 32-way bank conflicts; padded's 33-float tile rows remove them.");
     EXPECT_EQ(r.of(Variant::Naive).line, "naive: in's loads 4 sectors a request, out's stores 32; no shared memory");
     EXPECT_EQ(r.of(Variant::Tiled).line,
