@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The backward's wgmma main kernel on an H100/H200, after `cmake --preset cuda && cmake --build --preset cuda`:
-#   1. the backward-fast tests (all three main kernels: the Wgmma* and WgmmaBulk* tests run only where the
-#      sm_90a code loads),
-#   2. a `run flash-attention-backward --variant fast` smoke per path (KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk),
-#      both dQ modes, causal and not, Lq != Lk with tails, bf16 and fp16, d 64 and 128, against teaching,
-#   3. `bench flash-attention-backward --backend cuda` once per path (--json each), then a table of the three
-#      paths' TFLOP/s per shape with wgmma-bulk / wgmma (from the JSON files, no torch needed),
-#   4. where python3 imports torch (and KL_BWD_PEERS is not 0): bench/torch_flash_backward.py against the
-#      wgmma and wgmma-bulk JSON (bwd_peers_{wgmma,wgmma-bulk}.txt; PyTorch's flash and cuDNN times each run).
+#   1. the backward-fast tests (every main kernel: the Wgmma*, WgmmaBulk* and WgmmaTma* tests run only where
+#      the sm_90a code loads),
+#   2. a `run flash-attention-backward --variant fast` smoke per path (KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk|
+#      wgmma-tma), both dQ modes, causal and not, Lq != Lk with tails, bf16 and fp16, d 64 and 128, against teaching,
+#   3. `bench flash-attention-backward --backend cuda` once per path (--json each; KL_BWD_BENCH_PATHS, default
+#      "wgmma wgmma-bulk wgmma-tma"), then a table of the paths' TFLOP/s per shape with each candidate / wgmma
+#      (from the JSON files, no torch needed),
+#   4. where python3 imports torch (and KL_BWD_PEERS is not 0): bench/torch_flash_backward.py once, against the
+#      last path's JSON (bwd_peers.txt: PyTorch's flash and cuDNN timed in this run), and every path's TFLOP/s
+#      over that run's cuDNN (bwd_cudnn.txt).
 # Logs into $OUT (default ./gpu-out): bwd_summary.txt (read this first), bwd_ctest.log, bwd_smoke.txt,
-# bwd_bench_{mma,wgmma,wgmma-bulk}.{txt,json}, bwd_paths.txt. Steps 1-3 took about 1 minute on the H200
-# with two paths; with three and the peers, expect 2 to 4.
+# bwd_bench_PATH.{txt,json}, bwd_paths.txt. Steps 1-3 took about 1 minute on the H200 with two paths; with
+# three and the peers, expect 2 to 4. KL_BWD_SKIP="tests smoke" leaves those steps out.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${OUT:-gpu-out}
@@ -20,6 +22,8 @@ sum="$out/bwd_summary.txt"
 log() { echo "== $*" | tee -a "$sum"; }
 
 log "$(date -u) $(nvidia-smi -L 2>&1 | head -1)"
+skip=" ${KL_BWD_SKIP:-} "
+if [[ "$skip" != *" tests "* ]]; then
 log "ctest -R FlashAttentionBackwardFast"
 timeout 170 ctest --preset cuda -R FlashAttentionBackwardFast -j4 --timeout 160 --output-on-failure -V \
   > "$out/bwd_ctest.log" 2>&1
@@ -27,8 +31,10 @@ echo "ctest rc=$?" | tee -a "$sum"
 grep -E "tests passed|tests failed|Total Test time|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped|wgmma backward on this device" \
   "$out/bwd_ctest.log" | tee -a "$sum"
 grep -E "^\S*: Failure|Expected|Which is|error" "$out/bwd_ctest.log" | head -40 >> "$sum"
+fi
 
-log "run smoke (fast, both paths, against teaching on CUDA; rel = relative norm error)"
+if [[ "$skip" != *" smoke "* ]]; then
+log "run smoke (fast, every path, against teaching on CUDA; rel = relative norm error)"
 tmp=$(mktemp -d)
 # float32 C-order .npy files without numpy: "gen DIR B H Lq Lk d" writes q, k, v, do (uniform in [-1, 1]);
 # "cmp DIR PATH" prints the relative norm error of PATH_{dq,dk,dv}.npy against t_{dq,dk,dv}.npy.
@@ -78,7 +84,7 @@ smoke() {  # B H Lq Lk d causal dtype deterministic
     --out dq="$tmp/t_dq.npy" --out dk="$tmp/t_dk.npy" --out dv="$tmp/t_dv.npy" > "$tmp/log" 2>&1 || { cat "$tmp/log"; return 1; }
   local path line
   line="B=$B H=$H Lq=$Lq Lk=$Lk d=$d causal=$causal $dtype det=$det:"
-  for path in mma wgmma wgmma-bulk; do
+  for path in mma wgmma wgmma-bulk wgmma-tma; do
     if ! KL_FLASH_BWD_PATH=$path timeout 60 "$bin" run flash-attention-backward --backend cuda --variant fast $ins \
         --set causal="$causal" --set dtype="$dtype" --set deterministic="$det" \
         --out dq="$tmp/${path}_dq.npy" --out dk="$tmp/${path}_dk.npy" --out dv="$tmp/${path}_dv.npy" > "$tmp/log" 2>&1; then
@@ -96,17 +102,19 @@ for d in 128 64; do
   smoke 1 2 333 129 "$d" 1 bf16 1
 done
 rm -rf "$tmp"
-echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; wgmma and wgmma-bulk should read like mma)" | tee -a "$sum"
+echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; the wgmma paths should read like mma)" | tee -a "$sum"
+fi
 
-for path in mma wgmma wgmma-bulk; do
+paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-bulk wgmma-tma}
+for path in $paths; do
   log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$path"
   KL_FLASH_BWD_PATH=$path timeout 100 "$bin" bench flash-attention-backward --backend cuda \
     --json "$out/bwd_bench_$path.json" > "$out/bwd_bench_$path.txt" 2>&1
   echo "bench rc=$?" | tee -a "$sum"
   grep -E "fast" "$out/bwd_bench_$path.txt" | tee -a "$sum"
 done
-log "the three paths side by side (TFLOP/s, bf16; bulk/wgmma > 1: the candidate is faster)"
-python3 - "$out" <<'EOF' 2>&1 | tee "$out/bwd_paths.txt" | tee -a "$sum"
+log "the paths side by side (TFLOP/s, bf16; PATH/wgmma > 1: the candidate is faster)"
+python3 - "$out" $paths <<'EOF' 2>&1 | tee "$out/bwd_paths.txt" | tee -a "$sum"
 import json, os, re, sys
 out = sys.argv[1]
 def rows(path):
@@ -121,27 +129,53 @@ def rows(path):
     for r in doc.get("rows", []):
         if r.get("variant") != "fast":
             continue
-        got[re.sub(r" (mma\.sync|wgmma-bulk|wgmma)$", "", r["shape"])] = r["tflops"]
+        got[re.sub(r" (mma\.sync|wgmma-bulk|wgmma-tma|wgmma)$", "", r["shape"])] = r["tflops"]
     return got
-m, w, b = rows("mma"), rows("wgmma"), rows("wgmma-bulk")
-print(f"{'shape':60s} {'mma':>7s} {'wgmma':>7s} {'bulk':>7s} {'bulk/wgmma':>10s}")
-cell = lambda t: f"{t:7.1f}" if t else "      -"
-for key in w or m or b:
-    ratio = f"{b[key] / w[key]:10.2f}" if b.get(key) and w.get(key) else "         -"
-    print(f"{key:60s} {cell(m.get(key))} {cell(w.get(key))} {cell(b.get(key))} {ratio}")
 import math
-r = [b[k] / w[k] for k in w if b.get(k) and w.get(k) and "dq=atomic" in k]
-if r:  # one line for a script to read: the candidate's geometric-mean speed-up on the default dQ mode
-    print(f"bulk/wgmma geometric mean over the dq=atomic rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}")
+paths = sys.argv[2:]
+t = {p: rows(p) for p in paths}
+base = t.get("wgmma") or {}
+print(f"{'shape':60s} " + " ".join(f"{p:>10s}" for p in paths) + " " + " ".join(f"{p + '/wgmma':>16s}" for p in paths if p != "wgmma"))
+for key in next((t[p] for p in paths if t[p]), {}):
+    cells = " ".join(f"{t[p][key]:10.1f}" if t[p].get(key) else "         -" for p in paths)
+    ratios = " ".join(f"{t[p][key] / base[key]:16.3f}" if t[p].get(key) and base.get(key) else "               -"
+                      for p in paths if p != "wgmma")
+    print(f"{key:60s} {cells} {ratios}")
+for p in paths:  # one line per candidate for a script to read: its geometric-mean speed-up on the default dQ mode
+    r = [t[p][k] / base[k] for k in base if p != "wgmma" and t[p].get(k) and "dq=atomic" in k]
+    if r:
+        print(f"{p}/wgmma geometric mean over the dq=atomic rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}")
 EOF
 if [ "${KL_BWD_PEERS:-1}" != 0 ] && python3 -c "import torch" 2>/dev/null; then
-  for path in wgmma wgmma-bulk; do
-    log "peers: bench/torch_flash_backward.py --ladder-json bwd_bench_$path.json"
-    timeout 150 python3 bench/torch_flash_backward.py --ladder-json "$out/bwd_bench_$path.json" \
-      > "$out/bwd_peers_$path.txt" 2>&1
-    echo "peers rc=$?" | tee -a "$sum"
-    grep -vE '^\{' "$out/bwd_peers_$path.txt" | tee -a "$sum"
-  done
+  last=${paths##* }
+  log "peers: bench/torch_flash_backward.py --ladder-json bwd_bench_$last.json"
+  timeout 200 python3 bench/torch_flash_backward.py --ladder-json "$out/bwd_bench_$last.json" \
+    --out "$out/bwd_peers.json" > "$out/bwd_peers.txt" 2>&1
+  echo "peers rc=$?" | tee -a "$sum"
+  grep -vE '^\{' "$out/bwd_peers.txt" | tee -a "$sum"
+  log "every path over this run's cuDNN (TFLOP/s ratio; dq=atomic rows)"
+  python3 - "$out" $paths <<'EOF' 2>&1 | tee "$out/bwd_cudnn.txt" | tee -a "$sum"
+import json, re, sys
+out, paths = sys.argv[1], sys.argv[2:]
+cudnn = {}
+for line in open(f"{out}/bwd_peers.txt"):
+    if line.startswith("{"):
+        x = json.loads(line)
+        if x.get("cudnn_tflops"):
+            cudnn[(x["L"], x["d"], x["causal"])] = x["cudnn_tflops"]
+print(f"{'L':>6s} {'d':>4s} {'mask':>10s} {'cuDNN':>7s} " + " ".join(f"{p:>10s}" for p in paths))
+rows = {}
+for p in paths:
+    doc = json.load(open(f"{out}/bwd_bench_{p}.json"))
+    for r in doc.get("rows", []):
+        m = re.search(r"L=(\d+)\s+d=(\d+)\s+(non-causal|causal).*dq=atomic", r.get("shape", ""))
+        if r.get("variant") == "fast" and m:
+            rows.setdefault((int(m[1]), int(m[2]), m[3] == "causal"), {})[p] = r["tflops"]
+for k, v in rows.items():
+    c = cudnn.get(k)
+    cells = " ".join(f"{v[p] / c:10.2f}" if c and v.get(p) else "         -" for p in paths)
+    print(f"{k[0]:6d} {k[1]:4d} {'causal' if k[2] else 'non-causal':>10s} {c or 0:7.1f} {cells}")
+EOF
 else
   log "peers skipped (KL_BWD_PEERS=0 or no torch)"
 fi

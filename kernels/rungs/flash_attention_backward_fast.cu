@@ -487,7 +487,7 @@ template <class T, int D>
 void launch_all(const FastBackwardParams& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
   launch_preprocess<T>(p);
-  const bool wgmma = p.path == FastBackwardPath::Wgmma || p.path == FastBackwardPath::WgmmaBulk;  // run_fast's
+  const bool wgmma = fast_backward_path_wgmma(p.path);  // run_fast's
   if (p.deterministic) {
     if (wgmma) launch_wgmma_main(p, false);
     else launch_mma_main<T, D>(p, false);
@@ -603,15 +603,17 @@ FastBackwardPath fast_backward_path(FastBackwardPath requested) {
     if (want == "mma") return FastBackwardPath::MmaSync;
     if (want.empty() || want == "auto")  // the default: wgmma where it runs (measured faster on the H200)
       return fast_backward_wgmma_available() ? FastBackwardPath::Wgmma : FastBackwardPath::MmaSync;
-    if (want != "wgmma" && want != "wgmma-bulk")
-      throw InputError(out_of_range_message("KL_FLASH_BWD_PATH", want, "mma, wgmma, wgmma-bulk or auto (unset)"));
-    requested = want == "wgmma" ? FastBackwardPath::Wgmma : FastBackwardPath::WgmmaBulk;
+    if (want != "wgmma" && want != "wgmma-bulk" && want != "wgmma-tma")
+      throw InputError(
+          out_of_range_message("KL_FLASH_BWD_PATH", want, "mma, wgmma, wgmma-bulk, wgmma-tma or auto (unset)"));
+    requested = want == "wgmma" ? FastBackwardPath::Wgmma
+                : want == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk
+                                       : FastBackwardPath::WgmmaTma;
     source = "KL_FLASH_BWD_PATH=" + want;
-  } else if (requested == FastBackwardPath::WgmmaBulk) {
-    source = "path=wgmma-bulk";
+  } else if (requested == FastBackwardPath::WgmmaBulk || requested == FastBackwardPath::WgmmaTma) {
+    source = std::string("path=") + fast_backward_path_name(requested);
   }
-  if ((requested == FastBackwardPath::Wgmma || requested == FastBackwardPath::WgmmaBulk) &&
-      !fast_backward_wgmma_available())
+  if (fast_backward_path_wgmma(requested) && !fast_backward_wgmma_available())
     throw InputError(source + ": flash-attention-backward's wgmma kernel needs an H100/H200 (compute capability 9.0) "
                      "with the sm_90a build loaded; this device or build is not one");
   return requested;

@@ -36,9 +36,13 @@
 //            registers; dQ_i = dS K from shared memory, then fp32 atomics or the deterministic dQ pass).
 //   wgmma-bulk (the same file, a template flag; only when asked for, KL_FLASH_BWD_PATH=wgmma-bulk): the wgmma
 //            kernel with dS^T stored by stmatrix.trans instead of 16-bit stores, and dQ_i staged in shared memory
-//            (fp32) and added by one cp.reduce.async.bulk .add.f32 per row (256 bytes) instead of per-thread
-//            atomics; the rows' adds are issued one step later, so they overlap the next step's products.
-//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk
+//            (fp32, swizzled) and added by bulk tensor reduce-adds (cp.reduce.async.bulk.tensor .add, two
+//            8 KiB boxes per warpgroup and step, issued by one thread) instead of per-thread atomics; the adds
+//            are issued one step later, so they overlap the next step's products.
+//   wgmma-tma (the same file; KL_FLASH_BWD_PATH=wgmma-tma): wgmma-bulk with Q_i and dO_i loaded by bulk tensor
+//            copies that one thread issues (an mbarrier per stage) instead of cp.async from all 256 threads;
+//            grouped-query attention runs wgmma-bulk there.
+//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk|wgmma-tma
 //   (unset or auto: wgmma where it runs, else mma.sync; on the H200 the wgmma kernel measured 1.3x-2.0x
 //   mma.sync's TFLOP/s at d = 128 and 0.98x-1.42x at d = 64, docs/perf-log.md); wgmma asked for where it
 //   cannot run is an InputError.
@@ -97,20 +101,30 @@ struct FastBackwardTraitsSm90 {
   // (fp32, kBlockM each); plus 1 KiB to align the tiles to 1024 bytes (the 128-byte swizzle's period).
   static constexpr int64_t kSmemBytes =
       int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
-  // The wgmma-bulk kernel adds two stages of dQ staging: per warpgroup kBlockM rows of 64 fp32 columns, each
-  // row padded by 32 bytes (kDqRowBytes) so the 8 rows a half-warp's float2 stores touch fall on 8 banks each.
-  static constexpr int kDqRowBytes = 64 * 4 + 32;
-  static constexpr int64_t kDqStageBytes = int64_t(2) * kBlockM * kDqRowBytes;  // both warpgroups
+  // The wgmma-bulk kernel adds two stages of dQ staging: per warpgroup kBlockM rows of 64 fp32 columns as two
+  // boxes of 32 columns (128-byte rows, 128-byte swizzle: the layout the bulk tensor copy reads), so the 8 rows
+  // a warp's float2 stores touch fall on 8 different 16-byte chunks.
+  static constexpr int kDqBoxBytes = kBlockM * 128;
+  static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
   static constexpr int64_t kSmemBytesBulk = kSmemBytes + 2 * kDqStageBytes;
+  // The wgmma-tma kernel adds the two stages' mbarriers (8 bytes each) after the dQ staging.
+  static constexpr int64_t kSmemBytesTma = kSmemBytesBulk + 64;
 };
 
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else wgmma where it runs, else mma.sync.
 // WgmmaBulk: the candidate (the wgmma kernel with dS stored by stmatrix and dQ by bulk reduce-adds), only
 // when asked for.
-enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaBulk };
+// WgmmaTma: the second candidate, wgmma-bulk with Q_i and dO_i loaded by bulk tensor copies (one thread issues
+// them, an mbarrier per stage says they landed) instead of cp.async from every thread; only when asked for.
+enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaBulk, WgmmaTma };
+// The paths that run the wgmma main kernel (each needs the sm_90a code).
+inline bool fast_backward_path_wgmma(FastBackwardPath path) {
+  return path == FastBackwardPath::Wgmma || path == FastBackwardPath::WgmmaBulk || path == FastBackwardPath::WgmmaTma;
+}
 inline const char* fast_backward_path_name(FastBackwardPath path) {
   return path == FastBackwardPath::Wgmma       ? "wgmma"
          : path == FastBackwardPath::WgmmaBulk ? "wgmma-bulk"
+         : path == FastBackwardPath::WgmmaTma  ? "wgmma-tma"
          : path == FastBackwardPath::MmaSync   ? "mma.sync"
                                                : "auto";
 }
@@ -211,12 +225,17 @@ KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
   const int query = 16 * kk + 8 * (i >> 1) + (lane & 7);
   return swizzled_byte(64, query, key);
 }
-// The wgmma-bulk kernel's dQ staging: byte offset of (row, column col) of warpgroup wg's 64-column block
-// in one stage (rows padded to FastBackwardTraitsSm90::kDqRowBytes).
+// The wgmma-bulk kernel's dQ staging: byte offset of (row, column col < 64) of warpgroup wg's block in one
+// stage: box col / 32 (64 rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8.
 KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
-  constexpr int kRow = FastBackwardTraitsSm90<64>::kDqRowBytes;  // the same for every d
-  return uint32_t(wg * 64 * kRow + row * kRow + col * 4);
+  constexpr int kBox = FastBackwardTraitsSm90<64>::kDqBoxBytes;  // the same for every d
+  const int c = col & 31;
+  return uint32_t(wg * 2 * kBox + (col >> 5) * kBox + row * 128 + ((((c >> 2) ^ row) & 7) << 4) + (c & 3) * 4);
 }
+// Which 8-column group j a lane stores at its jj-th float2 store of a row (jj, j in 0 .. 7): jj with its low two
+// bits turned by the lane's row g = lane / 4, so the 16 lanes of a half-warp (rows g .. g + 3, four lanes a
+// row) write 8 different 16-byte chunks of the swizzled row: no bank conflict (WgmmaBulkDqStagingLayout).
+KL_FA_HD int dq_stage_group(int jj, int lane) { return jj ^ ((lane >> 2) & 3); }
 }  // namespace wgmma_frag
 
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.

@@ -19,13 +19,16 @@
 //                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
 // The wgmma-bulk candidate (kBulk; KL_FLASH_BWD_PATH=wgmma-bulk, atomic mode only; the deterministic mode
 // runs the kernel above): dS^T goes to sdS by stmatrix.x4.trans (4 per thread per step instead of 32 16-bit
-// stores), and each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory, two stages; after the
-// next step's first barrier, 64 threads per warpgroup add one 256-byte row each into the fp32 accumulator
-// with cp.reduce.async.bulk .add.f32 (atomic per element in L2), so the adds overlap the next step's products.
-// Before a stage is rewritten its issuers wait for its previous adds to have read it (wait_group.read, before
-// the dS barrier); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits.
-// Shared memory: + 2 x 36 KiB (rows padded to 288 bytes, bank-conflict-free float2 stores): d = 64: 154 KiB,
-// d = 128: 218 KiB (of 227).
+// stores), and each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory as two 64 x 32 boxes
+// in the 128-byte swizzle (conflict-free float2 stores), two stages; after the next step's first barrier, the
+// warpgroup's first thread adds both boxes into the fp32 accumulator with two bulk tensor reduce-adds
+// (cp.reduce.async.bulk.tensor .add through a map of dq_accum, atomic per element in L2; rows past Lq are
+// clipped by the map), so the adds overlap the next step's products, as FlashAttention-3 adds its dQ.
+// (The first form of this candidate issued one 256-byte cp.reduce.async.bulk per row from 64 threads per
+// warpgroup: 0.94x-1.02x the atomics, docs/perf-log.md.) Before a stage is rewritten its issuer waits for its
+// previous adds to have read it (wait_group.read, before the dS barrier); after the last step a barrier, the
+// last adds, and wait_group 0 before the CTA exits. Shared memory: + 2 x 32 KiB: d = 64: 146 KiB, d = 128:
+// 210 KiB (of 227).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
@@ -78,6 +81,17 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, ui
                "r"(bytes)
                : "memory");
 }
+// The box at (x, y, z) of the 3-D tensor `map` (global, fp32) += the box at `src` in shared memory (laid out
+// as the map's swizzle says), asynchronously, atomically per element in L2; elements outside the tensor
+// (rows past Lq) are not touched. One thread issues it.
+__device__ __forceinline__ void bulk_tensor_reduce_add_3d(const CUtensorMap* map, uint32_t src, int x, int y, int z) {
+#ifdef KL_FA_SM90A
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(src), "r"(x), "r"(y), "r"(z)
+               : "memory");
+#endif
+}
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // This thread's bulk groups but the newest N have finished reading shared memory.
 template <int N>
@@ -124,9 +138,17 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // once, dK_j, dV_j summed over the group; the L/D and dQ rows of query head gi are rows gi * Lq .. of the
 // group's first head's slices (GroupHeadPointers). The recorder's step is the tile m (no instrumented kGqa
 // kernel exists).
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kGqa, class Trace>
-__device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const Trace& trace) {
+// kTmaQ (the wgmma-tma candidate, with kBulk, not kGqa): Q_i and dO_i by bulk tensor copies through maps->q and
+// maps->dout that thread 0 issues, each stage's arrival on an mbarrier (after the dQ staging); K_j, V_j, L_i and
+// D_i are loaded as before.
+struct BwdMaps {
+  const CUtensorMap *dq, *q, *dout;
+};
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kGqa, class Trace, bool kTmaQ = false>
+__device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   static_assert(kAtomicDq || !kBulk, "the bulk path changes only the dQ part");
+  static_assert(!kTmaQ || (kBulk && !kGqa), "the tma candidate is the bulk kernel's, without grouped queries");
+  const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   static_assert(BM == 64 && BN == 128 && kThreads == 256, "two warpgroups of 64 keys, 64 query rows a step");
@@ -143,6 +165,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L * log2(e), +inf: P = 0
   float* sD = sLse + 2 * BM;                                                   // [2][BM]: D
   const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kBulk: [2] stages of Tr::kDqStageBytes (dQ, fp32)
+  const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTmaQ: [2] mbarriers, Q_i and dO_i of a stage
 
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
@@ -161,24 +184,16 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   zero(acc_dk);
   zero(acc_dv);
 
-  // kBulk: thread (wg, row = tid % 128 < 64) adds row `row` of query tile mt's dQ, staged by warpgroup wg in
-  // stage st, into the accumulator (256 bytes: 64 columns, at 64 wg for d = 128; both add at 0 for d = 64).
-  const bool dq_issuer = (tid & 127) < BM;
-  auto issue_dq_row = [&](int mt, int st) {
-    const int row = tid & 127, grow = mt * BM + row;
-    if (grow >= p.Lq) return;  // rows past Lq: nothing to add
-    float* dst = hp.dq_accum_at(p, grow, D == 128 ? 64 * wg : 0);
-    bulk_reduce_add_f32(dst, sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, row, 0),
-                        64 * 4);
-    bulk_commit();
-  };
-  // kGqa: the same for query head gi of the group (its rows gi * Lq .. of the group's dQ accumulator rows).
-  auto issue_dq_row_g = [&](int gi, int mt, int st) {
-    const int row = tid & 127, grow = mt * BM + row;
-    if (grow >= p.Lq) return;
-    float* dst = hp.dq_accum_at(p, int64_t(gi) * p.Lq + grow, D == 128 ? 64 * wg : 0);
-    bulk_reduce_add_f32(dst, sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, row, 0),
-                        64 * 4);
+  // kBulk: the first thread of warpgroup wg adds its two staged boxes of query tile mt (stage st) into the
+  // accumulator rows of query head `head` (its index b * H + h in dq_accum; gqa: the group's head gi) at
+  // columns 64 wg .. (d = 128; at d = 64 both warpgroups add all 64 columns, each its own keys' part).
+  const bool dq_issuer = (tid & 127) == 0;
+  auto issue_dq = [&](int64_t head, int mt, int st) {
+    const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, 0, 0);
+#pragma unroll
+    for (int box = 0; box < 2; ++box)
+      bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, (D == 128 ? 64 * wg : 0) + 32 * box, mt * BM,
+                                int(head));
     bulk_commit();
   };
 
@@ -202,12 +217,36 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     }
   };
 
+  // kTmaQ: Q_i and dO_i of query tile m into stage s, D / 64 boxes of 64 rows x 128 bytes each (the tiles'
+  // swizzled layout; rows past Lq arrive as zeros), by thread 0.
+  auto issue_q_do = [&](int m, int s) {
+    const uint32_t bar = sBar + 8 * s;
+    mbar_arrive_expect_tx(bar, 2 * kQBytes);
+#pragma unroll
+    for (int c = 0; c < D / 64; ++c) {
+      tma_load_4d(sQ + s * kQBytes + c * (BM * 128), maps.q, bar, 64 * c, m * BM, h, b);
+      tma_load_4d(sdO + s * kQBytes + c * (BM * 128), maps.dout, bar, 64 * c, m * BM, h, b);
+    }
+  };
+  if constexpr (kTmaQ) {
+    if (tid == 0) {
+      mbar_init(sBar, 1);
+      mbar_init(sBar + 8, 1);
+      fence_mbar_init();
+    }
+    __syncthreads();
+  }
+
   if (m_first < m_blocks) {  // uniform across the CTA
     rec.mark(Phase::LoadTiles, m_first, tile);
     load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
     load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
-    load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
-    load_tile<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
+    if constexpr (kTmaQ) {
+      if (tid == 0) issue_q_do(m_first, 0);
+    } else {
+      load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
+      load_tile<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
+    }
     load_stats(m_first, 0);
     cp_async_commit();
     // This warpgroup's 64 keys of K and V: 64 rows (8 swizzle atoms) into each 64-column block.
@@ -220,6 +259,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       if constexpr (kGqa) stage = step & 1;
       rec.mark(Phase::WaitTiles, m, tile);
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) landed
+      if constexpr (kTmaQ) mbar_wait(sBar + 8 * stage, uint32_t(((m - m_first) >> 1) & 1));  // kTmaQ: Q_i, dO_i
       fence_proxy_async();
       __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
       rec.mark(Phase::LoadTiles, m + 1, tile);
@@ -233,8 +273,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
           load_stats_g(gn, mn, stage ^ 1);
         }
       } else if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
-        load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
-        load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
+        if constexpr (kTmaQ) {
+          if (tid == 0) issue_q_do(m + 1, stage ^ 1);  // every thread is past its reads of that stage (barrier)
+        } else {
+          load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
+          load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
+        }
         load_stats(m + 1, stage ^ 1);
       }
       cp_async_commit();
@@ -245,12 +289,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         if constexpr (kGqa) {  // the previous step: this head's tile m - 1, or the previous head's last
           if (dq_issuer && step > 0) {
             bulk_wait_read<0>();
-            if (m > m_first) issue_dq_row_g(gi, m - 1, stage ^ 1);
-            else issue_dq_row_g(gi - 1, m_blocks - 1, stage ^ 1);
+            if (m > m_first) issue_dq(hp.bh + gi, m - 1, stage ^ 1);
+            else issue_dq(hp.bh + gi - 1, m_blocks - 1, stage ^ 1);
           }
         } else if (dq_issuer && m > m_first) {
           bulk_wait_read<0>();
-          issue_dq_row(m - 1, stage ^ 1);
+          issue_dq(hp.bh, m - 1, stage ^ 1);
         }
       }
       const uint32_t sQs = sQ + stage * kQBytes, sdOs = sdO + stage * kQBytes;
@@ -371,13 +415,26 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         if constexpr (kBulk) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
           // barrier); the next step's first barrier publishes it, and its issuers add it.
+          // Column group j = dq_stage_group(jj, lane) at the jj-th store (conflict-free); the values picked by
+          // selects among the four candidates (the register index must be known at compile time).
           const uint32_t st_base = sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes);
+          const int turn = g & 3;
 #pragma unroll
           for (int r = 0; r < 2; ++r)
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
-              st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
-                               acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+            for (int jj = 0; jj < 8; ++jj) {
+              float v[2];
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int base = 4 * (jj & 4) + 2 * r + e, l = jj & 3;
+                const float c0 = acc_dq[base + 4 * l], c1 = acc_dq[base + 4 * (l ^ 1)];
+                const float c2 = acc_dq[base + 4 * (l ^ 2)], c3 = acc_dq[base + 4 * (l ^ 3)];
+                v[e] = turn == 0 ? c0 : turn == 1 ? c1 : turn == 2 ? c2 : c3;
+              }
+              const int j = wgmma_frag::dq_stage_group(jj, lane);
+              st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4), v[0],
+                               v[1]);
+            }
           fence_proxy_async();  // these generic writes, before the bulk unit reads them
         } else {
           const int col0 = D == 128 ? 64 * wg : 0;
@@ -411,8 +468,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       rec.mark(Phase::AddDQ, m_blocks - 1, tile);
       if (dq_issuer) {
         bulk_wait_read<0>();
-        if constexpr (kGqa) issue_dq_row_g(group - 1, m_blocks - 1, (step - 1) & 1);
-        else issue_dq_row(m_blocks - 1, (m_blocks - 1 - m_first) & 1);
+        if constexpr (kGqa) issue_dq(hp.bh + group - 1, m_blocks - 1, (step - 1) & 1);
+        else issue_dq(hp.bh, m_blocks - 1, (m_blocks - 1 - m_first) & 1);
       }
       bulk_wait<0>();  // this thread's adds completed before the CTA (and its shared memory) goes
     }
@@ -438,30 +495,71 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 }
 template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_kernel(const FastBackwardParams p) {
+    flash_bwd_wgmma_kernel(const __grid_constant__ CUtensorMap tm_dq, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, BwdMaps{&tm_dq, nullptr, nullptr}, NoTrace{});
+#endif
+}
+// The wgmma-tma candidate: the bulk kernel with Q_i and dO_i by bulk tensor copies (kTmaQ).
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
+    flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
+                               const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
+#ifdef KL_FA_SM90A
+  bwd_wgmma_body<T, kHeadDim, true, true, false, NoTrace, true>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
 // flash_attention_backward_fast_gqa.sm90a.cu only.
 template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_gqa_kernel(const FastBackwardParams p) {
+    flash_bwd_wgmma_gqa_kernel(const __grid_constant__ CUtensorMap tm_dq, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, true>(p, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, true>(p, BwdMaps{&tm_dq, nullptr, nullptr}, NoTrace{});
 #endif
 }
 // The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
 template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_traced_kernel(const FastBackwardParams p, const timeline::TraceArgs trace) {
+    flash_bwd_wgmma_traced_kernel(const __grid_constant__ CUtensorMap tm_dq, const FastBackwardParams p,
+                                  const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, trace);
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, BwdMaps{&tm_dq, nullptr, nullptr}, trace);
 #endif
 }
 
+// The wgmma-bulk kernel's map of the fp32 dQ accumulator: 3-D (d, Lq, B * H), boxes of 32 columns (128 bytes)
+// x 64 rows, 128-byte swizzle. False (the caller runs the atomic kernel instead) when the driver refuses it
+// or B * H passes a tensor coordinate's range; *map is then zeroed. The other launches pass a zeroed map.
+inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
+  *map = CUtensorMap{};
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  const int64_t heads = int64_t(p.B) * p.H;
+  if (!encode || !p.dq_accum || heads > INT32_MAX) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(p.d), cuuint64_t(p.Lq), cuuint64_t(heads)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.d) * 4, cuuint64_t(p.Lq) * cuuint64_t(p.d) * 4};
+  const cuuint32_t box[3] = {32, cuuint32_t(FastBackwardTraitsSm90<64>::kBlockM), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, p.dq_accum, dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) *map = CUtensorMap{};
+  return r == CUDA_SUCCESS;
+}
+// Whether a launch in `atomic_dq` mode runs the wgmma-bulk kernel (wgmma-bulk or wgmma-tma asked for, and its map
+// made into *map).
+inline bool bulk_launch(const FastBackwardParams& p, bool atomic_dq, CUtensorMap* map) {
+  *map = CUtensorMap{};
+  return atomic_dq && (p.path == FastBackwardPath::WgmmaBulk || p.path == FastBackwardPath::WgmmaTma) &&
+         make_dq_accum_map(map, p);
+}
+
 // The main kernel's launch name for p's dtype and mode (kBulk: the wgmma-bulk candidate).
+template <int D>
+const char* tma_launch_name(bool half) {
+  return D == 64 ? (half ? "flash_bwd_wgmma_tma_d64_fp16" : "flash_bwd_wgmma_tma_d64_bf16")
+                 : (half ? "flash_bwd_wgmma_tma_d128_fp16" : "flash_bwd_wgmma_tma_d128_bf16");
+}
 template <int D>
 const char* main_launch_name(bool half, bool atomic_dq, bool bulk) {
   if (bulk) return D == 64 ? (half ? "flash_bwd_wgmma_bulk_d64_fp16" : "flash_bwd_wgmma_bulk_d64_bf16")
@@ -481,18 +579,26 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
   using Tr = FastBackwardTraitsSm90<D>;
   const dim3 grid = main_grid<D>(p);
   const bool half = std::is_same<T, __half>::value;
-  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;  // deterministic: no dQ part to change
-  const char* name = main_launch_name<D>(half, atomic_dq, false);
-  const char* bulk_name = main_launch_name<D>(half, atomic_dq, true);
-  if (bulk)
-    cuda::launch(bulk_name, flash_bwd_wgmma_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytesBulk), 0, p);
+  CUtensorMap map, mq, mdo;
+  const bool bulk = bulk_launch(p, atomic_dq, &map);  // deterministic: no dQ part to change
+  const char* name = main_launch_name<D>(half, atomic_dq, bulk);
+  // wgmma-tma: Q and dO's maps ([B, H, Lq, d], boxes of 64 columns x 64 rows); the bulk kernel where they fail.
+  if (bulk && p.path == FastBackwardPath::WgmmaTma &&
+      make_tensor_map(&mq, p.q, p.dtype, D, p.Lq, p.H, p.B, D, int64_t(p.Lq) * D, int64_t(p.H) * p.Lq * D,
+                      Tr::kBlockM) &&
+      make_tensor_map(&mdo, p.dout, p.dtype, D, p.Lq, p.H, p.B, D, int64_t(p.Lq) * D, int64_t(p.H) * p.Lq * D,
+                      Tr::kBlockM))
+    cuda::launch(tma_launch_name<D>(half), flash_bwd_wgmma_tma_kernel<T, D>, grid, dim3(Tr::kThreads),
+                 size_t(Tr::kSmemBytesTma), 0, map, mq, mdo, p);
+  else if (bulk)
+    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true, true>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytesBulk),
+                 0, map, p);
   else if (atomic_dq)
     cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
-                 p);
+                 map, p);
   else
     cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
-                 p);
+                 map, p);
 }
 // The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
 // as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
@@ -501,17 +607,18 @@ void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq) {
   using Tr = FastBackwardTraitsSm90<D>;
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
   const bool half = std::is_same<T, __half>::value;
-  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;
+  CUtensorMap map;
+  const bool bulk = bulk_launch(p, atomic_dq, &map);
   const std::string name = std::string(main_launch_name<D>(half, atomic_dq, bulk)) + "_gqa";
   if (bulk)
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytesBulk), 0, p);
+                 size_t(Tr::kSmemBytesBulk), 0, map, p);
   else if (atomic_dq)
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, p);
+                 size_t(Tr::kSmemBytes), 0, map, p);
   else
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, p);
+                 size_t(Tr::kSmemBytes), 0, map, p);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);
@@ -522,17 +629,18 @@ void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::
   using Tr = FastBackwardTraitsSm90<D>;
   using T = __nv_bfloat16;
   const dim3 grid = main_grid<D>(p);
-  const bool bulk = atomic_dq && p.path == FastBackwardPath::WgmmaBulk;
+  CUtensorMap map;
+  const bool bulk = bulk_launch(p, atomic_dq, &map);
   const std::string name = std::string(main_launch_name<D>(false, atomic_dq, bulk)) + "_traced";
   if (bulk)
     cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytesBulk), 0, p, trace);
+                 size_t(Tr::kSmemBytesBulk), 0, map, p, trace);
   else if (atomic_dq)
     cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, p, trace);
+                 size_t(Tr::kSmemBytes), 0, map, p, trace);
   else
     cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, p, trace);
+                 size_t(Tr::kSmemBytes), 0, map, p, trace);
 }
 
 }  // namespace sm90_bwd

@@ -595,6 +595,48 @@ TEST(FlashAttentionBackwardFast, WgmmaBulkAgreesWithWgmma) {
       }
 }
 
+// ---- the wgmma-tma candidate (wgmma-bulk with Q_i, dO_i by bulk tensor copies): the atomic mode's checks (the
+// deterministic mode and grouped-query attention run the kernels above) ----
+TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaTmaPeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_WGMMA();
+  peaked_and_long(FastBackwardPath::WgmmaTma);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaTmaCausalRowsThatSeeNothingOrOneKey) {
+  KL_REQUIRE_WGMMA();
+  causal_rows_that_see_little(FastBackwardPath::WgmmaTma);
+}
+
+// Against wgmma-bulk on one input: the same products on the same tiles (only how Q and dO reach shared memory
+// differs), so dK and dV agree to rounding and dQ to fp32 summation order.
+TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmmaBulk) {
+  KL_REQUIRE_WGMMA();
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Case c;
+        c.B = 2, c.H = 2, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+        c.dtype = dtype;
+        c.deterministic = false;
+        SCOPED_TRACE(c.text());
+        const Inputs in = rounded_inputs(c);
+        c.path = FastBackwardPath::WgmmaBulk;
+        const FastHostResult w = run_case(c, in);
+        c.path = FastBackwardPath::WgmmaTma;
+        const FastHostResult x = run_case(c, in);
+        EXPECT_LT(test::rel_err(x.dk.data, std::vector<double>(w.dk.data.begin(), w.dk.data.end())), 1e-6);
+        EXPECT_LT(test::rel_err(x.dv.data, std::vector<double>(w.dv.data.begin(), w.dv.data.end())), 1e-6);
+        EXPECT_EQ(test::nan_count(x.dq.data), 0u);
+        EXPECT_LT(test::rel_err(x.dq.data, std::vector<double>(w.dq.data.begin(), w.dq.data.end())),
+                  c.dtype == "bf16" ? 1e-2 : 2e-3);
+      }
+}
+
 // ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-bulk; both dQ modes ----
 TEST(FlashAttentionBackwardFast, GroupedQueryAtomicDq) {
   KL_REQUIRE_CUDA();
@@ -716,9 +758,11 @@ TEST(FlashAttentionBackwardFast, PathChoice) {
     ScopedEnv env("KL_FLASH_BWD_PATH", "tensor-magic");
     EXPECT_THROW(fast_backward_path(), InputError);
   }
-  for (const char* name : {"wgmma", "wgmma-bulk"}) {
+  for (const char* name : {"wgmma", "wgmma-bulk", "wgmma-tma"}) {
     SCOPED_TRACE(name);
-    const FastBackwardPath want = std::string(name) == "wgmma" ? FastBackwardPath::Wgmma : FastBackwardPath::WgmmaBulk;
+    const FastBackwardPath want = std::string(name) == "wgmma"        ? FastBackwardPath::Wgmma
+                                  : std::string(name) == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk
+                                                                      : FastBackwardPath::WgmmaTma;
     ScopedEnv env("KL_FLASH_BWD_PATH", name);
     if (wgmma) {
       EXPECT_EQ(fast_backward_path(), want);
@@ -1113,35 +1157,46 @@ TEST(FlashAttentionBackwardFastHost, WgmmaBulkStmatrixStoresLikeTheElementStores
             }
 }
 
-// The wgmma-bulk candidate's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, rows
-// 16-byte aligned (the bulk reduce-add's rule), and a half-warp's float2 stores (rows g, g+1, .. g+3 of its
-// warp, columns 8j + 2t) touch each of the 32 banks exactly once (no conflict).
+// The wgmma-bulk candidate's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, as two
+// boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8): what the
+// bulk tensor copy reads), and a half-warp's float2 stores (rows g .. g + 3 of its warp, four lanes a row, at
+// column group dq_stage_group) touch each of the 32 banks exactly once (no conflict); over its eight stores a
+// lane writes each of its column groups once.
 TEST(FlashAttentionBackwardFastHost, WgmmaBulkDqStagingLayout) {
   std::vector<int> seen(size_t(FastBackwardTraitsSm90<128>::kDqStageBytes / 4), 0);
   for (int wg = 0; wg < 2; ++wg)
-    for (int row = 0; row < 64; ++row) {
-      ASSERT_EQ(wgmma_frag::dq_stage_byte(wg, row, 0) % 16, 0u);
-      for (int col = 0; col < 64; ++col) ++seen.at(wgmma_frag::dq_stage_byte(wg, row, col) / 4);
-    }
+    for (int row = 0; row < 64; ++row)
+      for (int col = 0; col < 64; ++col) {
+        const uint32_t byte = wgmma_frag::dq_stage_byte(wg, row, col);
+        const uint32_t box = uint32_t(wg * 2 + col / 32) * 64 * 128;
+        ASSERT_EQ(byte, box + uint32_t(row) * 128 + uint32_t((((col % 32) / 4) ^ (row % 8)) * 16 + (col % 4) * 4));
+        ++seen.at(byte / 4);
+      }
   int used = 0;
   for (int n : seen) {
     ASSERT_LE(n, 1);
     used += n;
   }
   EXPECT_EQ(used, 2 * 64 * 64);
-  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesBulk, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 64 * 288);
+  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesBulk, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 64 * 256);
   EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesBulk, 227 * 1024) << "past the H100/H200's per-block limit";
+  for (int lane = 0; lane < 32; ++lane) {
+    std::array<int, 8> groups{};
+    for (int jj = 0; jj < 8; ++jj) ++groups.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));
+    for (int n : groups) ASSERT_EQ(n, 1) << "lane " << lane;
+  }
   for (int warp = 0; warp < 4; ++warp)
-    for (int j = 0; j < 8; ++j)
+    for (int jj = 0; jj < 8; ++jj)
       for (int r = 0; r < 2; ++r)
         for (int half = 0; half < 2; ++half) {
           std::array<int, 32> banks{};
           for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+            const int j = wgmma_frag::dq_stage_group(jj, lane);
             const uint32_t byte = wgmma_frag::dq_stage_byte(1, 16 * warp + lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
             ++banks[(byte / 4) % 32];
             ++banks[(byte / 4 + 1) % 32];
           }
-          for (int b : banks) ASSERT_EQ(b, 1) << "warp " << warp << " j " << j;
+          for (int b : banks) ASSERT_EQ(b, 1) << "warp " << warp << " jj " << jj;
         }
 }
 
