@@ -48,6 +48,7 @@ record fwd-d128 flash-attention --set d=128 --set H=16 --set B=2 --set L=2048
 record fwd-d128-causal flash-attention --set d=128 --set H=16 --set B=2 --set L=2048 --set causal=1
 record fwd-d128-wgmma flash-attention --set d=128 --set H=16 --set B=2 --set L=2048 --path wgmma
 record bwd-d128 flash-attention-backward --set d=128 --set H=16 --set B=2 --set L=2048
+record bwd-d128-wgmma flash-attention-backward --set d=128 --set H=16 --set B=2 --set L=2048 --path wgmma
 ls -l "$json" 2>&1 | tee -a "$sum"
 
 log "GPU tests: test_flash_attention_timeline, TimelineCliCuda"

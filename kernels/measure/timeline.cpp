@@ -10,6 +10,7 @@
 
 #include "kernels/runtime/errors.h"
 #ifdef KL_HAS_CUDA
+#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/rungs/flash_attention_fast.h"
 #endif
 
@@ -607,7 +608,7 @@ const char* const kForwardPaths[] = {"auto",
                                      "wgmma-persistent-q2-late-cross",
                                      "wgmma-persistent-late-n176",
                                      "wgmma-persistent-m192-cross"};
-const char* const kBackwardPaths[] = {"wgmma", "wgmma-bulk"};
+const char* const kBackwardPaths[] = {"wgmma", "wgmma-bulk", "wgmma-tma"};
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& s) {
@@ -680,7 +681,8 @@ RecordRequest request_of(const std::string& kernel, const ParamValues& v, const 
   r.B = int(v.get_int("B"));
   r.H = int(v.get_int("H"));
   r.deterministic = v.get_bool("deterministic");
-  r.path = kernel == kBackward && path == "auto" ? "wgmma" : path;  // the backward's default kernel
+  // The backward's default kernel on the H100/H200 (in the deterministic mode every wgmma path runs the same one).
+  r.path = kernel == kBackward && path == "auto" ? flash_attention_backward::kFastBackwardDefaultSm90 : path;
   r.iterations = iterations;
   validate(r);
   return r;

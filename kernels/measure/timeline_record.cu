@@ -150,7 +150,9 @@ struct BackwardJob : Job {
     p.causal = r.causal;
     p.dtype = FastDtype::Bf16;
     p.deterministic = r.deterministic;
-    p.path = r.path == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk : FastBackwardPath::Wgmma;
+    p.path = r.path == "wgmma-tma"    ? FastBackwardPath::WgmmaTma
+             : r.path == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk
+                                      : FastBackwardPath::Wgmma;
     atomic = !r.deterministic;
     const size_t n = size_t(p.B) * p.H * p.Lq * p.d, rows = size_t(p.B) * p.H * p.Lq;
     for (Buffer<Bf16>* b : {&q, &k, &v, &o, &dout, &dq, &dk_plain, &dv_plain, &dk_traced, &dv_traced})
@@ -163,7 +165,7 @@ struct BackwardJob : Job {
     const FastBackwardTracedShape s = fast_backward_traced_shape(p, atomic);  // refuses before the forward runs
     fast_forward_state(p, o.data(), lse.data());
     meta.kernel = kBackward;
-    meta.path = p.path == FastBackwardPath::WgmmaBulk && atomic ? "wgmma-bulk" : "wgmma";
+    meta.path = atomic ? fast_backward_path_name(p.path) : "wgmma";  // deterministic: the one dK, dV kernel
     meta.requested = r.path;
     meta.launch = s.launch;
     meta.dq = atomic ? "atomic" : "deterministic";

@@ -39,13 +39,12 @@
 //            (fp32, swizzled) and added by bulk tensor reduce-adds (cp.reduce.async.bulk.tensor .add, two
 //            8 KiB boxes per warpgroup and step, issued by one thread) instead of per-thread atomics; the adds
 //            are issued one step later, so they overlap the next step's products.
-//   wgmma-tma (the same file; KL_FLASH_BWD_PATH=wgmma-tma): wgmma-bulk with Q_i and dO_i loaded by bulk tensor
-//            copies that one thread issues (an mbarrier per stage) instead of cp.async from all 256 threads;
-//            grouped-query attention runs wgmma-bulk there.
+//   wgmma-tma (the same file, the default where it runs): wgmma-bulk with Q_i and dO_i loaded by bulk tensor
+//            copies that one thread issues (an mbarrier per stage) instead of cp.async from all 256 threads.
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk|wgmma-tma
-//   (unset or auto: wgmma where it runs, else mma.sync; on the H200 the wgmma kernel measured 1.3x-2.0x
-//   mma.sync's TFLOP/s at d = 128 and 0.98x-1.42x at d = 64, docs/perf-log.md); wgmma asked for where it
-//   cannot run is an InputError.
+//   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
+//   wgmma kernel's TFLOP/s in the atomic mode, which measured 1.3x-2.0x mma.sync's at d = 128,
+//   docs/perf-log.md); a wgmma path asked for where it cannot run is an InputError.
 // Grouped-query attention (FastBackwardParams::H_kv < H; k, v, dk, dv with H_kv heads dividing H, query head h
 // reads kv head h / (H / H_kv)): every path and both dQ modes, by kernels of their own (a compile-time flag,
 // kGqa, in the same bodies; the kernels for H_kv = H are the ones they were, byte for byte, and only run when
@@ -114,8 +113,12 @@ struct FastBackwardTraitsSm90 {
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else wgmma where it runs, else mma.sync.
 // WgmmaBulk: the candidate (the wgmma kernel with dS stored by stmatrix and dQ by bulk reduce-adds), only
 // when asked for.
-// WgmmaTma: the second candidate, wgmma-bulk with Q_i and dO_i loaded by bulk tensor copies (one thread issues
-// them, an mbarrier per stage says they landed) instead of cp.async from every thread; only when asked for.
+// WgmmaTma: wgmma-bulk with Q_i and dO_i loaded by bulk tensor copies (one thread issues them, an mbarrier per
+// stage says they landed) instead of cp.async from every thread: the default where the wgmma kernels run
+// (1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200, docs/perf-log.md). In the deterministic mode
+// every wgmma path runs the same kernel (dK and dV; the dQ pass after it).
+// The name of the path the default (Auto) takes on an H100/H200, as the timeline recordings name paths.
+constexpr const char* kFastBackwardDefaultSm90 = "wgmma-tma";
 enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaBulk, WgmmaTma };
 // The paths that run the wgmma main kernel (each needs the sm_90a code).
 inline bool fast_backward_path_wgmma(FastBackwardPath path) {
@@ -266,10 +269,10 @@ inline void validate_fast(const FastBackwardParams& p) {
 // the default stream, asynchronously. Validates first.
 void run_fast(const FastBackwardParams& p);
 
-// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma and WgmmaBulk when the device is
-// compute capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
-// (mma, wgmma, wgmma-bulk, auto or unset; another value is an InputError) and, unset or auto, takes Wgmma
-// where fast_backward_wgmma_available(), else MmaSync.
+// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma, WgmmaBulk and WgmmaTma when the device
+// is compute capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
+// (mma, wgmma, wgmma-bulk, wgmma-tma, auto or unset; another value is an InputError) and, unset or auto, takes
+// WgmmaTma where fast_backward_wgmma_available(), else MmaSync.
 FastBackwardPath fast_backward_path(FastBackwardPath requested = FastBackwardPath::Auto);
 // True when the wgmma kernel can run here (compute capability 9.0, sm_90a code loaded).
 bool fast_backward_wgmma_available();

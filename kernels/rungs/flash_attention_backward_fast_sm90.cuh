@@ -138,16 +138,16 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // once, dK_j, dV_j summed over the group; the L/D and dQ rows of query head gi are rows gi * Lq .. of the
 // group's first head's slices (GroupHeadPointers). The recorder's step is the tile m (no instrumented kGqa
 // kernel exists).
-// kTmaQ (the wgmma-tma candidate, with kBulk, not kGqa): Q_i and dO_i by bulk tensor copies through maps->q and
-// maps->dout that thread 0 issues, each stage's arrival on an mbarrier (after the dQ staging); K_j, V_j, L_i and
-// D_i are loaded as before.
+// kTmaQ (wgmma-tma, with kBulk): Q_i and dO_i by bulk tensor copies through maps.q and maps.dout (4-D maps of
+// [B, H, Lq, d]; kGqa: at the query head the step computes) that thread 0 issues, each stage's arrival on an
+// mbarrier (after the dQ staging); K_j, V_j, L_i and D_i are loaded as before.
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
 };
 template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kGqa, class Trace, bool kTmaQ = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   static_assert(kAtomicDq || !kBulk, "the bulk path changes only the dQ part");
-  static_assert(!kTmaQ || (kBulk && !kGqa), "the tma candidate is the bulk kernel's, without grouped queries");
+  static_assert(!kTmaQ || kBulk, "the tma loads are the bulk kernel's");
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
@@ -217,17 +217,18 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     }
   };
 
-  // kTmaQ: Q_i and dO_i of query tile m into stage s, D / 64 boxes of 64 rows x 128 bytes each (the tiles'
-  // swizzled layout; rows past Lq arrive as zeros), by thread 0.
-  auto issue_q_do = [&](int m, int s) {
+  // kTmaQ: Q_i and dO_i of query tile m of query head qh into stage s, D / 64 boxes of 64 rows x 128 bytes each
+  // (the tiles' swizzled layout; rows past Lq arrive as zeros), by thread 0.
+  auto issue_q_do = [&](int qh, int m, int s) {
     const uint32_t bar = sBar + 8 * s;
     mbar_arrive_expect_tx(bar, 2 * kQBytes);
 #pragma unroll
     for (int c = 0; c < D / 64; ++c) {
-      tma_load_4d(sQ + s * kQBytes + c * (BM * 128), maps.q, bar, 64 * c, m * BM, h, b);
-      tma_load_4d(sdO + s * kQBytes + c * (BM * 128), maps.dout, bar, 64 * c, m * BM, h, b);
+      tma_load_4d(sQ + s * kQBytes + c * (BM * 128), maps.q, bar, 64 * c, m * BM, qh, b);
+      tma_load_4d(sdO + s * kQBytes + c * (BM * 128), maps.dout, bar, 64 * c, m * BM, qh, b);
     }
   };
+  const int qh0 = kGqa ? h * kv_group(p) : h;  // the query head of the first step (kGqa: the group's first)
   if constexpr (kTmaQ) {
     if (tid == 0) {
       mbar_init(sBar, 1);
@@ -242,7 +243,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
     load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
     if constexpr (kTmaQ) {
-      if (tid == 0) issue_q_do(m_first, 0);
+      if (tid == 0) issue_q_do(qh0, m_first, 0);
     } else {
       load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
       load_tile<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
@@ -259,7 +260,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       if constexpr (kGqa) stage = step & 1;
       rec.mark(Phase::WaitTiles, m, tile);
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) landed
-      if constexpr (kTmaQ) mbar_wait(sBar + 8 * stage, uint32_t(((m - m_first) >> 1) & 1));  // kTmaQ: Q_i, dO_i
+      if constexpr (kTmaQ)  // Q_i, dO_i: the stage's (use count)-th arrival, use count = step / 2
+        mbar_wait(sBar + 8 * stage, uint32_t((((kGqa ? step : m - m_first)) >> 1) & 1));
       fence_proxy_async();
       __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
       rec.mark(Phase::LoadTiles, m + 1, tile);
@@ -267,14 +269,18 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         const bool same_head = m + 1 < m_blocks;
         const int gn = same_head ? gi : gi + 1, mn = same_head ? m + 1 : m_first;
         if (gn < group) {
-          const int64_t head = int64_t(gn) * p.Lq * D;
-          load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q + head, D, mn * BM, p.Lq, tid);
-          load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout + head, D, mn * BM, p.Lq, tid);
+          if constexpr (kTmaQ) {
+            if (tid == 0) issue_q_do(qh0 + gn, mn, stage ^ 1);
+          } else {
+            const int64_t head = int64_t(gn) * p.Lq * D;
+            load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q + head, D, mn * BM, p.Lq, tid);
+            load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout + head, D, mn * BM, p.Lq, tid);
+          }
           load_stats_g(gn, mn, stage ^ 1);
         }
       } else if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
         if constexpr (kTmaQ) {
-          if (tid == 0) issue_q_do(m + 1, stage ^ 1);  // every thread is past its reads of that stage (barrier)
+          if (tid == 0) issue_q_do(h, m + 1, stage ^ 1);  // every thread is past its reads of that stage (barrier)
         } else {
           load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
           load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
@@ -500,13 +506,14 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
   bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, BwdMaps{&tm_dq, nullptr, nullptr}, NoTrace{});
 #endif
 }
-// The wgmma-tma candidate: the bulk kernel with Q_i and dO_i by bulk tensor copies (kTmaQ).
-template <class T, int kHeadDim>
+// wgmma-tma: the bulk kernel with Q_i and dO_i by bulk tensor copies (kTmaQ); kGqa: grid (ceil(Lk / 128), H_kv,
+// B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
+template <class T, int kHeadDim, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, false, NoTrace, true>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, true>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
@@ -519,12 +526,14 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 #endif
 }
 // The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
+template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kTmaQ>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_traced_kernel(const __grid_constant__ CUtensorMap tm_dq, const FastBackwardParams p,
+    flash_bwd_wgmma_traced_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
+                                  const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p,
                                   const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, BwdMaps{&tm_dq, nullptr, nullptr}, trace);
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false, timeline::TraceArgs, kTmaQ>(p, BwdMaps{&tm_dq, &tm_q, &tm_do},
+                                                                                  trace);
 #endif
 }
 
@@ -546,101 +555,116 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
   if (r != CUDA_SUCCESS) *map = CUtensorMap{};
   return r == CUDA_SUCCESS;
 }
-// Whether a launch in `atomic_dq` mode runs the wgmma-bulk kernel (wgmma-bulk or wgmma-tma asked for, and its map
-// made into *map).
-inline bool bulk_launch(const FastBackwardParams& p, bool atomic_dq, CUtensorMap* map) {
-  *map = CUtensorMap{};
-  return atomic_dq && (p.path == FastBackwardPath::WgmmaBulk || p.path == FastBackwardPath::WgmmaTma) &&
-         make_dq_accum_map(map, p);
+// The main kernel a launch runs: DkDv (the deterministic mode: no dQ part), Atomic (wgmma: dQ by per-thread
+// atomics), Bulk (wgmma-bulk: dQ by bulk tensor reduce-adds), Tma (wgmma-tma: Bulk with Q and dO by bulk tensor
+// copies). main_kind_asked: what p.path asks for; choose_main: what runs, with the maps it needs made (a map the
+// driver refuses falls back a step: Tma to Bulk, Bulk to Atomic). The maps a kernel does not read stay zeroed.
+enum class MainKind { DkDv, Atomic, Bulk, Tma };
+struct MainChoice {
+  MainKind kind = MainKind::DkDv;
+  CUtensorMap dq{}, q{}, dout{};
+};
+inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
+  if (!atomic_dq) return MainKind::DkDv;
+  return p.path == FastBackwardPath::WgmmaTma    ? MainKind::Tma
+         : p.path == FastBackwardPath::WgmmaBulk ? MainKind::Bulk
+                                                 : MainKind::Atomic;
+}
+template <int D>
+MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
+  MainChoice c;
+  const MainKind asked = main_kind_asked(p, atomic_dq);
+  c.kind = asked == MainKind::DkDv ? MainKind::DkDv : MainKind::Atomic;
+  if (asked == MainKind::DkDv || asked == MainKind::Atomic || !make_dq_accum_map(&c.dq, p)) return c;
+  c.kind = MainKind::Bulk;
+  // Q and dO: [B, H, Lq, d], boxes of 64 columns x 64 rows (the tiles' layout).
+  const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
+  const int rows = FastBackwardTraitsSm90<D>::kBlockM;
+  if (asked == MainKind::Tma && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
+      make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows))
+    c.kind = MainKind::Tma;
+  return c;
 }
 
-// The main kernel's launch name for p's dtype and mode (kBulk: the wgmma-bulk candidate).
+// The main kernel's launch name: flash_bwd_wgmma_[dkdv_|bulk_|tma_]d{64,128}_{bf16,fp16}.
 template <int D>
-const char* tma_launch_name(bool half) {
-  return D == 64 ? (half ? "flash_bwd_wgmma_tma_d64_fp16" : "flash_bwd_wgmma_tma_d64_bf16")
-                 : (half ? "flash_bwd_wgmma_tma_d128_fp16" : "flash_bwd_wgmma_tma_d128_bf16");
-}
-template <int D>
-const char* main_launch_name(bool half, bool atomic_dq, bool bulk) {
-  if (bulk) return D == 64 ? (half ? "flash_bwd_wgmma_bulk_d64_fp16" : "flash_bwd_wgmma_bulk_d64_bf16")
-                           : (half ? "flash_bwd_wgmma_bulk_d128_fp16" : "flash_bwd_wgmma_bulk_d128_bf16");
-  return D == 64 ? (atomic_dq ? (half ? "flash_bwd_wgmma_d64_fp16" : "flash_bwd_wgmma_d64_bf16")
-                              : (half ? "flash_bwd_wgmma_dkdv_d64_fp16" : "flash_bwd_wgmma_dkdv_d64_bf16"))
-                 : (atomic_dq ? (half ? "flash_bwd_wgmma_d128_fp16" : "flash_bwd_wgmma_d128_bf16")
-                              : (half ? "flash_bwd_wgmma_dkdv_d128_fp16" : "flash_bwd_wgmma_dkdv_d128_bf16"));
+std::string main_launch_name(bool half, MainKind kind) {
+  const char* part = kind == MainKind::DkDv ? "dkdv_" : kind == MainKind::Bulk ? "bulk_" : kind == MainKind::Tma ? "tma_" : "";
+  return std::string("flash_bwd_wgmma_") + part + (D == 64 ? "d64" : "d128") + (half ? "_fp16" : "_bf16");
 }
 template <int D>
 dim3 main_grid(const FastBackwardParams& p) {
   return dim3(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(p.H), unsigned(p.B));
 }
+template <class T, int D>
+size_t main_smem(MainKind kind) {
+  using Tr = FastBackwardTraitsSm90<D>;
+  return size_t(kind == MainKind::Tma ? Tr::kSmemBytesTma : kind == MainKind::Bulk ? Tr::kSmemBytesBulk : Tr::kSmemBytes);
+}
 
 template <class T, int D>
 void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
-  using Tr = FastBackwardTraitsSm90<D>;
-  const dim3 grid = main_grid<D>(p);
-  const bool half = std::is_same<T, __half>::value;
-  CUtensorMap map, mq, mdo;
-  const bool bulk = bulk_launch(p, atomic_dq, &map);  // deterministic: no dQ part to change
-  const char* name = main_launch_name<D>(half, atomic_dq, bulk);
-  // wgmma-tma: Q and dO's maps ([B, H, Lq, d], boxes of 64 columns x 64 rows); the bulk kernel where they fail.
-  if (bulk && p.path == FastBackwardPath::WgmmaTma &&
-      make_tensor_map(&mq, p.q, p.dtype, D, p.Lq, p.H, p.B, D, int64_t(p.Lq) * D, int64_t(p.H) * p.Lq * D,
-                      Tr::kBlockM) &&
-      make_tensor_map(&mdo, p.dout, p.dtype, D, p.Lq, p.H, p.B, D, int64_t(p.Lq) * D, int64_t(p.H) * p.Lq * D,
-                      Tr::kBlockM))
-    cuda::launch(tma_launch_name<D>(half), flash_bwd_wgmma_tma_kernel<T, D>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytesTma), 0, map, mq, mdo, p);
-  else if (bulk)
-    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true, true>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytesBulk),
-                 0, map, p);
-  else if (atomic_dq)
-    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, true, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
-                 map, p);
-  else
-    cuda::launch(name, flash_bwd_wgmma_kernel<T, D, false, false>, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0,
-                 map, p);
+  const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
+  const MainChoice c = choose_main<D>(p, atomic_dq);
+  const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind);
+  const size_t smem = main_smem<T, D>(c.kind);
+  switch (c.kind) {
+    case MainKind::Tma:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
+    case MainKind::Bulk:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, p);
+    case MainKind::Atomic:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true, false>, grid, block, smem, 0, c.dq, p);
+    default:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, false, false>, grid, block, smem, 0, c.dq, p);
+  }
 }
 // The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
 // as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
 template <class T, int D>
 void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq) {
-  using Tr = FastBackwardTraitsSm90<D>;
-  const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
-  const bool half = std::is_same<T, __half>::value;
-  CUtensorMap map;
-  const bool bulk = bulk_launch(p, atomic_dq, &map);
-  const std::string name = std::string(main_launch_name<D>(half, atomic_dq, bulk)) + "_gqa";
-  if (bulk)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytesBulk), 0, map, p);
-  else if (atomic_dq)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, map, p);
-  else
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, map, p);
+  const dim3 grid(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
+  const dim3 block(FastBackwardTraitsSm90<D>::kThreads);
+  const MainChoice c = choose_main<D>(p, atomic_dq);
+  const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + "_gqa";
+  const size_t smem = main_smem<T, D>(c.kind);
+  switch (c.kind) {
+    case MainKind::Tma:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
+    case MainKind::Bulk:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, p);
+    case MainKind::Atomic:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, false>, grid, block, smem, 0, c.dq, p);
+    default:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false, false>, grid, block, smem, 0, c.dq, p);
+  }
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);
 
-// The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it.
+// The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it; named as it with
+// "_traced" appended.
 template <int D>
 void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {
-  using Tr = FastBackwardTraitsSm90<D>;
   using T = __nv_bfloat16;
-  const dim3 grid = main_grid<D>(p);
-  CUtensorMap map;
-  const bool bulk = bulk_launch(p, atomic_dq, &map);
-  const std::string name = std::string(main_launch_name<D>(false, atomic_dq, bulk)) + "_traced";
-  if (bulk)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytesBulk), 0, map, p, trace);
-  else if (atomic_dq)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, map, p, trace);
-  else
-    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, false>, grid, dim3(Tr::kThreads),
-                 size_t(Tr::kSmemBytes), 0, map, p, trace);
+  const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
+  const MainChoice c = choose_main<D>(p, atomic_dq);
+  const std::string name = main_launch_name<D>(false, c.kind) + "_traced";
+  const size_t smem = main_smem<T, D>(c.kind);
+  switch (c.kind) {
+    case MainKind::Tma:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, true>, grid, block, smem, 0,
+                          c.dq, c.q, c.dout, p, trace);
+    case MainKind::Bulk:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, false>, grid, block, smem, 0,
+                          c.dq, c.q, c.dout, p, trace);
+    case MainKind::Atomic:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false, false>, grid, block, smem, 0,
+                          c.dq, c.q, c.dout, p, trace);
+    default:
+      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, false, false>, grid, block, smem, 0,
+                          c.dq, c.q, c.dout, p, trace);
+  }
 }
 
 }  // namespace sm90_bwd

@@ -46,9 +46,8 @@ FastBackwardTracedShape fast_backward_traced_shape(const FastBackwardParams& p, 
   s.ctas = int(g.x * g.y * g.z);
   s.lanes = Tr::kThreads / 128;
   s.block_m = Tr::kBlockM, s.block_n = Tr::kBlockN;
-  const bool bulk = atomic_dq && (p.path == FastBackwardPath::WgmmaBulk || p.path == FastBackwardPath::WgmmaTma);
-  s.launch = std::string(p.d == 64 ? sm90_bwd::main_launch_name<64>(false, atomic_dq, bulk)
-                                   : sm90_bwd::main_launch_name<128>(false, atomic_dq, bulk)) +
+  const sm90_bwd::MainKind kind = sm90_bwd::main_kind_asked(p, atomic_dq);  // as named unless a map is refused
+  s.launch = (p.d == 64 ? sm90_bwd::main_launch_name<64>(false, kind) : sm90_bwd::main_launch_name<128>(false, kind)) +
              "_traced";
   return s;
 }

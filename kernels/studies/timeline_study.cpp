@@ -8,6 +8,7 @@
 #include <set>
 
 #include "assets/embedded.h"
+#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/runtime/errors.h"
 
 namespace kl::timeline_study {
@@ -47,8 +48,13 @@ const timeline::File& embedded() {
 
 namespace {
 
+// The backward's default kernel: wgmma-tma in the atomic mode; in the deterministic mode every wgmma path runs
+// the one kernel recorded as "wgmma".
+bool backward_default(const Recording& r) {
+  return r.path == (r.dq == "deterministic" ? "wgmma" : flash_attention_backward::kFastBackwardDefaultSm90);
+}
 bool default_path(const Recording& r) {
-  return r.requested == "auto" || (r.kernel == timeline::kBackward && r.path == "wgmma");
+  return r.requested == "auto" || (r.kernel == timeline::kBackward && backward_default(r));
 }
 
 }  // namespace
@@ -76,7 +82,7 @@ std::vector<Named> named(const timeline::File& f, const std::string& kernel) {
 
 std::string path_note(const Recording& r) {
   if (r.requested == "auto") return "the by-shape default";
-  if (r.kernel == timeline::kBackward) return r.path == "wgmma" ? "the default" : "";
+  if (r.kernel == timeline::kBackward) return backward_default(r) ? "the default" : "";
   if (r.path == "wgmma" || r.path == "wgmma-late") return "one CTA per tile";
   return "";
 }

@@ -595,8 +595,8 @@ TEST(FlashAttentionBackwardFast, WgmmaBulkAgreesWithWgmma) {
       }
 }
 
-// ---- the wgmma-tma candidate (wgmma-bulk with Q_i, dO_i by bulk tensor copies): the atomic mode's checks (the
-// deterministic mode and grouped-query attention run the kernels above) ----
+// ---- wgmma-tma, the default (wgmma-bulk with Q_i, dO_i by bulk tensor copies): the atomic mode's checks (the
+// deterministic mode runs the kernel above; grouped-query attention below) ----
 TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
   sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
@@ -693,6 +693,16 @@ TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryDeterministicModeIsBitwise
   grouped_query_bitwise_repeatable(FastBackwardPath::WgmmaBulk);
 }
 
+TEST(FlashAttentionBackwardFast, WgmmaTmaGroupedQueryAtomicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::WgmmaTma, false);
+}
+
+TEST(FlashAttentionBackwardFast, WgmmaTmaGroupedQueryIsMultiHeadOnRepeatedKv) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_is_repeated_heads(FastBackwardPath::WgmmaTma);
+}
+
 // `run flash-attention-backward --variant fast` with k, v of fewer heads than q: dk, dv of k's shape.
 TEST(FlashAttentionBackwardFast, RegistryRunsGroupedQuery) {
   KL_REQUIRE_CUDA();
@@ -742,7 +752,7 @@ TEST(FlashAttentionBackwardFast, WgmmaAgreesWithMmaSync) {
 TEST(FlashAttentionBackwardFast, PathChoice) {
   const bool wgmma = fast_backward_wgmma_available();
   std::printf("wgmma backward on this device: %s\n", wgmma ? "yes" : "no");
-  const FastBackwardPath fallback = wgmma ? FastBackwardPath::Wgmma : FastBackwardPath::MmaSync;
+  const FastBackwardPath fallback = wgmma ? FastBackwardPath::WgmmaTma : FastBackwardPath::MmaSync;
   unsetenv("KL_FLASH_BWD_PATH");
   EXPECT_EQ(fast_backward_path(), fallback);  // unset: the default
   {

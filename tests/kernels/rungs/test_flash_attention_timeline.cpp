@@ -178,13 +178,14 @@ TEST(FlashAttentionTimelineCuda, BackwardMainKernel) {
   check_recording(backward(false));
   check_recording(backward(true));
   check_recording(backward(false, "wgmma-bulk"));
+  check_recording(backward(false, "wgmma-tma"));
 }
 
 // The outputs compared here, apart from the recording's own check: the instrumented kernel writes every
 // element (the outputs start as NaN) and the same bits as the plain one.
 TEST(FlashAttentionTimelineCuda, InstrumentedOutputIsThePlainOneBitForBit) {
   KL_REQUIRE_HOPPER();
-  for (const RecordRequest& r : {forward(64, false), forward(128, true), backward(false)}) {
+  for (const RecordRequest& r : {forward(64, false), forward(128, true), backward(false), backward(false, "wgmma-tma")}) {
     RecordRequest few = r;
     few.all_ctas = false;
     few.ctas = {0, 1};

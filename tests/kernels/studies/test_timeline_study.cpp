@@ -66,12 +66,13 @@ TEST(TimelineStudy, TheEmbeddedRecordingIsTheDocsFileAndLoads) {
     EXPECT_EQ(a.device, "NVIDIA H200");
     EXPECT_TRUE(a.same_output) << i;
   }
-  // What the view lists: the forward's four recordings by name, the backward's one.
+  // What the view lists: the forward's four recordings by name, the backward's two (its default, and the wgmma
+  // kernel with per-thread dQ atomics and cp.async loads it is compared with).
   std::vector<std::string> fwd, bwd;
   for (const ts::Named& n : ts::named(f, timeline::kForward)) fwd.push_back(n.name);
   for (const ts::Named& n : ts::named(f, timeline::kBackward)) bwd.push_back(n.name);
   EXPECT_EQ(fwd, (std::vector<std::string>{"d64", "d128", "d128-causal", "d128-wgmma"}));
-  EXPECT_EQ(bwd, (std::vector<std::string>{"d128"}));
+  EXPECT_EQ(bwd, (std::vector<std::string>{"d128", "d128-wgmma"}));
 }
 
 // docs/perf-log.md's table of these recordings: "| forward d = 64 | ... | 0.157 ms, 438.7 TFLOP/s | +22.1% |
@@ -253,6 +254,12 @@ TEST(TimelineStudy, NamesTitlesAndProvenance) {
   EXPECT_EQ(ts::short_name(b), "d128-deterministic");
   b.path = b.requested = "wgmma-bulk";
   EXPECT_EQ(ts::short_name(b), "d128-wgmma-bulk-deterministic");
+  b.dq = "atomic", b.path = b.requested = "wgmma-tma";  // the backward's default in the atomic mode
+  EXPECT_EQ(ts::short_name(b), "d128");
+  EXPECT_EQ(ts::path_note(b), "the default");
+  b.path = b.requested = "wgmma";
+  EXPECT_EQ(ts::short_name(b), "d128-wgmma");
+  EXPECT_EQ(ts::path_note(b), "");
   timeline::File f;
   f.recordings = {r, r, by_hand("wgmma", 1)};
   const std::vector<ts::Named> n = ts::named(f, timeline::kForward);
