@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The backward's wgmma main kernel on an H100/H200, after `cmake --preset cuda && cmake --build --preset cuda`:
-#   1. the backward-fast tests (every main kernel: the Wgmma*, WgmmaBulk* and WgmmaTma* tests run only where
-#      the sm_90a code loads),
-#   2. a `run flash-attention-backward --variant fast` smoke per path (KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk|
-#      wgmma-tma), both dQ modes, causal and not, Lq != Lk with tails, bf16 and fp16, d 64 and 128, against teaching,
+#   1. the backward-fast tests (every main kernel: the Wgmma* and WgmmaTma* tests run only where the sm_90a code
+#      loads),
+#   2. a `run flash-attention-backward --variant fast` smoke per path (KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma),
+#      both dQ modes, causal and not, Lq != Lk with tails, bf16 and fp16, d 64 and 128, against teaching,
 #   3. `bench flash-attention-backward --backend cuda` once per path (--json each; KL_BWD_BENCH_PATHS, default
-#      "wgmma wgmma-bulk wgmma-tma"), then a table of the paths' TFLOP/s per shape with each candidate / wgmma
+#      "wgmma wgmma-tma"), then a table of the paths' TFLOP/s per shape with each candidate / wgmma
 #      (from the JSON files, no torch needed),
 #   4. where python3 imports torch (and KL_BWD_PEERS is not 0): bench/torch_flash_backward.py once, against the
 #      last path's JSON (bwd_peers.txt: PyTorch's flash and cuDNN timed in this run), and every path's TFLOP/s
@@ -84,7 +84,7 @@ smoke() {  # B H Lq Lk d causal dtype deterministic
     --out dq="$tmp/t_dq.npy" --out dk="$tmp/t_dk.npy" --out dv="$tmp/t_dv.npy" > "$tmp/log" 2>&1 || { cat "$tmp/log"; return 1; }
   local path line
   line="B=$B H=$H Lq=$Lq Lk=$Lk d=$d causal=$causal $dtype det=$det:"
-  for path in mma wgmma wgmma-bulk wgmma-tma; do
+  for path in mma wgmma wgmma-tma; do
     if ! KL_FLASH_BWD_PATH=$path timeout 60 "$bin" run flash-attention-backward --backend cuda --variant fast $ins \
         --set causal="$causal" --set dtype="$dtype" --set deterministic="$det" \
         --out dq="$tmp/${path}_dq.npy" --out dk="$tmp/${path}_dk.npy" --out dv="$tmp/${path}_dv.npy" > "$tmp/log" 2>&1; then
@@ -105,7 +105,7 @@ rm -rf "$tmp"
 echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; the wgmma paths should read like mma)" | tee -a "$sum"
 fi
 
-paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-bulk wgmma-tma}
+paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-tma}
 for path in $paths; do
   log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$path"
   KL_FLASH_BWD_PATH=$path timeout 100 "$bin" bench flash-attention-backward --backend cuda \
@@ -129,7 +129,7 @@ def rows(path):
     for r in doc.get("rows", []):
         if r.get("variant") != "fast":
             continue
-        got[re.sub(r" (mma\.sync|wgmma-bulk|wgmma-tma|wgmma)$", "", r["shape"])] = r["tflops"]
+        got[re.sub(r" (mma\.sync|wgmma-tma|wgmma)$", "", r["shape"])] = r["tflops"]
     return got
 import math
 paths = sys.argv[2:]

@@ -608,7 +608,7 @@ const char* const kForwardPaths[] = {"auto",
                                      "wgmma-persistent-q2-late-cross",
                                      "wgmma-persistent-late-n176",
                                      "wgmma-persistent-m192-cross"};
-const char* const kBackwardPaths[] = {"wgmma", "wgmma-bulk", "wgmma-tma"};
+const char* const kBackwardPaths[] = {"wgmma", "wgmma-tma"};
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& s) {

@@ -76,7 +76,7 @@ constexpr const char* kBackward = "flash-attention-backward";
 
 struct Recording {
   std::string kernel;     // kForward or kBackward
-  std::string path;       // the kernel that ran: "wgmma-persistent-q2-late", ...; backward "wgmma" | "wgmma-bulk"
+  std::string path;       // the kernel that ran: "wgmma-persistent-q2-late", ...; backward "wgmma" | "wgmma-tma"
   std::string requested;  // what was asked for: "auto" (the by-shape default) or a path's name
   std::string launch;     // the instrumented launch's name
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
@@ -169,7 +169,7 @@ struct RecordRequest {
   std::string kernel = kForward;
   int B = 1, H = 16, L = 4096, d = 128;
   bool causal = false;
-  std::string path = "auto";   // forward: "auto" or a bulk-copy path's name; backward: "wgmma" | "wgmma-bulk"
+  std::string path = "auto";   // forward: "auto" or a bulk-copy path's name; backward: "wgmma" | "wgmma-tma"
   bool deterministic = false;  // backward: the dQ mode
   std::vector<int> ctas;
   bool all_ctas = false;
@@ -178,7 +178,7 @@ struct RecordRequest {
 // InputError naming the parameter, its value and the allowed range (everything checkable without a device;
 // record() checks the CTA indices against the launch).
 void validate(const RecordRequest& r);
-// "auto, wgmma, wgmma-late, wgmma-persistent, ..." for the forward, "wgmma, wgmma-bulk" for the backward.
+// "auto, wgmma, wgmma-late, wgmma-persistent, ..." for the forward, "wgmma, wgmma-tma" for the backward.
 std::string path_names(const std::string& kernel);
 // Parses "--ctas": "all", or indices separated by commas ("0,66,131"); InputError otherwise.
 void parse_ctas(const std::string& text, RecordRequest* r);

@@ -150,9 +150,7 @@ struct BackwardJob : Job {
     p.causal = r.causal;
     p.dtype = FastDtype::Bf16;
     p.deterministic = r.deterministic;
-    p.path = r.path == "wgmma-tma"    ? FastBackwardPath::WgmmaTma
-             : r.path == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk
-                                      : FastBackwardPath::Wgmma;
+    p.path = r.path == "wgmma-tma" ? FastBackwardPath::WgmmaTma : FastBackwardPath::Wgmma;
     atomic = !r.deterministic;
     const size_t n = size_t(p.B) * p.H * p.Lq * p.d, rows = size_t(p.B) * p.H * p.Lq;
     for (Buffer<Bf16>* b : {&q, &k, &v, &o, &dout, &dq, &dk_plain, &dv_plain, &dk_traced, &dv_traced})

@@ -603,14 +603,11 @@ FastBackwardPath fast_backward_path(FastBackwardPath requested) {
     if (want == "mma") return FastBackwardPath::MmaSync;
     if (want.empty() || want == "auto")  // the default: wgmma-tma where it runs (measured fastest on the H200)
       return fast_backward_wgmma_available() ? FastBackwardPath::WgmmaTma : FastBackwardPath::MmaSync;
-    if (want != "wgmma" && want != "wgmma-bulk" && want != "wgmma-tma")
-      throw InputError(
-          out_of_range_message("KL_FLASH_BWD_PATH", want, "mma, wgmma, wgmma-bulk, wgmma-tma or auto (unset)"));
-    requested = want == "wgmma" ? FastBackwardPath::Wgmma
-                : want == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk
-                                       : FastBackwardPath::WgmmaTma;
+    if (want != "wgmma" && want != "wgmma-tma")
+      throw InputError(out_of_range_message("KL_FLASH_BWD_PATH", want, "mma, wgmma, wgmma-tma or auto (unset)"));
+    requested = want == "wgmma" ? FastBackwardPath::Wgmma : FastBackwardPath::WgmmaTma;
     source = "KL_FLASH_BWD_PATH=" + want;
-  } else if (requested == FastBackwardPath::WgmmaBulk || requested == FastBackwardPath::WgmmaTma) {
+  } else if (requested == FastBackwardPath::WgmmaTma) {
     source = std::string("path=") + fast_backward_path_name(requested);
   }
   if (fast_backward_path_wgmma(requested) && !fast_backward_wgmma_available())

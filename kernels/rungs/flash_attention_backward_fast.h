@@ -27,21 +27,20 @@
 //   main kernel:  kBlockN 64 keys per CTA, kBlockM 64 query rows per step, 8 warps (warp w: rows / keys
 //                 16 (w % 4).., columns half w / 4); shared memory d 64: 64 KiB, d 128: 112 KiB
 //   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
-// Two main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
+// Three main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
 //   mma.sync (above; the default where the wgmma kernel cannot run)
 //   wgmma (kernels/rungs/flash_attention_backward_fast_sm90.cuh; compute capability 9.0 with the sm_90a build
 //            loaded): FlashAttention-3's structure, kBlockN 128 keys per CTA (two warpgroups of 64 keys, dK_j
 //            and dV_j in registers), kBlockM 64 query rows per step, the five products on wgmma
 //            (S^T = K Q^T, dP^T = V dO^T from shared memory; dV += P^T dO, dK += dS^T Q with P^T, dS^T in
 //            registers; dQ_i = dS K from shared memory, then fp32 atomics or the deterministic dQ pass).
-//   wgmma-bulk (the same file, a template flag; only when asked for, KL_FLASH_BWD_PATH=wgmma-bulk): the wgmma
-//            kernel with dS^T stored by stmatrix.trans instead of 16-bit stores, and dQ_i staged in shared memory
-//            (fp32, swizzled) and added by bulk tensor reduce-adds (cp.reduce.async.bulk.tensor .add, two
-//            8 KiB boxes per warpgroup and step, issued by one thread) instead of per-thread atomics; the adds
-//            are issued one step later, so they overlap the next step's products.
-//   wgmma-tma (the same file, the default where it runs): wgmma-bulk with Q_i and dO_i loaded by bulk tensor
-//            copies that one thread issues (an mbarrier per stage) instead of cp.async from all 256 threads.
-//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-bulk|wgmma-tma
+//   wgmma-tma (the same file, a template flag; the default where it runs, atomic mode): the wgmma kernel with
+//            Q_i and dO_i loaded by bulk tensor copies that one thread issues (an mbarrier per stage) instead of
+//            cp.async from all 256 threads, dS^T stored by stmatrix.trans instead of 16-bit stores, and dQ_i
+//            staged in shared memory (fp32, swizzled) and added by bulk tensor reduce-adds (two 8 KiB boxes per
+//            warpgroup and step, issued by one thread, one step later, so they overlap the next step's
+//            products) instead of per-thread atomics. In the deterministic mode it runs the wgmma kernel.
+//   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma
 //   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
 //   wgmma kernel's TFLOP/s in the atomic mode, which measured 1.3x-2.0x mma.sync's at d = 128,
 //   docs/perf-log.md); a wgmma path asked for where it cannot run is an InputError.
@@ -100,33 +99,29 @@ struct FastBackwardTraitsSm90 {
   // (fp32, kBlockM each); plus 1 KiB to align the tiles to 1024 bytes (the 128-byte swizzle's period).
   static constexpr int64_t kSmemBytes =
       int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
-  // The wgmma-bulk kernel adds two stages of dQ staging: per warpgroup kBlockM rows of 64 fp32 columns as two
+  // The wgmma-tma kernel adds two stages of dQ staging: per warpgroup kBlockM rows of 64 fp32 columns as two
   // boxes of 32 columns (128-byte rows, 128-byte swizzle: the layout the bulk tensor copy reads), so the 8 rows
-  // a warp's float2 stores touch fall on 8 different 16-byte chunks.
+  // a warp's float2 stores touch fall on 8 different 16-byte chunks; then the two stages' mbarriers (8 bytes
+  // each, 64 reserved).
   static constexpr int kDqBoxBytes = kBlockM * 128;
   static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
-  static constexpr int64_t kSmemBytesBulk = kSmemBytes + 2 * kDqStageBytes;
-  // The wgmma-tma kernel adds the two stages' mbarriers (8 bytes each) after the dQ staging.
-  static constexpr int64_t kSmemBytesTma = kSmemBytesBulk + 64;
+  static constexpr int64_t kSmemBytesTma = kSmemBytes + 2 * kDqStageBytes + 64;
 };
 
-// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else wgmma where it runs, else mma.sync.
-// WgmmaBulk: the candidate (the wgmma kernel with dS stored by stmatrix and dQ by bulk reduce-adds), only
-// when asked for.
-// WgmmaTma: wgmma-bulk with Q_i and dO_i loaded by bulk tensor copies (one thread issues them, an mbarrier per
-// stage says they landed) instead of cp.async from every thread: the default where the wgmma kernels run
-// (1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200, docs/perf-log.md). In the deterministic mode
-// every wgmma path runs the same kernel (dK and dV; the dQ pass after it).
+// Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else WgmmaTma where it runs, else
+// MmaSync. WgmmaTma (the header's wgmma-tma): 1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200
+// (docs/perf-log.md); in the deterministic mode both wgmma paths run the same kernel (dK and dV; the dQ pass
+// after it). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone: its measurements
+// stay in the perf log.
 // The name of the path the default (Auto) takes on an H100/H200, as the timeline recordings name paths.
 constexpr const char* kFastBackwardDefaultSm90 = "wgmma-tma";
-enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaBulk, WgmmaTma };
+enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaTma };
 // The paths that run the wgmma main kernel (each needs the sm_90a code).
 inline bool fast_backward_path_wgmma(FastBackwardPath path) {
-  return path == FastBackwardPath::Wgmma || path == FastBackwardPath::WgmmaBulk || path == FastBackwardPath::WgmmaTma;
+  return path == FastBackwardPath::Wgmma || path == FastBackwardPath::WgmmaTma;
 }
 inline const char* fast_backward_path_name(FastBackwardPath path) {
   return path == FastBackwardPath::Wgmma       ? "wgmma"
-         : path == FastBackwardPath::WgmmaBulk ? "wgmma-bulk"
          : path == FastBackwardPath::WgmmaTma  ? "wgmma-tma"
          : path == FastBackwardPath::MmaSync   ? "mma.sync"
                                                : "auto";
@@ -219,7 +214,7 @@ KL_FA_HD uint32_t ds_store_byte(int wg, int warp, int lane, int kk, int r, int h
   const int query = 8 * (2 * kk + (r >> 1)) + 2 * (lane & 3) + hh;
   return swizzled_byte(64, query, key);
 }
-// The same store by stmatrix.x4.trans (wgmma-bulk): ds_frag[kk][0..3] are four 8 x 8 matrices (keys +8 (i % 2),
+// The same store by stmatrix.x4.trans (wgmma-tma): ds_frag[kk][0..3] are four 8 x 8 matrices (keys +8 (i % 2),
 // queries 16 kk + 8 (i / 2)) of which each lane holds (key lane/4, queries 2 (lane % 4), +1); .trans writes
 // each matrix's query q as one 16-byte row of 8 keys, whose address lane 8i + q gives. This is that address.
 KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
@@ -228,7 +223,7 @@ KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
   const int query = 16 * kk + 8 * (i >> 1) + (lane & 7);
   return swizzled_byte(64, query, key);
 }
-// The wgmma-bulk kernel's dQ staging: byte offset of (row, column col < 64) of warpgroup wg's block in one
+// The wgmma-tma kernel's dQ staging: byte offset of (row, column col < 64) of warpgroup wg's block in one
 // stage: box col / 32 (64 rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8.
 KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
   constexpr int kBox = FastBackwardTraitsSm90<64>::kDqBoxBytes;  // the same for every d
@@ -237,7 +232,7 @@ KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
 }
 // Which 8-column group j a lane stores at its jj-th float2 store of a row (jj, j in 0 .. 7): jj with its low two
 // bits turned by the lane's row g = lane / 4, so the 16 lanes of a half-warp (rows g .. g + 3, four lanes a
-// row) write 8 different 16-byte chunks of the swizzled row: no bank conflict (WgmmaBulkDqStagingLayout).
+// row) write 8 different 16-byte chunks of the swizzled row: no bank conflict (WgmmaTmaDqStagingLayout).
 KL_FA_HD int dq_stage_group(int jj, int lane) { return jj ^ ((lane >> 2) & 3); }
 }  // namespace wgmma_frag
 
@@ -269,15 +264,15 @@ inline void validate_fast(const FastBackwardParams& p) {
 // the default stream, asynchronously. Validates first.
 void run_fast(const FastBackwardParams& p);
 
-// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma, WgmmaBulk and WgmmaTma when the device
-// is compute capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
-// (mma, wgmma, wgmma-bulk, wgmma-tma, auto or unset; another value is an InputError) and, unset or auto, takes
+// The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma and WgmmaTma when the device is
+// compute capability 9.0 and the sm_90a build loaded (InputError otherwise); Auto reads KL_FLASH_BWD_PATH
+// (mma, wgmma, wgmma-tma, auto or unset; another value is an InputError) and, unset or auto, takes
 // WgmmaTma where fast_backward_wgmma_available(), else MmaSync.
 FastBackwardPath fast_backward_path(FastBackwardPath requested = FastBackwardPath::Auto);
 // True when the wgmma kernel can run here (compute capability 9.0, sm_90a code loaded).
 bool fast_backward_wgmma_available();
 // The wgmma main kernel alone (flash_attention_backward_fast_sm90.cuh): dK, dV and, with atomic_dq, the
-// fp32 dQ accumulator's adds (p.path WgmmaBulk: the candidate's bulk reduce-adds, else per-thread atomics).
+// fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
 
@@ -313,7 +308,7 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
 // forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
 // (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024. The main kernel
 // is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync", "wgmma" or
-// "wgmma-bulk").
+// "wgmma-tma").
 std::vector<bench::Row> bench_fast(Backend b, bool quick);
 #else
 inline void run_fast(const FastBackwardParams& p) {

@@ -17,18 +17,18 @@
 //                          (B, keys = k): wgmma.m64n64k16 ss with B transposed; d = 128: warpgroup wg takes
 //                          columns 64 wg .. (all 128 keys); d = 64: all columns over its own 64 keys (both add).
 //                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
-// The wgmma-bulk candidate (kBulk; KL_FLASH_BWD_PATH=wgmma-bulk, atomic mode only; the deterministic mode
-// runs the kernel above): dS^T goes to sdS by stmatrix.x4.trans (4 per thread per step instead of 32 16-bit
-// stores), and each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory as two 64 x 32 boxes
-// in the 128-byte swizzle (conflict-free float2 stores), two stages; after the next step's first barrier, the
-// warpgroup's first thread adds both boxes into the fp32 accumulator with two bulk tensor reduce-adds
-// (cp.reduce.async.bulk.tensor .add through a map of dq_accum, atomic per element in L2; rows past Lq are
-// clipped by the map), so the adds overlap the next step's products, as FlashAttention-3 adds its dQ.
-// (The first form of this candidate issued one 256-byte cp.reduce.async.bulk per row from 64 threads per
-// warpgroup: 0.94x-1.02x the atomics, docs/perf-log.md.) Before a stage is rewritten its issuer waits for its
-// previous adds to have read it (wait_group.read, before the dS barrier); after the last step a barrier, the
-// last adds, and wait_group 0 before the CTA exits. Shared memory: + 2 x 32 KiB: d = 64: 146 KiB, d = 128:
-// 210 KiB (of 227).
+// wgmma-tma (kTma; the default, atomic mode only; the deterministic mode runs the kernel above), FlashAttention-3's
+// loads and dQ adds: Q_i and dO_i arrive by bulk tensor copies (TMA) that one thread issues, each stage's arrival
+// on an mbarrier, instead of cp.async from all 256 threads; dS^T goes to sdS by stmatrix.x4.trans (4 per thread
+// per step instead of 32 16-bit stores); each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory
+// as two 64 x 32 boxes in the 128-byte swizzle (conflict-free float2 stores), two stages, and after the next
+// step's first barrier the warpgroup's first thread adds both boxes into the fp32 accumulator with two bulk
+// tensor reduce-adds (cp.reduce.async.bulk.tensor .add through a map of dq_accum, atomic per element in L2; rows
+// past Lq are clipped by the map), so the adds overlap the next step's products. Before a stage is rewritten its
+// issuer waits for its previous adds to have read it (wait_group.read, before the dS barrier); after the last
+// step a barrier, the last adds, and wait_group 0 before the CTA exits. Shared memory: + 2 x 32 KiB and two
+// mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the kernel above and the steps
+// between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async loads): docs/perf-log.md.
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
@@ -128,8 +128,8 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // ---- [SECTION] the main kernel ---------------------------------------------------------------------------
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
-// kBulk (the wgmma-bulk candidate, with kAtomicDq): dS^T stored by stmatrix, dQ_i staged in shared memory
-// and added by bulk reduce-adds one step later (see the header's wgmma-bulk entry).
+// kTma (wgmma-tma, with kAtomicDq): Q_i and dO_i by bulk tensor copies, dS^T stored by stmatrix, dQ_i staged in
+// shared memory and added by bulk tensor reduce-adds one step later (see the header's wgmma-tma entry).
 // The kernel's body, shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): the
 // recorded lanes are the two warpgroups (lane wg), the work tile the CTA's linear index, the step the query tile.
 // kGqa (grouped-query attention, flash_attention_backward_fast.h's design): grid (ceil(Lk / 128), H_kv, B); the
@@ -138,16 +138,15 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
 // once, dK_j, dV_j summed over the group; the L/D and dQ rows of query head gi are rows gi * Lq .. of the
 // group's first head's slices (GroupHeadPointers). The recorder's step is the tile m (no instrumented kGqa
 // kernel exists).
-// kTmaQ (wgmma-tma, with kBulk): Q_i and dO_i by bulk tensor copies through maps.q and maps.dout (4-D maps of
-// [B, H, Lq, d]; kGqa: at the query head the step computes) that thread 0 issues, each stage's arrival on an
-// mbarrier (after the dQ staging); K_j, V_j, L_i and D_i are loaded as before.
+// kTma's maps: maps.q and maps.dout (4-D maps of [B, H, Lq, d]; kGqa: at the query head the step computes) for
+// the loads that thread 0 issues, each stage's arrival on an mbarrier (after the dQ staging), maps.dq for the adds;
+// K_j, V_j, L_i and D_i are loaded as without it. The other kernels take no maps (null).
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
 };
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kGqa, class Trace, bool kTmaQ = false>
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
-  static_assert(kAtomicDq || !kBulk, "the bulk path changes only the dQ part");
-  static_assert(!kTmaQ || kBulk, "the tma loads are the bulk kernel's");
+  static_assert(kAtomicDq || !kTma, "wgmma-tma is the atomic mode's kernel");
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
@@ -164,8 +163,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   const uint32_t sdS = sdO + 2 * kQBytes;
   float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L * log2(e), +inf: P = 0
   float* sD = sLse + 2 * BM;                                                   // [2][BM]: D
-  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kBulk: [2] stages of Tr::kDqStageBytes (dQ, fp32)
-  const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTmaQ: [2] mbarriers, Q_i and dO_i of a stage
+  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kTma: [2] stages of Tr::kDqStageBytes (dQ, fp32)
+  const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTma: [2] mbarriers, Q_i and dO_i of a stage
 
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
@@ -184,7 +183,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   zero(acc_dk);
   zero(acc_dv);
 
-  // kBulk: the first thread of warpgroup wg adds its two staged boxes of query tile mt (stage st) into the
+  // kTma: the first thread of warpgroup wg adds its two staged boxes of query tile mt (stage st) into the
   // accumulator rows of query head `head` (its index b * H + h in dq_accum; gqa: the group's head gi) at
   // columns 64 wg .. (d = 128; at d = 64 both warpgroups add all 64 columns, each its own keys' part).
   const bool dq_issuer = (tid & 127) == 0;
@@ -217,7 +216,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     }
   };
 
-  // kTmaQ: Q_i and dO_i of query tile m of query head qh into stage s, D / 64 boxes of 64 rows x 128 bytes each
+  // kTma: Q_i and dO_i of query tile m of query head qh into stage s, D / 64 boxes of 64 rows x 128 bytes each
   // (the tiles' swizzled layout; rows past Lq arrive as zeros), by thread 0.
   auto issue_q_do = [&](int qh, int m, int s) {
     const uint32_t bar = sBar + 8 * s;
@@ -229,7 +228,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     }
   };
   const int qh0 = kGqa ? h * kv_group(p) : h;  // the query head of the first step (kGqa: the group's first)
-  if constexpr (kTmaQ) {
+  if constexpr (kTma) {
     if (tid == 0) {
       mbar_init(sBar, 1);
       mbar_init(sBar + 8, 1);
@@ -242,7 +241,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     rec.mark(Phase::LoadTiles, m_first, tile);
     load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
     load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
-    if constexpr (kTmaQ) {
+    if constexpr (kTma) {
       if (tid == 0) issue_q_do(qh0, m_first, 0);
     } else {
       load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
@@ -260,7 +259,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       if constexpr (kGqa) stage = step & 1;
       rec.mark(Phase::WaitTiles, m, tile);
       cp_async_wait<0>();  // this step's Q_i, dO_i (and K_j, V_j) landed
-      if constexpr (kTmaQ)  // Q_i, dO_i: the stage's (use count)-th arrival, use count = step / 2
+      if constexpr (kTma)  // Q_i, dO_i: the stage's (use count)-th arrival, use count = step / 2
         mbar_wait(sBar + 8 * stage, uint32_t((((kGqa ? step : m - m_first)) >> 1) & 1));
       fence_proxy_async();
       __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
@@ -269,7 +268,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         const bool same_head = m + 1 < m_blocks;
         const int gn = same_head ? gi : gi + 1, mn = same_head ? m + 1 : m_first;
         if (gn < group) {
-          if constexpr (kTmaQ) {
+          if constexpr (kTma) {
             if (tid == 0) issue_q_do(qh0 + gn, mn, stage ^ 1);
           } else {
             const int64_t head = int64_t(gn) * p.Lq * D;
@@ -279,7 +278,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
           load_stats_g(gn, mn, stage ^ 1);
         }
       } else if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
-        if constexpr (kTmaQ) {
+        if constexpr (kTma) {
           if (tid == 0) issue_q_do(h, m + 1, stage ^ 1);  // every thread is past its reads of that stage (barrier)
         } else {
           load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
@@ -288,7 +287,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         load_stats(m + 1, stage ^ 1);
       }
       cp_async_commit();
-      if constexpr (kBulk) {
+      if constexpr (kTma) {
         // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
         // the accumulator; first, the adds issued one step ago have read their stage, this step's.
         rec.mark(Phase::AddDQ, m - 1, tile);
@@ -375,10 +374,10 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 
       if constexpr (kAtomicDq) {
         // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K): ds_frag[kk][r] holds (key +8
-        // (r & 1), queries 8 (2 kk + r / 2) + 2t, +1). kBulk: four transposing 8 x 8 matrix stores per k-step;
+        // (r & 1), queries 8 (2 kk + r / 2) + 2t, +1). kTma: four transposing 8 x 8 matrix stores per k-step;
         // else one 16-bit element each.
         rec.mark(Phase::StoreDS, m, tile);
-        if constexpr (kBulk) {
+        if constexpr (kTma) {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk), ds_frag[kk]);
         } else {
@@ -418,7 +417,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
         fence_regs(ds_frag);
         rec.mark(Phase::AddDQ, m, tile);
-        if constexpr (kBulk) {
+        if constexpr (kTma) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
           // barrier); the next step's first barrier publishes it, and its issuers add it.
           // Column group j = dq_stage_group(jj, lane) at the jj-th store (conflict-free); the values picked by
@@ -468,7 +467,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       }
     }
     cp_async_wait<0>();
-    if constexpr (kBulk) {
+    if constexpr (kTma) {
       rec.mark(Phase::WaitTiles, m_blocks, tile);
       __syncthreads();  // the last step's dQ staged (and fenced) by every thread
       rec.mark(Phase::AddDQ, m_blocks - 1, tile);
@@ -499,49 +498,47 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   }
   rec.finish(wg);
 }
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
+template <class T, int kHeadDim, bool kAtomicDq>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_kernel(const __grid_constant__ CUtensorMap tm_dq, const FastBackwardParams p) {
+    flash_bwd_wgmma_kernel(const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false>(p, BwdMaps{&tm_dq, nullptr, nullptr}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, false, false>(p, BwdMaps{nullptr, nullptr, nullptr}, NoTrace{});
 #endif
 }
-// wgmma-tma: the bulk kernel with Q_i and dO_i by bulk tensor copies (kTmaQ); kGqa: grid (ceil(Lk / 128), H_kv,
-// B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
+// wgmma-tma (kTma): kGqa: grid (ceil(Lk / 128), H_kv, B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu
+// only.
 template <class T, int kHeadDim, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, true>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
 // flash_attention_backward_fast_gqa.sm90a.cu only.
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk>
+template <class T, int kHeadDim, bool kAtomicDq>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_gqa_kernel(const __grid_constant__ CUtensorMap tm_dq, const FastBackwardParams p) {
+    flash_bwd_wgmma_gqa_kernel(const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, true>(p, BwdMaps{&tm_dq, nullptr, nullptr}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, false, true>(p, BwdMaps{nullptr, nullptr, nullptr}, NoTrace{});
 #endif
 }
-// The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
-template <class T, int kHeadDim, bool kAtomicDq, bool kBulk, bool kTmaQ>
+// The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names; the
+// maps are kTma's (zeroed for the others).
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_traced_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                   const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p,
                                   const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kBulk, false, timeline::TraceArgs, kTmaQ>(p, BwdMaps{&tm_dq, &tm_q, &tm_do},
-                                                                                  trace);
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kTma, false>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, trace);
 #endif
 }
 
-// The wgmma-bulk kernel's map of the fp32 dQ accumulator: 3-D (d, Lq, B * H), boxes of 32 columns (128 bytes)
-// x 64 rows, 128-byte swizzle. False (the caller runs the atomic kernel instead) when the driver refuses it
-// or B * H passes a tensor coordinate's range; *map is then zeroed. The other launches pass a zeroed map.
+// wgmma-tma's map of the fp32 dQ accumulator: 3-D (d, Lq, B * H), boxes of 32 columns (128 bytes) x 64 rows,
+// 128-byte swizzle. False when the driver refuses it or B * H passes a tensor coordinate's range.
 inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
-  *map = CUtensorMap{};
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   const int64_t heads = int64_t(p.B) * p.H;
   if (!encode || !p.dq_accum || heads > INT32_MAX) return false;
@@ -549,57 +546,51 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
   const cuuint64_t strides[2] = {cuuint64_t(p.d) * 4, cuuint64_t(p.Lq) * cuuint64_t(p.d) * 4};
   const cuuint32_t box[3] = {32, cuuint32_t(FastBackwardTraitsSm90<64>::kBlockM), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, p.dq_accum, dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) *map = CUtensorMap{};
-  return r == CUDA_SUCCESS;
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, p.dq_accum, dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
+
 // The main kernel a launch runs: DkDv (the deterministic mode: no dQ part), Atomic (wgmma: dQ by per-thread
-// atomics), Bulk (wgmma-bulk: dQ by bulk tensor reduce-adds), Tma (wgmma-tma: Bulk with Q and dO by bulk tensor
-// copies). main_kind_asked: what p.path asks for; choose_main: what runs, with the maps it needs made (a map the
-// driver refuses falls back a step: Tma to Bulk, Bulk to Atomic). The maps a kernel does not read stay zeroed.
-enum class MainKind { DkDv, Atomic, Bulk, Tma };
+// atomics, cp.async loads), Tma (wgmma-tma). main_kind_asked: what p.path asks for; choose_main: what runs, with
+// the maps it needs made (where the driver refuses one, wgmma-tma falls back to Atomic).
+enum class MainKind { DkDv, Atomic, Tma };
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
 };
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
   if (!atomic_dq) return MainKind::DkDv;
-  return p.path == FastBackwardPath::WgmmaTma    ? MainKind::Tma
-         : p.path == FastBackwardPath::WgmmaBulk ? MainKind::Bulk
-                                                 : MainKind::Atomic;
+  return p.path == FastBackwardPath::WgmmaTma ? MainKind::Tma : MainKind::Atomic;
 }
 template <int D>
 MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
   MainChoice c;
-  const MainKind asked = main_kind_asked(p, atomic_dq);
-  c.kind = asked == MainKind::DkDv ? MainKind::DkDv : MainKind::Atomic;
-  if (asked == MainKind::DkDv || asked == MainKind::Atomic || !make_dq_accum_map(&c.dq, p)) return c;
-  c.kind = MainKind::Bulk;
+  c.kind = main_kind_asked(p, atomic_dq);
+  if (c.kind != MainKind::Tma) return c;
   // Q and dO: [B, H, Lq, d], boxes of 64 columns x 64 rows (the tiles' layout).
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
   const int rows = FastBackwardTraitsSm90<D>::kBlockM;
-  if (asked == MainKind::Tma && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
-      make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows))
-    c.kind = MainKind::Tma;
+  if (!(make_dq_accum_map(&c.dq, p) && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
+        make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows)))
+    c = MainChoice{MainKind::Atomic, {}, {}, {}};
   return c;
 }
 
-// The main kernel's launch name: flash_bwd_wgmma_[dkdv_|bulk_|tma_]d{64,128}_{bf16,fp16}.
+// The main kernel's launch name: flash_bwd_wgmma_[dkdv_|tma_]d{64,128}_{bf16,fp16}.
 template <int D>
 std::string main_launch_name(bool half, MainKind kind) {
-  const char* part = kind == MainKind::DkDv ? "dkdv_" : kind == MainKind::Bulk ? "bulk_" : kind == MainKind::Tma ? "tma_" : "";
+  const char* part = kind == MainKind::DkDv ? "dkdv_" : kind == MainKind::Tma ? "tma_" : "";
   return std::string("flash_bwd_wgmma_") + part + (D == 64 ? "d64" : "d128") + (half ? "_fp16" : "_bf16");
 }
 template <int D>
 dim3 main_grid(const FastBackwardParams& p) {
   return dim3(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(p.H), unsigned(p.B));
 }
-template <class T, int D>
+template <int D>
 size_t main_smem(MainKind kind) {
   using Tr = FastBackwardTraitsSm90<D>;
-  return size_t(kind == MainKind::Tma ? Tr::kSmemBytesTma : kind == MainKind::Bulk ? Tr::kSmemBytesBulk : Tr::kSmemBytes);
+  return size_t(kind == MainKind::Tma ? Tr::kSmemBytesTma : Tr::kSmemBytes);
 }
 
 template <class T, int D>
@@ -607,17 +598,13 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
   const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind);
-  const size_t smem = main_smem<T, D>(c.kind);
-  switch (c.kind) {
-    case MainKind::Tma:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
-    case MainKind::Bulk:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, p);
-    case MainKind::Atomic:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true, false>, grid, block, smem, 0, c.dq, p);
-    default:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, false, false>, grid, block, smem, 0, c.dq, p);
-  }
+  const size_t smem = main_smem<D>(c.kind);
+  if (c.kind == MainKind::Tma)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
+  else if (c.kind == MainKind::Atomic)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true>, grid, block, smem, 0, p);
+  else
+    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, false>, grid, block, smem, 0, p);
 }
 // The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
 // as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
@@ -627,17 +614,13 @@ void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq) {
   const dim3 block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + "_gqa";
-  const size_t smem = main_smem<T, D>(c.kind);
-  switch (c.kind) {
-    case MainKind::Tma:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
-    case MainKind::Bulk:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, p);
-    case MainKind::Atomic:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true, false>, grid, block, smem, 0, c.dq, p);
-    default:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false, false>, grid, block, smem, 0, c.dq, p);
-  }
+  const size_t smem = main_smem<D>(c.kind);
+  if (c.kind == MainKind::Tma)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
+  else if (c.kind == MainKind::Atomic)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, 0, p);
+  else
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false>, grid, block, smem, 0, p);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);
@@ -650,21 +633,16 @@ void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::
   const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(false, c.kind) + "_traced";
-  const size_t smem = main_smem<T, D>(c.kind);
-  switch (c.kind) {
-    case MainKind::Tma:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, true>, grid, block, smem, 0,
-                          c.dq, c.q, c.dout, p, trace);
-    case MainKind::Bulk:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, false>, grid, block, smem, 0,
-                          c.dq, c.q, c.dout, p, trace);
-    case MainKind::Atomic:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false, false>, grid, block, smem, 0,
-                          c.dq, c.q, c.dout, p, trace);
-    default:
-      return cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, false, false>, grid, block, smem, 0,
-                          c.dq, c.q, c.dout, p, trace);
-  }
+  const size_t smem = main_smem<D>(c.kind);
+  if (c.kind == MainKind::Tma)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, c.q,
+                 c.dout, p, trace);
+  else if (c.kind == MainKind::Atomic)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false>, grid, block, smem, 0, c.dq, c.q,
+                 c.dout, p, trace);
+  else
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, false>, grid, block, smem, 0, c.dq, c.q,
+                 c.dout, p, trace);
 }
 
 }  // namespace sm90_bwd

@@ -33,7 +33,7 @@ TEST(TimelineCli, BadInputIsRefusedInOneLine) {
   expect_refused("timeline flash-attention --set width=3" + json, "--set width=3: unknown parameter; known: L, d");
   expect_refused("timeline flash-attention --path mma" + json, "--path=mma is out of range: allowed auto, wgmma,");
   expect_refused("timeline flash-attention-backward --path wgmma-late" + json,
-                 "--path=wgmma-late is out of range: allowed wgmma, wgmma-bulk");
+                 "--path=wgmma-late is out of range: allowed wgmma, wgmma-tma");
   expect_refused("timeline flash-attention --set deterministic=1" + json, "deterministic=1 is out of range");
   expect_refused("timeline flash-attention --ctas 1,x" + json, "--ctas=1,x is out of range: allowed all, or CTA indices");
   expect_refused("timeline flash-attention --ctas 2,2" + json, "each CTA once");

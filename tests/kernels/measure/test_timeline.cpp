@@ -344,7 +344,7 @@ TEST(Timeline, RequestsOutOfRangeAreRefusedNamingTheParameter) {
   r = ok, r.path = "wgmma-cpasync";
   refused(r, "--path=wgmma-cpasync");
   r = ok, r.kernel = timeline::kBackward, r.path = "auto";
-  refused(r, "--path=auto is out of range: allowed wgmma, wgmma-bulk");
+  refused(r, "--path=auto is out of range: allowed wgmma, wgmma-tma");
   r = ok, r.deterministic = true;
   refused(r, "deterministic=1");
   r = ok, r.ctas = {3, 3};

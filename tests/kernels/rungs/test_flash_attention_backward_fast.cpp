@@ -542,60 +542,7 @@ TEST(FlashAttentionBackwardFast, WgmmaDeterministicModeIsBitwiseRepeatable) {
   bitwise_repeatable(FastBackwardPath::Wgmma);
 }
 
-// ---- the wgmma-bulk candidate (dS by stmatrix, dQ by bulk reduce-adds): the same checks; the atomic mode
-// is where it differs (the deterministic mode runs the wgmma kernel without its dQ part) ----
-TEST(FlashAttentionBackwardFast, WgmmaBulkAtomicDqAroundEveryTileBoundary) {
-  KL_REQUIRE_WGMMA();
-  sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaBulk);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkDeterministicDqAroundEveryTileBoundary) {
-  KL_REQUIRE_WGMMA();
-  sweep({1, 64, 200}, true, FastBackwardPath::WgmmaBulk);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkPeakedSoftmaxAndLongRows) {
-  KL_REQUIRE_WGMMA();
-  peaked_and_long(FastBackwardPath::WgmmaBulk);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkCausalRowsThatSeeNothingOrOneKey) {
-  KL_REQUIRE_WGMMA();
-  causal_rows_that_see_little(FastBackwardPath::WgmmaBulk);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkDeterministicModeIsBitwiseRepeatable) {
-  KL_REQUIRE_WGMMA();
-  bitwise_repeatable(FastBackwardPath::WgmmaBulk);
-}
-
-// The candidate against the wgmma kernel in the atomic mode, on one input: dK and dV the same (the same
-// products from the same registers; only how dS reaches shared memory differs, not its bits), dQ to fp32
-// summation order.
-TEST(FlashAttentionBackwardFast, WgmmaBulkAgreesWithWgmma) {
-  KL_REQUIRE_WGMMA();
-  for (const char* dtype : {"bf16", "fp16"})
-    for (int d : {64, 128})
-      for (bool causal : {false, true}) {
-        Case c;
-        c.B = 2, c.H = 2, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
-        c.dtype = dtype;
-        c.deterministic = false;
-        SCOPED_TRACE(c.text());
-        const Inputs in = rounded_inputs(c);
-        c.path = FastBackwardPath::Wgmma;
-        const FastHostResult w = run_case(c, in);
-        c.path = FastBackwardPath::WgmmaBulk;
-        const FastHostResult x = run_case(c, in);
-        EXPECT_LT(test::rel_err(x.dk.data, std::vector<double>(w.dk.data.begin(), w.dk.data.end())), 1e-6);
-        EXPECT_LT(test::rel_err(x.dv.data, std::vector<double>(w.dv.data.begin(), w.dv.data.end())), 1e-6);
-        EXPECT_EQ(test::nan_count(x.dq.data), 0u);
-        EXPECT_LT(test::rel_err(x.dq.data, std::vector<double>(w.dq.data.begin(), w.dq.data.end())),
-                  c.dtype == "bf16" ? 1e-2 : 2e-3);
-      }
-}
-
-// ---- wgmma-tma, the default (wgmma-bulk with Q_i, dO_i by bulk tensor copies): the atomic mode's checks (the
+// ---- wgmma-tma, the default (Q_i, dO_i by bulk tensor copies, dQ by bulk tensor reduce-adds): the atomic mode's checks (the
 // deterministic mode runs the kernel above; grouped-query attention below) ----
 TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
@@ -612,9 +559,9 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaCausalRowsThatSeeNothingOrOneKey) {
   causal_rows_that_see_little(FastBackwardPath::WgmmaTma);
 }
 
-// Against wgmma-bulk on one input: the same products on the same tiles (only how Q and dO reach shared memory
-// differs), so dK and dV agree to rounding and dQ to fp32 summation order.
-TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmmaBulk) {
+// Against the wgmma kernel on one input: dK and dV the same (the same products from the same registers; only how
+// Q, dO and dS reach shared memory differs, not their bits), dQ to fp32 summation order.
+TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
   KL_REQUIRE_WGMMA();
   for (const char* dtype : {"bf16", "fp16"})
     for (int d : {64, 128})
@@ -625,7 +572,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmmaBulk) {
         c.deterministic = false;
         SCOPED_TRACE(c.text());
         const Inputs in = rounded_inputs(c);
-        c.path = FastBackwardPath::WgmmaBulk;
+        c.path = FastBackwardPath::Wgmma;
         const FastHostResult w = run_case(c, in);
         c.path = FastBackwardPath::WgmmaTma;
         const FastHostResult x = run_case(c, in);
@@ -637,7 +584,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmmaBulk) {
       }
 }
 
-// ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-bulk; both dQ modes ----
+// ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-tma; both dQ modes ----
 TEST(FlashAttentionBackwardFast, GroupedQueryAtomicDq) {
   KL_REQUIRE_CUDA();
   grouped_query_sweep(FastBackwardPath::MmaSync, false);
@@ -676,21 +623,6 @@ TEST(FlashAttentionBackwardFast, WgmmaGroupedQueryDeterministicModeIsBitwiseRepe
 TEST(FlashAttentionBackwardFast, WgmmaGroupedQueryIsMultiHeadOnRepeatedKv) {
   KL_REQUIRE_WGMMA();
   grouped_query_is_repeated_heads(FastBackwardPath::Wgmma);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryAtomicDq) {
-  KL_REQUIRE_WGMMA();
-  grouped_query_sweep(FastBackwardPath::WgmmaBulk, false);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryDeterministicDq) {
-  KL_REQUIRE_WGMMA();
-  grouped_query_sweep(FastBackwardPath::WgmmaBulk, true);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaBulkGroupedQueryDeterministicModeIsBitwiseRepeatable) {
-  KL_REQUIRE_WGMMA();
-  grouped_query_bitwise_repeatable(FastBackwardPath::WgmmaBulk);
 }
 
 TEST(FlashAttentionBackwardFast, WgmmaTmaGroupedQueryAtomicDq) {
@@ -768,11 +700,18 @@ TEST(FlashAttentionBackwardFast, PathChoice) {
     ScopedEnv env("KL_FLASH_BWD_PATH", "tensor-magic");
     EXPECT_THROW(fast_backward_path(), InputError);
   }
-  for (const char* name : {"wgmma", "wgmma-bulk", "wgmma-tma"}) {
+  {
+    ScopedEnv env("KL_FLASH_BWD_PATH", "wgmma-bulk");  // the removed candidate: refused, with what is allowed
+    try {
+      fast_backward_path();
+      FAIL() << "wgmma-bulk accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("mma, wgmma, wgmma-tma or auto"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* name : {"wgmma", "wgmma-tma"}) {
     SCOPED_TRACE(name);
-    const FastBackwardPath want = std::string(name) == "wgmma"        ? FastBackwardPath::Wgmma
-                                  : std::string(name) == "wgmma-bulk" ? FastBackwardPath::WgmmaBulk
-                                                                      : FastBackwardPath::WgmmaTma;
+    const FastBackwardPath want = std::string(name) == "wgmma" ? FastBackwardPath::Wgmma : FastBackwardPath::WgmmaTma;
     ScopedEnv env("KL_FLASH_BWD_PATH", name);
     if (wgmma) {
       EXPECT_EQ(fast_backward_path(), want);
@@ -865,7 +804,7 @@ TEST(FlashAttentionBackwardFast, RegistryRunsTheFastVariant) {
 TEST(FlashAttentionBackwardFast, BenchQuickGivesRows) {
   KL_REQUIRE_CUDA();
   std::vector<const char*> paths = {"mma"};
-  if (fast_backward_wgmma_available()) paths.insert(paths.end(), {"wgmma", "wgmma-bulk"});
+  if (fast_backward_wgmma_available()) paths.insert(paths.end(), {"wgmma", "wgmma-tma"});
   for (const char* path : paths) {
     ScopedEnv env("KL_FLASH_BWD_PATH", path);  // the bench times fast_backward_path()'s kernel
     const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
@@ -1148,10 +1087,10 @@ TEST(FlashAttentionBackwardFastHost, WgmmaDsTransposeOnAnEmulatedCta) {
     }
 }
 
-// The wgmma-bulk candidate's dS store: stmatrix.x4.trans emulated (lane L's register i, half hh, holds
+// wgmma-tma's dS store: stmatrix.x4.trans emulated (lane L's register i, half hh, holds
 // (row L/4, column 2 (L%4) + hh) of 8 x 8 matrix i, written to memory row 2 (L%4) + hh, element L/4, the
 // row's address given by lane 8i + that row) puts every element exactly where the 16-bit stores put it.
-TEST(FlashAttentionBackwardFastHost, WgmmaBulkStmatrixStoresLikeTheElementStores) {
+TEST(FlashAttentionBackwardFastHost, WgmmaTmaStmatrixStoresLikeTheElementStores) {
   for (int wg = 0; wg < 2; ++wg)
     for (int warp = 0; warp < 4; ++warp)
       for (int kk = 0; kk < 4; ++kk)
@@ -1167,12 +1106,12 @@ TEST(FlashAttentionBackwardFastHost, WgmmaBulkStmatrixStoresLikeTheElementStores
             }
 }
 
-// The wgmma-bulk candidate's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, as two
+// wgmma-tma's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, as two
 // boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8): what the
 // bulk tensor copy reads), and a half-warp's float2 stores (rows g .. g + 3 of its warp, four lanes a row, at
 // column group dq_stage_group) touch each of the 32 banks exactly once (no conflict); over its eight stores a
 // lane writes each of its column groups once.
-TEST(FlashAttentionBackwardFastHost, WgmmaBulkDqStagingLayout) {
+TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   std::vector<int> seen(size_t(FastBackwardTraitsSm90<128>::kDqStageBytes / 4), 0);
   for (int wg = 0; wg < 2; ++wg)
     for (int row = 0; row < 64; ++row)
@@ -1188,8 +1127,8 @@ TEST(FlashAttentionBackwardFastHost, WgmmaBulkDqStagingLayout) {
     used += n;
   }
   EXPECT_EQ(used, 2 * 64 * 64);
-  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesBulk, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 64 * 256);
-  EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesBulk, 227 * 1024) << "past the H100/H200's per-block limit";
+  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesTma, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 2 * 64 * 128 + 64);
+  EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesTma, 227 * 1024) << "past the H100/H200's per-block limit";
   for (int lane = 0; lane < 32; ++lane) {
     std::array<int, 8> groups{};
     for (int jj = 0; jj < 8; ++jj) ++groups.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));

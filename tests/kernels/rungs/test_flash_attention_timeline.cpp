@@ -177,7 +177,6 @@ TEST(FlashAttentionTimelineCuda, BackwardMainKernel) {
   KL_REQUIRE_HOPPER();
   check_recording(backward(false));
   check_recording(backward(true));
-  check_recording(backward(false, "wgmma-bulk"));
   check_recording(backward(false, "wgmma-tma"));
 }
 

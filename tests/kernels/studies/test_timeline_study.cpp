@@ -252,8 +252,8 @@ TEST(TimelineStudy, NamesTitlesAndProvenance) {
   Recording b = r;
   b.kernel = timeline::kBackward, b.path = "wgmma", b.requested = "wgmma", b.dq = "deterministic";
   EXPECT_EQ(ts::short_name(b), "d128-deterministic");
-  b.path = b.requested = "wgmma-bulk";
-  EXPECT_EQ(ts::short_name(b), "d128-wgmma-bulk-deterministic");
+  b.path = b.requested = "wgmma-tma";
+  EXPECT_EQ(ts::short_name(b), "d128-wgmma-tma-deterministic");
   b.dq = "atomic", b.path = b.requested = "wgmma-tma";  // the backward's default in the atomic mode
   EXPECT_EQ(ts::short_name(b), "d128");
   EXPECT_EQ(ts::path_note(b), "the default");
