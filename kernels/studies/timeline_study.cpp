@@ -304,6 +304,7 @@ std::string notice(const std::vector<Recording>& all, int index) {
   s += ", " + path_named(other) + " " + percent(g.tensor_share);
   if (f.tiles_max == 1 && g.tiles_max > 1) s += ": " + ramp_sentence(r, f, other, g);
   else if (g.tiles_max == 1 && f.tiles_max > 1) s += ": " + ramp_sentence(other, g, r, f);
+  else s += idle_sentence(f);  // the same schedule of tiles: what this one still does with no product in flight
   return s + ". Measured: " + fixed(f.tflops, 0) + " against " + fixed(g.tflops, 0) + " TFLOP/s.";
 }
 
