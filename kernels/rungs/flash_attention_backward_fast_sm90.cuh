@@ -289,14 +289,16 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       cp_async_commit();
       if constexpr (kTma) {
         // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
-        // the accumulator, issued without waiting (this step's stage is waited for before the dS barrier).
+        // the accumulator; first, the adds issued one step ago have read their stage, this step's.
         rec.mark(Phase::AddDQ, m - 1, tile);
         if constexpr (kGqa) {  // the previous step: this head's tile m - 1, or the previous head's last
           if (dq_issuer && step > 0) {
+            bulk_wait_read<0>();
             if (m > m_first) issue_dq(hp.bh + gi, m - 1, stage ^ 1);
             else issue_dq(hp.bh + gi - 1, m_blocks - 1, stage ^ 1);
           }
         } else if (dq_issuer && m > m_first) {
+          bulk_wait_read<0>();
           issue_dq(hp.bh, m - 1, stage ^ 1);
         }
       }
@@ -388,11 +390,6 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                 st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
         }
         rec.mark(Phase::WaitDS, m, tile);
-        // kTma: this step stages its dQ in `stage` after the barrier below; the adds issued from that stage two
-        // steps ago have read it once all but the issuer's newest bulk group (last step's, the other stage) have.
-        // Waiting here, not before this step's products, gives them most of a step more.
-        if constexpr (kTma)
-          if (dq_issuer) bulk_wait_read<1>();
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 
