@@ -25,8 +25,8 @@
 // step's first barrier the warpgroup's first thread adds both boxes into the fp32 accumulator with two bulk
 // tensor reduce-adds (cp.reduce.async.bulk.tensor .add through a map of dq_accum, atomic per element in L2; rows
 // past Lq are clipped by the map), so the adds overlap the next step's products. Before a stage is rewritten its
-// issuer waits for its previous adds to have read it (wait_group.read, before the dS barrier); after the last
-// step a barrier, the last adds, and wait_group 0 before the CTA exits. Shared memory: + 2 x 32 KiB and two
+// issuer waits for its previous adds to have read it (wait_group.read, at the step's start, before it issues the
+// next adds); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits. Shared memory: + 2 x 32 KiB and two
 // mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the kernel above and the steps
 // between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async loads): docs/perf-log.md.
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
