@@ -74,13 +74,6 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t 
                : "memory");
 }
 
-// dst[0 .. bytes/4) += src[...] element by element, asynchronously (the bulk-copy unit reads shared memory
-// and adds in L2, atomically per element); bytes a multiple of 16, both addresses 16-byte aligned.
-__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, uint32_t bytes) {
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
-               "r"(bytes)
-               : "memory");
-}
 // The box at (x, y, z) of the 3-D tensor `map` (global, fp32) += the box at `src` in shared memory (laid out
 // as the map's swizzle says), asynchronously, atomically per element in L2; elements outside the tensor
 // (rows past Lq) are not touched. One thread issues it.
