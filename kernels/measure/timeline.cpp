@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kernels/rungs/flash_attention_backward_fast.h"  // the backward's default path's name
 #include "kernels/runtime/errors.h"
 #ifdef KL_HAS_CUDA
-#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/rungs/flash_attention_fast.h"
 #endif
 
