@@ -98,13 +98,13 @@ if has bench; then
     timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"; } > "$out/peers.txt" 2>&1
   # The recorded results, from this session's bench and peers alone: docs/perf/h200.json written in this tree
   # and the peers table of docs/fast-kernels.md regenerated from it (`--target readme-peers-table`), both
-  # copied to $out/recorded/ with the tree's paths, to be committed as they are.
-  log "recorded peers -> docs/perf/h200.json and docs/fast-kernels.md ($out/recorded/)"
+  # copied flat to $out (recorded-h200.json, recorded-fast-kernels.md: the device tool brings back no folder
+  # nested deeper than one level), to be committed as they are.
+  log "recorded peers -> docs/perf/h200.json and docs/fast-kernels.md ($out/recorded-*)"
   if python3 bench/record_peers.py --bench "$out/bench.json" --flash "$out/peers/flash.json" \
       --backward "$out/peers/backward.json" --triton "$out/peers/triton.json" --out docs/perf/h200.json 2>&1 \
       | tee -a "$out/summary.txt" && cmake --build --preset cuda --target readme-peers-table > /dev/null 2>&1; then
-    mkdir -p "$out/recorded/docs/perf"
-    cp docs/perf/h200.json "$out/recorded/docs/perf/" && cp docs/fast-kernels.md "$out/recorded/docs/"
+    cp docs/perf/h200.json "$out/recorded-h200.json" && cp docs/fast-kernels.md "$out/recorded-fast-kernels.md"
   else
     log "recording failed: docs/perf/h200.json and docs/fast-kernels.md left as they were"
     git checkout -- docs/perf/h200.json docs/fast-kernels.md 2>/dev/null
