@@ -97,6 +97,16 @@ __device__ __forceinline__ void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// 4 bytes from global to shared memory, asynchronously (cp.async group); valid false: 4 zero bytes, nothing read.
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
+}
+// A row's log-sum-exp L as the kernels use it, L * log2(e); a row that sees no key (L = -inf) gets +inf: P = 0.
+__device__ __forceinline__ float lse_log2(float L) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  return L == -INFINITY ? INFINITY : L * kLog2e;
+}
+
 // dst[0] += a, dst[1] += b in global memory (one 8-byte vector atomic; dst even).
 __device__ __forceinline__ void add_pair(float* dst, float a, float b) {
   atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
@@ -154,7 +164,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   const uint32_t sQ = sV + kKBytes;   // [2] stages
   const uint32_t sdO = sQ + 2 * kQBytes;  // [2] stages
   const uint32_t sdS = sdO + 2 * kQBytes;
-  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L * log2(e), +inf: P = 0
+  // [2][BM]: L * log2(e) (+inf: P = 0); kTma: L as stored (converted where read, lse_log2), 0 past Lq
+  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));
   float* sD = sLse + 2 * BM;                                                   // [2][BM]: D
   const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kTma: [2] stages of Tr::kDqStageBytes (dQ, fp32)
   const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTma: [2] mbarriers, Q_i and dO_i of a stage
@@ -190,7 +201,20 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   };
 
   // L and D of query tile m into stage s (plain stores by the first 64 threads; the next barrier publishes).
+  // kTma: 4-byte asynchronous copies instead (copy_stats), so no thread waits for them before its products.
+  auto copy_stats = [&](int64_t head, int m, int s) {
+    if (tid < BM) {
+      const int i = m * BM + tid;
+      const bool in = i < p.Lq;  // rows past Lq: zeros (their Q and dO rows are zeros too: no part in dK, dV)
+      cp_async_4(smem_u32(sLse + s * BM + tid), hp.lse + head + (in ? i : 0), in);
+      cp_async_4(smem_u32(sD + s * BM + tid), hp.drow + head + (in ? i : 0), in);
+    }
+  };
   auto load_stats = [&](int m, int s) {
+    if constexpr (kTma) {
+      copy_stats(0, m, s);
+      return;
+    }
     if (tid < BM) {
       const int i = m * BM + tid;
       const float L = i < p.Lq ? hp.lse[i] : -INFINITY;
@@ -200,6 +224,10 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   };
   // kGqa: the same for query head gi of the group.
   auto load_stats_g = [&](int gi, int m, int s) {
+    if constexpr (kTma) {
+      copy_stats(int64_t(gi) * p.Lq, m, s);
+      return;
+    }
     if (tid < BM) {
       const int i = m * BM + tid;
       const int64_t head = int64_t(gi) * p.Lq;
@@ -282,16 +310,14 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       cp_async_commit();
       if constexpr (kTma) {
         // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
-        // the accumulator; first, the adds issued one step ago have read their stage, this step's.
+        // the accumulator, issued without waiting (this step's stage is waited for before the dS barrier).
         rec.mark(Phase::AddDQ, m - 1, tile);
         if constexpr (kGqa) {  // the previous step: this head's tile m - 1, or the previous head's last
           if (dq_issuer && step > 0) {
-            bulk_wait_read<0>();
             if (m > m_first) issue_dq(hp.bh + gi, m - 1, stage ^ 1);
             else issue_dq(hp.bh + gi - 1, m_blocks - 1, stage ^ 1);
           }
         } else if (dq_issuer && m > m_first) {
-          bulk_wait_read<0>();
           issue_dq(hp.bh, m - 1, stage ^ 1);
         }
       }
@@ -327,7 +353,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+        float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+        if constexpr (kTma) l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
@@ -383,6 +410,11 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                 st_shared_u16(sdS + wgmma_frag::ds_store_byte(wg, warp, lane, kk, r, hh), ds_frag[kk][r] >> (16 * hh));
         }
         rec.mark(Phase::WaitDS, m, tile);
+        // kTma: this step stages its dQ in `stage` after the barrier below; the adds issued from that stage two
+        // steps ago have read it once all but the issuer's newest bulk group (last step's, the other stage) have.
+        // Waiting here, not before this step's products, gives them most of a step more.
+        if constexpr (kTma)
+          if (dq_issuer) bulk_wait_read<1>();
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 
