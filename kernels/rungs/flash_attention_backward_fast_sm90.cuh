@@ -107,6 +107,29 @@ __device__ __forceinline__ float lse_log2(float L) {
   return L == -INFINITY ? INFINITY : L * kLog2e;
 }
 
+// D (64 x 32) = A B (+ D when scale_d != 0), from shared memory, B transposed: wgmma-tma's dQ at d = 64, each
+// warpgroup 32 of the 64 columns (B starts 64 bytes into the 128-byte swizzled rows of K; the swizzle is a
+// function of the address, as for the k-steps that start 32 bytes in).
+template <class T>
+__device__ __forceinline__ void wgmma_ss_tb_n32(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+#ifdef KL_FA_SM90A
+  if constexpr (std::is_same<T, __half>::value)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+                 "%11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  else
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+                 "%11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+#endif
+}
+
 // dst[0] += a, dst[1] += b in global memory (one 8-byte vector atomic; dst even).
 __device__ __forceinline__ void add_pair(float* dst, float a, float b) {
   atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
@@ -156,6 +179,10 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   static_assert(BM == 64 && BN == 128 && kThreads == 256, "two warpgroups of 64 keys, 64 query rows a step");
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
   constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
+  // kTma at d = 64: each warpgroup computes and adds 32 columns of dQ_i over all 128 keys (one box), so the two
+  // warpgroups do not both add the whole 64 x 64 tile (each its keys' part) as the other kernels do.
+  constexpr bool kSplitDq = kTma && D == 64;
+  constexpr int kDqRegs = kSplitDq ? 16 : 32;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -187,15 +214,15 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   zero(acc_dk);
   zero(acc_dv);
 
-  // kTma: the first thread of warpgroup wg adds its two staged boxes of query tile mt (stage st) into the
+  // kTma: the first thread of warpgroup wg adds its staged boxes of query tile mt (stage st) into the
   // accumulator rows of query head `head` (its index b * H + h in dq_accum; gqa: the group's head gi) at
-  // columns 64 wg .. (d = 128; at d = 64 both warpgroups add all 64 columns, each its own keys' part).
+  // columns 64 wg .. (d = 128: two boxes) or 32 wg .. (d = 64: one box, kSplitDq).
   const bool dq_issuer = (tid & 127) == 0;
   auto issue_dq = [&](int64_t head, int mt, int st) {
     const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, 0, 0);
 #pragma unroll
-    for (int box = 0; box < 2; ++box)
-      bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, (D == 128 ? 64 * wg : 0) + 32 * box, mt * BM,
+    for (int box = 0; box < (kSplitDq ? 1 : 2); ++box)
+      bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, (kSplitDq ? 32 : 64) * wg + 32 * box, mt * BM,
                                 int(head));
     bulk_commit();
   };
@@ -418,11 +445,16 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 
-        float acc_dq[32];
+        float acc_dq[kDqRegs];
         rec.mark(Phase::IssueDQ, m, tile);
         fence_regs(acc_dq);
         wgmma_fence();
-        if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
+        if constexpr (kSplitDq) {  // columns 32 wg .. over all 128 keys
+#pragma unroll
+          for (int kk = 0; kk < BN / 16; ++kk)
+            wgmma_ss_tb_n32<T>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
+                               make_desc(sK + 64 * wg + kk * 16 * 128, BN * 128, 1024), kk > 0);
+        } else if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk)
             wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
@@ -447,12 +479,13 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
           // barrier); the next step's first barrier publishes it, and its issuers add it.
           // Column group j = dq_stage_group(jj, lane) at the jj-th store (conflict-free); the values picked by
           // selects among the four candidates (the register index must be known at compile time).
+          // kSplitDq: the 4 column groups of the warpgroup's one box, the same turn (WgmmaTmaDqStagingLayout).
           const uint32_t st_base = sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes);
           const int turn = g & 3;
 #pragma unroll
           for (int r = 0; r < 2; ++r)
 #pragma unroll
-            for (int jj = 0; jj < 8; ++jj) {
+            for (int jj = 0; jj < kDqRegs / 4; ++jj) {
               float v[2];
 #pragma unroll
               for (int e = 0; e < 2; ++e) {

@@ -1147,6 +1147,27 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
           }
           for (int b : banks) ASSERT_EQ(b, 1) << "warp " << warp << " jj " << jj;
         }
+  // d = 64: each warpgroup stages 32 columns (its one box) with jj in 0 .. 3: the same turn keeps j in 0 .. 3
+  // and the half-warps' stores conflict-free.
+  for (int lane = 0; lane < 32; ++lane) {
+    std::array<int, 4> groups{};
+    for (int jj = 0; jj < 4; ++jj) ++groups.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));
+    for (int n : groups) ASSERT_EQ(n, 1) << "lane " << lane;
+  }
+  for (int wg = 0; wg < 2; ++wg)
+    for (int jj = 0; jj < 4; ++jj)
+      for (int r = 0; r < 2; ++r)
+        for (int half = 0; half < 2; ++half) {
+          std::array<int, 32> banks{};
+          for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+            const int j = wgmma_frag::dq_stage_group(jj, lane);
+            const uint32_t byte = wgmma_frag::dq_stage_byte(wg, lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
+            ASSERT_LT(byte, uint32_t(wg * 2 + 1) * 64 * 128) << "past the warpgroup's first box";
+            ++banks[(byte / 4) % 32];
+            ++banks[(byte / 4 + 1) % 32];
+          }
+          for (int b : banks) ASSERT_EQ(b, 1) << "d = 64, wg " << wg << " jj " << jj;
+        }
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
