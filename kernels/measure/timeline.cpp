@@ -601,13 +601,9 @@ const char* const kForwardPaths[] = {"auto",
                                      "wgmma",
                                      "wgmma-late",
                                      "wgmma-persistent",
-                                     "wgmma-persistent-q2",
                                      "wgmma-persistent-q2-late",
                                      "wgmma-persistent-late",
-                                     "wgmma-persistent-m192",
-                                     "wgmma-persistent-q2-late-cross",
-                                     "wgmma-persistent-late-n176",
-                                     "wgmma-persistent-m192-cross"};
+                                     "wgmma-persistent-m192"};
 const char* const kBackwardPaths[] = {"wgmma", "wgmma-tma"};
 
 template <size_t N>

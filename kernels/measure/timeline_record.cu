@@ -68,7 +68,7 @@ FastPath forward_path(const std::string& name) {
 }
 
 // Events a lane of the launch may mark, at most: 12 per K/V step, 24 per work tile, 16 besides (the counts
-// in consume, consume_cross and produce_persistent stay below these), the worst CTA of the launch.
+// in consume and produce_persistent stay below these), the worst CTA of the launch.
 int forward_capacity(const flash_attention::FastParams& p, const flash_attention::FastTracedShape& s) {
   using namespace flash_attention;
   const int n_m = ceil_div(p.Lq, s.block_m), total = n_m * p.H * p.B;

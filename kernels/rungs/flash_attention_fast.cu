@@ -345,9 +345,9 @@ void run_fast_path(const FastParams& p, FastPath requested) {
   if (path == FastPath::MmaSync)
     run_fast_mma_sync(p);
   else if (fast_path_persistent(path)) {
-    if (!run_fast_wgmma_persistent(p, path)) run_fast_wgmma(p, true);
+    if (!run_fast_wgmma_persistent(p, path)) run_fast_wgmma(p);
   } else
-    run_fast_wgmma(p, path == FastPath::Wgmma || path == FastPath::WgmmaLate, path == FastPath::WgmmaLate);
+    run_fast_wgmma(p, path == FastPath::WgmmaLate);
 }
 
 namespace {

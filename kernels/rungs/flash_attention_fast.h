@@ -22,10 +22,11 @@
 //     overlapped with P_{t-1} V_{t-1} on the tensor cores; Q/K/V tiles brought in by the bulk tensor
 //     copy engine (TMA) from a producer warpgroup, three stages deep on mbarriers; the two consumer
 //     warpgroups take turns on the tensor cores. (A first wgmma kernel, cp.async loads by all threads
-//     and a block barrier per tile, remains as FastPath::WgmmaCpAsync.)
-//   - mma.sync (this header's FastTraits, flash_attention_fast.cu) everywhere else, and on sm_90 when
-//     KL_FLASH_FAST_PATH=mma is set in the environment (=wgmma-cpasync or =wgmma pick a wgmma kernel).
-// Tile shapes (compile-time traits, FastTraits<kHeadDim> for mma.sync, FastTraitsSm90<kHeadDim> for wgmma):
+//     and a block barrier per tile, was removed in issue 29: docs/perf-log.md, v2, has its figures.)
+//   - mma.sync (this header's FastTraits, flash_attention_fast.cu) everywhere else, on sm_90 where no
+//     tensor map can be made for the strides given, and when KL_FLASH_FAST_PATH=mma is set in the
+//     environment (=wgmma or another wgmma path's name picks that kernel).
+// Tile shapes (compile-time traits, FastTraits<kHeadDim> for mma.sync, FastTraitsSm90Tma<kHeadDim> for wgmma):
 //   mma.sync d  64: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 48 KiB shared memory, 2 blocks/SM
 //   mma.sync d 128: kBlockM 128 (8 warps x 16 rows), kBlockN  64, 2 K/V stages, 96 KiB shared memory, 1 block/SM
 //   mma.sync d 256: kBlockM 128 (8 warps x 16 rows), kBlockN  32, 2 K/V stages, 128 KiB shared memory, 1 block/SM
@@ -35,9 +36,7 @@
 //   wgmma (TMA)  d 256: kBlockM 128, kBlockN 80, 2 K/V stages: Q 64 KiB + 2 x (K 40 + V 40) KiB = 224 KiB
 //                (d 128's kBlockN 128 x 3 stages would need 448 KiB; the limit is 227 KiB); O is 64 x 256 fp32
 //                per warpgroup, 128 registers a thread (FlashAttention-3 uses the same 128 x 80 x 2 at d 256)
-//   wgmma-cpasync: d 64 and 128 only (d 256 takes the TMA kernel, or mma.sync where no tensor map can be made)
-//   wgmma-cpasync d  64: kBlockM 192 (3 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 120 KiB (+1 KiB), 1 block/SM
-//   wgmma-cpasync d 128: kBlockM 128 (2 warpgroups x 64 rows), kBlockN 128, 3 K/V stages, 224 KiB (+1 KiB), 1 block/SM
+//   (the persistent paths' options, FastTraitsSm90TmaOpt below, change kBlockM at d 64 and the Q tiles at d 128)
 // Layout: [B, H, L, d] with the last dimension contiguous (strides in FastParams, in elements).
 // Grouped-query attention: k and v may have H_kv heads where H_kv divides H (the query heads); query
 // head h reads kv head h / (H / H_kv) (kv_head_of, kernels/rungs/flash_attention.h). The same kernels:
@@ -132,20 +131,9 @@ struct FastTraits<256> {
   static constexpr int kMinBlocksPerSm = 1;
   static constexpr bool kQInRegs = false;
 };
-// The wgmma kernel (sm_90a): kBlockM = 64 rows per warpgroup, kNWarps = kBlockM / 16.
-template <int kHeadDim_>
-struct FastTraitsSm90;
-template <>
-struct FastTraitsSm90<64> {
-  static constexpr int kHeadDim = 64, kBlockM = 192, kBlockN = 128, kNWarps = 12, kStages = 3;
-};
-template <>
-struct FastTraitsSm90<128> {
-  static constexpr int kHeadDim = 128, kBlockM = 128, kBlockN = 128, kNWarps = 8, kStages = 3;
-};
-// The wgmma kernel with bulk tensor copies (TMA): two consumer warpgroups (kNWarps = 8 compute warps)
-// and a producer warpgroup (its registers handed to the consumers with setmaxnreg; one lane issues the
-// copies): kThreads = 384. kBlockM 128 for every head dim; at d = 256 the shared-memory limit shrinks
+// The wgmma kernel (sm_90a) with bulk tensor copies (TMA): two consumer warpgroups of 64 query rows
+// (kNWarps = 8 compute warps) and a producer warpgroup (its registers handed to the consumers with
+// setmaxnreg; one lane issues the copies): kThreads = 384. kBlockM 128 for every head dim; at d = 256 the shared-memory limit shrinks
 // the K/V tiles to 80 keys and the stages to 2 (Q 64 KiB + 2 x 80 KiB = 224 KiB of the 227 KiB).
 template <int kHeadDim_>
 struct FastTraitsSm90Tma {
@@ -157,13 +145,13 @@ struct FastTraitsSm90Tma {
   static constexpr bool kLateRescale = false;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // setmaxnreg: 128 x 24 + 256 x 240 <= 64 Ki
 };
-// The TMA tiles with options, for the persistent kernel and the candidates: kQBufs Q tiles in shared
-// memory. Two (the q2 candidates) let the producer load the next tile's Q while the consumers still read
+// The TMA tiles with options, for the persistent paths and wgmma-late: kQBufs Q tiles in shared memory.
+// Two (wgmma-persistent-q2-late) let the producer load the next tile's Q while the consumers still read
 // the current one; at d = 128 the second Q takes the place of one K/V stage (Q 2 x 32 KiB + 2 x 64 KiB =
 // 192 KiB); d = 256 has no room for it (Q 64 KiB + 2 x 80 KiB = 224 KiB already). kLateRescale (the -late
 // paths): O is rescaled by the last softmax's alpha after S of the next tile is issued, while the tensor
 // cores compute it, instead of before (FlashAttention-3's order); the same arithmetic in the same order on O.
-// kBlockM_ 192 (the m192 candidate, d = 64 only, FlashAttention-3's tile there): three consumer warpgroups
+// kBlockM_ 192 (wgmma-persistent-m192, d = 64 only, FlashAttention-3's tile there): three consumer warpgroups
 // of 64 rows taking turns in a ring, 512 threads, setmaxnreg 24 / 160 (128 x 24 + 384 x 160 <= 64 Ki).
 template <int kHeadDim_, int kQBufs_ = 1, bool kLateRescale_ = false, int kBlockM_ = 128>
 struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
@@ -175,24 +163,6 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
   static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
 };
-// The cross-tile candidates (wgmma-persistent-q2-late-cross, wgmma-persistent-m192-cross): Base's tiles, and at the end of each tile the
-// consumer warpgroup issues the tile's last P V and the next tile's first S in one turn, writing O while
-// that S runs (flash_attention_fast_sm90.cuh, consume_cross).
-template <class Base>
-struct FastTraitsCrossTile : Base {
-  static constexpr bool kCrossTile = true;
-};
-// The n176 candidate (wgmma-persistent-late-n176, d = 128): Base's tiles with 176 keys each in 2 stages
-// (FlashAttention-3's tile at d = 128 without the mask): Q 32 KiB + 2 x (44 + 44) KiB = 208 KiB.
-template <class Base, int kBlockN_>
-struct FastTraitsBlockN : Base {
-  static constexpr int kBlockN = kBlockN_, kStages = 2;
-};
-// kCrossTile where the traits name it, else false.
-template <class Tr>
-constexpr auto fast_cross_tile(int) -> decltype(Tr::kCrossTile) { return Tr::kCrossTile; }
-template <class Tr>
-constexpr bool fast_cross_tile(long) { return false; }
 // kQBufs where the traits name it, else 1.
 template <class Tr>
 constexpr auto fast_q_tiles(int) -> decltype(Tr::kQBufs) { return Tr::kQBufs; }
@@ -204,85 +174,71 @@ constexpr int64_t fast_smem_bytes() {
   return int64_t(fast_q_tiles<Tr>(0) * Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) * Tr::kHeadDim * 2;
 }
 
-// The head dimensions the fast kernels take, and the one line refusing d = 256 on the cp.async wgmma kernel.
+// The head dimensions the fast kernels take.
 constexpr const char* kFastHeadDimsText = "{64, 128, 256} for --variant fast";
 inline bool fast_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
-inline std::string wgmma_cpasync_d256_message() {
-  return "KL_FLASH_FAST_PATH=wgmma-cpasync: that kernel has no d=256 tiles (allowed there: 64, 128); unset it or "
-         "use wgmma or mma at d=256";
-}
 
 // The tile shapes at run time, for the panel and `list`. Throws InputError for an unsupported d.
 struct FastTileShape {
   int head_dim = 0, block_m = 0, block_n = 0, warps = 0, stages = 0, q_tiles = 1;
   int64_t smem_bytes = 0;
 };
-// Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which).
-// Wgmma: the bulk-tensor-copy (TMA) kernel with a producer warpgroup; WgmmaCpAsync: the first wgmma kernel,
-// cp.async loads by all threads (taken too when a tensor map cannot be made for the strides given).
-// WgmmaPersistent (KL_FLASH_FAST_PATH=wgmma-persistent): the TMA kernel made persistent (one block per SM
-// looping over tiles, the next tile's loads under the current epilogue), in persistent_tile()'s order,
-// causal tiles handed out in a snake (persistent_index). Same tiles as Wgmma. WgmmaPersistentQ2
-// (KL_FLASH_FAST_PATH=wgmma-persistent-q2): wgmma-persistent's order with two Q tiles
-// (FastTraitsSm90TmaOpt), so a tile's first S does not wait for its Q to arrive; d = 256: one Q tile,
-// the same kernel as wgmma-persistent. WgmmaPersistentQ2Late (wgmma-persistent-q2-late): q2 with O
-// rescaled while the next S runs on the tensor cores (kLateRescale); WgmmaPersistentLate
-// (wgmma-persistent-late): one Q tile, the late rescale; WgmmaLate (wgmma-late): the one-block-per-tile
-// TMA kernel with the late rescale. WgmmaPersistentM192 (wgmma-persistent-m192): at d = 64 the persistent
-// kernel on 192 query rows over three consumer warpgroups (elsewhere the same as wgmma-persistent).
-// WgmmaPersistentQ2LateCross (wgmma-persistent-q2-late-cross): q2-late with the tile boundary overlapped
-// (FastTraitsCrossTile; d = 256: the same kernel as wgmma-persistent-late). WgmmaPersistentLateN176
-// (wgmma-persistent-late-n176): at d = 128 persistent-late on 176 keys a tile (FastTraitsBlockN; elsewhere
-// the same kernel as wgmma-persistent-late). WgmmaPersistentM192Cross (wgmma-persistent-m192-cross): at
-// d = 64 m192 with two Q tiles and the tile boundary overlapped (elsewhere the same as wgmma-persistent).
+// Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which). Each
+// path a user can pick (KL_FLASH_FAST_PATH) is the by-shape default somewhere, or the baseline the timeline
+// recordings compare against (docs/perf-log.md has the measurements; paths that were no shape's default
+// were removed in issue 29, their figures kept there):
+//   MmaSync (mma): the mma.sync kernel; off Hopper, and on sm_90 where no tensor map can be made for the
+//     strides given.
+//   Wgmma (wgmma): the bulk-tensor-copy (TMA) kernel with a producer warpgroup, one block per tile, O
+//     rescaled right after each softmax: no shape's default, kept as the baseline the recordings of
+//     "Inside the fast kernel" (docs/perf/timeline-h200.json) compare the defaults against.
+//   WgmmaLate (wgmma-late): Wgmma with O rescaled while the next S runs on the tensor cores (kLateRescale):
+//     long causal rows (Lq > 8192; d = 256: Lq > 4096) and d = 256 without the mask.
+//   WgmmaPersistent (wgmma-persistent): the TMA kernel made persistent (one block per SM looping over tiles,
+//     the next tile's loads under the current epilogue), in persistent_tile()'s order, causal tiles handed
+//     out in a snake (persistent_index); Wgmma's tiles: d = 64 causal up to Lq = 8192.
+//   WgmmaPersistentM192 (wgmma-persistent-m192): at d = 64 the persistent kernel on 192 query rows over
+//     three consumer warpgroups (elsewhere the same kernel as wgmma-persistent): d = 64 without the mask.
+//   WgmmaPersistentQ2Late (wgmma-persistent-q2-late): the persistent kernel with two Q tiles
+//     (FastTraitsSm90TmaOpt; a tile's first S does not wait for its Q; d = 256: one Q tile) and the late
+//     rescale: d = 128, but long causal rows.
+//   WgmmaPersistentLate (wgmma-persistent-late): one Q tile, the late rescale: d = 256 causal up to Lq = 4096.
 // WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks one of the
 // others for each shape.
 enum class FastPath {
   MmaSync,
-  WgmmaCpAsync,
   Wgmma,
   WgmmaPersistent,
-  WgmmaPersistentQ2,
   WgmmaPersistentQ2Late,
   WgmmaPersistentLate,
   WgmmaLate,
   WgmmaPersistentM192,
-  WgmmaPersistentQ2LateCross,
-  WgmmaPersistentLateN176,
-  WgmmaPersistentM192Cross,
   WgmmaByShape
 };
 inline const char* fast_path_name(FastPath path) {
   switch (path) {
     case FastPath::WgmmaByShape: return "wgmma-by-shape";
     case FastPath::Wgmma: return "wgmma";
-    case FastPath::WgmmaCpAsync: return "wgmma-cpasync";
     case FastPath::WgmmaPersistent: return "wgmma-persistent";
-    case FastPath::WgmmaPersistentQ2: return "wgmma-persistent-q2";
     case FastPath::WgmmaPersistentQ2Late: return "wgmma-persistent-q2-late";
     case FastPath::WgmmaPersistentLate: return "wgmma-persistent-late";
     case FastPath::WgmmaLate: return "wgmma-late";
     case FastPath::WgmmaPersistentM192: return "wgmma-persistent-m192";
-    case FastPath::WgmmaPersistentQ2LateCross: return "wgmma-persistent-q2-late-cross";
-    case FastPath::WgmmaPersistentLateN176: return "wgmma-persistent-late-n176";
-    case FastPath::WgmmaPersistentM192Cross: return "wgmma-persistent-m192-cross";
     default: return "mma.sync";
   }
 }
 // The kernels KL_FLASH_FAST_PATH may name besides mma (each needs the sm_90a code), in the order its
 // messages list them.
-constexpr FastPath kNamedWgmmaPaths[] = {FastPath::WgmmaCpAsync,          FastPath::Wgmma,
-                                         FastPath::WgmmaPersistent,       FastPath::WgmmaPersistentQ2,
-                                         FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate,
-                                         FastPath::WgmmaLate,             FastPath::WgmmaPersistentM192,
-                                         FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176,
-                                         FastPath::WgmmaPersistentM192Cross};
-// True for the kernels built on the TMA kernel's tiles (FastTraitsSm90Tma).
+constexpr FastPath kNamedWgmmaPaths[] = {FastPath::Wgmma,
+                                         FastPath::WgmmaPersistent,
+                                         FastPath::WgmmaPersistentQ2Late,
+                                         FastPath::WgmmaPersistentLate,
+                                         FastPath::WgmmaLate,
+                                         FastPath::WgmmaPersistentM192};
+// True for the persistent kernels (built on the TMA kernel's tiles, FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
-  return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2 ||
-         path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentLate ||
-         path == FastPath::WgmmaPersistentM192 || path == FastPath::WgmmaPersistentQ2LateCross ||
-         path == FastPath::WgmmaPersistentLateN176 || path == FastPath::WgmmaPersistentM192Cross;
+  return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2Late ||
+         path == FastPath::WgmmaPersistentLate || path == FastPath::WgmmaPersistentM192;
 }
 inline bool fast_path_tma(FastPath path) {
   return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||
@@ -315,32 +271,14 @@ auto with_tma_opt(int d, F&& f) {
 }
 // f(Tr{}) for the traits the persistent path `path` (one of fast_path_persistent()'s) runs at head dim d (64,
 // 128 or 256): the one map from a persistent path to its kernel, which the launch (run_fast_wgmma_persistent)
-// and the tile shapes below both take. Each candidate differs from its base kernel at the head dims it names.
+// and the tile shapes below both take. Each option differs from the plain persistent kernel at the head dims
+// it names.
 template <class F>
 auto with_persistent_traits(FastPath path, int d, F&& f) {
   switch (path) {
-    case FastPath::WgmmaPersistentQ2: return with_tma_opt<2, false>(d, f);
     case FastPath::WgmmaPersistentQ2Late: return with_tma_opt<2, true>(d, f);
     case FastPath::WgmmaPersistentLate: return with_tma_opt<1, true>(d, f);
     case FastPath::WgmmaPersistentM192: return with_tma_opt<1, false, 192>(d, f);
-    case FastPath::WgmmaPersistentQ2LateCross:  // d = 256: no room for the second Q tile, so no overlap
-      return with_tma_opt<2, true>(d, [&](auto tr) {
-        using Tr = decltype(tr);
-        if constexpr (Tr::kHeadDim < 256) return f(FastTraitsCrossTile<Tr>{});
-        else return f(tr);
-      });
-    case FastPath::WgmmaPersistentLateN176:
-      return with_tma_opt<1, true>(d, [&](auto tr) {
-        using Tr = decltype(tr);
-        if constexpr (Tr::kHeadDim == 128) return f(FastTraitsBlockN<Tr, 176>{});
-        else return f(tr);
-      });
-    case FastPath::WgmmaPersistentM192Cross:
-      return with_tma_opt<1, false>(d, [&](auto tr) {
-        using Tr = decltype(tr);
-        if constexpr (Tr::kHeadDim == 64) return f(FastTraitsCrossTile<FastTraitsSm90TmaOpt<64, 2, false, 192>>{});
-        else return f(tr);
-      });
     default: return with_tma_opt<1, false>(d, f);
   }
 }
@@ -351,19 +289,10 @@ inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
                          fast_smem_bytes<Tr>()};
   };
   if (fast_path_persistent(path) && fast_head_dim(d)) return with_persistent_traits(path, d, make);
-  if (fast_path_tma(path)) path = FastPath::Wgmma;
-  if (d == 64)
-    return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<64>{})
-           : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<64>{})
-                                            : make(FastTraits<64>{});
-  if (d == 128)
-    return path == FastPath::Wgmma          ? make(FastTraitsSm90Tma<128>{})
-           : path == FastPath::WgmmaCpAsync ? make(FastTraitsSm90<128>{})
-                                            : make(FastTraits<128>{});
-  if (d == 256) {
-    if (path == FastPath::WgmmaCpAsync) throw InputError(wgmma_cpasync_d256_message());
-    return path == FastPath::Wgmma ? make(FastTraitsSm90Tma<256>{}) : make(FastTraits<256>{});
-  }
+  const bool tma = fast_path_tma(path);
+  if (d == 64) return tma ? make(FastTraitsSm90Tma<64>{}) : make(FastTraits<64>{});
+  if (d == 128) return tma ? make(FastTraitsSm90Tma<128>{}) : make(FastTraits<128>{});
+  if (d == 256) return tma ? make(FastTraitsSm90Tma<256>{}) : make(FastTraits<256>{});
   throw InputError(out_of_range_message("d", std::to_string(d), kFastHeadDimsText));
 }
 
@@ -561,21 +490,19 @@ FastTracedShape fast_traced_shape(const FastParams& p, FastPath path);
 // kernel's, and the CTAs trace names stamp their phases into trace.buf (kernels/measure/timeline_trace.h).
 void run_fast_traced(const FastParams& p, FastPath path, const timeline::TraceArgs& trace);
 
-// The kernel run_fast takes on the current device: Wgmma on compute capability 9.0 when the sm_90a build
-// was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma-cpasync|wgmma|wgmma-persistent|wgmma-persistent-q2|
-// wgmma-persistent-q2-late|wgmma-persistent-late|wgmma-late|wgmma-persistent-m192|
-// wgmma-persistent-q2-late-cross|wgmma-persistent-late-n176|wgmma-persistent-m192-cross in the environment
-// overrides
-// (InputError when a wgmma kernel is asked for where it cannot run, or for another value).
+// The kernel run_fast takes on the current device: WgmmaByShape on compute capability 9.0 when the sm_90a
+// build was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma|wgmma-persistent|wgmma-persistent-q2-late|
+// wgmma-persistent-late|wgmma-late|wgmma-persistent-m192 in the environment overrides, auto (or unset) is the
+// default (InputError when a wgmma kernel is asked for where it cannot run, or for another value: one line
+// naming KL_FLASH_FAST_PATH, the value and the allowed values).
 FastPath fast_path();
-// The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). With
-// tma, it runs the TMA kernel where tensor maps can be made for p's strides and returns true, else the
-// cp.async wgmma kernel (false); at d = 256, which the cp.async kernel has no tiles for, the mma.sync
-// kernel (false), and without tma an InputError (wgmma_cpasync_d256_message).
+// The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). It runs the
+// TMA kernel (with late_rescale: wgmma-late's) where tensor maps can be made for p's strides and returns true,
+// else the mma.sync kernel (false).
 void run_fast_mma_sync(const FastParams& p);
-bool run_fast_wgmma(const FastParams& p, bool tma, bool late_rescale = false);
+bool run_fast_wgmma(const FastParams& p, bool late_rescale = false);
 // The persistent kernel as `path` (one of fast_path_persistent()'s) names it: true when it ran, false when
-// no tensor map could be made for p's strides (then run_fast runs run_fast_wgmma(p, true) instead).
+// no tensor map could be made for p's strides (then run_fast runs run_fast_wgmma(p) instead).
 bool run_fast_wgmma_persistent(const FastParams& p, FastPath path);
 // True when the device is sm_90 and the driver loaded the sm_90a code (probed once, cached).
 bool fast_wgmma_kernels_loaded();

@@ -32,21 +32,14 @@ bool fast_wgmma_kernels_loaded() {
   return loaded;
 }
 
-bool run_fast_wgmma(const FastParams& p, bool tma, bool late_rescale) {
+bool run_fast_wgmma(const FastParams& p, bool late_rescale) {
   validate(p);
-  const bool half = p.dtype == FastDtype::Fp16;
   using sm90_detail::launch_tma_for;
-  if (p.d == 256) {  // the TMA kernel only (the cp.async one has no d = 256 tiles): else mma.sync
-    if (!tma) throw InputError(wgmma_cpasync_d256_message());
-    if (launch_tma_for<256>(p, late_rescale)) return true;
-    run_fast_mma_sync(p);
-    return false;
-  }
-  if (tma && (p.d == 64 ? launch_tma_for<64>(p, late_rescale) : launch_tma_for<128>(p, late_rescale))) return true;
-  if (p.d == 64)
-    half ? sm90_detail::launch<__half, 64>(p) : sm90_detail::launch<__nv_bfloat16, 64>(p);
-  else
-    half ? sm90_detail::launch<__half, 128>(p) : sm90_detail::launch<__nv_bfloat16, 128>(p);
+  const bool launched = p.d == 64    ? launch_tma_for<64>(p, late_rescale)
+                        : p.d == 128 ? launch_tma_for<128>(p, late_rescale)
+                                     : launch_tma_for<256>(p, late_rescale);
+  if (launched) return true;
+  run_fast_mma_sync(p);  // no tensor map for these strides: the kernel every GPU runs
   return false;
 }
 

@@ -11,17 +11,17 @@
 //   - Overlap inside a warpgroup (FlashAttention-3's "intra-warpgroup pipelining"): iteration t issues
 //     S_t = Q K_t^T and O += P_{t-1} V_{t-1} back to back, waits only for S_t, computes the softmax of S_t
 //     while P_{t-1} V_{t-1} still runs on the tensor cores, then waits for it and rescales O.
-//   - Three kernels share that warpgroup code (WarpgroupState):
-//     kernel 1 (FastPath::WgmmaCpAsync): K and V tiles by cp.async from all threads, three stages, K two
-//       tiles ahead and V one (V_{t-1} is read one iteration later than K_{t-1}); a block barrier per tile.
-//     kernel 2 (FastPath::Wgmma): a producer warpgroup issues bulk tensor copies (TMA) into three stages
-//       on mbarriers and gives its registers to the two consumer warpgroups (setmaxnreg); no block
-//       barrier after the start, and the consumers take turns on the tensor cores (ping-pong), so one's
-//       softmax runs while the other's products do.
-//     kernel 3 (FastPath::WgmmaPersistent and candidates): kernel 2 made persistent (its section below).
-//     The default (FastPath::WgmmaByShape, fast_kernel_for in the header) picks kernel 2 or 3 and their
-//     options (two Q tiles, the late rescale: FastTraitsSm90TmaOpt) by shape, as measured on the H200
-//     (docs/perf-log.md).
+//   - Two kernels share that warpgroup code (WarpgroupState):
+//     the TMA kernel (FastPath::Wgmma, WgmmaLate): a producer warpgroup issues bulk tensor copies (TMA) into
+//       three stages on mbarriers and gives its registers to the two consumer warpgroups (setmaxnreg); no
+//       block barrier after the start, and the consumers take turns on the tensor cores (ping-pong), so
+//       one's softmax runs while the other's products do.
+//     the persistent kernel (FastPath::WgmmaPersistent and its options): the TMA kernel made persistent
+//       (its section below).
+//     The default (FastPath::WgmmaByShape, fast_kernel_for in the header) picks one of them and their
+//     options (two Q tiles, the late rescale, 192 rows at d = 64: FastTraitsSm90TmaOpt) by shape, as
+//     measured on the H200 (docs/perf-log.md). (A first kernel, cp.async loads from all threads and a
+//     block barrier per tile, was removed in issue 29; docs/perf-log.md, v2, has its figures.)
 //
 // Shared-memory layout, descriptors and fragment layouts: kernels/rungs/sm90_device.cuh.
 //
@@ -168,120 +168,7 @@ struct WarpgroupState {
       }
     }
   }
-
-  // O = 0 for this thread's rows of a tile that sees no key (what store() writes after init()), leaving
-  // the state alone: the cross-tile consumer skips such tiles while it holds another tile's accumulators.
-  static __device__ __forceinline__ void store_zeros(T* o, const FastParams& p, int row, int t4) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-      if (row + 8 * r < p.Lq) {
-        T* orow = o + int64_t(row + 8 * r) * p.o_row_stride;
-#pragma unroll
-        for (int j = 0; j < kHeadDim / 8; ++j) *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) = 0u;
-      }
-  }
 };
-
-// ---- [SECTION] kernel 1: cp.async loads, all threads compute ---------------------------------------------
-// Grid (ceil(Lq / kBlockM), H, B); kBlockM / 64 warpgroups. Shared memory (1024-byte aligned):
-// sQ [kBlockM x d], sK [kStages][kBlockN x d], sV [kStages][kBlockN x d].
-template <class T, int kHeadDim>
-__global__ void __launch_bounds__(FastTraitsSm90<kHeadDim>::kNWarps * 32, 1)
-    flash_fwd_wgmma_kernel(const FastParams p, const int kv_group) {
-#ifdef KL_FA_SM90A
-  using Tr = FastTraitsSm90<kHeadDim>;
-  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
-  constexpr int kThreads = Tr::kNWarps * 32;
-  static_assert(kBlockN == 128 && kStages == 3, "the pipeline below is written for kBlockN 128, 3 stages");
-  static_assert(kBlockM % 64 == 0 && Tr::kNWarps == kBlockM / 16, "one warpgroup per 64 query rows");
-  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
-
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
-  const uint32_t sK = sQ + kQBytes;
-  const uint32_t sV = sK + kStages * kKVBytes;
-
-  const int m_block = p.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);  // heaviest first
-  const int h = blockIdx.y, b = blockIdx.z;
-  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int t4 = lane & 3;
-  const int m0 = m_block * kBlockM;
-
-  const int h_kv = kv_head_of(h, kv_group);  // grouped-query attention: h / (H / H_kv)
-
-  const T* q = static_cast<const T*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + h_kv * p.k_head_stride;
-  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + h_kv * p.v_head_stride;
-  T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-
-  const int n_tiles = key_tiles_for_block(m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
-  WarpgroupState<T, kHeadDim, kBlockM, kBlockN> w;
-  w.init(m0 + wg * 64 + warp * 16 + (lane >> 2), p.scale);
-
-  if (n_tiles > 0) {  // uniform across the block
-    // Commit groups: G_{-2} = {Q, K_0}, G_{-1} = {K_1, V_0}, and in iteration t, G_t = {K_{t+2}, V_{t+1}}.
-    // Iteration t needs K_t and V_{t-1}, both in G_{t-2}: waiting until one group is pending suffices.
-    load_tile<T, kBlockM, kHeadDim, kThreads>(sQ, q, p.q_row_stride, m0, p.Lq, tid);
-    load_tile<T, kBlockN, kHeadDim, kThreads>(sK, k, p.k_row_stride, 0, p.Lk, tid);
-    cp_async_commit();
-    if (n_tiles > 1) load_tile<T, kBlockN, kHeadDim, kThreads>(sK + kKVBytes, k, p.k_row_stride, kBlockN, p.Lk, tid);
-    load_tile<T, kBlockN, kHeadDim, kThreads>(sV, v, p.v_row_stride, 0, p.Lk, tid);
-    cp_async_commit();
-
-    const uint32_t sQw = sQ + wg * 64 * 128;  // this warpgroup's 64 rows: 8 swizzle atoms further on
-
-    // Iteration t (0 .. n_tiles): wait for G_{t-2}, barrier, issue G_t; then S_t (t < n_tiles) and
-    // P_{t-1} V_{t-1} (t >= 1) on the tensor cores. The first and the last are peeled off so that the
-    // steady state has no branch around the wgmma issue and waits (ptxas then keeps them asynchronous).
-    auto next_tile = [&](int t) {
-      cp_async_wait<1>();
-      fence_proxy_async();
-      __syncthreads();  // K_t and V_{t-1} landed for all threads; K_{t-1}, V_{t-2} no longer read
-      if (t + 2 < n_tiles)
-        load_tile<T, kBlockN, kHeadDim, kThreads>(sK + ((t + 2) % kStages) * kKVBytes, k, p.k_row_stride,
-                                                  (t + 2) * kBlockN, p.Lk, tid);
-      if (t + 1 < n_tiles)
-        load_tile<T, kBlockN, kHeadDim, kThreads>(sV + ((t + 1) % kStages) * kKVBytes, v, p.v_row_stride,
-                                                  (t + 1) * kBlockN, p.Lk, tid);
-      cp_async_commit();  // always (maybe empty): one group per iteration
-    };
-
-    next_tile(0);  // t = 0: S_0 only
-    fence_regs(w.acc_s);
-    wgmma_fence();
-    w.issue_s(sQw, sK);
-    wgmma_wait<0>();
-    fence_regs(w.acc_s);
-    w.softmax(p, m_block, 0, t4);
-    w.rescale_and_pack();
-    for (int t = 1; t < n_tiles; ++t) {  // steady state: S_t and P_{t-1} V_{t-1} in flight together
-      next_tile(t);
-      fence_regs(w.acc_s);
-      fence_regs(w.acc_o);
-      fence_regs(w.p_frag);
-      wgmma_fence();
-      w.issue_s(sQw, sK + (t % kStages) * kKVBytes);
-      w.issue_pv(sV + ((t - 1) % kStages) * kKVBytes);
-      wgmma_wait<1>();  // S_t done; P_{t-1} V_{t-1} may still run while the softmax does
-      fence_regs(w.acc_s);
-      w.softmax(p, m_block, t, t4);
-      wgmma_wait<0>();
-      fence_regs(w.acc_o);
-      fence_regs(w.p_frag);
-      w.rescale_and_pack();
-    }
-    next_tile(n_tiles);  // t = n_tiles: the last P V only
-    fence_regs(w.acc_o);
-    fence_regs(w.p_frag);
-    wgmma_fence();
-    w.issue_pv(sV + ((n_tiles - 1) % kStages) * kKVBytes);
-    wgmma_wait<0>();
-    fence_regs(w.acc_o);
-    cp_async_wait<0>();
-  }
-  w.store(o, p, t4);
-#endif
-}
 
 // The registers each warp role keeps after the hand-over (setmaxnreg). The CTA holds kThreads x kLaunch
 // registers from its launch (__launch_bounds__(kThreads, 1): 65536 / kThreads rounded down to 8, 168 for
@@ -335,7 +222,7 @@ struct TmaSmem {
 // The consumer warpgroups of the TMA kernel (below): wait for a stage, take the turn, issue, release.
 // kPersistent (the persistent kernel, below): the tile's (h, b) and its first K/V load index `it0` (stage
 // and phase continue across the block's tiles) come from the tile scheduler, and the warpgroups also
-// release Q (after their last S) and the last V stage for the producer's next tile. Without it (kernel 2)
+// release Q (after their last S) and the last V stage for the producer's next tile. Without it (the TMA kernel)
 // it0 is 0 and q_phase 0, and the code is what it was before the persistent kernel existed. The tile reads
 // Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase. rec marks the phases (timeline
 // recording; NoRecord: nothing), `tile` naming the work tile (persistent_tile()'s index) and each mark's step
@@ -378,7 +265,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
       if (lane == 0) mbar_arrive(bar);
     };
     auto stage = [&](int t) { return (it0 + t) % kStages; };
-    // O <- alpha O before the P V that adds to it: right after the softmax (kernel 2), or with kLate
+    // O <- alpha O before the P V that adds to it: right after the softmax (wgmma), or with kLate
     // (Tr::kLateRescale) after the next S was issued, so the multiplies run while the tensor cores do S.
     auto rescale_and_pack = [&] {
       if (kLate)
@@ -472,7 +359,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
   w.store(o, p, t4);
 }
 
-// ---- [SECTION] kernel 2: bulk tensor copies (TMA), a producer, two consumer warpgroups in turn -----------
+// ---- [SECTION] the TMA kernel: bulk tensor copies, a producer, two consumer warpgroups in turn -----------
 // Block: warpgroups 0 and 1 compute (64 query rows each); warpgroup 2 is the producer: it gives its
 // registers to the consumers (setmaxnreg 24 / 240) and one lane of its first warp issues the
 // bulk tensor copies of Q and of every K / V tile into kStages stages; each copy completes on the
@@ -582,17 +469,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #endif
 }
 
-// ---- [SECTION] kernel 3: kernel 2 made persistent (FastPath::WgmmaPersistent and its options) ------------
-// Grid = min(tiles, SMs) blocks of kernel 2's shape; block c takes tiles c, c + gridDim.x, ... of the
+// ---- [SECTION] the persistent kernel: the TMA kernel made persistent (FastPath::WgmmaPersistent, options) --
+// Grid = min(tiles, SMs) blocks of the TMA kernel's shape; block c takes tiles c, c + gridDim.x, ... of the
 // order persistent_tile() defines (kernels/rungs/flash_attention_fast.h: the grid's order); causal tiles are
 // handed out in a snake (persistent_index(): block c takes c, then 2G - 1 - c, ...), which evens out the
 // blocks' work. The producer runs ahead across tiles: Q of the next tile is loaded as soon as both
 // consumers released the current Q (after their last S), and K/V stages continue round the ring, so the
 // next tile's first loads overlap the current tile's last P V and its epilogue, and no block pays the
 // launch, mbarrier init and register hand-over per tile.
-// One extra mbarrier per Q tile, empty_q (one arrival per consumer warp). With two Q tiles (Tr::kQBufs, the
-// q2 candidate) the block's j-th tile with work reads Q tile j % 2, so the producer loads the next tile's Q
-// while the current one is still read, and waits only for the release of the tile before.
+// One extra mbarrier per Q tile, empty_q (one arrival per consumer warp). With two Q tiles (Tr::kQBufs,
+// wgmma-persistent-q2-late) the block's j-th tile with work reads Q tile j % 2, so the producer loads the next
+// tile's Q while the current one is still read, and waits only for the release of the tile before.
 template <class Tr, class Rec = NoRecord>
 __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
@@ -646,204 +533,7 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
   }
 }
 
-// The cross-tile candidate (Tr::kCrossTile, wgmma-persistent-q2-late-cross): kernel 3's consumers with the
-// boundary between two of the block's tiles overlapped. Without it a warpgroup issues a tile's last P V
-// alone, waits for it, writes O, then issues the next tile's S_0 alone and waits for that: twice per tile
-// the tensor cores see one product where the steady state gives them two. Here the last P V and the next
-// S_0 go in one turn, and O is written while S_0 runs. The same products on the same tiles in the same
-// order: the output is bit-identical to the kernel without the overlap. The next tile's Q must be in shared
-// memory by then: with two Q tiles (kQBufs 2) the producer loaded it during the current tile. The turns
-// stay balanced: every warpgroup of the block takes one turn per tile boundary, as each runs the same tiles.
-// rec marks the phases as in consume().
-template <class T, class Tr, class Rec = NoRecord>
-__device__ __forceinline__ void consume_cross(const FastParams& p, const TmaSmem<Tr>& sm, Rec& rec) {
-  constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
-  constexpr int kQBufs = TmaSmem<Tr>::kQBufs, kWGs = Tr::kNWarps / 4;
-  constexpr bool kLate = Tr::kLateRescale;
-  const auto bar = sm.bars();
-  const int warp_id = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int wg = warp_id >> 2, warp = warp_id & 3, t4 = lane & 3;
-  const int n_m = ceil_div(p.Lq, kBlockM), total = n_m * p.H * p.B;
-  const bool snake = p.causal;  // as produce_persistent's order
-
-  struct Tile {
-    PersistentTile pt;
-    int n_tiles;
-    int index;  // persistent_tile()'s index (the timeline's work tile)
-  };
-  using timeline::Phase;
-  constexpr Phase kPackPhase = kLate ? Phase::Pack : Phase::Rescale;  // what pack() does
-  constexpr int kNoStep = timeline::kNoStep;
-  using State = WarpgroupState<T, kHeadDim, kBlockM, kBlockN>;
-  auto out = [&](const PersistentTile& pt) {
-    return static_cast<T*>(p.o) + pt.b * p.o_batch_stride + pt.h * p.o_head_stride;
-  };
-  auto first_row = [&](const PersistentTile& pt) { return pt.m_block * kBlockM + wg * 64 + warp * 16 + (lane >> 2); };
-  int k = 0;  // the block's position in the schedule
-  // The block's next tile with work (false at the end). A tile on the way whose rows see no key (causal,
-  // Lq past Lk) gets its zeros here: it has no loads and no turns, as in produce_persistent.
-  auto next_tile = [&](Tile& t) {
-    for (; k * int(gridDim.x) < total; ++k) {
-      const int tile = persistent_index(k, blockIdx.x, gridDim.x, snake);
-      if (tile >= total) continue;
-      rec.mark(Phase::Schedule, kNoStep, tile);
-      t.pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
-      t.n_tiles = key_tiles_for_block(t.pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
-      t.index = tile;
-      if (t.n_tiles > 0) {
-        ++k;
-        return true;
-      }
-      rec.mark(Phase::Epilogue, kNoStep, tile);
-      State::store_zeros(out(t.pt), p, first_row(t.pt), t4);
-    }
-    return false;
-  };
-  auto my_turn = [&] { named_bar_sync(1 + wg, 256); };
-  auto their_turn = [&] { named_bar_arrive(1 + (kWGs == 2 ? (wg ^ 1) : (wg + 1) % kWGs), 256); };
-  auto release = [&](uint32_t b) {
-    if (lane == 0) mbar_arrive(b);
-  };
-  // g: the block's K/V load index (the producer's), so stages and phases continue across tiles.
-  auto stage = [&](int g) { return g % kStages; };
-  auto phase = [&](int g) { return uint32_t(g / kStages) & 1u; };
-  // j: the tile's index among the block's tiles with work, which picks its Q tile and that tile's phase.
-  auto q_rows = [&](int j) { return sm.q(j % kQBufs) + wg * 64 * 128; };
-  State w;
-  auto start = [&](const Tile& t) { w.init(first_row(t.pt), p.scale); };
-  auto pack = [&] {
-    if (kLate)
-      w.pack();
-    else
-      w.rescale_and_pack();
-  };
-  // S_0 of the tile at load index g has completed: release its K, then its softmax.
-  auto finish_first = [&](const Tile& t, int g) {
-    rec.mark(Phase::WaitS, 0, t.index);
-    wgmma_wait<0>();
-    fence_regs(w.acc_s);
-    release(bar.empty_k(stage(g)));
-    rec.mark(Phase::Softmax, 0, t.index);
-    w.softmax(p, t.pt.m_block, 0, t4);
-    rec.mark(kPackPhase, 0, t.index);
-    pack();
-  };
-
-  Tile cur;
-  if (!next_tile(cur)) return;
-  int it = 0, j = 0;  // cur's first K/V load index and its index among the tiles with work
-  start(cur);
-  rec.mark(Phase::WaitQ, kNoStep, cur.index);
-  mbar_wait(bar.full_q(0), 0);
-  rec.mark(Phase::WaitK, 0, cur.index);
-  mbar_wait(bar.full_k(stage(0)), phase(0));
-  rec.mark(Phase::WaitTurn, 0, cur.index);
-  my_turn();
-  rec.mark(Phase::IssueS, 0, cur.index);
-  fence_regs(w.acc_s);
-  wgmma_fence();
-  w.issue_s(q_rows(0), sm.k(stage(0)));
-  their_turn();
-  finish_first(cur, 0);
-  for (;;) {
-    const uint32_t sQw = q_rows(j);
-    for (int t = 1; t < cur.n_tiles; ++t) {  // the steady state, as consume's
-      const int s = stage(it + t), sp = stage(it + t - 1), tile = cur.index;
-      rec.mark(Phase::WaitK, t, tile);
-      mbar_wait(bar.full_k(s), phase(it + t));
-      rec.mark(Phase::WaitV, t - 1, tile);
-      mbar_wait(bar.full_v(sp), phase(it + t - 1));
-      rec.mark(Phase::WaitTurn, t, tile);
-      my_turn();
-      rec.mark(Phase::IssueS, t, tile);
-      fence_regs(w.acc_s);
-      fence_regs(w.acc_o);
-      fence_regs(w.p_frag);
-      wgmma_fence();
-      w.issue_s(sQw, sm.k(s));
-      if (kLate) {
-        rec.mark(Phase::Rescale, t - 1, tile);
-        w.rescale();
-        fence_regs(w.acc_o);
-        wgmma_fence();
-      }
-      rec.mark(Phase::IssuePV, t - 1, tile);
-      w.issue_pv(sm.v(sp));
-      their_turn();
-      rec.mark(Phase::WaitS, t, tile);
-      wgmma_wait<1>();  // S_t done; P_{t-1} V_{t-1} may still run while the softmax does
-      fence_regs(w.acc_s);
-      release(bar.empty_k(s));
-      rec.mark(Phase::Softmax, t, tile);
-      w.softmax(p, cur.pt.m_block, t, t4);
-      rec.mark(Phase::WaitPV, t - 1, tile);
-      wgmma_wait<0>();
-      fence_regs(w.acc_o);
-      fence_regs(w.p_frag);
-      release(bar.empty_v(sp));
-      rec.mark(kPackPhase, t, tile);
-      pack();
-    }
-    release(bar.empty_q(j % kQBufs));  // every S of this tile has completed: Q may be overwritten
-    const int gl = it + cur.n_tiles - 1;  // this tile's last V
-    T* o = out(cur.pt);
-    Tile nxt;
-    const int last = cur.n_tiles - 1, tile = cur.index;
-    if (!next_tile(nxt)) {  // the block's last tile: its last P V alone
-      rec.mark(Phase::WaitV, last, tile);
-      mbar_wait(bar.full_v(stage(gl)), phase(gl));
-      rec.mark(Phase::WaitTurn, cur.n_tiles, tile);
-      my_turn();
-      if (kLate) rec.mark(Phase::Rescale, last, tile);
-      if (kLate) w.rescale();
-      rec.mark(Phase::IssuePV, last, tile);
-      fence_regs(w.acc_o);
-      fence_regs(w.p_frag);
-      wgmma_fence();
-      w.issue_pv(sm.v(stage(gl)));
-      their_turn();
-      rec.mark(Phase::WaitPV, last, tile);
-      wgmma_wait<0>();
-      fence_regs(w.acc_o);
-      release(bar.empty_v(stage(gl)));
-      rec.mark(Phase::Epilogue, kNoStep, tile);
-      w.store(o, p, t4);
-      return;
-    }
-    // The boundary: this tile's last P V and the next tile's S_0 in one turn.
-    const int g0 = gl + 1;
-    rec.mark(Phase::WaitV, last, tile);
-    mbar_wait(bar.full_v(stage(gl)), phase(gl));
-    rec.mark(Phase::WaitQ, kNoStep, nxt.index);
-    mbar_wait(bar.full_q((j + 1) % kQBufs), uint32_t((j + 1) / kQBufs) & 1u);
-    rec.mark(Phase::WaitK, 0, nxt.index);
-    mbar_wait(bar.full_k(stage(g0)), phase(g0));
-    rec.mark(Phase::WaitTurn, cur.n_tiles, tile);
-    my_turn();
-    if (kLate) rec.mark(Phase::Rescale, last, tile);
-    if (kLate) w.rescale();
-    rec.mark(Phase::IssuePV, last, tile);
-    fence_regs(w.acc_o);
-    fence_regs(w.p_frag);
-    fence_regs(w.acc_s);
-    wgmma_fence();
-    w.issue_pv(sm.v(stage(gl)));
-    rec.mark(Phase::IssueS, 0, nxt.index);
-    w.issue_s(q_rows(j + 1), sm.k(stage(g0)));
-    their_turn();
-    rec.mark(Phase::WaitPV, last, tile);
-    wgmma_wait<1>();  // the P V done; S_0 of the next tile may still run
-    fence_regs(w.acc_o);
-    release(bar.empty_v(stage(gl)));
-    rec.mark(Phase::Epilogue, kNoStep, tile);
-    w.store(o, p, t4);  // O of this tile while the tensor cores compute the next S_0
-    cur = nxt, it = g0, ++j;
-    start(cur);  // O, m and l of the next tile (S_0's registers are not touched)
-    finish_first(cur, it);
-  }
-}
-
-// Tr: FastTraitsSm90TmaOpt<d, kQBufs> (one or two Q tiles), or FastTraitsCrossTile of one. The kernel's body,
+// Tr: FastTraitsSm90TmaOpt<d, kQBufs, kLate, kBlockM> (one or two Q tiles, 128 or 192 rows). The kernel's body,
 // shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): consumer warpgroup wg is
 // lane wg, the producer the last lane.
 template <class T, class Tr, class Trace>
@@ -882,15 +572,6 @@ __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, con
   if (warp_id >= kConsumerWarps) {
     setmaxnreg_dec<RegSplit<Tr, Trace>::kProducer>();
     if (warp_id == kConsumerWarps && lane == 0) produce_persistent<Tr>(tm_q, tm_k, tm_v, p, kv_group, sm, rec);
-  } else if constexpr (fast_cross_tile<Tr>(0)) {
-    setmaxnreg_inc<RegSplit<Tr, Trace>::kConsumer>();
-    const int wg = warp_id >> 2;
-    if (wg == kConsumerWarps / 4 - 1) named_bar_arrive(1, 256);  // warpgroup 0 takes the first turn, once per block
-    consume_cross<T, Tr>(p, sm, rec);
-    if (wg == 0) {
-      rec.mark(Phase::WaitTurn, timeline::kNoStep, -1);
-      named_bar_sync(1, 256);  // the turn the last warpgroup handed over after its last issue
-    }
   } else {
     setmaxnreg_inc<RegSplit<Tr, Trace>::kConsumer>();
     const int wg = warp_id >> 2;
@@ -939,15 +620,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 inline std::string launch_name(const char* kind, int head_dim, bool half, const std::string& options = "") {
   return std::string("flash_fwd_wgmma") + kind + "_d" + std::to_string(head_dim) + (half ? "_fp16" : "_bf16") +
          options;
-}
-
-template <class T, int kHeadDim>
-void launch(const FastParams& p) {
-  using Tr = FastTraitsSm90<kHeadDim>;
-  const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
-  const std::string name = launch_name("", kHeadDim, std::is_same<T, __half>::value);
-  cuda::launch(name.c_str(), flash_fwd_wgmma_kernel<T, kHeadDim>, grid, dim3(Tr::kNWarps * 32),
-               size_t(fast_smem_bytes<Tr>() + 1024), 0, p, kv_group(p));
 }
 
 // Q's, K's and V's tensor maps for Tr's tiles (Q: kBlockM rows, K and V: kBlockN); false when one cannot be
@@ -1033,11 +705,10 @@ template <class Tr>
 std::string persistent_launch_name(bool half) {
   return launch_name("_persistent", Tr::kHeadDim, half,
                      std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") + (Tr::kLateRescale ? "_late" : "") +
-                         (Tr::kBlockM == 192 ? "_m192" : "") + (fast_cross_tile<Tr>(0) ? "_cross" : "") +
-                         (Tr::kBlockN == 176 ? "_n176" : ""));
+                         (Tr::kBlockM == 192 ? "_m192" : ""));
 }
 
-// Launches the persistent kernel (kernel 3) on Tr's tiles for p's dtype; false (nothing launched) when a
+// Launches the persistent kernel on Tr's tiles for p's dtype; false (nothing launched) when a
 // tensor map cannot be made. kTraced: the instrumented kernel (bf16 only; the caller checks) with *trace.
 template <class Tr, bool kTraced = false>
 bool launch_persistent(const FastParams& p, const timeline::TraceArgs* trace = nullptr) {

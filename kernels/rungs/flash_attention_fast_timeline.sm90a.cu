@@ -38,10 +38,6 @@ void check_traced(const FastParams& p, FastPath path) {
       if (fast_path_persistent(named)) allowed += std::string(", ") + fast_path_name(named);
     throw InputError(out_of_range_message("path", fast_path_name(path), allowed + " (the instrumented kernels)"));
   }
-  if (path == FastPath::WgmmaPersistentLateN176 && p.d == 128)
-    throw InputError("path wgmma-persistent-late-n176 at d=128 has no instrumented kernel: its consumers hold S for 176 "
-                     "keys and have no registers left for the recorder (ptxas spilled); record it at d=64 or choose "
-                     "another path");
   if (p.d != 64 && p.d != 128)
     throw InputError(out_of_range_message("d", std::to_string(p.d), "{64, 128} (the instrumented kernels)"));
   if (p.dtype != FastDtype::Bf16)
@@ -96,7 +92,7 @@ void run_fast_traced(const FastParams& p, FastPath path, const timeline::TraceAr
   if (fast_path_persistent(path)) {
     launched = with_persistent_traits(path, p.d, [&](auto tr) -> bool {
       using Tr = decltype(tr);
-      if constexpr (Tr::kHeadDim == 256 || Tr::kBlockN == 176) {
+      if constexpr (Tr::kHeadDim == 256) {
         throw RuntimeError("run_fast_traced: no instrumented kernel for these tiles");  // check_traced refused them
       } else {
         return launch_persistent<Tr, true>(p, &trace);

@@ -227,20 +227,6 @@ __device__ __forceinline__ void wgmma_ss_tb(float (&d)[N / 2], uint64_t desc_a, 
                  : KL_ACC40(d)                                                                            \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
   }
-// D (64 x 176) = A B (+ D when scale_d != 0), A and B from shared memory: S with 176 keys a tile (the n176
-// candidate at d = 128).
-#define KL_ACC88(d) KL_ACC64(d), KL_ACC8(d, 64), KL_ACC8(d, 72), KL_ACC8(d, 80)
-#define KL_REGS_64_87 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87"
-#define KL_WGMMA_SS_N176(T, PTX_T)                                                                        \
-  template <>                                                                                             \
-  __device__ __forceinline__ void wgmma_ss<T, 176>(float (&d)[88], uint64_t desc_a, uint64_t desc_b,      \
-                                                   int scale_d) {                                          \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"                                            \
-                 "wgmma.mma_async.sync.aligned.m64n176k16.f32." PTX_T "." PTX_T                          \
-                 " {" KL_REGS_0_31 ", " KL_REGS_32_63 ", " KL_REGS_64_87 "}, %88, %89, p, 1, 1, 0, 0;\n}\n" \
-                 : KL_ACC88(d)                                                                            \
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
-  }
 // D (64 x 256) += A B, A in registers, B transposed from shared memory: O += P V at d = 256.
 #define KL_WGMMA_RS_N256(T, PTX_T)                                                                        \
   template <>                                                                                             \
@@ -276,14 +262,9 @@ KL_WGMMA_RS_N64(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N64(__half, "f16")
 KL_WGMMA_SS_N80(__nv_bfloat16, "bf16")
 KL_WGMMA_SS_N80(__half, "f16")
-KL_WGMMA_SS_N176(__nv_bfloat16, "bf16")
-KL_WGMMA_SS_N176(__half, "f16")
 KL_WGMMA_RS_N256(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N256(__half, "f16")
 #undef KL_WGMMA_SS_N80
-#undef KL_WGMMA_SS_N176
-#undef KL_REGS_64_87
-#undef KL_ACC88
 #undef KL_WGMMA_RS_N256
 #undef KL_REGS_32_39
 #undef KL_REGS_64_95

@@ -341,8 +341,12 @@ TEST(Timeline, RequestsOutOfRangeAreRefusedNamingTheParameter) {
   refused(r, "L=64 is out of range: allowed [128, 65536]");
   r = ok, r.path = "mma";
   refused(r, "--path=mma is out of range: allowed auto, wgmma, wgmma-late, wgmma-persistent");
-  r = ok, r.path = "wgmma-cpasync";
-  refused(r, "--path=wgmma-cpasync");
+  for (const char* removed : {"wgmma-cpasync", "wgmma-persistent-q2", "wgmma-persistent-q2-late-cross",
+                              "wgmma-persistent-late-n176", "wgmma-persistent-m192-cross"}) {  // issue 29
+    r = ok, r.path = removed;
+    refused(r, std::string("--path=") + removed + " is out of range: allowed auto, wgmma, wgmma-late, wgmma-persistent, "
+                                                  "wgmma-persistent-q2-late, wgmma-persistent-late, wgmma-persistent-m192");
+  }
   r = ok, r.kernel = timeline::kBackward, r.path = "auto";
   refused(r, "--path=auto is out of range: allowed wgmma, wgmma-tma");
   r = ok, r.deterministic = true;

@@ -11,8 +11,7 @@
 //   over odd lengths, Lq != Lk, causal, on every kernel; and GQA's output bit-identical to the same
 //   kernel's on k and v repeated per query head (repeat_interleave: query head h reads kv head h / group).
 //   Head dimension 256 (its own, smaller tiles: mma.sync 128 x 32, wgmma 128 x 80 in 2 stages): odd lengths,
-//   Lq != Lk, causal, bf16 and fp16, grouped-query ratios 1 and 4, on every kernel that takes it; the
-//   cp.async wgmma kernel refuses it with one line.
+//   Lq != Lk, causal, bf16 and fp16, grouped-query ratios 1 and 4, on every kernel.
 //   CPU-only: the tile-count, causal-skip and mask bounds against brute force; parameter validation.
 #include "kernels/rungs/flash_attention_fast.h"
 
@@ -38,7 +37,7 @@ namespace {
 // CPU-only builds (cpu and asan presets, machines without nvcc) declare none of the CUDA-only entry
 // points; the tests that call them skip themselves (KL_REQUIRE_CUDA) before it matters.
 bool fast_wgmma_kernels_loaded() { return false; }
-bool run_fast_wgmma(const FastParams&, bool, bool = false) { return false; }
+bool run_fast_wgmma(const FastParams&, bool = false) { return false; }
 bool run_fast_wgmma_persistent(const FastParams&, FastPath) { return false; }
 void run_fast_mma_sync(const FastParams&) {}
 #endif
@@ -343,21 +342,6 @@ TEST(FlashAttentionFast, HeadDim256MatchesReference) {
   }
 }
 
-// The cp.async wgmma kernel has no d = 256 tiles: asked for by name, one line says so (never a quiet
-// fallback to another kernel, never a launch).
-TEST(FlashAttentionFast, CpAsyncWgmmaRefusesHeadDim256) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-cpasync");
-  const Array a = make_array({1, 1, 16, 256}, test::random_floats(16 * 256));
-  try {
-    run_fast_host(a, a, a, false, 0.0625f, "bf16");
-    FAIL() << "wgmma-cpasync ran d=256";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("d=256"), std::string::npos) << e.what();
-  }
-}
-
 // Large scores (scale 1, inputs up to 2): the max moves often and alpha is far from 1, so a wrong
 // rescale shows; also long rows that cross many tiles.
 TEST(FlashAttentionFast, PeakedSoftmaxAndLongRows) {
@@ -429,17 +413,11 @@ void reduced_sweep(const char* path, FastPath expected) {
   gqa_sweep({17, 129, 1000});
 }
 
-// On an H100/H200 the sweeps above run the wgmma (TMA) kernel; the mma.sync kernel (the fallback
-// everywhere else) and the cp.async wgmma kernel (the fallback where no tensor map can be made) get a
-// reduced sweep of their own here.
+// On an H100/H200 the sweeps above run the wgmma (TMA) kernels; the mma.sync kernel (the fallback
+// everywhere else, and where no tensor map can be made) gets a reduced sweep of its own here.
 TEST(FlashAttentionFast, MmaSyncKernelMatchesReference) {
   KL_REQUIRE_CUDA();
   reduced_sweep("mma", FastPath::MmaSync);
-}
-TEST(FlashAttentionFast, CpAsyncWgmmaKernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  reduced_sweep("wgmma-cpasync", FastPath::WgmmaCpAsync);
 }
 // The TMA kernel with the late rescale (KL_FLASH_FAST_PATH=wgmma-late): the reduced sweep, d = 256, peaked
 // scores (alpha far from 1 at every tile, so a rescale applied to the wrong P V shows), and the same bits
@@ -470,11 +448,11 @@ TEST(FlashAttentionFast, LateRescaleTmaKernelMatchesReference) {
     }
 }
 
-// The persistent candidates (KL_FLASH_FAST_PATH=wgmma-persistent, -q2, -q2-late, -late, -m192): the reduced sweep,
+// The persistent paths (KL_FLASH_FAST_PATH=wgmma-persistent, -q2-late, -late, -m192): the reduced sweep,
 // d = 256 odd lengths, grouped-query ratios 1, 2, 4, 8 at every head dimension, rows that see nothing, and
 // shapes with many more tiles than SMs (each block loops over several tiles: the Q, K/V stage and turn
 // phases carry from tile to tile), including causal Lq > Lk, where tiles with no key sit between tiles with
-// work (and, for q2, the two Q tiles alternate over tiles with and without work). The launch itself is
+// work (and, for q2-late, the two Q tiles alternate over tiles with and without work). The launch itself is
 // checked to be the persistent kernel's (no quiet fallback).
 // d = 256 odd lengths, grouped-query ratios at every head dimension, rows that see nothing, long peaked rows.
 void persistent_edge_cases() {
@@ -496,23 +474,18 @@ void persistent_edge_cases() {
 }
 std::vector<std::pair<const char*, FastPath>> persistent_paths() {
   return {{"wgmma-persistent", FastPath::WgmmaPersistent},
-          {"wgmma-persistent-q2", FastPath::WgmmaPersistentQ2},
           {"wgmma-persistent-q2-late", FastPath::WgmmaPersistentQ2Late},
           {"wgmma-persistent-late", FastPath::WgmmaPersistentLate},
-          {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192},
-          {"wgmma-persistent-q2-late-cross", FastPath::WgmmaPersistentQ2LateCross},
-          {"wgmma-persistent-late-n176", FastPath::WgmmaPersistentLateN176},
-          {"wgmma-persistent-m192-cross", FastPath::WgmmaPersistentM192Cross}};
+          {"wgmma-persistent-m192", FastPath::WgmmaPersistentM192}};
 }
-// `full`: every case below, for the kernels the default runs (fast_kernel_for); the candidates the default
-// does not take (q2) gets the reduced sweep and the many-tiles cases only, to keep the GPU run short.
-void persistent_sweep(const char* name, FastPath path, bool full = true) {
+// Every case below: each persistent path is the default's kernel at some shape (fast_kernel_for).
+void persistent_sweep(const char* name, FastPath path) {
   {
     SCOPED_TRACE(name);
     reduced_sweep(name, path);
     if (::testing::Test::HasFatalFailure()) return;
     ScopedEnv env("KL_FLASH_FAST_PATH", name);
-    if (full) persistent_edge_cases();
+    persistent_edge_cases();
     if (::testing::Test::HasFatalFailure()) return;
     for (int d : {64, 128})
       for (bool causal : {false, true}) {
@@ -546,11 +519,6 @@ TEST(FlashAttentionFast, PersistentKernelMatchesReference) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent", FastPath::WgmmaPersistent);
 }
-TEST(FlashAttentionFast, PersistentQ2KernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-q2", FastPath::WgmmaPersistentQ2, false);
-}
 TEST(FlashAttentionFast, PersistentQ2LateKernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
@@ -567,27 +535,6 @@ TEST(FlashAttentionFast, PersistentM192KernelMatchesReference) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent-m192", FastPath::WgmmaPersistentM192);
 }
-// The tile boundary overlapped (the next tile's S_0 with this one's last P V, O written meanwhile): every
-// case, the blocks that run many tiles and skip the empty ones included.
-TEST(FlashAttentionFast, PersistentQ2LateCrossKernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-q2-late-cross", FastPath::WgmmaPersistentQ2LateCross);
-}
-// 176 keys a tile at d = 128 (Lk is never a multiple of it in the sweeps' powers of two: the tail tile is
-// masked): every case.
-TEST(FlashAttentionFast, PersistentLateN176KernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-late-n176", FastPath::WgmmaPersistentLateN176);
-}
-// Three warpgroups in a ring with the tile boundary overlapped (d = 64, two Q tiles): every case.
-TEST(FlashAttentionFast, PersistentM192CrossKernelMatchesReference) {
-  KL_REQUIRE_CUDA();
-  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
-  persistent_sweep("wgmma-persistent-m192-cross", FastPath::WgmmaPersistentM192Cross);
-}
-
 // The persistent kernels' same inputs twice give bit-identical outputs, and the same bits as the TMA kernel (same tiles, same arithmetic order per tile; only
 // which block runs a tile changes).
 TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
@@ -608,10 +555,7 @@ TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
         const Array a = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
         const Array b = run_fast_host(in.q, in.k, in.v, causal, scale, "bf16");
         EXPECT_TRUE(same_bits(a, b)) << name << " moved";
-        // Other key tiles (n176 at d = 128) fold the keys in other groups: the same within rounding (its
-        // sweep checks that), not the same bits.
-        if (fast_tile_shape(d, path).block_n == fast_tile_shape(d, FastPath::Wgmma).block_n)
-          EXPECT_TRUE(same_bits(a, base)) << name << " differs from wgmma";
+        EXPECT_TRUE(same_bits(a, base)) << name << " differs from wgmma";
       }
     }
 }
@@ -628,7 +572,6 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
     for (int d : {64, 128, 256})
       for (auto [H, H_kv] : {std::pair<int, int>{8, 1}, {8, 2}, {8, 4}, {6, 3}})
         for (bool causal : {false, true}) {
-          if (d == 256 && std::string(path) == "wgmma-cpasync") continue;  // no d = 256 tiles (refused above)
           ScopedEnv env("KL_FLASH_FAST_PATH", path);
           const int B = 2, Lq = 333, Lk = 517, group = H / H_kv;
           SCOPED_TRACE(std::string(path) + " d=" + std::to_string(d) + " H=" + std::to_string(H) +
@@ -678,7 +621,7 @@ TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
   EXPECT_EQ(kernel(1024, 256, false), FastPath::WgmmaLate);
   FastParams p;
   p.Lq = 512, p.d = 64;
-  for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaCpAsync, FastPath::WgmmaPersistentQ2})
+  for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaLate, FastPath::WgmmaPersistentLate})
     EXPECT_EQ(fast_kernel_for(named, p), named);
 }
 
@@ -716,6 +659,25 @@ TEST(FlashAttentionFastHost, PathNamesAreTheirKernelsAndAnUnknownOneListsThemAll
     }
   }
 }
+
+// The paths removed in issue 29 (no shape's default: docs/perf-log.md has their figures) are refused like any
+// unknown name, on every machine: one line naming KL_FLASH_FAST_PATH, the value and the values allowed now.
+TEST(FlashAttentionFastHost, RemovedPathNamesAreRefusedWithTheAllowedOnes) {
+  const std::string allowed = "mma, wgmma, wgmma-persistent, wgmma-persistent-q2-late, wgmma-persistent-late, "
+                              "wgmma-late, wgmma-persistent-m192 or auto (unset)";
+  for (const char* removed : {"wgmma-cpasync", "wgmma-persistent-q2", "wgmma-persistent-q2-late-cross",
+                              "wgmma-persistent-late-n176", "wgmma-persistent-m192-cross"}) {
+    ScopedEnv env("KL_FLASH_FAST_PATH", removed);
+    try {
+      fast_path();
+      ADD_FAILURE() << removed << " was taken";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("KL_FLASH_FAST_PATH=") + removed + " is out of range: allowed " + allowed);
+    }
+    for (FastPath path : kNamedWgmmaPaths) EXPECT_STRNE(fast_path_name(path), removed);
+  }
+}
 #endif
 
 TEST(FlashAttentionFast, PathChoice) {
@@ -742,11 +704,8 @@ TEST(FlashAttentionFast, PathChoice) {
   if (!fast_wgmma_kernels_loaded()) {
     ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma");
     EXPECT_THROW(fast_path(), InputError);
-  } else {
-    ScopedEnv env("KL_FLASH_FAST_PATH", "wgmma-cpasync");
-    EXPECT_EQ(fast_path(), FastPath::WgmmaCpAsync);
   }
-  for (auto [name, want] : persistent_paths()) {  // the candidates: by name only, refused without sm_90a
+  for (auto [name, want] : persistent_paths()) {  // by name, refused without sm_90a
     ScopedEnv env("KL_FLASH_FAST_PATH", name);
     if (fast_wgmma_kernels_loaded())
       EXPECT_EQ(fast_path(), want);
@@ -754,7 +713,7 @@ TEST(FlashAttentionFast, PathChoice) {
       EXPECT_THROW(fast_path(), InputError);
   }
   if (fast_wgmma_kernels_loaded()) {
-    // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to cp.async).
+    // The TMA kernel takes every contiguous shape the sweeps use (no quiet fallback to mma.sync).
     // Grouped-query shapes too (the K/V maps have H_kv heads).
     for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {1000, 17}, {129, 2049}})
       for (int d : {64, 128, 256})
@@ -768,7 +727,7 @@ TEST(FlashAttentionFast, PathChoice) {
         q.fill_bytes(0x3C), k.fill_bytes(0x3C), v.fill_bytes(0x3C);
         p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
         set_contiguous_strides(p);
-        EXPECT_TRUE(run_fast_wgmma(p, true));
+        EXPECT_TRUE(run_fast_wgmma(p));
         mem::synchronize(Backend::Cuda);
         }
   }
@@ -896,21 +855,17 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 }
 
 TEST(FlashAttentionFastHost, TileShapes) {
-  for (FastPath path : {FastPath::MmaSync, FastPath::WgmmaCpAsync, FastPath::Wgmma, FastPath::WgmmaPersistentQ2,
-                        FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentM192,
-                        FastPath::WgmmaPersistentQ2LateCross, FastPath::WgmmaPersistentLateN176,
-                        FastPath::WgmmaPersistentM192Cross})
+  for (FastPath path : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaLate, FastPath::WgmmaPersistent,
+                        FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate, FastPath::WgmmaPersistentM192,
+                        FastPath::WgmmaByShape})
   for (int d : {64, 128, 256}) {
-    if (d == 256 && path == FastPath::WgmmaCpAsync) continue;  // refused: below
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
     const FastTileShape t = fast_tile_shape(d, path);
     if (path != FastPath::MmaSync) EXPECT_EQ(t.block_m % 64, 0);  // whole warpgroups of 64 rows
     EXPECT_EQ(t.head_dim, d);
     EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
     EXPECT_EQ(t.block_n % 16, 0);
-    const bool q2 = path == FastPath::WgmmaPersistentQ2 || path == FastPath::WgmmaPersistentQ2Late ||
-                    path == FastPath::WgmmaPersistentQ2LateCross;
-    EXPECT_EQ(t.q_tiles, (q2 && d < 256) || (path == FastPath::WgmmaPersistentM192Cross && d == 64) ? 2 : 1);
+    EXPECT_EQ(t.q_tiles, path == FastPath::WgmmaPersistentQ2Late && d < 256 ? 2 : 1);
     EXPECT_EQ(t.smem_bytes, int64_t(t.q_tiles * t.block_m + 2 * t.stages * t.block_n) * d * 2);
     // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
     // room for their mbarriers).
@@ -918,7 +873,6 @@ TEST(FlashAttentionFastHost, TileShapes) {
   }
   EXPECT_THROW(fast_tile_shape(32), InputError);
   EXPECT_THROW(fast_tile_shape(512), InputError);
-  EXPECT_THROW(fast_tile_shape(256, FastPath::WgmmaCpAsync), InputError);
   // d = 256 shrinks the tiles: the TMA kernel keeps kBlockM 128 but 80 keys in 2 stages (224 KiB, where
   // d = 128's 128 keys in 3 stages would need 448 KiB); mma.sync keeps 32 keys (128 KiB).
   const FastTileShape w = fast_tile_shape(256, FastPath::Wgmma), w128 = fast_tile_shape(128, FastPath::Wgmma);
@@ -927,8 +881,8 @@ TEST(FlashAttentionFastHost, TileShapes) {
   EXPECT_EQ(w.stages, 2);
   EXPECT_EQ(w.smem_bytes, 224 * 1024);
   EXPECT_EQ(int64_t(w128.block_m + 2 * w128.stages * w128.block_n) * 256 * 2, 448 * 1024);
-  // q2 at d = 128: the second Q tile takes one K/V stage's place (2 x 32 + 2 x 64 KiB).
-  const FastTileShape q2 = fast_tile_shape(128, FastPath::WgmmaPersistentQ2);
+  // q2-late at d = 128: the second Q tile takes one K/V stage's place (2 x 32 + 2 x 64 KiB).
+  const FastTileShape q2 = fast_tile_shape(128, FastPath::WgmmaPersistentQ2Late);
   EXPECT_EQ(q2.stages, 2);
   EXPECT_EQ(q2.smem_bytes, 192 * 1024);
   // m192 at d = 64: three warpgroups of 64 rows, Q 24 KiB + 3 x 32 KiB.
@@ -937,17 +891,6 @@ TEST(FlashAttentionFastHost, TileShapes) {
   EXPECT_EQ(m192.warps, 12);
   EXPECT_EQ(m192.smem_bytes, 120 * 1024);
   EXPECT_EQ(fast_tile_shape(128, FastPath::WgmmaPersistentM192).block_m, 128);
-  // n176 at d = 128: 176 keys in 2 stages, Q 32 KiB + 2 x (44 + 44) KiB; elsewhere persistent-late's tiles.
-  const FastTileShape n176 = fast_tile_shape(128, FastPath::WgmmaPersistentLateN176);
-  EXPECT_EQ(n176.block_n, 176);
-  EXPECT_EQ(n176.stages, 2);
-  EXPECT_EQ(n176.smem_bytes, 208 * 1024);
-  EXPECT_EQ(fast_tile_shape(64, FastPath::WgmmaPersistentLateN176).block_n, 128);
-  // m192-cross at d = 64: 192 rows, two Q tiles, 2 x 24 KiB + 3 x 32 KiB.
-  const FastTileShape m192x = fast_tile_shape(64, FastPath::WgmmaPersistentM192Cross);
-  EXPECT_EQ(m192x.block_m, 192);
-  EXPECT_EQ(m192x.q_tiles, 2);
-  EXPECT_EQ(m192x.smem_bytes, 144 * 1024);
   const FastTileShape m = fast_tile_shape(256, FastPath::MmaSync);
   EXPECT_EQ(m.block_n, 32);
   EXPECT_EQ(m.smem_bytes, 128 * 1024);
