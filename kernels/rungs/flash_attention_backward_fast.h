@@ -37,12 +37,15 @@
 //   wgmma-tma (the same file, a template flag; the default where it runs, atomic mode): the wgmma kernel with
 //            Q_i and dO_i loaded by bulk tensor copies that one thread issues (an mbarrier per stage) instead of
 //            cp.async from all 256 threads, dS^T stored by stmatrix.trans instead of 16-bit stores, and dQ_i
-//            staged in shared memory (fp32, swizzled) and added by bulk tensor reduce-adds (two 8 KiB boxes per
-//            warpgroup and step, issued by one thread, one step later, so they overlap the next step's
-//            products) instead of per-thread atomics. In the deterministic mode it runs the wgmma kernel.
+//            staged in shared memory (fp32, swizzled) and added by bulk tensor reduce-adds (d = 128: two 8 KiB
+//            boxes per warpgroup and step; d = 64: one, each warpgroup 32 columns of dQ_i over all 128 keys;
+//            issued by one thread, one step later, so they overlap the next step's products) instead of
+//            per-thread atomics; L_i and D_i by 4-byte cp.async. In the deterministic mode it runs the wgmma
+//            kernel.
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma
 //   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
-//   wgmma kernel's TFLOP/s in the atomic mode, which measured 1.3x-2.0x mma.sync's at d = 128,
+//   wgmma kernel's TFLOP/s in the atomic mode before its dQ wait moved and the d = 64 split (1.03x and, at
+//   d = 64, 1.07x-1.12x more), which measured 1.3x-2.0x mma.sync's at d = 128,
 //   docs/perf-log.md); a wgmma path asked for where it cannot run is an InputError.
 // Grouped-query attention (FastBackwardParams::H_kv < H; k, v, dk, dv with H_kv heads dividing H, query head h
 // reads kv head h / (H / H_kv)): every path and both dQ modes, by kernels of their own (a compile-time flag,
