@@ -1106,6 +1106,32 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaStmatrixStoresLikeTheElementStores)
             }
 }
 
+// The dQ staging stores of `groups` column groups of 8 (8: d = 128, 4: d = 64) by every warp of both
+// warpgroups: over its stores each lane writes each group once, within its warpgroup's groups / 4 boxes, and a
+// half-warp's float2 stores touch each of the 32 banks exactly once.
+void expect_staging_conflict_free(int groups) {
+  for (int lane = 0; lane < 32; ++lane) {
+    std::vector<int> seen(size_t(groups), 0);
+    for (int jj = 0; jj < groups; ++jj) ++seen.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));
+    for (int n : seen) ASSERT_EQ(n, 1) << "lane " << lane;
+  }
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int jj = 0; jj < groups; ++jj)
+        for (int r = 0; r < 2; ++r)
+          for (int half = 0; half < 2; ++half) {
+            std::array<int, 32> banks{};
+            for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+              const int j = wgmma_frag::dq_stage_group(jj, lane);
+              const uint32_t byte = wgmma_frag::dq_stage_byte(wg, 16 * warp + lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
+              ASSERT_LT(byte, uint32_t(wg * 2 + groups / 4) * 64 * 128) << "past the warpgroup's boxes";
+              ++banks[(byte / 4) % 32];
+              ++banks[(byte / 4 + 1) % 32];
+            }
+            for (int b : banks) ASSERT_EQ(b, 1) << groups << " groups, wg " << wg << " warp " << warp << " jj " << jj;
+          }
+}
+
 // wgmma-tma's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, as two
 // boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8): what the
 // bulk tensor copy reads), and a half-warp's float2 stores (rows g .. g + 3 of its warp, four lanes a row, at
@@ -1129,45 +1155,10 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   EXPECT_EQ(used, 2 * 64 * 64);
   EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesTma, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 2 * 64 * 128 + 64);
   EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesTma, 227 * 1024) << "past the H100/H200's per-block limit";
-  for (int lane = 0; lane < 32; ++lane) {
-    std::array<int, 8> groups{};
-    for (int jj = 0; jj < 8; ++jj) ++groups.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));
-    for (int n : groups) ASSERT_EQ(n, 1) << "lane " << lane;
-  }
-  for (int warp = 0; warp < 4; ++warp)
-    for (int jj = 0; jj < 8; ++jj)
-      for (int r = 0; r < 2; ++r)
-        for (int half = 0; half < 2; ++half) {
-          std::array<int, 32> banks{};
-          for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
-            const int j = wgmma_frag::dq_stage_group(jj, lane);
-            const uint32_t byte = wgmma_frag::dq_stage_byte(1, 16 * warp + lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
-            ++banks[(byte / 4) % 32];
-            ++banks[(byte / 4 + 1) % 32];
-          }
-          for (int b : banks) ASSERT_EQ(b, 1) << "warp " << warp << " jj " << jj;
-        }
+  expect_staging_conflict_free(8);  // d = 128: 64 columns a warpgroup, two boxes
   // d = 64: each warpgroup stages 32 columns (its one box) with jj in 0 .. 3: the same turn keeps j in 0 .. 3
   // and the half-warps' stores conflict-free.
-  for (int lane = 0; lane < 32; ++lane) {
-    std::array<int, 4> groups{};
-    for (int jj = 0; jj < 4; ++jj) ++groups.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));
-    for (int n : groups) ASSERT_EQ(n, 1) << "lane " << lane;
-  }
-  for (int wg = 0; wg < 2; ++wg)
-    for (int jj = 0; jj < 4; ++jj)
-      for (int r = 0; r < 2; ++r)
-        for (int half = 0; half < 2; ++half) {
-          std::array<int, 32> banks{};
-          for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
-            const int j = wgmma_frag::dq_stage_group(jj, lane);
-            const uint32_t byte = wgmma_frag::dq_stage_byte(wg, lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
-            ASSERT_LT(byte, uint32_t(wg * 2 + 1) * 64 * 128) << "past the warpgroup's first box";
-            ++banks[(byte / 4) % 32];
-            ++banks[(byte / 4 + 1) % 32];
-          }
-          for (int b : banks) ASSERT_EQ(b, 1) << "d = 64, wg " << wg << " jj " << jj;
-        }
+  expect_staging_conflict_free(4);
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
