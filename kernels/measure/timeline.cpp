@@ -9,10 +9,8 @@
 #include <sstream>
 
 #include "kernels/rungs/flash_attention_backward_fast.h"  // the backward's default path's name
+#include "kernels/rungs/flash_attention_fast.h"           // the forward's named paths
 #include "kernels/runtime/errors.h"
-#ifdef KL_HAS_CUDA
-#include "kernels/rungs/flash_attention_fast.h"
-#endif
 
 namespace kl::timeline {
 
@@ -597,14 +595,14 @@ std::vector<std::string> summary_lines(const Recording& r) {
 // ---- [SECTION] the request ------------------------------------------------------------------------------------
 namespace {
 
-const char* const kForwardPaths[] = {"auto",
-                                     "wgmma",
-                                     "wgmma-late",
-                                     "wgmma-persistent",
-                                     "wgmma-persistent-q2-late",
-                                     "wgmma-persistent-late",
-                                     "wgmma-persistent-m192"};
+// The forward: auto and every named path (flash_attention::kNamedWgmmaPaths, all instrumented).
 const char* const kBackwardPaths[] = {"wgmma", "wgmma-tma"};
+
+bool is_forward_path(const std::string& s) {
+  using namespace flash_attention;
+  return s == "auto" || std::any_of(std::begin(kNamedWgmmaPaths), std::end(kNamedWgmmaPaths),
+                                    [&](FastPath p) { return s == fast_path_name(p); });
+}
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& s) {
@@ -618,11 +616,9 @@ void require(bool ok, const std::string& name, const std::string& value, const s
 }  // namespace
 
 std::string path_names(const std::string& kernel) {
+  if (kernel != kBackward) return "auto, " + flash_attention::fast_named_paths_text();
   std::string s;
-  if (kernel == kBackward)
-    for (const char* n : kBackwardPaths) s += (s.empty() ? "" : ", ") + std::string(n);
-  else
-    for (const char* n : kForwardPaths) s += (s.empty() ? "" : ", ") + std::string(n);
+  for (const char* n : kBackwardPaths) s += (s.empty() ? "" : ", ") + std::string(n);
   return s;
 }
 
@@ -633,7 +629,7 @@ void validate(const RecordRequest& r) {
   require(r.L >= 128 && r.L <= 65536, "L", std::to_string(r.L), "[128, 65536]");
   require(r.B >= 1 && r.B <= 64, "B", std::to_string(r.B), "[1, 64]");
   require(r.H >= 1 && r.H <= 128, "H", std::to_string(r.H), "[1, 128]");
-  const bool path_ok = r.kernel == kBackward ? listed(kBackwardPaths, r.path) : listed(kForwardPaths, r.path);
+  const bool path_ok = r.kernel == kBackward ? listed(kBackwardPaths, r.path) : is_forward_path(r.path);
   require(path_ok, "--path", r.path, path_names(r.kernel));
   require(r.kernel == kBackward || !r.deterministic, "deterministic", "1", "0 (the forward has no dQ mode)");
   require(r.iterations >= 1 && r.iterations <= 1000, "iterations", std::to_string(r.iterations), "[1, 1000]");

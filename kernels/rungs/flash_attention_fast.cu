@@ -320,9 +320,7 @@ FastPath fast_path() {
   const FastPath* named =
       std::find_if(std::begin(kNamedWgmmaPaths), end, [&](FastPath path) { return want == fast_path_name(path); });
   if (named == end && !want.empty() && want != "auto") {
-    std::string allowed = "mma";
-    for (FastPath path : kNamedWgmmaPaths) allowed += std::string(", ") + fast_path_name(path);
-    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, allowed + " or auto (unset)"));
+    throw InputError(out_of_range_message("KL_FLASH_FAST_PATH", want, "mma, " + fast_named_paths_text() + " or auto (unset)"));
   }
   const bool wgmma = fast_wgmma_kernels_loaded();
   if (named != end && !wgmma)

@@ -227,18 +227,24 @@ inline const char* fast_path_name(FastPath path) {
     default: return "mma.sync";
   }
 }
-// The kernels KL_FLASH_FAST_PATH may name besides mma (each needs the sm_90a code), in the order its
-// messages list them.
+// The kernels KL_FLASH_FAST_PATH (and the timeline's --path) may name besides mma and auto (each needs the
+// sm_90a code), in the order their messages list them: one block per tile, then the persistent kernels.
 constexpr FastPath kNamedWgmmaPaths[] = {FastPath::Wgmma,
+                                         FastPath::WgmmaLate,
                                          FastPath::WgmmaPersistent,
                                          FastPath::WgmmaPersistentQ2Late,
                                          FastPath::WgmmaPersistentLate,
-                                         FastPath::WgmmaLate,
                                          FastPath::WgmmaPersistentM192};
 // True for the persistent kernels (built on the TMA kernel's tiles, FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2Late ||
          path == FastPath::WgmmaPersistentLate || path == FastPath::WgmmaPersistentM192;
+}
+// kNamedWgmmaPaths' names, joined by ", ".
+inline std::string fast_named_paths_text() {
+  std::string s;
+  for (FastPath path : kNamedWgmmaPaths) s += (s.empty() ? "" : ", ") + std::string(fast_path_name(path));
+  return s;
 }
 inline bool fast_path_tma(FastPath path) {
   return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||

@@ -33,9 +33,9 @@ bool traced_path(FastPath path) {
 // InputError unless the instrumented build has `path`'s kernel for p and it can run here.
 void check_traced(const FastParams& p, FastPath path) {
   if (!traced_path(path)) {
-    std::string allowed = "wgmma, wgmma-late";
+    std::string allowed;
     for (FastPath named : kNamedWgmmaPaths)
-      if (fast_path_persistent(named)) allowed += std::string(", ") + fast_path_name(named);
+      if (traced_path(named)) allowed += (allowed.empty() ? "" : ", ") + std::string(fast_path_name(named));
     throw InputError(out_of_range_message("path", fast_path_name(path), allowed + " (the instrumented kernels)"));
   }
   if (p.d != 64 && p.d != 128)

@@ -663,8 +663,8 @@ TEST(FlashAttentionFastHost, PathNamesAreTheirKernelsAndAnUnknownOneListsThemAll
 // The paths removed in issue 29 (no shape's default: docs/perf-log.md has their figures) are refused like any
 // unknown name, on every machine: one line naming KL_FLASH_FAST_PATH, the value and the values allowed now.
 TEST(FlashAttentionFastHost, RemovedPathNamesAreRefusedWithTheAllowedOnes) {
-  const std::string allowed = "mma, wgmma, wgmma-persistent, wgmma-persistent-q2-late, wgmma-persistent-late, "
-                              "wgmma-late, wgmma-persistent-m192 or auto (unset)";
+  const std::string allowed = "mma, wgmma, wgmma-late, wgmma-persistent, wgmma-persistent-q2-late, "
+                              "wgmma-persistent-late, wgmma-persistent-m192 or auto (unset)";
   for (const char* removed : {"wgmma-cpasync", "wgmma-persistent-q2", "wgmma-persistent-q2-late-cross",
                               "wgmma-persistent-late-n176", "wgmma-persistent-m192-cross"}) {
     ScopedEnv env("KL_FLASH_FAST_PATH", removed);
