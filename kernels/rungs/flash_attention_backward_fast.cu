@@ -476,10 +476,14 @@ void launch_dq_pass(const FastBackwardParams& p) {
   using Dq = FastDqTraits<D>;
   const dim3 dq_grid(unsigned(ceil_div(p.Lq, Dq::kBlockM)), unsigned(p.H), unsigned(p.B));
   if (grouped_query(p))
-    cuda::launch(D == 64 ? "flash_bwd_fast_dq_gqa_d64" : "flash_bwd_fast_dq_gqa_d128", flash_bwd_dq_gqa_kernel<T, D>,
+    cuda::launch(D == 64    ? "flash_bwd_fast_dq_gqa_d64"
+                 : D == 128 ? "flash_bwd_fast_dq_gqa_d128"
+                            : "flash_bwd_fast_dq_gqa_d256",
+                 flash_bwd_dq_gqa_kernel<T, D>,
                  dq_grid, dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
   else
-    cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : "flash_bwd_fast_dq_d128", flash_bwd_dq_kernel<T, D>, dq_grid,
+    cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : D == 128 ? "flash_bwd_fast_dq_d128" : "flash_bwd_fast_dq_d256",
+                 flash_bwd_dq_kernel<T, D>, dq_grid,
                  dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
 }
 
@@ -490,12 +494,12 @@ void launch_all(const FastBackwardParams& p) {
   const bool wgmma = fast_backward_path_wgmma(p.path);  // run_fast's
   if (p.deterministic) {
     if (wgmma) launch_wgmma_main(p, false);
-    else launch_mma_main<T, D>(p, false);
+    else if constexpr (D != 256) launch_mma_main<T, D>(p, false);  // d = 256: wgmma only (run_fast checks)
     launch_dq_pass<T, D>(p);
     return;
   }
   if (wgmma) launch_wgmma_main(p, true);
-  else launch_mma_main<T, D>(p, true);
+  else if constexpr (D != 256) launch_mma_main<T, D>(p, true);
   cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D), dim3(256), 0, 0,
                p.dq_accum, static_cast<T*>(p.dq), p.scale, rows * D);
 }
@@ -503,7 +507,8 @@ void launch_all(const FastBackwardParams& p) {
 template <class T>
 void run_typed(const FastBackwardParams& p) {
   if (p.d == 64) launch_all<T, 64>(p);
-  else launch_all<T, 128>(p);
+  else if (p.d == 128) launch_all<T, 128>(p);
+  else launch_all<T, 256>(p);
 }
 
 template <class T>
@@ -620,6 +625,11 @@ void run_fast(const FastBackwardParams& p) {
   validate_fast(p);
   FastBackwardParams r = p;
   r.path = fast_backward_path(p.path);
+  if (r.d == 256 && !fast_backward_path_wgmma(r.path))  // no mma.sync kernel at d = 256
+    throw InputError(out_of_range_message(
+        "d", "256",
+        std::string("{64, 128} on the ") + fast_backward_path_name(r.path) +
+            " path; d = 256 runs on the wgmma kernel only (an H100/H200 with the sm_90a build)"));
   if (r.dtype == FastDtype::Bf16) fast_bwd::run_typed<__nv_bfloat16>(r);
   else fast_bwd::run_typed<__half>(r);
 }
@@ -677,7 +687,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   std::vector<bench::Row> rows;
   if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
   flash_attention::require_cuda_device("flash-attention-backward --variant fast");
-  const flash_attention::FastBenchSpec spec = flash_attention::fast_bench_spec(quick, {64, 128}, false);
+  const flash_attention::FastBenchSpec spec = flash_attention::fast_bench_spec(quick, {64, 128, 256}, false);
   const int64_t n = spec.elements();
   Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
       dout(Backend::Cuda, size_t(n)), o(Backend::Cuda, size_t(n)), dq(Backend::Cuda, size_t(n)),
@@ -691,6 +701,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   const FastBackwardPath path = fast_backward_path();  // KL_FLASH_BWD_PATH; named in each row
   for (const flash_attention::FastBenchShape& s : spec.shapes) {
     const int L = s.L, d = s.d;
+    if (d == 256 && !fast_backward_path_wgmma(path)) continue;  // no mma.sync kernel at d = 256
     FastBackwardParams p;
     p.path = path;
     p.B = s.B, p.H = s.H, p.Lq = p.Lk = L, p.d = d;
@@ -709,7 +720,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
       r.kernel = "flash-attention-backward";
       r.variant = "fast";
       r.shape = flash_attention::fast_bench_shape_text(s) + " bf16 dq=" + (det ? "deterministic" : "atomic") + " " +
-                fast_backward_path_name(path);
+                (d == 256 ? "wgmma-d256" : fast_backward_path_name(path));  // d = 256: one kernel for both wgmma paths
       r.ms = t.median_ms;
       r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
       // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.

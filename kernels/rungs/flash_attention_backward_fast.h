@@ -42,6 +42,10 @@
 //            issued by one thread, one step later, so they overlap the next step's products) instead of
 //            per-thread atomics; L_i and D_i by 4-byte cp.async. In the deterministic mode it runs the wgmma
 //            kernel.
+//   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
+//            kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j and dQ_i by columns
+//            (128 each), P^T and dS^T through shared memory, dQ by fp32 atomics; the mma.sync path has no d = 256
+//            kernel (an InputError naming d), the deterministic dQ pass runs at d = 256 as at 64 and 128.
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma
 //   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
 //   wgmma kernel's TFLOP/s in the atomic mode before its dQ wait moved and the d = 64 split (1.03x and, at
@@ -109,6 +113,20 @@ struct FastBackwardTraitsSm90 {
   static constexpr int kDqBoxBytes = kBlockM * 128;
   static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
   static constexpr int64_t kSmemBytesTma = kSmemBytes + 2 * kDqStageBytes + 64;
+};
+
+// The wgmma kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and dV_j
+// for 64 keys x 256 columns would need 256 accumulator registers a thread, so the CTA takes kBlockN = 64 keys
+// and its two warpgroups split the work by columns: each computes S^T and dP^T for all 64 keys and its 32 of the
+// step's 64 queries, and dK_j, dV_j, dQ_i for its 128 of the 256 columns (64 + 64 + 64 registers). P^T, dS^T
+// and dS meet in shared memory, where each warpgroup reads the other's half.
+struct FastBackwardTraitsSm90D256 {
+  static constexpr int kHeadDim = 256, kBlockM = 64, kBlockN = 64, kNWarps = 8;
+  static constexpr int kThreads = kNWarps * 32;
+  // K_j, V_j [kBlockN][256]; two stages of Q_i, dO_i [kBlockM][256]; P^T, dS^T [kBlockN][kBlockM] and dS
+  // [kBlockM][kBlockN]; two stages of L and D (fp32); 1 KiB to align the tiles: 218 KiB of the H100's 227.
+  static constexpr int64_t kSmemBytes =
+      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + 3 * kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
 };
 
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else WgmmaTma where it runs, else
@@ -244,7 +262,7 @@ inline void validate_fast(const FastBackwardParams& p) {
   auto bad = [](const char* name, const std::string& value, const std::string& allowed) {
     throw InputError(out_of_range_message(name, value, allowed));
   };
-  if (p.d != 64 && p.d != 128) bad("d", std::to_string(p.d), "{64, 128} for --variant fast");
+  if (p.d != 64 && p.d != 128 && p.d != 256) bad("d", std::to_string(p.d), "{64, 128, 256} for --variant fast");
   if (p.B < 1 || p.B > 65535) bad("B", std::to_string(p.B), "[1, 65535]");
   if (p.H < 1 || p.H > 65535) bad("H", std::to_string(p.H), "[1, 65535]");
   if (p.H_kv < 0 || p.H_kv > p.H || (p.H_kv > 0 && p.H % p.H_kv != 0))
@@ -278,6 +296,8 @@ bool fast_backward_wgmma_available();
 // fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
+// The same at d = 256, where both wgmma paths run its own kernel (flash_attention_backward_fast_d256.sm90a.cu).
+void launch_wgmma_main_d256(const FastBackwardParams& p, bool atomic_dq);
 
 // ---- timeline recording (issue 30): the instrumented wgmma main kernel ---------------------------------
 // (flash_attention_backward_fast_timeline.sm90a.cu; bf16, d = 64 and 128). What a recorded launch makes: its
@@ -306,12 +326,13 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
                              const Array* lse, bool causal, float scale, const std::string& dtype, bool deterministic,
                              FastBackwardPath path = FastBackwardPath::Auto);
 
-// `bench flash-attention-backward` rows for the fast variant: bf16, d in {64, 128}, L in {512, ..., 16384}
+// `bench flash-attention-backward` rows for the fast variant: bf16, d in {64, 128, 256}, L in {512, ..., 16384}
 // with B*L = 16384 and H*d = 2048, causal and not, both dQ modes; the backward alone is timed (the
 // forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
 // (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024. The main kernel
 // is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync", "wgmma" or
-// "wgmma-tma").
+// "wgmma-tma"; at d = 256 "wgmma-d256", the kernel both wgmma paths run there; on the mma.sync path, which has
+// no d = 256 kernel, the d = 256 shapes are left out).
 std::vector<bench::Row> bench_fast(Backend b, bool quick);
 #else
 inline void run_fast(const FastBackwardParams& p) {

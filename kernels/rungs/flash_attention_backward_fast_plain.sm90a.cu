@@ -28,6 +28,7 @@ bool fast_backward_wgmma_available() {
 }
 
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
+  if (p.d == 256) return launch_wgmma_main_d256(p, atomic_dq);  // a kernel of its own
   if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq);  // kernels of their own
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)

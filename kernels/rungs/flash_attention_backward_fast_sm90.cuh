@@ -107,25 +107,6 @@ __device__ __forceinline__ float lse_log2(float L) {
   return L == -INFINITY ? INFINITY : L * kLog2e;
 }
 
-// D (64 x 32) = A B (+ D when scale_d != 0), from shared memory, B transposed: wgmma-tma's dQ at d = 64, each
-// warpgroup 32 of the 64 columns (B starts 64 bytes into the 128-byte swizzled rows of K; the swizzle is a
-// function of the address, as for the k-steps that start 32 bytes in).
-#define KL_BWD_WGMMA_SS_TB_N32(PTX_T)                                                                           \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                   \
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32." PTX_T "." PTX_T                                    \
-               " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 1;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),    \
-                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
-template <class T>
-__device__ __forceinline__ void wgmma_ss_tb_n32(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-#ifdef KL_FA_SM90A
-  if constexpr (std::is_same<T, __half>::value) KL_BWD_WGMMA_SS_TB_N32("f16");
-  else KL_BWD_WGMMA_SS_TB_N32("bf16");
-#endif
-}
-#undef KL_BWD_WGMMA_SS_TB_N32
-
 // dst[0] += a, dst[1] += b in global memory (one 8-byte vector atomic; dst even).
 __device__ __forceinline__ void add_pair(float* dst, float a, float b) {
   atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
@@ -445,10 +426,11 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         rec.mark(Phase::IssueDQ, m, tile);
         fence_regs(acc_dq);
         wgmma_fence();
-        if constexpr (kSplitDq) {  // columns 32 wg .. over all 128 keys
+        if constexpr (kSplitDq) {  // columns 32 wg .. over all 128 keys (m64n32k16; B starts 64 bytes into the
+                                   // 128-byte swizzled rows of K: the swizzle is a function of the address)
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk)
-            wgmma_ss_tb_n32<T>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
+            wgmma_ss_tb<T, 32>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
                                make_desc(sK + 64 * wg + kk * 16 * 128, BN * 128, 1024), kk > 0);
         } else if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
 #pragma unroll

@@ -184,15 +184,25 @@ __device__ __forceinline__ void wgmma_ss_tb(float (&d)[N / 2], uint64_t desc_a, 
 #define KL_REGS_64_95 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define KL_REGS_96_127 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
-// D (64 x 128) = A B (+ D when scale_d != 0), A and B from shared memory.
-#define KL_WGMMA_SS_N128(T, PTX_T)                                                                        \
+// D (64 x 128) = A B (+ D when scale_d != 0), A and B from shared memory; TB: B transposed (imm-trans-b 1).
+#define KL_WGMMA_SS_N128(NAME, T, PTX_T, TRANS_B)                                                         \
   template <>                                                                                             \
-  __device__ __forceinline__ void wgmma_ss<T, 128>(float (&d)[64], uint64_t desc_a, uint64_t desc_b,      \
-                                                   int scale_d) {                                          \
+  __device__ __forceinline__ void NAME<T, 128>(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) { \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_T "." PTX_T                          \
-                 " {" KL_REGS_0_31 ", " KL_REGS_32_63 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"               \
+                 " {" KL_REGS_0_31 ", " KL_REGS_32_63 "}, %64, %65, p, 1, 1, 0, " TRANS_B ";\n}\n"     \
                  : KL_ACC64(d)                                                                            \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+  }
+// D (64 x 32) = A B (+ D when scale_d != 0), from shared memory; TB: B transposed (imm-trans-b 1).
+#define KL_WGMMA_SS_N32(NAME, T, PTX_T, TRANS_B)                                                          \
+  template <>                                                                                             \
+  __device__ __forceinline__ void NAME<T, 32>(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." PTX_T "." PTX_T                           \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, " \
+                 TRANS_B ";\n}\n"                                                                          \
+                 : KL_ACC8(d, 0), KL_ACC8(d, 8)                                                           \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
   }
 // D (64 x 128) += A B, A in registers, B transposed from shared memory.
@@ -254,8 +264,15 @@ KL_WGMMA_SS_N64(wgmma_ss, __half, "f16", "0")
 KL_WGMMA_SS_N64(wgmma_ss_tb, __nv_bfloat16, "bf16", "1")
 KL_WGMMA_SS_N64(wgmma_ss_tb, __half, "f16", "1")
 #undef KL_WGMMA_SS_N64
-KL_WGMMA_SS_N128(__nv_bfloat16, "bf16")
-KL_WGMMA_SS_N128(__half, "f16")
+KL_WGMMA_SS_N128(wgmma_ss, __nv_bfloat16, "bf16", "0")
+KL_WGMMA_SS_N128(wgmma_ss, __half, "f16", "0")
+KL_WGMMA_SS_N128(wgmma_ss_tb, __nv_bfloat16, "bf16", "1")
+KL_WGMMA_SS_N128(wgmma_ss_tb, __half, "f16", "1")
+KL_WGMMA_SS_N32(wgmma_ss, __nv_bfloat16, "bf16", "0")
+KL_WGMMA_SS_N32(wgmma_ss, __half, "f16", "0")
+KL_WGMMA_SS_N32(wgmma_ss_tb, __nv_bfloat16, "bf16", "1")
+KL_WGMMA_SS_N32(wgmma_ss_tb, __half, "f16", "1")
+#undef KL_WGMMA_SS_N32
 KL_WGMMA_RS_N128(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N128(__half, "f16")
 KL_WGMMA_RS_N64(__nv_bfloat16, "bf16")

@@ -304,10 +304,11 @@ void check_case(Case c, float qk_range = 1.5f) {
 const int kBatchHeads[6][2] = {{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 1}, {1, 3}};
 
 // Every (dtype, d, causal, Lq, Lk) from `lengths`, (B, H) cycling (1 x 1 on the longest pairs).
-void sweep(std::initializer_list<int> lengths, bool deterministic, FastBackwardPath path = FastBackwardPath::Auto) {
+void sweep(std::initializer_list<int> lengths, bool deterministic, FastBackwardPath path = FastBackwardPath::Auto,
+           std::initializer_list<int> dims = {64, 128}) {
   int index = 0;
   for (const char* dtype : {"bf16", "fp16"})
-    for (int d : {64, 128})
+    for (int d : dims)
       for (bool causal : {false, true})
         for (int Lq : lengths)
           for (int Lk : lengths) {
@@ -323,9 +324,9 @@ void sweep(std::initializer_list<int> lengths, bool deterministic, FastBackwardP
 }
 
 // Scale 1 and inputs up to 2: peaked rows (P near one-hot), many tiles per CTA in both directions.
-void peaked_and_long(FastBackwardPath path) {
+void peaked_and_long(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
   for (bool det : {false, true})
-    for (int d : {64, 128})
+    for (int d : dims)
       for (bool causal : {false, true}) {
         Case c;
         c.B = 1, c.H = 2, c.Lq = 300, c.Lk = 520, c.d = d, c.causal = causal, c.scale = 1.0f, c.deterministic = det;
@@ -340,9 +341,9 @@ void peaked_and_long(FastBackwardPath path) {
 
 // Causal with Lq > Lk: the first Lq - Lk rows see nothing (dQ exactly 0), including whole query tiles
 // (Lq = 500, Lk = 17: rows 0..482) that no K/V CTA visits; single-key and single-query cases.
-void causal_rows_that_see_little(FastBackwardPath path) {
+void causal_rows_that_see_little(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
   for (bool det : {false, true})
-    for (int d : {64, 128})
+    for (int d : dims)
       for (auto [Lq, Lk] : {std::pair<int, int>{500, 17}, {129, 1}, {300, 128}, {1, 300}, {65, 64}, {64, 129}}) {
         Case c;
         c.B = 2, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = true, c.deterministic = det;
@@ -354,8 +355,8 @@ void causal_rows_that_see_little(FastBackwardPath path) {
 
 // The deterministic mode gives the same bits run after run (dQ included); the atomic mode's dK and dV do
 // too (one CTA owns each), and its dQ agrees with the deterministic one to fp32 summation order.
-void bitwise_repeatable(FastBackwardPath path) {
-  for (int d : {64, 128})
+void bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
+  for (int d : dims)
     for (bool causal : {false, true}) {
       Case c;
       c.B = 2, c.H = 2, c.Lq = 777, c.Lk = 1000, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
@@ -388,9 +389,9 @@ const int kGqaShapes[5][5] = {{2, 4, 2, 65, 129}, {1, 8, 2, 130, 63}, {1, 8, 1, 
                               {3, 2, 1, 1, 300}};
 
 // Every (dtype, d, causal) with every shape of kGqaShapes, in one dQ mode, through one path.
-void grouped_query_sweep(FastBackwardPath path, bool deterministic) {
+void grouped_query_sweep(FastBackwardPath path, bool deterministic, std::initializer_list<int> dims = {64, 128}) {
   for (const char* dtype : {"bf16", "fp16"})
-    for (int d : {64, 128})
+    for (int d : dims)
       for (bool causal : {false, true})
         for (const auto& g : kGqaShapes) {
           Case c;
@@ -404,8 +405,8 @@ void grouped_query_sweep(FastBackwardPath path, bool deterministic) {
 // Grouped-query attention's deterministic mode gives the same bits run after run; the atomic mode's dK and dV
 // too (one CTA per K/V tile and kv head sums its group in registers, in a fixed order), the same as the
 // deterministic mode's to fp32 rounding.
-void grouped_query_bitwise_repeatable(FastBackwardPath path) {
-  for (int d : {64, 128})
+void grouped_query_bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
+  for (int d : dims)
     for (bool causal : {false, true}) {
       Case c;
       c.B = 2, c.H = 8, c.Hkv = 2, c.Lq = 333, c.Lk = 280, c.d = d, c.causal = causal;
@@ -433,8 +434,8 @@ void grouped_query_bitwise_repeatable(FastBackwardPath path) {
 // repeat_interleave), given the same forward state (O and L computed on the host from the repeated heads):
 // the deterministic dQ pass does the same arithmetic on the same bits either way, so dQ is equal bit for bit;
 // dK and dV are the repeated heads' sums over each group (those rounded per head first: to bf16 rounding).
-void grouped_query_is_repeated_heads(FastBackwardPath path) {
-  for (int d : {64, 128})
+void grouped_query_is_repeated_heads(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
+  for (int d : dims)
     for (bool causal : {false, true}) {
       Case g;
       g.B = 2, g.H = 8, g.Hkv = 2, g.Lq = 150, g.Lk = 131, g.d = d, g.causal = causal, g.scale = 0.1f;
@@ -635,6 +636,71 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaGroupedQueryIsMultiHeadOnRepeatedKv) {
   grouped_query_is_repeated_heads(FastBackwardPath::WgmmaTma);
 }
 
+// ---- head dimension 256: a wgmma kernel of its own (64 keys a CTA, its warpgroups splitting the columns), which
+// both wgmma paths run; its 64-key and 64-query tiles and the dQ pass's get their boundary lengths ----
+TEST(FlashAttentionBackwardFast, D256AtomicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 63, 65, 128, 200}, false, FastBackwardPath::WgmmaTma, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256DeterministicDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  sweep({1, 64, 129}, true, FastBackwardPath::Wgmma, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256PeakedSoftmaxAndLongRows) {
+  KL_REQUIRE_WGMMA();
+  peaked_and_long(FastBackwardPath::WgmmaTma, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256CausalRowsThatSeeNothingOrOneKey) {
+  KL_REQUIRE_WGMMA();
+  causal_rows_that_see_little(FastBackwardPath::WgmmaTma, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256DeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_WGMMA();
+  bitwise_repeatable(FastBackwardPath::WgmmaTma, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256GroupedQueryAtomicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::WgmmaTma, false, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256GroupedQueryDeterministicDq) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_sweep(FastBackwardPath::Wgmma, true, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256GroupedQueryDeterministicModeIsBitwiseRepeatable) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_bitwise_repeatable(FastBackwardPath::WgmmaTma, {256});
+}
+
+TEST(FlashAttentionBackwardFast, D256GroupedQueryIsMultiHeadOnRepeatedKv) {
+  KL_REQUIRE_WGMMA();
+  grouped_query_is_repeated_heads(FastBackwardPath::WgmmaTma, {256});
+}
+
+// The mma.sync path has no d = 256 kernel: asked for one, a line naming d, its value and what runs it.
+TEST(FlashAttentionBackwardFast, D256RefusedOnMmaSync) {
+  KL_REQUIRE_CUDA();
+  Case c;
+  c.Lq = c.Lk = 65, c.d = 256, c.path = FastBackwardPath::MmaSync;
+  c.scale = 1.0f / 16;
+  const Inputs in = rounded_inputs(c);
+  try {
+    run_case(c, in);
+    FAIL() << "d = 256 ran on mma.sync";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("d=256"), std::string::npos) << what;
+    EXPECT_NE(what.find("{64, 128} on the mma.sync path"), std::string::npos) << what;
+    EXPECT_NE(what.find("wgmma kernel only"), std::string::npos) << what;
+  }
+}
+
 // `run flash-attention-backward --variant fast` with k, v of fewer heads than q: dk, dv of k's shape.
 TEST(FlashAttentionBackwardFast, RegistryRunsGroupedQuery) {
   KL_REQUIRE_CUDA();
@@ -808,10 +874,14 @@ TEST(FlashAttentionBackwardFast, BenchQuickGivesRows) {
   for (const char* path : paths) {
     ScopedEnv env("KL_FLASH_BWD_PATH", path);  // the bench times fast_backward_path()'s kernel
     const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
-    ASSERT_EQ(rows.size(), 8u);  // d in {64, 128} x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
-    const std::string name = std::string(" ") + (std::string(path) == "mma" ? "mma.sync" : path);
+    // d in {64, 128} (and 256 on the wgmma paths) x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
+    const bool mma = std::string(path) == "mma";
+    ASSERT_EQ(rows.size(), mma ? 8u : 12u);
     for (const bench::Row& r : rows) {
       SCOPED_TRACE(r.shape);
+      const bool d256 = r.shape.find(" d=256 ") != std::string::npos;
+      EXPECT_FALSE(mma && d256);
+      const std::string name = std::string(" ") + (mma ? "mma.sync" : d256 ? "wgmma-d256" : path);
       EXPECT_EQ(r.variant, "fast");
       EXPECT_GT(r.ms, 0);
       EXPECT_GT(r.tflops, 0);
@@ -1210,7 +1280,7 @@ TEST(FlashAttentionBackwardFastHost, ParamsAreChecked) {
     FAIL() << "d = 32 accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("d"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("{64, 128}"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("{64, 128, 256}"), std::string::npos) << e.what();
   }
   p.d = 64;
   p.scale = 0;

@@ -1,0 +1,288 @@
+// Rung 6, fast variant, Hopper path at head dimension 256: the backward's main kernel on wgmma (sm_90a), the one
+// both wgmma paths run at d = 256 (the kernels of flash_attention_backward_fast_sm90.cuh keep dK_j, dV_j of 64 keys
+// x d per warpgroup in registers: 256 a thread at d = 256). The preprocess (D), the convert pass and the
+// deterministic mode's dQ pass are the mma.sync path's (flash_attention_backward_fast.cu).
+//
+// One CTA per K/V tile j of kBlockN = 64 keys (FastBackwardTraitsSm90D256), two warpgroups; warpgroup wg takes
+// columns c0 = 128 wg .. of dK_j, dV_j (64 x 128 fp32 each, in registers for the whole CTA) and of dQ_i. The CTA
+// walks the query tiles i of kBlockM = 64 rows as the other wgmma kernels do (causal: from first_query_tile, the
+// diagonal tiles masked); Q_i, dO_i two stages deep by cp.async, L_i and D_i by 4-byte cp.async. Per step:
+//   S^T  = K_j Q_i^T   wgmma.m64n32k16 ss: all 64 keys x the warpgroup's 32 queries q0 = 32 wg .. (k = d)
+//   dP^T = V_j dO_i^T  the same with V, dO
+//   P^T = exp2(S^T * scale*log2e - L_i * log2e), dS^T = P^T ∘ (dP^T - D_i)   (registers, fp32)
+//   P^T, dS^T into shared memory [key][query] (K-major A), and dS [query][key] by stmatrix.trans (the atomic mode's
+//   dQ); a block barrier: each warpgroup now reads both halves of the queries.
+//   dV_j += P^T dO_i   wgmma.m64n128k16 ss, B transposed: dO's columns c0 .. (k = the step's 64 queries)
+//   dK_j += dS^T Q_i   the same with Q
+//   dQ_i  = dS K_j     wgmma.m64n128k16 ss, B transposed: K's columns c0 .. (k = the 64 keys), then fp32 atomics
+//                      into the accumulator (the deterministic mode skips it: the dQ pass computes dQ).
+// Shared memory (1024-byte aligned tiles, 128-byte swizzle, kernels/rungs/sm90_device.cuh's conventions): sK, sV
+// [64][256]; sQ, sdO [2][64][256]; sPt, sdSt [64 keys][64 queries]; sdS [64 queries][64 keys]; L, D [2][64] fp32:
+// 218 KiB, one CTA per SM. Grouped-query attention (kGqa): grid (K/V tiles, H_kv, B) and the walk over the group's
+// query heads of the other main kernels (flash_attention_backward_fast.h).
+#include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
+
+namespace kl::flash_attention_backward {
+namespace sm90_bwd {
+
+// 1 when the driver loaded this file's sm_90a build (the kernels here are real), else 0.
+__global__ void bwd_d256_sm90a_probe(int* out) {
+#ifdef KL_FA_SM90A
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+template <class T, bool kAtomicDq, bool kGqa>
+__device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
+  using Tr = FastBackwardTraitsSm90D256;
+  constexpr int D = Tr::kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
+  static_assert(BM == 64 && BN == 64 && kThreads == 256, "two warpgroups over 64 keys and 64 query rows a step");
+  constexpr uint32_t kTileBytes = BM * D * 2;  // K_j, V_j and one stage of Q_i or dO_i (64 rows each)
+  constexpr uint32_t kSqBytes = BM * BN * 2;   // P^T, dS^T, dS
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t sK = (raw + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
+  const uint32_t sV = sK + kTileBytes, sQ = sV + kTileBytes, sdO = sQ + 2 * kTileBytes;
+  const uint32_t sPt = sdO + 2 * kTileBytes, sdSt = sPt + kSqBytes, sdS = sdSt + kSqBytes;
+  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kSqBytes - raw));  // [2][BM]: L as stored, 0 past Lq
+  float* sD = sLse + 2 * BM;                                                  // [2][BM]: D, 0 past Lq
+
+  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const HeadsFor<kGqa, T, D, true> hp(p, b, h);  // kGqa: h is the kv head; q, dout, L, D its group's first head's
+  const int n0 = n_block * BN;
+  const int key_l = 16 * warp + g;  // this thread's rows of S^T, dK, dV: keys n0 + key_l, + 8
+  const int q0 = 32 * wg;           // this warpgroup's queries of S^T and dP^T in the step's tile
+  const int c0 = 128 * wg;          // this warpgroup's columns of dK, dV, dQ
+  const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
+  const int m_blocks = ceil_div(p.Lq, BM);
+  const float scale_log2 = p.scale * kLog2e;
+
+  float acc_dk[64], acc_dv[64];
+  zero(acc_dk);
+  zero(acc_dv);
+
+  // L and D of query tile m of the query head `head` rows into the group's first (0 without kGqa) into stage s
+  // (rows past Lq: zeros; their Q and dO rows are zeros too, so they add nothing to dK, dV).
+  auto copy_stats = [&](int64_t head, int m, int s) {
+    if (tid < BM) {
+      const int i = m * BM + tid;
+      const bool in = i < p.Lq;
+      cp_async_4(smem_u32(sLse + s * BM + tid), hp.lse + head + (in ? i : 0), in);
+      cp_async_4(smem_u32(sD + s * BM + tid), hp.drow + head + (in ? i : 0), in);
+    }
+  };
+  auto load_q_do = [&](int64_t head, int m, int s) {
+    load_tile<T, BM, D, kThreads>(sQ + s * kTileBytes, hp.q + head * D, D, m * BM, p.Lq, tid);
+    load_tile<T, BM, D, kThreads>(sdO + s * kTileBytes, hp.dout + head * D, D, m * BM, p.Lq, tid);
+    copy_stats(head, m, s);
+  };
+
+  if (m_first < m_blocks) {  // uniform across the CTA
+    load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
+    load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
+    load_q_do(0, m_first, 0);
+    cp_async_commit();
+
+    int gi = 0, step = 0;  // kGqa: the group's query head this step computes, and the step's number
+    const int group = kGqa ? kv_group(p) : 1;
+    for (int m = m_first; m < m_blocks; ++m) {
+      const int stage = kGqa ? (step & 1) : ((m - m_first) & 1);
+      cp_async_wait<0>();  // this step's Q_i, dO_i, L_i, D_i (and K_j, V_j) landed
+      fence_proxy_async();
+      __syncthreads();  // ... for every thread; every warpgroup is done with the previous step's tiles
+      if constexpr (kGqa) {  // the next step: this head's next tile, else the next head's first
+        const bool same_head = m + 1 < m_blocks;
+        const int gn = same_head ? gi : gi + 1, mn = same_head ? m + 1 : m_first;
+        if (gn < group) load_q_do(int64_t(gn) * p.Lq, mn, stage ^ 1);
+      } else if (m + 1 < m_blocks) {
+        load_q_do(0, m + 1, stage ^ 1);
+      }
+      cp_async_commit();
+      const uint32_t sQs = sQ + stage * kTileBytes, sdOs = sdO + stage * kTileBytes;
+
+      // S^T and dP^T: the 64 keys x queries q0 .. q0 + 31 (k = d: 16 steps of 16 columns).
+      float acc_s[16], acc_dp[16];
+      fence_regs(acc_s);
+      fence_regs(acc_dp);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+        const uint32_t off_q = (kk >> 2) * (BM * 128) + q0 * 128 + (kk & 3) * 32;
+        wgmma_ss<T, 32>(acc_s, make_desc(sK + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
+      }
+      wgmma_commit();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+        const uint32_t off_q = (kk >> 2) * (BM * 128) + q0 * 128 + (kk & 3) * 32;
+        wgmma_ss<T, 32>(acc_dp, make_desc(sV + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // S^T landed; dP^T may still run
+      fence_regs(acc_s);
+
+      // P^T (masked pairs 0: the Lk tail, the causal diagonal). Element 4j + e: key key_l + 8 (e / 2), query
+      // q0 + 8j + 2 t4 + e % 2.
+      const float* lse_s = sLse + stage * BM + q0;
+      const float* d_s = sD + stage * BM + q0;
+      const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 l = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+        const float l2[2] = {lse_log2(l.x), lse_log2(l.y)};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -l2[e & 1]));
+          if (mask && !key_visible(m * BM + q0 + 8 * j + 2 * t4 + (e & 1), n0 + key_l + 8 * (e >> 1), p.Lq, p.Lk,
+                                   p.causal))
+            pv = 0.f;
+          acc_s[4 * j + e] = pv;
+        }
+      }
+      wgmma_wait<0>();
+      fence_regs(acc_dp);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
+      }
+
+      // P^T and dS^T as [key][query] (the A of dV and dK, K-major): 4-byte pairs, the 8 rows of a warp's store on
+      // 8 different 16-byte chunks (the swizzle), no bank conflict.
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const uint32_t off = wgmma_frag::swizzled_byte(BN, key_l + 8 * hh, q0 + 8 * j + 2 * t4);
+          st_shared_u32(sPt + off, pack2<T>(acc_s[4 * j + 2 * hh], acc_s[4 * j + 2 * hh + 1]));
+          st_shared_u32(sdSt + off, pack2<T>(acc_dp[4 * j + 2 * hh], acc_dp[4 * j + 2 * hh + 1]));
+        }
+      if constexpr (kAtomicDq) {
+        // dS as [query][key] (the A of dS K): matrix i of the jj-th stmatrix.x4.trans holds keys 16 warp + 8 (i % 2)
+        // .. + 7 x queries q0 + 16 jj + 8 (i / 2) .. + 7; lane 8i + r gives the address of that matrix's query r.
+#pragma unroll
+        for (int jj = 0; jj < 2; ++jj) {
+          uint32_t r[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int base = 4 * (2 * jj + (i >> 1)) + 2 * (i & 1);
+            r[i] = pack2<T>(acc_dp[base], acc_dp[base + 1]);
+          }
+          const int i = lane >> 3;
+          const int query = q0 + 16 * jj + 8 * (i >> 1) + (lane & 7), key = 16 * warp + 8 * (i & 1);
+          stmatrix_x4_trans(sdS + wgmma_frag::swizzled_byte(BM, query, key), r);
+        }
+      }
+      fence_proxy_async();
+      __syncthreads();  // P^T, dS^T (and dS) whole in shared memory
+
+      // dV_j += P^T dO_i and dK_j += dS^T Q_i: columns c0 .. (dO, Q MN-major: blocks 2 wg, 2 wg + 1).
+      fence_regs(acc_dv);
+      fence_regs(acc_dk);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_ss_tb<T, 128>(acc_dv, make_desc(sPt + kk * 32, 16, 1024),
+                            make_desc(sdOs + 2 * wg * (BM * 128) + kk * 16 * 128, BM * 128, 1024), 1);
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_ss_tb<T, 128>(acc_dk, make_desc(sdSt + kk * 32, 16, 1024),
+                            make_desc(sQs + 2 * wg * (BM * 128) + kk * 16 * 128, BM * 128, 1024), 1);
+      wgmma_commit();
+      if constexpr (kAtomicDq) {
+        // dQ_i = dS K_j: query rows 16 warp + g (+8), columns c0 .. (K MN-major, k = the 64 keys).
+        float acc_dq[64];
+        fence_regs(acc_dq);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wgmma_ss_tb<T, 128>(acc_dq, make_desc(sdS + kk * 32, 16, 1024),
+                              make_desc(sK + 2 * wg * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(acc_dq);
+        fence_regs(acc_dv);
+        fence_regs(acc_dk);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int row = m * BM + 16 * warp + g + 8 * r;
+          if (row >= p.Lq) continue;
+          float* dst = hp.dq_accum_at(p, kGqa ? int64_t(gi) * p.Lq + row : int64_t(row), c0 + 2 * t4);
+#pragma unroll
+          for (int j = 0; j < 16; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+        }
+      } else {
+        wgmma_wait<0>();
+        fence_regs(acc_dv);
+        fence_regs(acc_dk);
+      }
+      if constexpr (kGqa) {  // after a head's last tile, the group's next head from its first tile
+        ++step;
+        if (m + 1 == m_blocks && ++gi < group) m = m_first - 1;
+      }
+    }
+    cp_async_wait<0>();
+  }
+
+  // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
+  T* dk = hp.dk(p);
+  T* dv = hp.dv(p);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = n0 + key_l + 8 * r;
+    if (key >= p.Lk) continue;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int64_t off = int64_t(key) * D + c0 + 8 * j + 2 * t4;
+      *reinterpret_cast<uint32_t*>(dk + off) =
+          pack2<T>(acc_dk[4 * j + 2 * r] * p.scale, acc_dk[4 * j + 2 * r + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
+    }
+  }
+}
+
+template <class T, bool kAtomicDq, bool kGqa>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90D256::kThreads, 1)
+    flash_bwd_wgmma_d256_kernel(const FastBackwardParams p) {
+#ifdef KL_FA_SM90A
+  bwd_d256_body<T, kAtomicDq, kGqa>(p);
+#endif
+}
+
+template <class T>
+void launch_d256_typed(const FastBackwardParams& p, bool atomic_dq) {
+  using Tr = FastBackwardTraitsSm90D256;
+  const bool gqa = grouped_query(p);
+  const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(gqa ? kv_heads(p) : p.H), unsigned(p.B));
+  const std::string name = std::string("flash_bwd_wgmma_") + (atomic_dq ? "" : "dkdv_") + "d256" +
+                           (std::is_same<T, __half>::value ? "_fp16" : "_bf16") + (gqa ? "_gqa" : "");
+  void (*kernel)(const FastBackwardParams) =
+      atomic_dq ? (gqa ? flash_bwd_wgmma_d256_kernel<T, true, true> : flash_bwd_wgmma_d256_kernel<T, true, false>)
+                : (gqa ? flash_bwd_wgmma_d256_kernel<T, false, true> : flash_bwd_wgmma_d256_kernel<T, false, false>);
+  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+}
+
+}  // namespace sm90_bwd
+
+void launch_wgmma_main_d256(const FastBackwardParams& p, bool atomic_dq) {
+  // run_fast chose a wgmma path where the other wgmma kernels' sm_90a code runs; this file's must run too.
+  static const bool loaded =
+      flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_d256_sm90a_probe", sm90_bwd::bwd_d256_sm90a_probe);
+  if (!loaded)
+    throw RuntimeError("flash-attention-backward: the d = 256 wgmma kernels' sm_90a code did not load here");
+  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_d256_typed<__half>(p, atomic_dq);
+  else sm90_bwd::launch_d256_typed<__nv_bfloat16>(p, atomic_dq);
+}
+
+}  // namespace kl::flash_attention_backward
