@@ -44,8 +44,10 @@
 //            kernel.
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j and dQ_i by columns
-//            (128 each), P^T and dS^T through shared memory, dQ by fp32 atomics; the mma.sync path has no d = 256
-//            kernel (an InputError naming d), the deterministic dQ pass runs at d = 256 as at 64 and 128.
+//            (128 each), P^T and dS^T through shared memory, dQ by fp32 atomics issued while dV and dK run (bulk
+//            tensor reduce-adds measured 0.978x of them: the adds' bytes in L2, 64 KiB a step, are the limit, not
+//            how they are issued; docs/perf-log.md); the mma.sync path has no d = 256 kernel (an InputError naming
+//            d); the deterministic mode runs this kernel without its dQ part, then the dQ pass at d = 256.
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma
 //   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
 //   wgmma kernel's TFLOP/s in the atomic mode before its dQ wait moved and the d = 64 split (1.03x and, at

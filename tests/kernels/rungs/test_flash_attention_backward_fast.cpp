@@ -650,7 +650,7 @@ TEST(FlashAttentionBackwardFast, D256DeterministicDqAroundEveryTileBoundary) {
 
 TEST(FlashAttentionBackwardFast, D256PeakedSoftmaxAndLongRows) {
   KL_REQUIRE_WGMMA();
-  peaked_and_long(FastBackwardPath::WgmmaTma, {256});
+  peaked_and_long(FastBackwardPath::Wgmma, {256});
 }
 
 TEST(FlashAttentionBackwardFast, D256CausalRowsThatSeeNothingOrOneKey) {
