@@ -7,7 +7,8 @@
 //     backward: dP = dO V^T and D = rowsum(dO ∘ O) in fp32, dS = P ∘ (dP - D) in fp32; P and dS rounded
 //     before they meet dO, Q and K (dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, fp32 sums); the
 //     three outputs rounded.
-//   GPU: lengths on both sides of the 64-row / 64-key tiles, Lq != Lk, causal and not, d 64 and 128,
+//   GPU: lengths on both sides of the 64-row / 64-key tiles, Lq != Lk, causal and not, d 64 and 128 (and 256 on
+//   the wgmma paths: its own kernel, the D256 tests; refused on mma.sync),
 //   bf16 and fp16, (B, H) > 1, both dQ modes, both main kernels (mma.sync, and wgmma where the sm_90a code
 //   runs: its 64-query x 128-key tiles get their own boundary lengths); rows that see no key (dQ exactly 0); outputs poisoned with
 //   NaN before the launch; the deterministic mode bitwise repeatable, the atomic mode's dK and dV too; the
