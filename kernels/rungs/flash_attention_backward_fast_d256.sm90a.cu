@@ -14,8 +14,10 @@
 //   dQ); a block barrier: each warpgroup now reads both halves of the queries.
 //   dV_j += P^T dO_i   wgmma.m64n128k16 ss, B transposed: dO's columns c0 .. (k = the step's 64 queries)
 //   dK_j += dS^T Q_i   the same with Q
-//   dQ_i  = dS K_j     wgmma.m64n128k16 ss, B transposed: K's columns c0 .. (k = the 64 keys), then fp32 atomics
-//                      into the accumulator (the deterministic mode skips it: the dQ pass computes dQ).
+//   dQ_i  = dS K_j     wgmma.m64n128k16 ss, B transposed: K's columns c0 .. (k = the 64 keys), issued before dV
+//                      and dK so that its fp32 atomics into the accumulator run while they are on the tensor cores
+//                      (the deterministic mode skips it: the dQ pass computes dQ). The adds' bytes in L2 are this
+//                      kernel's limit; bulk tensor reduce-adds measured no better (docs/perf-log.md).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle, kernels/rungs/sm90_device.cuh's conventions): sK, sV
 // [64][256]; sQ, sdO [2][64][256]; sPt, sdSt [64 keys][64 queries]; sdS [64 queries][64 keys]; L, D [2][64] fp32:
 // 218 KiB, one CTA per SM. Grouped-query attention (kGqa): grid (K/V tiles, H_kv, B) and the walk over the group's
@@ -70,8 +72,9 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   zero(acc_dk);
   zero(acc_dv);
 
-  // L and D of query tile m of the query head `head` rows into the group's first (0 without kGqa) into stage s
-  // (rows past Lq: zeros; their Q and dO rows are zeros too, so they add nothing to dK, dV).
+  // Q, dO, L and D of query tile m into stage s; `head`: the query head's first row counted from the group's first
+  // head's (0 without kGqa). Rows past Lq are zeros (their L too: P = 1 there, but their dO and D are zeros, so they
+  // add nothing to dK, dV, and their dQ rows are never added).
   auto copy_stats = [&](int64_t head, int m, int s) {
     if (tid < BM) {
       const int i = m * BM + tid;
