@@ -129,7 +129,7 @@ def forward_section(bench, peers, run):
 
 def backward_section(bench, peers, run):
     ladder = ladder_backward(bench)
-    head_dims = {k[1] for k in ladder}  # the peers also time d = 256, which the ladder's backward does not take
+    head_dims = {k[1] for k in ladder}  # the head dims the bench ran (d = 256 on the wgmma paths only)
     rows = []
     for p in peers:
         if head_dims and p["d"] not in head_dims:
