@@ -117,20 +117,17 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
       fence_regs(acc_s);
       fence_regs(acc_dp);
       wgmma_fence();
+      auto issue_transposed = [&](float(&acc)[16], uint32_t s_kv, uint32_t s_rows) {  // acc = KV_j X_i^T, one group
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-        const uint32_t off_q = (kk >> 2) * (BM * 128) + q0 * 128 + (kk & 3) * 32;
-        wgmma_ss<T, 32>(acc_s, make_desc(sK + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-        const uint32_t off_q = (kk >> 2) * (BM * 128) + q0 * 128 + (kk & 3) * 32;
-        wgmma_ss<T, 32>(acc_dp, make_desc(sV + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
+        for (int kk = 0; kk < D / 16; ++kk) {
+          const uint32_t off_kv = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+          const uint32_t off_x = (kk >> 2) * (BM * 128) + q0 * 128 + (kk & 3) * 32;
+          wgmma_ss<T, 32>(acc, make_desc(s_kv + off_kv, 16, 1024), make_desc(s_rows + off_x, 16, 1024), kk > 0);
+        }
+        wgmma_commit();
+      };
+      issue_transposed(acc_s, sK, sQs);
+      issue_transposed(acc_dp, sV, sdOs);
       wgmma_wait<1>();  // S^T landed; dP^T may still run
       fence_regs(acc_s);
 
@@ -245,20 +242,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
-  T* dk = hp.dk(p);
-  T* dv = hp.dv(p);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = n0 + key_l + 8 * r;
-    if (key >= p.Lk) continue;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int64_t off = int64_t(key) * D + c0 + 8 * j + 2 * t4;
-      *reinterpret_cast<uint32_t*>(dk + off) =
-          pack2<T>(acc_dk[4 * j + 2 * r] * p.scale, acc_dk[4 * j + 2 * r + 1] * p.scale);
-      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
-    }
-  }
+  store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + key_l, p.Lk, D, c0, t4, p.scale);
 }
 
 template <class T, bool kAtomicDq, bool kGqa>

@@ -128,6 +128,24 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc
     for (int r = 0; r < 4; ++r) frag[kk][r] = pack2<T>(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1]);
 }
 
+// The epilogue of the wgmma main kernels: this thread's keys `key` and key + 8 (those < Lk) of dK = scale * acc_dk
+// and dV = acc_dv, rounded to T, at columns col0 + 8j + 2 t4 (+1) of rows d elements long (the accumulator layout:
+// element 4j + 2r (+1) is key + 8r).
+template <class T, int N>
+__device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[N], const float (&acc_dv)[N], int key,
+                                            int Lk, int d, int col0, int t4, float scale) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (key + 8 * r >= Lk) continue;
+#pragma unroll
+    for (int j = 0; j < N / 4; ++j) {
+      const int64_t off = int64_t(key + 8 * r) * d + col0 + j * 8 + 2 * t4;
+      *reinterpret_cast<uint32_t*>(dk + off) = pack2<T>(acc_dk[4 * j + 2 * r] * scale, acc_dk[4 * j + 2 * r + 1] * scale);
+      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
+    }
+  }
+}
+
 // ---- [SECTION] the main kernel ---------------------------------------------------------------------------
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
@@ -518,20 +536,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
   rec.mark(Phase::Epilogue, timeline::kNoStep, tile);
-  T* dk = hp.dk(p);
-  T* dv = hp.dv(p);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = key_row + 8 * r;
-    if (key >= p.Lk) continue;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      const int64_t off = int64_t(key) * D + j * 8 + 2 * t4;
-      *reinterpret_cast<uint32_t*>(dk + off) =
-          pack2<T>(acc_dk[4 * j + 2 * r] * p.scale, acc_dk[4 * j + 2 * r + 1] * p.scale);
-      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
-    }
-  }
+  store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, key_row, p.Lk, D, 0, t4, p.scale);
   rec.finish(wg);
 }
 template <class T, int kHeadDim, bool kAtomicDq>
