@@ -246,6 +246,19 @@ KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
   const int query = 16 * kk + 8 * (i >> 1) + (lane & 7);
   return swizzled_byte(64, query, key);
 }
+// The d = 256 kernel's stores (FastBackwardTraitsSm90D256), into 64 x 64 tiles of one 128-byte swizzled block.
+// P^T and dS^T [64 keys][64 queries]: thread (wg, warp, lane) holds S^T element 4j + e at key 16 warp + lane/4 +
+// 8 (e / 2), query 32 wg + 8j + 2 (lane % 4) + e % 2, and stores elements 4j + 2hh, + 1 as 4 bytes here.
+KL_FA_HD uint32_t d256_pt_store_byte(int wg, int warp, int lane, int j, int hh) {
+  return swizzled_byte(64, 16 * warp + (lane >> 2) + 8 * hh, 32 * wg + 8 * j + 2 * (lane & 3));
+}
+// dS [64 queries][64 keys] by stmatrix.x4.trans, the jj-th of two: matrix i holds keys 16 warp + 8 (i % 2) .. + 7 x
+// queries 32 wg + 16 jj + 8 (i / 2) .. + 7 (registers: elements 4 (2 jj + i / 2) + 2 (i % 2), + 1); lane 8i + r
+// gives the address of the 16-byte row of that matrix's query r.
+KL_FA_HD uint32_t d256_ds_stmatrix_byte(int wg, int warp, int lane, int jj) {
+  const int i = lane >> 3;
+  return swizzled_byte(64, 32 * wg + 16 * jj + 8 * (i >> 1) + (lane & 7), 16 * warp + 8 * (i & 1));
+}
 // The wgmma-tma kernel's dQ staging: byte offset of (row, column col < 64) of warpgroup wg's block in one
 // stage: box col / 32 (64 rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8.
 KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {

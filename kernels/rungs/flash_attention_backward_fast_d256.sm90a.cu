@@ -159,18 +159,17 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
       }
 
       // P^T and dS^T as [key][query] (the A of dV and dK, K-major): 4-byte pairs, the 8 rows of a warp's store on
-      // 8 different 16-byte chunks (the swizzle), no bank conflict.
+      // 8 different 16-byte chunks (the swizzle), no bank conflict (WgmmaD256StoreLayouts).
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          const uint32_t off = wgmma_frag::swizzled_byte(BN, key_l + 8 * hh, q0 + 8 * j + 2 * t4);
+          const uint32_t off = wgmma_frag::d256_pt_store_byte(wg, warp, lane, j, hh);
           st_shared_u32(sPt + off, pack2<T>(acc_s[4 * j + 2 * hh], acc_s[4 * j + 2 * hh + 1]));
           st_shared_u32(sdSt + off, pack2<T>(acc_dp[4 * j + 2 * hh], acc_dp[4 * j + 2 * hh + 1]));
         }
       if constexpr (kAtomicDq) {
-        // dS as [query][key] (the A of dS K): matrix i of the jj-th stmatrix.x4.trans holds keys 16 warp + 8 (i % 2)
-        // .. + 7 x queries q0 + 16 jj + 8 (i / 2) .. + 7; lane 8i + r gives the address of that matrix's query r.
+        // dS as [query][key] (the A of dS K), two stmatrix.x4.trans (wgmma_frag::d256_ds_stmatrix_byte).
 #pragma unroll
         for (int jj = 0; jj < 2; ++jj) {
           uint32_t r[4];
@@ -179,9 +178,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
             const int base = 4 * (2 * jj + (i >> 1)) + 2 * (i & 1);
             r[i] = pack2<T>(acc_dp[base], acc_dp[base + 1]);
           }
-          const int i = lane >> 3;
-          const int query = q0 + 16 * jj + 8 * (i >> 1) + (lane & 7), key = 16 * warp + 8 * (i & 1);
-          stmatrix_x4_trans(sdS + wgmma_frag::swizzled_byte(BM, query, key), r);
+          stmatrix_x4_trans(sdS + wgmma_frag::d256_ds_stmatrix_byte(wg, warp, lane, jj), r);
         }
       }
       fence_proxy_async();

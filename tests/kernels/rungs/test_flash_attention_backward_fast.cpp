@@ -1232,6 +1232,50 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   expect_staging_conflict_free(4);
 }
 
+// The d = 256 kernel's stores: P^T / dS^T pairs and dS's stmatrix rows each cover their 64 x 64 tile once, at the
+// element the accumulator holds (key 16 warp + lane/4 + 8 (e / 2), query 32 wg + 8j + 2 (lane % 4) + e % 2 for
+// element 4j + e), and a warp's 4-byte stores touch each of the 32 banks once. And the tiles fit the H100/H200.
+TEST(FlashAttentionBackwardFastHost, WgmmaD256StoreLayouts) {
+  auto element = [](int wg, int warp, int lane, int j, int e) {  // (key, query) of accumulator element 4j + e
+    return std::pair<int, int>{16 * warp + lane / 4 + 8 * (e / 2), 32 * wg + 8 * j + 2 * (lane % 4) + e % 2};
+  };
+  std::vector<int> pt_words(64 * 64 / 2, 0), ds_rows(64 * 8, 0);
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp) {
+      for (int j = 0; j < 4; ++j)
+        for (int hh = 0; hh < 2; ++hh) {
+          std::array<int, 32> banks{};
+          for (int lane = 0; lane < 32; ++lane) {
+            const uint32_t byte = wgmma_frag::d256_pt_store_byte(wg, warp, lane, j, hh);
+            const auto [key, query] = element(wg, warp, lane, j, 2 * hh);
+            ASSERT_EQ(byte, wgmma_frag::swizzled_byte(64, key, query)) << "lane " << lane;
+            ASSERT_EQ(byte % 4, 0u);
+            ++pt_words.at(byte / 4);
+            ++banks[(byte / 4) % 32];
+          }
+          for (int n : banks) ASSERT_EQ(n, 1) << "wg " << wg << " warp " << warp << " j " << j << " hh " << hh;
+        }
+      for (int jj = 0; jj < 2; ++jj)
+        for (int lane = 0; lane < 32; ++lane) {
+          const uint32_t row_start = wgmma_frag::d256_ds_stmatrix_byte(wg, warp, lane, jj);
+          ASSERT_EQ(row_start % 16, 0u) << "stmatrix rows are 16-byte aligned";
+          ++ds_rows.at(row_start / 16);
+          // The register of matrix i that lane l holds, written transposed: its elements land in matrix i's rows
+          // 2 (l % 4) + c at column l / 4.
+          for (int i = 0; i < 4; ++i)
+            for (int c = 0; c < 2; ++c) {
+              const auto [key, query] = element(wg, warp, lane, 2 * jj + i / 2, 2 * (i % 2) + c);
+              const uint32_t at = wgmma_frag::d256_ds_stmatrix_byte(wg, warp, 8 * i + 2 * (lane % 4) + c, jj) +
+                                  uint32_t(lane / 4) * 2;
+              ASSERT_EQ(at, wgmma_frag::swizzled_byte(64, query, key)) << "lane " << lane << " matrix " << i;
+            }
+        }
+    }
+  for (int n : pt_words) ASSERT_EQ(n, 1);
+  for (int n : ds_rows) ASSERT_EQ(n, 1);
+  EXPECT_LE(FastBackwardTraitsSm90D256::kSmemBytes, 227 * 1024) << "past the H100/H200's per-block limit";
+}
+
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
 // accuracy; in bf16 / fp16 its error is that of the rounding, well above fp32's and well below 5%. With
 // grouped-query attention too (H = 4 over Hkv = 2 and 1), where the float64 side, one query head at a time
