@@ -475,16 +475,10 @@ template <class T, int D>
 void launch_dq_pass(const FastBackwardParams& p) {
   using Dq = FastDqTraits<D>;
   const dim3 dq_grid(unsigned(ceil_div(p.Lq, Dq::kBlockM)), unsigned(p.H), unsigned(p.B));
-  if (grouped_query(p))
-    cuda::launch(D == 64    ? "flash_bwd_fast_dq_gqa_d64"
-                 : D == 128 ? "flash_bwd_fast_dq_gqa_d128"
-                            : "flash_bwd_fast_dq_gqa_d256",
-                 flash_bwd_dq_gqa_kernel<T, D>,
-                 dq_grid, dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
-  else
-    cuda::launch(D == 64 ? "flash_bwd_fast_dq_d64" : D == 128 ? "flash_bwd_fast_dq_d128" : "flash_bwd_fast_dq_d256",
-                 flash_bwd_dq_kernel<T, D>, dq_grid,
-                 dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
+  const bool gqa = grouped_query(p);
+  const std::string name = std::string("flash_bwd_fast_dq_") + (gqa ? "gqa_" : "") + "d" + std::to_string(D);
+  cuda::launch(name.c_str(), gqa ? flash_bwd_dq_gqa_kernel<T, D> : flash_bwd_dq_kernel<T, D>, dq_grid,
+               dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
 }
 
 template <class T, int D>
@@ -625,7 +619,7 @@ void run_fast(const FastBackwardParams& p) {
   validate_fast(p);
   FastBackwardParams r = p;
   r.path = fast_backward_path(p.path);
-  if (r.d == 256 && !fast_backward_path_wgmma(r.path))  // no mma.sync kernel at d = 256
+  if (!fast_backward_path_runs_d(r.path, r.d))  // no mma.sync kernel at d = 256
     throw InputError(out_of_range_message(
         "d", "256",
         std::string("{64, 128} on the ") + fast_backward_path_name(r.path) +
@@ -701,7 +695,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   const FastBackwardPath path = fast_backward_path();  // KL_FLASH_BWD_PATH; named in each row
   for (const flash_attention::FastBenchShape& s : spec.shapes) {
     const int L = s.L, d = s.d;
-    if (d == 256 && !fast_backward_path_wgmma(path)) continue;  // no mma.sync kernel at d = 256
+    if (!fast_backward_path_runs_d(path, d)) continue;  // no mma.sync kernel at d = 256
     FastBackwardParams p;
     p.path = path;
     p.B = s.B, p.H = s.H, p.Lq = p.Lk = L, p.d = d;

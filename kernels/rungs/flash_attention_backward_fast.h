@@ -143,6 +143,10 @@ enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaTma };
 inline bool fast_backward_path_wgmma(FastBackwardPath path) {
   return path == FastBackwardPath::Wgmma || path == FastBackwardPath::WgmmaTma;
 }
+// Whether `path` has a main kernel at head dimension d: every path at 64 and 128, only the wgmma paths at 256.
+inline bool fast_backward_path_runs_d(FastBackwardPath path, int d) {
+  return d != 256 || fast_backward_path_wgmma(path);
+}
 inline const char* fast_backward_path_name(FastBackwardPath path) {
   return path == FastBackwardPath::Wgmma       ? "wgmma"
          : path == FastBackwardPath::WgmmaTma  ? "wgmma-tma"

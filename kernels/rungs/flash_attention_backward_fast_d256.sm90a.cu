@@ -36,10 +36,6 @@ __global__ void bwd_d256_sm90a_probe(int* out) {
 #endif
 }
 
-__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
 template <class T, bool kAtomicDq, bool kGqa>
 __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   using Tr = FastBackwardTraitsSm90D256;
