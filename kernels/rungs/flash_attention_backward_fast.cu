@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(FastBackwardTraits<kHeadDim>::kThreads, kHeadD
   bwd_body<T, kHeadDim, kAtomicDq, true>(p);
 }
 
-// ---- [SECTION] the deterministic mode's dQ pass: one CTA per query tile --------------------------------
+// ---- [SECTION] the mma.sync path's deterministic dQ pass: one CTA per query tile -----------------------
 // Grid (ceil(Lq / kBlockM), H, B), 4 warps; warp w owns query rows 16 w.. and walks the K/V tiles the tile
 // sees in order (K/V two stages, as rung 5's forward): S, dP, P, dS recomputed in registers, dQ_i += dS K_j
 // with dS as the A operand straight from the accumulators. One writer per dQ element: no atomics.
@@ -439,14 +439,14 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads)
 }
 
 // ---- [SECTION] launches --------------------------------------------------------------------------------
-// D = rowsum(dO o O) into p.drow and, in the atomic mode, the dQ accumulator zeroed.
+// D = rowsum(dO o O) into p.drow and, where dQ is added by atomics, the dQ accumulator zeroed.
 template <class T>
 void launch_preprocess(const FastBackwardParams& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
   const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
   cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
                dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
-               static_cast<const T*>(p.dout), p.drow, p.deterministic ? nullptr : p.dq_accum, rows, p.d);
+               static_cast<const T*>(p.dout), p.drow, fast_backward_dq_by_pass(p) ? nullptr : p.dq_accum, rows, p.d);
 }
 
 // The mma.sync main kernel (atomic_dq: with its dQ part) and the deterministic mode's dQ pass; the grouped-query
@@ -486,10 +486,14 @@ void launch_all(const FastBackwardParams& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
   launch_preprocess<T>(p);
   const bool wgmma = fast_backward_path_wgmma(p.path);  // run_fast's
-  if (p.deterministic) {
-    if (wgmma) launch_wgmma_main(p, false);
-    else if constexpr (D != 256) launch_mma_main<T, D>(p, false);  // d = 256: wgmma only (run_fast checks)
-    launch_dq_pass<T, D>(p);
+  if (fast_backward_dq_by_pass(p)) {
+    if (wgmma) {
+      launch_wgmma_main(p, false);
+      launch_wgmma_dq_pass(p);
+    } else if constexpr (D != 256) {  // d = 256: wgmma only (run_fast checks)
+      launch_mma_main<T, D>(p, false);
+      launch_dq_pass<T, D>(p);
+    }
     return;
   }
   if (wgmma) launch_wgmma_main(p, true);
@@ -576,12 +580,12 @@ FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, co
     forward_state(tq, tk, tv, to, tlse, p);
   }
   const size_t nq = q.data.size(), nk = k.data.size(), rows = nq / size_t(p.d);
-  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, p.deterministic ? 0 : nq);
+  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, fast_backward_dq_by_pass(p) ? 0 : nq);
   Buffer<T> dq(Backend::Cuda, nq), dk(Backend::Cuda, nk), dv(Backend::Cuda, nk);
   for (Buffer<T>* b : {&dq, &dk, &dv}) b->fill_bytes(0xFF);  // 0xFFFF is NaN in bf16 and fp16
   p.q = tq.data(), p.k = tk.data(), p.v = tv.data(), p.o = to.data(), p.dout = tdo.data(), p.lse = tlse.data();
   p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data();
-  p.dq_accum = p.deterministic ? nullptr : accum.data();
+  p.dq_accum = fast_backward_dq_by_pass(p) ? nullptr : accum.data();
   run_fast(p);
   Buffer<float> fq, fk, fv;
   to_float(dq, fq);
@@ -707,6 +711,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data(), p.dq_accum = accum.data();
     for (bool det : {false, true}) {
       p.deterministic = det;
+      if (!det && fast_backward_dq_by_pass(p)) continue;  // d = 256: both modes run the same launches, one row
       const bench::Timing t =
           quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
       const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (s.causal ? 0.5 : 1.0);

@@ -22,18 +22,22 @@
 //   deterministic: the main kernel skips dQ, and a separate pass (one CTA per query tile, looping over
 //            the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps dQ_i in registers: no
 //            atomics, bitwise the same run after run, at the price of computing S and dP twice.
+//   At d = 256 both modes run the second way (fast_backward_dq_by_pass): there the wgmma dQ pass after the dK/dV
+//            kernel measured 1.12x-1.17x the kernel that added dQ by atomics (docs/perf-log.md).
 // Causal masks are bottom-right aligned (query i sees key j <= i + Lk - Lq); rows that see no key have
 // L = -inf and zero gradient. Tile shapes (compile-time, FastBackwardTraits):
 //   main kernel:  kBlockN 64 keys per CTA, kBlockM 64 query rows per step, 8 warps (warp w: rows / keys
 //                 16 (w % 4).., columns half w / 4); shared memory d 64: 64 KiB, d 128: 112 KiB
 //   dQ pass:      kBlockM 64 query rows per CTA (4 warps x 16 rows), kBlockN 64 keys per step, K/V two stages
+//                 (the mma.sync path's; the wgmma paths run their own, FastDqTraitsSm90)
 // Three main kernels (FastBackwardPath; the preprocess, convert and dQ passes are shared):
 //   mma.sync (above; the default where the wgmma kernel cannot run)
 //   wgmma (kernels/rungs/flash_attention_backward_fast_sm90.cuh; compute capability 9.0 with the sm_90a build
 //            loaded): FlashAttention-3's structure, kBlockN 128 keys per CTA (two warpgroups of 64 keys, dK_j
 //            and dV_j in registers), kBlockM 64 query rows per step, the five products on wgmma
 //            (S^T = K Q^T, dP^T = V dO^T from shared memory; dV += P^T dO, dK += dS^T Q with P^T, dS^T in
-//            registers; dQ_i = dS K from shared memory, then fp32 atomics or the deterministic dQ pass).
+//            registers; dQ_i = dS K from shared memory, then fp32 atomics; in the deterministic mode the wgmma
+//            dQ pass, flash_attention_backward_fast_dq.sm90a.cu, FastDqTraitsSm90).
 //   wgmma-tma (the same file, a template flag; the default where it runs, atomic mode): the wgmma kernel with
 //            Q_i and dO_i loaded by bulk tensor copies that one thread issues (an mbarrier per stage) instead of
 //            cp.async from all 256 threads, dS^T stored by stmatrix.trans instead of 16-bit stores, and dQ_i
@@ -41,13 +45,13 @@
 //            boxes per warpgroup and step; d = 64: one, each warpgroup 32 columns of dQ_i over all 128 keys;
 //            issued by one thread, one step later, so they overlap the next step's products) instead of
 //            per-thread atomics; L_i and D_i by 4-byte cp.async. In the deterministic mode it runs the wgmma
-//            kernel.
+//            kernel without its dQ part, then the wgmma dQ pass.
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
-//            kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j and dQ_i by columns
-//            (128 each), P^T and dS^T through shared memory, dQ by fp32 atomics issued while dV and dK run (bulk
-//            tensor reduce-adds measured 0.978x of them: the adds' bytes in L2, 64 KiB a step, are the limit, not
-//            how they are issued; docs/perf-log.md); the mma.sync path has no d = 256 kernel (an InputError naming
-//            d); the deterministic mode runs this kernel without its dQ part, then the dQ pass at d = 256.
+//            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
+//            (128 each), P^T and dS^T through shared memory, then the wgmma dQ pass, in both dQ modes. Its dQ
+//            by fp32 atomics (per thread, or bulk tensor reduce-adds at 0.978x of those) measured 0.85x-0.90x of
+//            that: the adds' bytes in L2, 64 KiB a step, were the limit (docs/perf-log.md). The mma.sync path
+//            has no d = 256 kernel (an InputError naming d).
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma
 //   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
 //   wgmma kernel's TFLOP/s in the atomic mode before its dQ wait moved and the d = 64 split (1.03x and, at
@@ -92,7 +96,7 @@ struct FastBackwardTraits {
   static constexpr int64_t kSmemBytes = int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + 2 * kBlockM * kBlockN) * 2;
 };
 template <int kHeadDim_>
-struct FastDqTraits {  // the deterministic mode's dQ pass
+struct FastDqTraits {  // the mma.sync path's deterministic dQ pass (the wgmma paths': FastDqTraitsSm90)
   static constexpr int kHeadDim = kHeadDim_, kBlockM = 64, kBlockN = 64, kNWarps = 4;
   static constexpr int kThreads = kNWarps * 32;
   // Q_i, dO_i [kBlockM][d]; two stages of K_j, V_j [kBlockN][d].
@@ -117,25 +121,39 @@ struct FastBackwardTraitsSm90 {
   static constexpr int64_t kSmemBytesTma = kSmemBytes + 2 * kDqStageBytes + 64;
 };
 
-// The wgmma kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and dV_j
-// for 64 keys x 256 columns would need 256 accumulator registers a thread, so the CTA takes kBlockN = 64 keys
-// and its two warpgroups split the work by columns: each computes S^T and dP^T for all 64 keys and its 32 of the
-// step's 64 queries, and dK_j, dV_j, dQ_i for its 128 of the 256 columns (64 + 64 + 64 registers). P^T, dS^T
-// and dS meet in shared memory, where each warpgroup reads the other's half.
+// The wgmma dK/dV kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and
+// dV_j for 64 keys x 256 columns would need 256 accumulator registers a thread, so the CTA takes kBlockN = 64
+// keys and its two warpgroups split the work by columns: each computes S^T and dP^T for all 64 keys and its 32
+// of the step's 64 queries, and dK_j, dV_j for its 128 of the 256 columns (64 + 64 registers). P^T and dS^T
+// meet in shared memory, where each warpgroup reads the other's half.
 struct FastBackwardTraitsSm90D256 {
   static constexpr int kHeadDim = 256, kBlockM = 64, kBlockN = 64, kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32;
-  // K_j, V_j [kBlockN][256]; two stages of Q_i, dO_i [kBlockM][256]; P^T, dS^T [kBlockN][kBlockM] and dS
-  // [kBlockM][kBlockN]; two stages of L and D (fp32); 1 KiB to align the tiles: 218 KiB of the H100's 227.
+  // K_j, V_j [kBlockN][256]; two stages of Q_i, dO_i [kBlockM][256]; P^T, dS^T [kBlockN][kBlockM]; two stages
+  // of L and D (fp32); 1 KiB to align the tiles: 210 KiB of the H100's 227.
   static constexpr int64_t kSmemBytes =
-      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + 3 * kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
+      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + 2 * kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
+};
+
+// The wgmma paths' dQ pass (flash_attention_backward_fast_dq.sm90a.cu; the deterministic mode, and both modes at
+// d = 256): one CTA per kBlockM = 128 query rows, two warpgroups of 64 rows, walking the K/V tiles of kBlockN keys
+// the rows see, kStages deep with one block barrier a tile; per tile S and dP (wgmma ss), dS in registers as the A
+// of dQ_i += dS K_j (wgmma rs, K transposed), so neither P nor dS touches shared memory. kBlockN keeps the
+// registers under 210 a thread (dQ_i: d / 2; S, dP: kBlockN / 2 each) and the shared memory (Q_i, dO_i and the
+// stages of K_j, V_j) at 128, 160 and 225 KiB. Three stages measured 1.004x-1.039x two with a second barrier a
+// tile; one warpgroup of 64 rows a CTA (two CTAs an SM) 0.88x-1.06x (docs/perf-log.md).
+template <int kHeadDim_>
+struct FastDqTraitsSm90 {
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128, kThreads = 256, kStages = 3;
+  static constexpr int kBlockN = kHeadDim == 64 ? 128 : kHeadDim == 128 ? 64 : 32;
+  static constexpr int64_t kSmemBytes = int64_t(2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * 2 + 1024;
 };
 
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else WgmmaTma where it runs, else
 // MmaSync. WgmmaTma (the header's wgmma-tma): 1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200
-// (docs/perf-log.md); in the deterministic mode both wgmma paths run the same kernel (dK and dV; the dQ pass
-// after it). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone: its measurements
-// stay in the perf log.
+// (docs/perf-log.md); in the deterministic mode, and at d = 256, both wgmma paths run the same kernels (dK and
+// dV, then the wgmma dQ pass). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone:
+// its measurements stay in the perf log.
 // The name of the path the default (Auto) takes on an H100/H200, as the timeline recordings name paths.
 constexpr const char* kFastBackwardDefaultSm90 = "wgmma-tma";
 enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaTma };
@@ -158,7 +176,7 @@ struct FastBackwardParams {
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;  // dtype
   const float* lse = nullptr;  // the forward's L = m + log l (natural log, scaled scores), -inf: sees nothing
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;  // dtype, written
-  float* dq_accum = nullptr;  // fp32 [B, H, Lq, d] workspace (atomic mode; unused when deterministic)
+  float* dq_accum = nullptr;  // fp32 [B, H, Lq, d] workspace (atomic mode; unused where dQ has its own pass)
   float* drow = nullptr;      // fp32 [B, H, Lq] workspace: D
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
   float scale = 0;  // finite and > 0
@@ -175,6 +193,9 @@ struct FastBackwardParams {
 // kernels run).
 KL_FA_HD int kv_heads(const FastBackwardParams& p) { return p.H_kv > 0 ? p.H_kv : p.H; }
 KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < p.H; }
+// Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode, and both
+// modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by atomics (docs/perf-log.md).
+inline bool fast_backward_dq_by_pass(const FastBackwardParams& p) { return p.deterministic || p.d == 256; }
 
 // ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
 // The first query tile (of block_m rows) with a row that sees a key of K/V tile n_block (causal,
@@ -256,13 +277,6 @@ KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
 KL_FA_HD uint32_t d256_pt_store_byte(int wg, int warp, int lane, int j, int hh) {
   return swizzled_byte(64, 16 * warp + (lane >> 2) + 8 * hh, 32 * wg + 8 * j + 2 * (lane & 3));
 }
-// dS [64 queries][64 keys] by stmatrix.x4.trans, the jj-th of two: matrix i holds keys 16 warp + 8 (i % 2) .. + 7 x
-// queries 32 wg + 16 jj + 8 (i / 2) .. + 7 (registers: elements 4 (2 jj + i / 2) + 2 (i % 2), + 1); lane 8i + r
-// gives the address of the 16-byte row of that matrix's query r.
-KL_FA_HD uint32_t d256_ds_stmatrix_byte(int wg, int warp, int lane, int jj) {
-  const int i = lane >> 3;
-  return swizzled_byte(64, 32 * wg + 16 * jj + 8 * (i >> 1) + (lane & 7), 16 * warp + 8 * (i & 1));
-}
 // The wgmma-tma kernel's dQ staging: byte offset of (row, column col < 64) of warpgroup wg's block in one
 // stage: box col / 32 (64 rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8.
 KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
@@ -292,7 +306,7 @@ inline void validate_fast(const FastBackwardParams& p) {
   if (!(std::isfinite(p.scale) && p.scale > 0)) bad("scale", std::to_string(p.scale), "finite and > 0");
   if (p.dtype != FastDtype::Bf16 && p.dtype != FastDtype::Fp16) bad("dtype", "?", "bf16, fp16");
   const void* ptrs[11] = {p.q, p.k, p.v, p.o, p.dout, p.lse, p.dq, p.dk, p.dv, p.drow,
-                          p.deterministic ? p.drow : static_cast<const void*>(p.dq_accum)};
+                          fast_backward_dq_by_pass(p) ? p.drow : static_cast<const void*>(p.dq_accum)};
   const char* names[11] = {"q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv", "drow", "dq_accum"};
   for (int i = 0; i < 11; ++i)
     if (!ptrs[i] || reinterpret_cast<uintptr_t>(ptrs[i]) % 16 != 0)
@@ -300,8 +314,8 @@ inline void validate_fast(const FastBackwardParams& p) {
 }
 
 #ifdef KL_HAS_CUDA
-// The three (atomic mode) or three (deterministic: preprocess, main kernel without dQ, dQ pass) launches on
-// the default stream, asynchronously. Validates first.
+// The three launches (atomic mode: preprocess, main kernel, convert; fast_backward_dq_by_pass: preprocess, main
+// kernel without dQ, dQ pass) on the default stream, asynchronously. Validates first.
 void run_fast(const FastBackwardParams& p);
 
 // The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma and WgmmaTma when the device is
@@ -315,8 +329,11 @@ bool fast_backward_wgmma_available();
 // fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
-// The same at d = 256, where both wgmma paths run its own kernel (flash_attention_backward_fast_d256.sm90a.cu).
-void launch_wgmma_main_d256(const FastBackwardParams& p, bool atomic_dq);
+// At d = 256 both wgmma paths run a dK/dV kernel of their own (flash_attention_backward_fast_d256.sm90a.cu);
+// launch_wgmma_main sends it there (atomic_dq must be false: dQ comes from the dQ pass).
+void launch_wgmma_dkdv_d256(const FastBackwardParams& p);
+// The wgmma paths' dQ pass (FastDqTraitsSm90): the deterministic mode, and both modes at d = 256.
+void launch_wgmma_dq_pass(const FastBackwardParams& p);
 
 // ---- timeline recording (issue 30): the instrumented wgmma main kernel ---------------------------------
 // (flash_attention_backward_fast_timeline.sm90a.cu; bf16, d = 64 and 128). What a recorded launch makes: its
@@ -346,7 +363,8 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
                              FastBackwardPath path = FastBackwardPath::Auto);
 
 // `bench flash-attention-backward` rows for the fast variant: bf16, d in {64, 128, 256}, L in {512, ..., 16384}
-// with B*L = 16384 and H*d = 2048, causal and not, both dQ modes; the backward alone is timed (the
+// with B*L = 16384 and H*d = 2048, causal and not, both dQ modes (at d = 256, where both run the same launches,
+// one row: dq=deterministic); the backward alone is timed (the
 // forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
 // (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024. The main kernel
 // is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync", "wgmma" or

@@ -1,27 +1,25 @@
-// Rung 6, fast variant, Hopper path at head dimension 256: the backward's main kernel on wgmma (sm_90a), the one
+// Rung 6, fast variant, Hopper path at head dimension 256: the backward's dK/dV kernel on wgmma (sm_90a), the one
 // both wgmma paths run at d = 256 (the kernels of flash_attention_backward_fast_sm90.cuh keep dK_j, dV_j of 64 keys
-// x d per warpgroup in registers: 256 a thread at d = 256). The preprocess (D), the convert pass and the
-// deterministic mode's dQ pass are the mma.sync path's (flash_attention_backward_fast.cu).
+// x d per warpgroup in registers: 256 a thread at d = 256). The preprocess (D) is the mma.sync path's
+// (flash_attention_backward_fast.cu); dQ comes after, from the wgmma dQ pass (flash_attention_backward_fast_dq.
+// sm90a.cu), in both dQ modes: this kernel's own dQ by fp32 atomics, 64 KiB of adds a step whose bytes in L2 were
+// its limit, measured 0.85x-0.90x of the two launches and was removed (docs/perf-log.md, "the backward at d = 256").
 //
 // One CTA per K/V tile j of kBlockN = 64 keys (FastBackwardTraitsSm90D256), two warpgroups; warpgroup wg takes
-// columns c0 = 128 wg .. of dK_j, dV_j (64 x 128 fp32 each, in registers for the whole CTA) and of dQ_i. The CTA
+// columns c0 = 128 wg .. of dK_j, dV_j (64 x 128 fp32 each, in registers for the whole CTA). The CTA
 // walks the query tiles i of kBlockM = 64 rows as the other wgmma kernels do (causal: from first_query_tile, the
 // diagonal tiles masked); Q_i, dO_i two stages deep by cp.async, L_i and D_i by 4-byte cp.async. Per step:
 //   S^T  = K_j Q_i^T   wgmma.m64n32k16 ss: all 64 keys x the warpgroup's 32 queries q0 = 32 wg .. (k = d)
 //   dP^T = V_j dO_i^T  the same with V, dO
 //   P^T = exp2(S^T * scale*log2e - L_i * log2e), dS^T = P^T ∘ (dP^T - D_i)   (registers, fp32)
-//   P^T, dS^T into shared memory [key][query] (K-major A), and dS [query][key] by stmatrix.trans (the atomic mode's
-//   dQ); a block barrier: each warpgroup now reads both halves of the queries.
+//   P^T, dS^T into shared memory [key][query] (K-major A); a block barrier: each warpgroup now reads both halves
+//   of the queries.
 //   dV_j += P^T dO_i   wgmma.m64n128k16 ss, B transposed: dO's columns c0 .. (k = the step's 64 queries)
 //   dK_j += dS^T Q_i   the same with Q
-//   dQ_i  = dS K_j     wgmma.m64n128k16 ss, B transposed: K's columns c0 .. (k = the 64 keys), issued before dV
-//                      and dK so that its fp32 atomics into the accumulator run while they are on the tensor cores
-//                      (the deterministic mode skips it: the dQ pass computes dQ). The adds' bytes in L2 are this
-//                      kernel's limit; bulk tensor reduce-adds measured no better (docs/perf-log.md).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle, kernels/rungs/sm90_device.cuh's conventions): sK, sV
-// [64][256]; sQ, sdO [2][64][256]; sPt, sdSt [64 keys][64 queries]; sdS [64 queries][64 keys]; L, D [2][64] fp32:
-// 218 KiB, one CTA per SM. Grouped-query attention (kGqa): grid (K/V tiles, H_kv, B) and the walk over the group's
-// query heads of the other main kernels (flash_attention_backward_fast.h).
+// [64][256]; sQ, sdO [2][64][256]; sPt, sdSt [64 keys][64 queries]; L, D [2][64] fp32: 210 KiB, one CTA per SM.
+// Grouped-query attention (kGqa): grid (K/V tiles, H_kv, B) and the walk over the group's query heads of the other
+// main kernels (flash_attention_backward_fast.h).
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
 namespace kl::flash_attention_backward {
@@ -36,21 +34,21 @@ __global__ void bwd_d256_sm90a_probe(int* out) {
 #endif
 }
 
-template <class T, bool kAtomicDq, bool kGqa>
+template <class T, bool kGqa>
 __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   using Tr = FastBackwardTraitsSm90D256;
   constexpr int D = Tr::kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   static_assert(BM == 64 && BN == 64 && kThreads == 256, "two warpgroups over 64 keys and 64 query rows a step");
   constexpr uint32_t kTileBytes = BM * D * 2;  // K_j, V_j and one stage of Q_i or dO_i (64 rows each)
-  constexpr uint32_t kSqBytes = BM * BN * 2;   // P^T, dS^T, dS
+  constexpr uint32_t kSqBytes = BM * BN * 2;   // P^T, dS^T
   constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sK = (raw + 1023u) & ~1023u;  // the launch asks for 1 KiB of slack
   const uint32_t sV = sK + kTileBytes, sQ = sV + kTileBytes, sdO = sQ + 2 * kTileBytes;
-  const uint32_t sPt = sdO + 2 * kTileBytes, sdSt = sPt + kSqBytes, sdS = sdSt + kSqBytes;
-  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kSqBytes - raw));  // [2][BM]: L as stored, 0 past Lq
+  const uint32_t sPt = sdO + 2 * kTileBytes, sdSt = sPt + kSqBytes;
+  float* sLse = reinterpret_cast<float*>(smem_raw + (sdSt + kSqBytes - raw));  // [2][BM]: L as stored, 0 past Lq
   float* sD = sLse + 2 * BM;                                                  // [2][BM]: D, 0 past Lq
 
   const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -59,7 +57,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   const int n0 = n_block * BN;
   const int key_l = 16 * warp + g;  // this thread's rows of S^T, dK, dV: keys n0 + key_l, + 8
   const int q0 = 32 * wg;           // this warpgroup's queries of S^T and dP^T in the step's tile
-  const int c0 = 128 * wg;          // this warpgroup's columns of dK, dV, dQ
+  const int c0 = 128 * wg;          // this warpgroup's columns of dK, dV
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
   const float scale_log2 = p.scale * kLog2e;
@@ -70,7 +68,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
 
   // Q, dO, L and D of query tile m into stage s; `head`: the query head's first row counted from the group's first
   // head's (0 without kGqa). Rows past Lq are zeros (their L too: P = 1 there, but their dO and D are zeros, so they
-  // add nothing to dK, dV, and their dQ rows are never added).
+  // add nothing to dK, dV).
   auto copy_stats = [&](int64_t head, int m, int s) {
     if (tid < BM) {
       const int i = m * BM + tid;
@@ -164,68 +162,25 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
           st_shared_u32(sPt + off, pack2<T>(acc_s[4 * j + 2 * hh], acc_s[4 * j + 2 * hh + 1]));
           st_shared_u32(sdSt + off, pack2<T>(acc_dp[4 * j + 2 * hh], acc_dp[4 * j + 2 * hh + 1]));
         }
-      if constexpr (kAtomicDq) {
-        // dS as [query][key] (the A of dS K), two stmatrix.x4.trans (wgmma_frag::d256_ds_stmatrix_byte).
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          uint32_t r[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int base = 4 * (2 * jj + (i >> 1)) + 2 * (i & 1);
-            r[i] = pack2<T>(acc_dp[base], acc_dp[base + 1]);
-          }
-          stmatrix_x4_trans(sdS + wgmma_frag::d256_ds_stmatrix_byte(wg, warp, lane, jj), r);
-        }
-      }
       fence_proxy_async();
-      __syncthreads();  // P^T, dS^T (and dS) whole in shared memory
+      __syncthreads();  // P^T, dS^T whole in shared memory
 
       // dV_j += P^T dO_i and dK_j += dS^T Q_i: columns c0 .. (dO, Q MN-major: blocks 2 wg, 2 wg + 1).
-      auto issue_dv_dk = [&] {
-#pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk)
-          wgmma_ss_tb<T, 128>(acc_dv, make_desc(sPt + kk * 32, 16, 1024),
-                              make_desc(sdOs + 2 * wg * (BM * 128) + kk * 16 * 128, BM * 128, 1024), 1);
-#pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk)
-          wgmma_ss_tb<T, 128>(acc_dk, make_desc(sdSt + kk * 32, 16, 1024),
-                              make_desc(sQs + 2 * wg * (BM * 128) + kk * 16 * 128, BM * 128, 1024), 1);
-        wgmma_commit();
-      };
       fence_regs(acc_dv);
       fence_regs(acc_dk);
-      if constexpr (kAtomicDq) {
-        // dQ_i = dS K_j: query rows 16 warp + g (+8), columns c0 .. (K MN-major, k = the 64 keys), issued first.
-        float acc_dq[64];
-        fence_regs(acc_dq);
-        wgmma_fence();
+      wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk)
-          wgmma_ss_tb<T, 128>(acc_dq, make_desc(sdS + kk * 32, 16, 1024),
-                              make_desc(sK + 2 * wg * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
-        wgmma_commit();
-        issue_dv_dk();
-        const int64_t dq_row0 = kGqa ? int64_t(gi) * p.Lq : 0;  // the step's query head's rows in the accumulator
-        wgmma_wait<1>();  // dQ landed: its atomics run while dV and dK are on the tensor cores
-        fence_regs(acc_dq);
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_ss_tb<T, 128>(acc_dv, make_desc(sPt + kk * 32, 16, 1024),
+                            make_desc(sdOs + 2 * wg * (BM * 128) + kk * 16 * 128, BM * 128, 1024), 1);
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int row = m * BM + 16 * warp + g + 8 * r;
-          if (row >= p.Lq) continue;
-          float* dst = hp.dq_accum_at(p, dq_row0 + row, c0 + 2 * t4);
-#pragma unroll
-          for (int j = 0; j < 16; ++j) add_pair(dst + 8 * j, acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
-        }
-        wgmma_wait<0>();
-        fence_regs(acc_dv);
-        fence_regs(acc_dk);
-      } else {
-        wgmma_fence();
-        issue_dv_dk();
-        wgmma_wait<0>();
-        fence_regs(acc_dv);
-        fence_regs(acc_dk);
-      }
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_ss_tb<T, 128>(acc_dk, make_desc(sdSt + kk * 32, 16, 1024),
+                            make_desc(sQs + 2 * wg * (BM * 128) + kk * 16 * 128, BM * 128, 1024), 1);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(acc_dv);
+      fence_regs(acc_dk);
       if constexpr (kGqa) {  // after a head's last tile, the group's next head from its first tile
         ++step;
         if (m + 1 == m_blocks && ++gi < group) m = m_first - 1;
@@ -238,38 +193,36 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + key_l, p.Lk, D, c0, t4, p.scale);
 }
 
-template <class T, bool kAtomicDq, bool kGqa>
+template <class T, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90D256::kThreads, 1)
-    flash_bwd_wgmma_d256_kernel(const FastBackwardParams p) {
+    flash_bwd_wgmma_dkdv_d256_kernel(const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_d256_body<T, kAtomicDq, kGqa>(p);
+  bwd_d256_body<T, kGqa>(p);
 #endif
 }
 
-// Both wgmma paths (dQ by per-thread atomics: bulk tensor reduce-adds measured 0.978x of them here, perf log).
 template <class T>
-void launch_d256_typed(const FastBackwardParams& p, bool atomic_dq) {
+void launch_d256_typed(const FastBackwardParams& p) {
   using Tr = FastBackwardTraitsSm90D256;
   const bool gqa = grouped_query(p);
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(gqa ? kv_heads(p) : p.H), unsigned(p.B));
-  const std::string name = std::string("flash_bwd_wgmma_") + (atomic_dq ? "" : "dkdv_") + "d256" +
+  const std::string name = std::string("flash_bwd_wgmma_dkdv_d256") +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16") + (gqa ? "_gqa" : "");
   void (*kernel)(const FastBackwardParams) =
-      atomic_dq ? (gqa ? flash_bwd_wgmma_d256_kernel<T, true, true> : flash_bwd_wgmma_d256_kernel<T, true, false>)
-                : (gqa ? flash_bwd_wgmma_d256_kernel<T, false, true> : flash_bwd_wgmma_d256_kernel<T, false, false>);
+      gqa ? flash_bwd_wgmma_dkdv_d256_kernel<T, true> : flash_bwd_wgmma_dkdv_d256_kernel<T, false>;
   cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
 }
 
 }  // namespace sm90_bwd
 
-void launch_wgmma_main_d256(const FastBackwardParams& p, bool atomic_dq) {
+void launch_wgmma_dkdv_d256(const FastBackwardParams& p) {
   // run_fast chose a wgmma path where the other wgmma kernels' sm_90a code runs; this file's must run too.
   static const bool loaded =
       flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_d256_sm90a_probe", sm90_bwd::bwd_d256_sm90a_probe);
   if (!loaded)
-    throw RuntimeError("flash-attention-backward: the d = 256 wgmma kernels' sm_90a code did not load here");
-  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_d256_typed<__half>(p, atomic_dq);
-  else sm90_bwd::launch_d256_typed<__nv_bfloat16>(p, atomic_dq);
+    throw RuntimeError("flash-attention-backward: the d = 256 wgmma kernel's sm_90a code did not load here");
+  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_d256_typed<__half>(p);
+  else sm90_bwd::launch_d256_typed<__nv_bfloat16>(p);
 }
 
 }  // namespace kl::flash_attention_backward

@@ -28,7 +28,10 @@ bool fast_backward_wgmma_available() {
 }
 
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
-  if (p.d == 256) return launch_wgmma_main_d256(p, atomic_dq);  // a kernel of its own
+  if (p.d == 256) {  // a dK/dV kernel of its own; dQ from the dQ pass in both modes (fast_backward_dq_by_pass)
+    if (atomic_dq) throw RuntimeError("flash-attention-backward: no d = 256 kernel adds dQ by atomics");
+    return launch_wgmma_dkdv_d256(p);
+  }
   if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq);  // kernels of their own
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)

@@ -328,6 +328,7 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
         {{"kernel", "flash-attention"}, {"variant", "fast"}, {"shape", "B=4 H=16 Hkv=2 L=4096 d=128 causal bf16 wgmma-tma"}, {"tflops", 530.0}},
         {{"kernel", "flash-attention-backward"}, {"variant", "fast"}, {"shape", "B=4 H=16 L=4096 d=128 causal bf16 dq=atomic"}, {"tflops", 175.5}},
         {{"kernel", "flash-attention-backward"}, {"variant", "fast"}, {"shape", "B=4 H=16 L=4096 d=128 causal bf16 dq=deterministic"}, {"tflops", 179.1}},
+        {{"kernel", "flash-attention-backward"}, {"variant", "fast"}, {"shape", "B=4 H=8 L=4096 d=256 causal bf16 dq=deterministic wgmma-d256"}, {"tflops", 278.63}},
         {{"kernel", "vector-add"}, {"variant", "fast"}, {"shape", "n=2^26 fp32"}, {"gbs", 4268.0}, {"ratio", 1.0241}},
         {{"kernel", "relu-dropout"}, {"variant", "fused"}, {"shape", "n=67108864 p=0.5"}, {"gbs", 4019.0}, {"ratio", 0.963}},
         {{"kernel", "softmax"}, {"variant", "fixed"}, {"shape", "4096x1024 fp32"}, {"gbs", 3300.0}, {"ratio", 0.98}},
@@ -345,7 +346,9 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
       {"versions", versions},
       {"rows",
        {{{"B", 4}, {"H", 16}, {"Hkv", nullptr}, {"L", 4096}, {"d", 128}, {"causal", true},
-         {"shape", "B=4 H=16 L=4096 d=128 causal bf16"}, {"flash_tflops", 237.8}, {"cudnn_tflops", 485.6}}}}};
+         {"shape", "B=4 H=16 L=4096 d=128 causal bf16"}, {"flash_tflops", 237.8}, {"cudnn_tflops", 485.6}},
+        {{"B", 4}, {"H", 8}, {"Hkv", nullptr}, {"L", 4096}, {"d", 256}, {"causal", true},
+         {"shape", "B=4 H=8 L=4096 d=256 causal bf16"}, {"flash_tflops", 200.1}, {"cudnn_tflops", 375.0}}}}};
   const nlohmann::json triton = {
       {"versions", {{"triton", "3.6.0"}}},
       {"triton_version", "3.6.0"},
@@ -378,9 +381,12 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
   EXPECT_EQ(*fw.rows[1].values[0], 530.0) << "the grouped-query row takes the ladder's Hkv=2 figure";
   EXPECT_FALSE(fw.rows[1].values[2].has_value()) << "a refused peer is null";
   const peers::Section& bw = *r.find("flash-backward");
-  ASSERT_EQ(bw.rows.size(), 1u);
+  ASSERT_EQ(bw.rows.size(), 2u);
   EXPECT_EQ(*bw.rows[0].values[0], 175.5);
   EXPECT_EQ(*bw.rows[0].values[1], 179.1);
+  // d = 256: one bench row (both modes run the dQ pass there), the default's column and det's alike.
+  EXPECT_EQ(*bw.rows[1].values[0], 278.6);
+  EXPECT_EQ(*bw.rows[1].values[1], 278.6);
   const peers::Section& mem = *r.find("memory");
   ASSERT_EQ(mem.rows.size(), 4u);
   EXPECT_EQ(mem.rows[0].shape, "n=2^26");

@@ -378,6 +378,8 @@ void bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims =
       EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
       const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
       EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
+      // At d = 256 both modes run the dQ pass (fast_backward_dq_by_pass): dQ bit for bit the same.
+      if (d == 256) EXPECT_EQ(0, std::memcmp(a.dq.data.data(), x.dq.data.data(), a.dq.data.size() * sizeof(float)));
     }
 }
 
@@ -526,7 +528,7 @@ TEST(FlashAttentionBackwardFast, WgmmaAtomicDqAroundEveryTileBoundary) {
 
 TEST(FlashAttentionBackwardFast, WgmmaDeterministicDqAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
-  sweep({1, 64, 128, 200}, true, FastBackwardPath::Wgmma);
+  sweep({1, 64, 127, 129, 200, 257}, true, FastBackwardPath::Wgmma);  // the dQ pass's 128-row tiles too
 }
 
 TEST(FlashAttentionBackwardFast, WgmmaPeakedSoftmaxAndLongRows) {
@@ -637,9 +639,10 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaGroupedQueryIsMultiHeadOnRepeatedKv) {
   grouped_query_is_repeated_heads(FastBackwardPath::WgmmaTma);
 }
 
-// ---- head dimension 256: a wgmma kernel of its own (64 keys a CTA, its warpgroups splitting the columns), which
-// both wgmma paths run; its 64-key and 64-query tiles and the dQ pass's get their boundary lengths ----
-TEST(FlashAttentionBackwardFast, D256AtomicDqAroundEveryTileBoundary) {
+// ---- head dimension 256: a dK/dV wgmma kernel of its own (64 keys a CTA, its warpgroups splitting the columns),
+// which both wgmma paths run, then the wgmma dQ pass in both dQ modes; its 64-key and 64-query tiles and the dQ
+// pass's (128 rows, 32 keys) get their boundary lengths ----
+TEST(FlashAttentionBackwardFast, D256DefaultModeAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
   sweep({1, 63, 65, 128, 200}, false, FastBackwardPath::WgmmaTma, {256});
 }
@@ -664,7 +667,7 @@ TEST(FlashAttentionBackwardFast, D256DeterministicModeIsBitwiseRepeatable) {
   bitwise_repeatable(FastBackwardPath::WgmmaTma, {256});
 }
 
-TEST(FlashAttentionBackwardFast, D256GroupedQueryAtomicDq) {
+TEST(FlashAttentionBackwardFast, D256GroupedQueryDefaultMode) {
   KL_REQUIRE_WGMMA();
   grouped_query_sweep(FastBackwardPath::WgmmaTma, false, {256});
 }
@@ -875,13 +878,15 @@ TEST(FlashAttentionBackwardFast, BenchQuickGivesRows) {
   for (const char* path : paths) {
     ScopedEnv env("KL_FLASH_BWD_PATH", path);  // the bench times fast_backward_path()'s kernel
     const std::vector<bench::Row> rows = bench_fast(Backend::Cuda, true);
-    // d in {64, 128} (and 256 on the wgmma paths) x causal in {no, yes} x dQ {atomic, deterministic}, L = 512
+    // d in {64, 128} x causal in {no, yes} x dQ {atomic, deterministic}, L = 512; on the wgmma paths d = 256 x
+    // causal in {no, yes}, one row each (dq=deterministic: both modes run the same launches there)
     const bool mma = std::string(path) == "mma";
-    ASSERT_EQ(rows.size(), mma ? 8u : 12u);
+    ASSERT_EQ(rows.size(), mma ? 8u : 10u);
     for (const bench::Row& r : rows) {
       SCOPED_TRACE(r.shape);
       const bool d256 = r.shape.find(" d=256 ") != std::string::npos;
       EXPECT_FALSE(mma && d256);
+      if (d256) EXPECT_NE(r.shape.find(" dq=deterministic "), std::string::npos);
       const std::string name = std::string(" ") + (mma ? "mma.sync" : d256 ? "wgmma-d256" : path);
       EXPECT_EQ(r.variant, "fast");
       EXPECT_GT(r.ms, 0);
@@ -1232,14 +1237,14 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   expect_staging_conflict_free(4);
 }
 
-// The d = 256 kernel's stores: P^T / dS^T pairs and dS's stmatrix rows each cover their 64 x 64 tile once, at the
-// element the accumulator holds (key 16 warp + lane/4 + 8 (e / 2), query 32 wg + 8j + 2 (lane % 4) + e % 2 for
+// The d = 256 kernel's stores: P^T / dS^T pairs each cover their 64 x 64 tile once, at the element the
+// accumulator holds (key 16 warp + lane/4 + 8 (e / 2), query 32 wg + 8j + 2 (lane % 4) + e % 2 for
 // element 4j + e), and a warp's 4-byte stores touch each of the 32 banks once. And the tiles fit the H100/H200.
 TEST(FlashAttentionBackwardFastHost, WgmmaD256StoreLayouts) {
   auto element = [](int wg, int warp, int lane, int j, int e) {  // (key, query) of accumulator element 4j + e
     return std::pair<int, int>{16 * warp + lane / 4 + 8 * (e / 2), 32 * wg + 8 * j + 2 * (lane % 4) + e % 2};
   };
-  std::vector<int> pt_words(64 * 64 / 2, 0), ds_rows(64 * 8, 0);
+  std::vector<int> pt_words(64 * 64 / 2, 0);
   for (int wg = 0; wg < 2; ++wg)
     for (int warp = 0; warp < 4; ++warp) {
       for (int j = 0; j < 4; ++j)
@@ -1255,25 +1260,24 @@ TEST(FlashAttentionBackwardFastHost, WgmmaD256StoreLayouts) {
           }
           for (int n : banks) ASSERT_EQ(n, 1) << "wg " << wg << " warp " << warp << " j " << j << " hh " << hh;
         }
-      for (int jj = 0; jj < 2; ++jj)
-        for (int lane = 0; lane < 32; ++lane) {
-          const uint32_t row_start = wgmma_frag::d256_ds_stmatrix_byte(wg, warp, lane, jj);
-          ASSERT_EQ(row_start % 16, 0u) << "stmatrix rows are 16-byte aligned";
-          ++ds_rows.at(row_start / 16);
-          // The register of matrix i that lane l holds, written transposed: its elements land in matrix i's rows
-          // 2 (l % 4) + c at column l / 4.
-          for (int i = 0; i < 4; ++i)
-            for (int c = 0; c < 2; ++c) {
-              const auto [key, query] = element(wg, warp, lane, 2 * jj + i / 2, 2 * (i % 2) + c);
-              const uint32_t at = wgmma_frag::d256_ds_stmatrix_byte(wg, warp, 8 * i + 2 * (lane % 4) + c, jj) +
-                                  uint32_t(lane / 4) * 2;
-              ASSERT_EQ(at, wgmma_frag::swizzled_byte(64, query, key)) << "lane " << lane << " matrix " << i;
-            }
-        }
     }
   for (int n : pt_words) ASSERT_EQ(n, 1);
-  for (int n : ds_rows) ASSERT_EQ(n, 1);
   EXPECT_LE(FastBackwardTraitsSm90D256::kSmemBytes, 227 * 1024) << "past the H100/H200's per-block limit";
+}
+
+// The wgmma dQ pass's tiles (Q_i, dO_i and two stages of K_j, V_j) fit the H100/H200 at every head dimension, and
+// its key tile is whole 16-key wgmma steps.
+TEST(FlashAttentionBackwardFastHost, WgmmaDqPassTilesFit) {
+  auto check = [](auto traits) {
+    using Tr = decltype(traits);
+    SCOPED_TRACE(Tr::kHeadDim);
+    EXPECT_LE(Tr::kSmemBytes, 227 * 1024) << "past the H100/H200's per-block limit";
+    EXPECT_EQ(Tr::kBlockN % 16, 0);
+    EXPECT_LE(Tr::kBlockN, 256);  // one wgmma's N
+  };
+  check(FastDqTraitsSm90<64>{});
+  check(FastDqTraitsSm90<128>{});
+  check(FastDqTraitsSm90<256>{});
 }
 
 // The plain reference rounds where it says: in fp32 (no rounding) it is the float64 backward to fp32
