@@ -98,7 +98,7 @@ TEST(RecordedPeers, TheFileHoldsEveryShapeWithEveryPeer) {
   EXPECT_EQ(gqa, 6);
   const peers::Section* bw = r.find("flash-backward");
   ASSERT_TRUE(bw);
-  EXPECT_EQ(bw->rows.size(), 24u);
+  EXPECT_EQ(bw->rows.size(), 36u);  // d = 64, 128 and 256, 12 shapes each
   EXPECT_EQ(bw->peer_columns(), (std::vector<size_t>{2, 3}));
   const peers::Section* mem = r.find("memory");
   ASSERT_TRUE(mem);
@@ -231,6 +231,7 @@ TEST(RecordedPeers, ReplacingTheBlockNeedsTheMarkers) {
 // Rung 6's paragraph states the backward's ranges: they are the file's (rounded as written).
 bool d64(const peers::Row& r) { return r.key.d == 64; }
 bool d128(const peers::Row& r) { return r.key.d == 128; }
+bool d256(const peers::Row& r) { return r.key.d == 256; }
 std::string range(const peers::Span& s, const char* f) {
   char b[64];
   std::snprintf(b, sizeof b, f, s.lo, s.hi);
@@ -247,6 +248,11 @@ TEST(RecordedPeers, TheReadmesBackwardSentenceIsTheFiles) {
                               " TFLOP/s at d = 64 (" + range(peers::ratio_span(bw, 2, d64), "%.2fx to %.2fx") + " flash, " +
                               range(peers::ratio_span(bw, 3, d64), "%.2fx to %.2fx") + " cuDNN)";
   EXPECT_NE(readme.find(want128), std::string::npos) << "docs/fast-kernels.md's backward paragraph should read: " << want128;
+  const std::string want256 = "the d = 256 backward reads " + range(peers::value_span(bw, 0, d256), "%.0f to %.0f") +
+                              " TFLOP/s, " + range(peers::ratio_span(bw, 2, d256), "%.2fx to %.2fx") +
+                              " PyTorch's flash backward and " + range(peers::ratio_span(bw, 3, d256), "%.2fx to %.2fx") +
+                              " cuDNN";
+  EXPECT_NE(readme.find(want256), std::string::npos) << "docs/fast-kernels.md's d = 256 paragraph should read: " << want256;
 }
 
 // [SECTION] live figures ----------------------------------------------------------------------------------
