@@ -38,9 +38,9 @@
 //             An optional BackwardTrace records what the views need (see below), as more of the
 //             kernel's tensors. An edited copy of the source runs in the worker instead (src).
 //   reference float64 on the host, the chain rule row by row; the ground truth.
-//   fast      (CUDA only, bf16/fp16, d 64 and 128) FlashAttention-2/3's backward on the tensor cores
-//             (wgmma on an H100/H200, else mma.sync): kernels/rungs/flash_attention_backward_fast.h. dQ by
-//             fp32 atomics by default;
+//   fast      (CUDA only, bf16/fp16, d 64 and 128; d = 256 on an H100/H200) FlashAttention-2/3's backward on
+//             the tensor cores (wgmma on an H100/H200, else mma.sync): kernels/rungs/flash_attention_backward_fast.h.
+//             dQ by fp32 atomics by default (at d = 256 by the separate pass, which measured faster there);
 //             `--set deterministic=1` computes dQ in a separate pass per query tile instead, no atomics.
 //             Grouped-query attention by kernels of its own (one CTA per K/V tile and kv head).
 #pragma once
