@@ -419,14 +419,7 @@ __device__ __forceinline__ void dq_body(const FastBackwardParams& p) {
     }
     cp_async_wait<0>();
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (row + 8 * r >= p.Lq) continue;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-      *reinterpret_cast<uint32_t*>(hp.dq_at(p, row + 8 * r, j * 8 + 2 * t)) =
-          pack2<T>(acc_dq[j][2 * r] * p.scale, acc_dq[j][2 * r + 1] * p.scale);
-  }
+  store_dq_rows<T, D>(hp, p, row, t, &acc_dq[0][0]);
 }
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads) flash_bwd_dq_kernel(const FastBackwardParams p) {

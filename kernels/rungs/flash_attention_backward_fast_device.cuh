@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/rungs/flash_attention_backward_fast.h"
+#include "kernels/rungs/flash_attention_fast_device.cuh"
 
 namespace kl::flash_attention_backward {
 
@@ -82,5 +83,21 @@ using HeadsFor = typename std::conditional<kGqa, GroupHeadPointers<T, D, kByKvHe
 
 // The query heads per kv head (grouped-query attention).
 __device__ __forceinline__ int kv_group(const FastBackwardParams& p) { return p.H / p.H_kv; }
+
+// The dQ passes' epilogue: dQ = scale * acc, rounded to T, into this thread's query rows `row` and row + 8 (those
+// < Lq), columns 8j + 2 t4 and + 1 for j < D / 8, where acc holds them as an mma.sync or wgmma accumulator does
+// (elements 4j + 2r, + 1 at row + 8r).
+template <class T, int D, class Heads>
+__device__ __forceinline__ void store_dq_rows(const Heads& hp, const FastBackwardParams& p, int row, int t4,
+                                              const float* acc) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row + 8 * r >= p.Lq) continue;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+      *reinterpret_cast<uint32_t*>(hp.dq_at(p, row + 8 * r, j * 8 + 2 * t4)) =
+          flash_attention::pack2<T>(acc[4 * j + 2 * r] * p.scale, acc[4 * j + 2 * r + 1] * p.scale);
+  }
+}
 
 }  // namespace kl::flash_attention_backward

@@ -136,14 +136,7 @@ __device__ __forceinline__ void dq_wgmma_body(const FastBackwardParams& p) {
     }
     cp_async_wait<0>();
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (row + 8 * r >= p.Lq) continue;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-      *reinterpret_cast<uint32_t*>(hp.dq_at(p, row + 8 * r, 8 * j + 2 * t4)) =
-          pack2<T>(acc_dq[4 * j + 2 * r] * p.scale, acc_dq[4 * j + 2 * r + 1] * p.scale);
-  }
+  store_dq_rows<T, D>(hp, p, row, t4, acc_dq);
 }
 
 template <class T, int kHeadDim, bool kGqa>
