@@ -80,12 +80,14 @@ smoke() {  # B H Lq Lk d causal dtype deterministic
   local B=$1 H=$2 Lq=$3 Lk=$4 d=$5 causal=$6 dtype=$7 det=$8
   python3 "$tmp/npy.py" gen "$tmp" "$B" "$H" "$Lq" "$Lk" "$d" || return 1
   local ins="--in q=$tmp/q.npy --in k=$tmp/k.npy --in v=$tmp/v.npy --in do=$tmp/do.npy"
-  "$bin" run flash-attention-backward --backend cuda --variant teaching $ins --set causal="$causal" \
-    --out dq="$tmp/t_dq.npy" --out dk="$tmp/t_dk.npy" --out dv="$tmp/t_dv.npy" > "$tmp/log" 2>&1 || { cat "$tmp/log"; return 1; }
   local path line
   line="B=$B H=$H Lq=$Lq Lk=$Lk d=$d causal=$causal $dtype det=$det:"
+  if ! "$bin" run flash-attention-backward --backend cuda --variant teaching $ins --set causal="$causal" \
+      --out dq="$tmp/t_dq.npy" --out dk="$tmp/t_dk.npy" --out dv="$tmp/t_dv.npy" > "$tmp/log" 2>&1; then
+    echo "$line teaching FAILED ($(head -c 300 "$tmp/log" | tr "\n" " "))" | tee -a "$out/bwd_smoke.txt" "$sum"
+    return 1
+  fi
   local paths="mma wgmma wgmma-tma"
-  [ "$d" = 256 ] && paths="wgmma wgmma-tma"  # no mma.sync kernel at d = 256 (refused, a test checks it)
   for path in $paths; do
     if ! KL_FLASH_BWD_PATH=$path timeout 60 "$bin" run flash-attention-backward --backend cuda --variant fast $ins \
         --set causal="$causal" --set dtype="$dtype" --set deterministic="$det" \
@@ -97,7 +99,9 @@ smoke() {  # B H Lq Lk d causal dtype deterministic
   done
   echo "$line" | tee -a "$out/bwd_smoke.txt" "$sum"
 }
-for d in 128 64 256; do
+# d 64 and 128 only: the teaching backward, the reference here, stops at d = 128 (the D256 tests check the d = 256
+# kernels against the float64 backward).
+for d in 128 64; do
   smoke 2 3 300 517 "$d" 0 bf16 0
   smoke 2 3 517 300 "$d" 1 bf16 0
   smoke 1 2 1000 1000 "$d" 1 fp16 0
