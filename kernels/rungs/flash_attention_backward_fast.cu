@@ -73,19 +73,6 @@ __device__ __forceinline__ void zero(float (&acc)[kTiles][4]) {
   for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 }
 
-// The row statistics one thread needs for its rows `row` and `row + 8`: L * log2(e) (+inf for rows past
-// Lq and rows that see nothing, so P = exp2(S * scale*log2e - that) is exactly 0) and D.
-__device__ __forceinline__ void row_stats(const float* lse, const float* drow, int row, int Lq, float (&lse2)[2],
-                                          float (&dr)[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = row + 8 * r;
-    const float L = i < Lq ? lse[i] : -INFINITY;
-    lse2[r] = L == -INFINITY ? INFINITY : L * kLog2e;
-    dr[r] = i < Lq ? drow[i] : 0.f;
-  }
-}
-
 // S -> P = exp2(S * scale*log2e - L*log2e) and dP -> dS = P (dP - D), in place, for kTiles n8 tiles of keys
 // starting at key0 (this thread's keys key0 + 8j + 2t + {0, 1}); masked pairs (kMask) give P = dS = 0.
 template <bool kMask, int kTiles>

@@ -84,6 +84,24 @@ using HeadsFor = typename std::conditional<kGqa, GroupHeadPointers<T, D, kByKvHe
 // The query heads per kv head (grouped-query attention).
 __device__ __forceinline__ int kv_group(const FastBackwardParams& p) { return p.H / p.H_kv; }
 
+// A row's log-sum-exp L as the kernels use it, L * log2(e); a row that sees no key (L = -inf) gets +inf: P = 0.
+__device__ __forceinline__ float lse_log2(float L) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  return L == -INFINITY ? INFINITY : L * kLog2e;
+}
+
+// The row statistics one thread needs for its rows `row` and `row + 8`: L * log2(e) (+inf for rows past
+// Lq and rows that see nothing, so P = exp2(S * scale*log2e - that) is exactly 0) and D.
+__device__ __forceinline__ void row_stats(const float* lse, const float* drow, int row, int Lq, float (&lse2)[2],
+                                          float (&dr)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row + 8 * r;
+    lse2[r] = lse_log2(i < Lq ? lse[i] : -INFINITY);
+    dr[r] = i < Lq ? drow[i] : 0.f;
+  }
+}
+
 // The dQ passes' epilogue: dQ = scale * acc, rounded to T, into this thread's query rows `row` and row + 8 (those
 // < Lq), columns 8j + 2 t4 and + 1 for j < D / 8, where acc holds them as an mma.sync or wgmma accumulator does
 // (elements 4j + 2r, + 1 at row + 8r).

@@ -51,7 +51,8 @@ __device__ __forceinline__ void dq_wgmma_body(const FastBackwardParams& p) {
   float acc_dq[D / 2];
   zero(acc_dq);
   if (n_tiles > 0) {  // uniform across the CTA
-    // L * log2(e) (+inf past Lq or where the row sees nothing: P = 0) and D of this thread's two rows.
+    // L * log2(e) (+inf past Lq or where the row sees nothing: P = 0) and D of this thread's two rows: row_stats'
+    // values, written out (calling row_stats changes this pass's machine code, not yet run on a GPU).
     float l2[2], dr[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -87,18 +88,17 @@ __device__ __forceinline__ void dq_wgmma_body(const FastBackwardParams& p) {
       fence_regs(acc_s);
       fence_regs(acc_dp);
       wgmma_fence();
+      auto issue_rows_kv = [&](float(&acc)[BN / 2], uint32_t s_rows, uint32_t s_kv) {  // acc = X_i KV_j^T, one group
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32, off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-        wgmma_ss<T, BN>(acc_s, make_desc(sQw + off_q, 16, 1024), make_desc(sKs + off_k, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32, off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-        wgmma_ss<T, BN>(acc_dp, make_desc(sdOw + off_q, 16, 1024), make_desc(sVs + off_k, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
+        for (int kk = 0; kk < D / 16; ++kk) {
+          const uint32_t off_x = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+          const uint32_t off_kv = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+          wgmma_ss<T, BN>(acc, make_desc(s_rows + off_x, 16, 1024), make_desc(s_kv + off_kv, 16, 1024), kk > 0);
+        }
+        wgmma_commit();
+      };
+      issue_rows_kv(acc_s, sQw, sKs);   // S
+      issue_rows_kv(acc_dp, sdOw, sVs);  // dP
       wgmma_wait<1>();  // S landed; dP may still run
       fence_regs(acc_s);
       // P: element 4j + e is row row + 8 (e / 2), key n * BN + 8j + 2 t4 + e % 2.

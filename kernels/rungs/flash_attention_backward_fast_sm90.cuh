@@ -105,12 +105,6 @@ __device__ __forceinline__ void bulk_wait() {
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
 }
-// A row's log-sum-exp L as the kernels use it, L * log2(e); a row that sees no key (L = -inf) gets +inf: P = 0.
-__device__ __forceinline__ float lse_log2(float L) {
-  constexpr float kLog2e = 1.4426950408889634f;
-  return L == -INFINITY ? INFINITY : L * kLog2e;
-}
-
 // dst[0] += a, dst[1] += b in global memory (one 8-byte vector atomic; dst even).
 __device__ __forceinline__ void add_pair(float* dst, float a, float b) {
   atomicAdd(reinterpret_cast<float2*>(dst), make_float2(a, b));
