@@ -708,6 +708,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     for (bool det : {false, true}) {
       p.deterministic = det;
       if (!det && d == 256) continue;  // d = 256: both modes run the same launches, one row
+      if (std::getenv("KL_BWD_BENCH_DET_ONLY") && (!det || d == 256)) continue;  // experiment
       const bench::Timing t =
           quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
       const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (s.causal ? 0.5 : 1.0);

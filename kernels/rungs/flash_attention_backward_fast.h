@@ -79,6 +79,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,7 @@ KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < 
 // Whether the deterministic mode adds dQ in a fixed order (ordered_dq below): on wgmma-tma (p.path as run_fast
 // resolves it), plain heads, d = 64 and 128. Elsewhere it runs the dQ pass.
 inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
+  if (const char* e = std::getenv("KL_BWD_DET"); e && std::string(e) == "pass") return false;  // experiment
   return p.deterministic && p.d != 256 && !grouped_query(p) && p.path == FastBackwardPath::WgmmaTma;
 }
 // Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode where its adds
@@ -261,6 +263,7 @@ struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
   int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
   int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
+  int variant = 0;  // experiment: bit 0 release two steps late, bit 1 add after dV/dK's issue
 };
 // The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
 // device of `sms` multiprocessors (one CTA each).

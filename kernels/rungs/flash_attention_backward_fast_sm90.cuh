@@ -257,19 +257,37 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     fence_proxy_async_global();
   };
   auto release_turn = [&](int mt) {
-    bulk_wait<0>();
     fence_proxy_async_global();
     red_release_gpu_add(turn_ptr(mt), 1);
+  };
+  const bool lag2 = kOrdered && (maps.order.variant & 1);
+  const bool late = kOrdered && (maps.order.variant & 2);
+  // kOrdered, at step m: the adds of step m - 1's tile in their turn, after releasing the tile whose adds have
+  // completed (step m - 2's, or with lag2 step m - 3's).
+  auto ordered_issue = [&](int m, int st) {
+    if (lag2) {
+      if (m - 3 >= m_first) {
+        bulk_wait<1>();
+        release_turn(tile_of(m - 3));
+      }
+    } else if (m - 2 >= m_first) {
+      bulk_wait<0>();
+      release_turn(tile_of(m - 2));
+    }
+    take_turn(tile_of(m - 1));
+    issue_dq(hp.bh, tile_of(m - 1), st);
   };
 
   // L and D of query tile m into stage s (plain stores by the first 64 threads; the next barrier publishes).
   // kTma: 4-byte asynchronous copies instead (copy_stats), so no thread waits for them before its products.
+  // kOrdered: by threads 64 .. 127, so that the issuing threads have no copies in flight when they release a turn.
   auto copy_stats = [&](int64_t head, int m, int s) {
-    if (tid < BM) {
-      const int i = m * BM + tid;
+    const int r = kOrdered ? tid - BM : tid;
+    if (r >= 0 && r < BM) {
+      const int i = m * BM + r;
       const bool in = i < p.Lq;  // rows past Lq: zeros (their Q and dO rows are zeros too: no part in dK, dV)
-      cp_async_4(smem_u32(sLse + s * BM + tid), hp.lse + head + (in ? i : 0), in);
-      cp_async_4(smem_u32(sD + s * BM + tid), hp.drow + head + (in ? i : 0), in);
+      cp_async_4(smem_u32(sLse + s * BM + r), hp.lse + head + (in ? i : 0), in);
+      cp_async_4(smem_u32(sD + s * BM + r), hp.drow + head + (in ? i : 0), in);
     }
   };
   auto load_stats = [&](int m, int s) {
@@ -406,12 +424,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       }
       wgmma_commit();
       if constexpr (kOrdered) {  // the previous step's dQ, in its turn, while S and dP run
-        if (dq_issuer && m > m_first) {
-          rec.mark(Phase::AddDQ, m - 1, tile);
-          if (m > m_first + 1) release_turn(tile_of(m - 2));
-          take_turn(tile_of(m - 1));
-          issue_dq(hp.bh, tile_of(m - 1), stage ^ 1);
-        }
+        if (!late && dq_issuer && m > m_first) ordered_issue(m, stage ^ 1);
       }
       rec.mark(Phase::WaitS, m, tile);
       wgmma_wait<1>();  // S^T landed; dP^T may still run
@@ -462,6 +475,9 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       for (int kk = 0; kk < BM / 16; ++kk)
         wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
       wgmma_commit();
+      if constexpr (kOrdered) {
+        if (late && dq_issuer && m > m_first) ordered_issue(m, stage ^ 1);
+      }
 
       if constexpr (kAtomicDq) {
         // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K): ds_frag[kk][r] holds (key +8
@@ -577,7 +593,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       if (dq_issuer) {
         bulk_wait_read<0>();
         if constexpr (kOrdered) {
-          if (m_blocks - m_first > 1) release_turn(tile_of(m_blocks - 2));
+          bulk_wait<0>();
+          for (int x = max(m_first, m_blocks - (lag2 ? 3 : 2)); x <= m_blocks - 2; ++x) release_turn(tile_of(x));
           take_turn(tile_of(m_blocks - 1));
         }
         if constexpr (kGqa) issue_dq(hp.bh + group - 1, m_blocks - 1, (step - 1) & 1);
@@ -585,10 +602,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       }
       bulk_wait<0>();  // this thread's adds completed before the CTA (and its shared memory) goes
       if constexpr (kOrdered)
-        if (dq_issuer) {
-          fence_proxy_async_global();
-          red_release_gpu_add(turn_ptr(tile_of(m_blocks - 1)), 1);
-        }
+        if (dq_issuer) release_turn(tile_of(m_blocks - 1));
     }
   }
 
@@ -745,10 +759,12 @@ void launch_typed_ordered(const FastBackwardParams& p) {
   const OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockM, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
   int* turns = reinterpret_cast<int*>(p.dq_accum + int64_t(p.B) * p.H * p.Lq * D);
+  OrderedDq order_v = order;
+  if (const char* v = std::getenv("KL_BWD_ORDERED_VARIANT")) order_v.variant = std::atoi(v);  // experiment
   const std::string name = std::string("flash_bwd_wgmma_tma_ordered_") + (D == 64 ? "d64" : "d128") +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16");
   cuda::launch(name.c_str(), flash_bwd_wgmma_tma_ordered_kernel<T, D>, main_grid<D>(p), dim3(Tr::kThreads),
-               main_smem<D>(MainKind::Tma), 0, c.dq, c.q, c.dout, p, turns, order);
+               main_smem<D>(MainKind::Tma), 0, c.dq, c.q, c.dout, p, turns, order_v);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);

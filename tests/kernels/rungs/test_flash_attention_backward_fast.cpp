@@ -438,7 +438,8 @@ void grouped_query_bitwise_repeatable(FastBackwardPath path, std::initializer_li
 
 // Grouped-query attention is multi-head attention on K, V repeated per query head (PyTorch's
 // repeat_interleave), given the same forward state (O and L computed on the host from the repeated heads):
-// the deterministic dQ pass does the same arithmetic on the same bits either way, so dQ is equal bit for bit;
+// the deterministic dQ pass does the same arithmetic on the same bits either way, so dQ is equal bit for bit (on
+// wgmma-tma against the wgmma path's plain heads: its own orders its adds instead of running the pass);
 // dK and dV are the repeated heads' sums over each group (those rounded per head first: to bf16 rounding).
 void grouped_query_is_repeated_heads(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
   for (int d : dims)
@@ -450,6 +451,9 @@ void grouped_query_is_repeated_heads(FastBackwardPath path, std::initializer_lis
       const Inputs in = rounded_inputs(g);
       Case m = g;
       m.Hkv = 0;
+      // wgmma-tma's deterministic mode orders its adds on plain heads; with grouped-query heads it runs the dQ pass,
+      // as the wgmma path does on both.
+      if (path == FastBackwardPath::WgmmaTma) m.path = FastBackwardPath::Wgmma;
       Inputs rep = in;
       const size_t head = size_t(g.Lk) * size_t(g.d);
       rep.k.resize(size_t(g.B) * g.H * head);
