@@ -101,12 +101,10 @@ __device__ __forceinline__ void add_pair(float* dst, float a, float b) {
 }
 
 // ---- [SECTION] preprocess and convert -----------------------------------------------------------------
-// One warp per row: D = rowsum(dO ∘ O) in fp32; the dQ accumulator's row set to 0 (where dQ is added), and where
-// the adds are ordered (turns not null) the two turn counters of the query tile the row starts (fast_backward.h's
-// fast_backward_accum_floats: [rows / Lq][ceil(Lq / 64)][2]).
+// One warp per row: D = rowsum(dO ∘ O) in fp32; the dQ accumulator's row set to 0 (atomic mode).
 template <class T>
 __global__ void bwd_preprocess(const T* __restrict__ o, const T* __restrict__ dout, float* __restrict__ drow,
-                               float* __restrict__ dq_accum, int* __restrict__ turns, int64_t rows, int d, int Lq) {
+                               float* __restrict__ dq_accum, int64_t rows, int d) {
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;  // the whole warp
@@ -117,10 +115,6 @@ __global__ void bwd_preprocess(const T* __restrict__ o, const T* __restrict__ do
   if (lane == 0) drow[row] = acc;
   if (dq_accum)
     for (int c = lane; c < d; c += 32) dq_accum[row * d + c] = 0.f;
-  if (turns && lane < 2 && row % Lq % 64 == 0) {
-    const int64_t tiles = (Lq + 63) / 64;
-    turns[(row / Lq * tiles + row % Lq / 64) * 2 + lane] = 0;
-  }
 }
 
 // dQ = scale * accumulator, rounded to T.
@@ -425,17 +419,14 @@ __global__ void __launch_bounds__(FastDqTraits<kHeadDim>::kThreads)
 }
 
 // ---- [SECTION] launches --------------------------------------------------------------------------------
-// D = rowsum(dO o O) into p.drow and, where dQ is added (atomics, or in turn), the dQ accumulator zeroed, and the
-// turn counters where the adds are ordered.
+// D = rowsum(dO o O) into p.drow and, where dQ is added by atomics, the dQ accumulator zeroed.
 template <class T>
 void launch_preprocess(const FastBackwardParams& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
   const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
-  int* turns = fast_backward_ordered_dq(p) ? reinterpret_cast<int*>(p.dq_accum + rows * p.d) : nullptr;
   cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
                dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
-               static_cast<const T*>(p.dout), p.drow, fast_backward_dq_by_pass(p) ? nullptr : p.dq_accum, turns, rows,
-               p.d, p.Lq);
+               static_cast<const T*>(p.dout), p.drow, fast_backward_dq_by_pass(p) ? nullptr : p.dq_accum, rows, p.d);
 }
 
 // The mma.sync main kernel (atomic_dq: with its dQ part) and the deterministic mode's dQ pass; the grouped-query
@@ -485,8 +476,7 @@ void launch_all(const FastBackwardParams& p) {
     }
     return;
   }
-  if (fast_backward_ordered_dq(p)) launch_wgmma_main_ordered(p);  // deterministic: the adds in turn
-  else if (wgmma) launch_wgmma_main(p, true);
+  if (wgmma) launch_wgmma_main(p, true);
   else if constexpr (D != 256) launch_mma_main<T, D>(p, true);
   cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D), dim3(256), 0, 0,
                p.dq_accum, static_cast<T*>(p.dq), p.scale, rows * D);
@@ -570,12 +560,12 @@ FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, co
     forward_state(tq, tk, tv, to, tlse, p);
   }
   const size_t nq = q.data.size(), nk = k.data.size(), rows = nq / size_t(p.d);
-  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, size_t(fast_backward_accum_floats(p)));
+  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, fast_backward_dq_by_pass(p) ? 0 : nq);
   Buffer<T> dq(Backend::Cuda, nq), dk(Backend::Cuda, nk), dv(Backend::Cuda, nk);
   for (Buffer<T>* b : {&dq, &dk, &dv}) b->fill_bytes(0xFF);  // 0xFFFF is NaN in bf16 and fp16
   p.q = tq.data(), p.k = tk.data(), p.v = tv.data(), p.o = to.data(), p.dout = tdo.data(), p.lse = tlse.data();
   p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data();
-  p.dq_accum = p.d == 256 ? nullptr : accum.data();
+  p.dq_accum = fast_backward_dq_by_pass(p) ? nullptr : accum.data();
   run_fast(p);
   Buffer<float> fq, fk, fv;
   to_float(dq, fq);
@@ -680,13 +670,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
       dout(Backend::Cuda, size_t(n)), o(Backend::Cuda, size_t(n)), dq(Backend::Cuda, size_t(n)),
       dk(Backend::Cuda, size_t(n)), dv(Backend::Cuda, size_t(n));
-  int64_t accum_n = 0;  // the largest shape's accumulator and turn counters (fast_backward_accum_floats)
-  for (const flash_attention::FastBenchShape& s : spec.shapes) {
-    FastBackwardParams p;
-    p.B = s.B, p.H = s.H, p.Lq = p.Lk = s.L, p.d = s.d;
-    accum_n = std::max(accum_n, fast_backward_accum_floats(p));
-  }
-  Buffer<float> lse(Backend::Cuda, size_t(n / 64)), drow(Backend::Cuda, size_t(n / 64)), accum(Backend::Cuda, size_t(accum_n));
+  Buffer<float> lse(Backend::Cuda, size_t(n / 64)), drow(Backend::Cuda, size_t(n / 64)), accum(Backend::Cuda, size_t(n));
   cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
   cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
@@ -707,8 +691,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data(), p.dq_accum = accum.data();
     for (bool det : {false, true}) {
       p.deterministic = det;
-      if (!det && d == 256) continue;  // d = 256: both modes run the same launches, one row
-      if (std::getenv("KL_BWD_BENCH_DET_ONLY") && (!det || d == 256)) continue;  // experiment
+      if (!det && fast_backward_dq_by_pass(p)) continue;  // d = 256: both modes run the same launches, one row
       const bench::Timing t =
           quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
       const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (s.causal ? 0.5 : 1.0);

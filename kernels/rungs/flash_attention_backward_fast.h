@@ -19,12 +19,9 @@
 //   atomics (the default, as FlashAttention): every K/V CTA adds its dS K_j into dQ_i with fp32
 //            atomicAdd. The order of the adds varies between runs, so dQ may differ in its last bits
 //            from run to run; dK and dV do not.
-//   deterministic: bitwise the same run after run, two ways. On wgmma-tma (the default on an H100/H200),
-//            plain heads, d = 64 and 128: the main kernel keeps its adds but makes them in one fixed order
-//            per query tile, each K/V CTA waiting for its turn (FlashAttention-3's way; ordered_dq below).
-//            Elsewhere: the main kernel skips dQ, and a separate pass (one CTA per query tile, looping over
-//            the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps dQ_i in registers: no atomics,
-//            at the price of computing S and dP twice.
+//   deterministic: the main kernel skips dQ, and a separate pass (one CTA per query tile, looping over
+//            the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps dQ_i in registers: no
+//            atomics, bitwise the same run after run, at the price of computing S and dP twice.
 //   At d = 256 both modes run the second way (fast_backward_dq_by_pass): there the wgmma dQ pass after the dK/dV
 //            kernel measured 1.12x-1.17x the kernel that added dQ by atomics (docs/perf-log.md).
 // Causal masks are bottom-right aligned (query i sees key j <= i + Lk - Lq); rows that see no key have
@@ -47,9 +44,8 @@
 //            staged in shared memory (fp32, swizzled) and added by bulk tensor reduce-adds (d = 128: two 8 KiB
 //            boxes per warpgroup and step; d = 64: one, each warpgroup 32 columns of dQ_i over all 128 keys;
 //            issued by one thread, one step later, so they overlap the next step's products) instead of
-//            per-thread atomics; L_i and D_i by 4-byte cp.async. In the deterministic mode (plain heads) the
-//            same kernel adds in turn (ordered_dq); with grouped-query heads it runs the wgmma kernel without
-//            its dQ part, then the wgmma dQ pass.
+//            per-thread atomics; L_i and D_i by 4-byte cp.async. In the deterministic mode it runs the wgmma
+//            kernel without its dQ part, then the wgmma dQ pass.
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
 //            (128 each), P^T and dS^T through shared memory, then the wgmma dQ pass, in both dQ modes. Its dQ
@@ -79,7 +75,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -156,8 +151,8 @@ struct FastDqTraitsSm90 {
 
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else WgmmaTma where it runs, else
 // MmaSync. WgmmaTma (the header's wgmma-tma): 1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200
-// (docs/perf-log.md); at d = 256, and in the deterministic mode but wgmma-tma's on plain heads (its adds in
-// turn), both wgmma paths run the same kernels (dK and dV, then the wgmma dQ pass). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone:
+// (docs/perf-log.md); in the deterministic mode, and at d = 256, both wgmma paths run the same kernels (dK and
+// dV, then the wgmma dQ pass). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone:
 // its measurements stay in the perf log.
 // The name of the path the default (Auto) takes on an H100/H200, as the timeline recordings name paths.
 constexpr const char* kFastBackwardDefaultSm90 = "wgmma-tma";
@@ -181,7 +176,7 @@ struct FastBackwardParams {
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;  // dtype
   const float* lse = nullptr;  // the forward's L = m + log l (natural log, scaled scores), -inf: sees nothing
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;  // dtype, written
-  float* dq_accum = nullptr;  // fp32 workspace of fast_backward_accum_floats(p) (d = 256: unused, may be null)
+  float* dq_accum = nullptr;  // fp32 [B, H, Lq, d] workspace (atomic mode; unused where dQ has its own pass)
   float* drow = nullptr;      // fp32 [B, H, Lq] workspace: D
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
   float scale = 0;  // finite and > 0
@@ -198,27 +193,9 @@ struct FastBackwardParams {
 // kernels run).
 KL_FA_HD int kv_heads(const FastBackwardParams& p) { return p.H_kv > 0 ? p.H_kv : p.H; }
 KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < p.H; }
-// Whether the deterministic mode adds dQ in a fixed order (ordered_dq below): on wgmma-tma (p.path as run_fast
-// resolves it), plain heads, d = 64 and 128. Elsewhere it runs the dQ pass.
-inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
-  if (const char* e = std::getenv("KL_BWD_DET"); e && std::string(e) == "pass") return false;  // experiment
-  return p.deterministic && p.d != 256 && !grouped_query(p) && p.path == FastBackwardPath::WgmmaTma;
-}
-// Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode where its adds
-// are not ordered, and both modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by
-// atomics (docs/perf-log.md).
-inline bool fast_backward_dq_by_pass(const FastBackwardParams& p) {
-  return p.d == 256 || (p.deterministic && !fast_backward_ordered_dq(p));
-}
-// The fp32 workspace p.dq_accum points to (d = 64 and 128; at d = 256 none is needed): the accumulator
-// [B, H, Lq, d], then the ordered adds' turn counters as int32, two per query tile of 64 rows (one per
-// warpgroup's columns), [B, H, ceil(Lq / 64), 2]. The preprocess zeroes what the launch uses.
-inline int64_t fast_backward_turn_count(const FastBackwardParams& p) {
-  return int64_t(p.B) * p.H * ((int64_t(p.Lq) + 63) / 64) * 2;
-}
-inline int64_t fast_backward_accum_floats(const FastBackwardParams& p) {
-  return p.d == 256 ? 0 : int64_t(p.B) * p.H * p.Lq * p.d + fast_backward_turn_count(p);
-}
+// Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode, and both
+// modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by atomics (docs/perf-log.md).
+inline bool fast_backward_dq_by_pass(const FastBackwardParams& p) { return p.deterministic || p.d == 256; }
 
 // ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
 // The first query tile (of block_m rows) with a row that sees a key of K/V tile n_block (causal,
@@ -238,69 +215,6 @@ KL_FA_HD int first_query_tile(int n_block, int Lq, int Lk, int block_m, int bloc
 KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int block_m, int block_n,
                                        bool causal) {
   return flash_attention::tile_needs_mask(m_block, n_block, Lq, Lk, block_m, block_n, causal);
-}
-
-// ---- [SECTION] the deterministic mode's ordered dQ adds (wgmma-tma; pure index logic, CPU-tested) ---------
-// FlashAttention-3's deterministic mode: the main kernel keeps its dQ adds (bulk tensor reduce-adds of each
-// step's dS K_j, wgmma-tma) and every query tile's adds arrive in one fixed order of the K/V CTAs, so the fp32
-// sums, and dQ, are the same bits run after run. Each query tile has a turn counter per warpgroup (their columns
-// are disjoint); the CTA whose rank at tile m is r waits until the counter reads r, adds, waits for its adds to
-// complete and counts it up. Its issuing thread does this one step after the products (the adds of tile m go
-// out during the step after m, their release at the start of the next adds), so a CTA that reached the tile
-// two steps after the one before it in the order finds its turn already come. The order is the order in which
-// the CTAs reach the tile, when they run side by side:
-//   causal: every CTA starts at its first tile (first_query_tile), later key tiles later down the rows, so at
-//           each tile the highest key tile arrives first: descending j (FlashAttention-3's order).
-//   rotated (no mask, a head's K/V tiles no more than the SMs, at least as many query tiles): CTA j starts at
-//           query tile shift * j (shift = M / N) and wraps around, so at each tile the CTAs arrive one after
-//           another `shift` steps apart: the rank is the number of CTAs that reached it at an earlier step.
-//   ascending (no mask otherwise): every CTA from tile 0, ascending j: each waits for the one before.
-// A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of
-// their index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the
-// order they wait: causal with more K/V tiles than SMs launches them last key tile first (`reverse`).
-enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
-struct OrderedDq {
-  OrderedDqMode mode = OrderedDqMode::Ascending;
-  int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
-  int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
-  int variant = 0;  // experiment: bit 0 release two steps late, bit 1 add after dV/dK's issue
-};
-// The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
-// device of `sms` multiprocessors (one CTA each).
-KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, bool causal, int sms) {
-  const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
-  OrderedDq o;
-  if (causal) {
-    o.mode = OrderedDqMode::Causal;
-    o.reverse = N > sms ? 1 : 0;
-  } else if (N <= sms && M >= N && N > 1) {
-    o.mode = OrderedDqMode::Rotated;
-    o.shift = M / N;
-  }
-  return o;
-}
-// The query tile CTA j starts at (its first; m_first: first_query_tile's) and walks from, wrapping at M.
-KL_FA_HD int ordered_dq_start(const OrderedDq& o, int j, int m_first, int M) {
-  return o.mode == OrderedDqMode::Rotated ? (o.shift * j) % M : m_first;
-}
-// The rank of K/V tile j among the CTAs that add into query tile m: its turn, 0 for the first.
-KL_FA_HD int ordered_dq_rank(const OrderedDq& o, int m, int j, int Lq, int Lk, int block_m, int block_n) {
-  const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
-  if (o.mode == OrderedDqMode::Causal) {  // contributors 0 .. jmax: the key tiles some row of tile m sees
-    const int64_t last_row = (int64_t(m) + 1) * block_m < Lq ? (int64_t(m) + 1) * block_m : int64_t(Lq);
-    const int64_t seen = last_row + Lk - Lq;  // keys 0 .. seen - 1 are seen by a row of the tile
-    const int64_t tiles = (seen + block_n - 1) / block_n;
-    return int((tiles < N ? tiles : N) - 1 - j);
-  }
-  if (o.mode == OrderedDqMode::Ascending) return j;
-  // Rotated: CTA k reaches tile m at step (m - s k) mod M; count the k whose step comes before j's, i.e. whose
-  // start s k lies in the cyclic interval (s j, s j + a] where a is j's step.
-  const int s = o.shift, a = ((m - s * j) % M + M) % M, hi = s * j + a;
-  const int end = hi < M - 1 ? hi : M - 1;
-  int rank = (end / s < N - 1 ? end / s : N - 1) - j;
-  if (rank < 0) rank = 0;
-  if (hi >= M) rank += ((hi - M) / s + 1 < N ? (hi - M) / s + 1 : N);
-  return rank;
 }
 
 // ---- [SECTION] fragment addressing: where each lane points ldmatrix.x4 (pure index logic, CPU-tested) ----
@@ -391,10 +305,8 @@ inline void validate_fast(const FastBackwardParams& p) {
   if (p.Lk < 1 || p.Lk > (1 << 30)) bad("Lk", std::to_string(p.Lk), "[1, 2^30]");
   if (!(std::isfinite(p.scale) && p.scale > 0)) bad("scale", std::to_string(p.scale), "finite and > 0");
   if (p.dtype != FastDtype::Bf16 && p.dtype != FastDtype::Fp16) bad("dtype", "?", "bf16, fp16");
-  // dq_accum: fast_backward_accum_floats(p) floats at d = 64 and 128, in both modes (the deterministic mode's
-  // ordered adds use it); unused at d = 256.
   const void* ptrs[11] = {p.q, p.k, p.v, p.o, p.dout, p.lse, p.dq, p.dk, p.dv, p.drow,
-                          p.d == 256 ? p.drow : static_cast<const void*>(p.dq_accum)};
+                          fast_backward_dq_by_pass(p) ? p.drow : static_cast<const void*>(p.dq_accum)};
   const char* names[11] = {"q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv", "drow", "dq_accum"};
   for (int i = 0; i < 11; ++i)
     if (!ptrs[i] || reinterpret_cast<uintptr_t>(ptrs[i]) % 16 != 0)
@@ -420,12 +332,8 @@ void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
 // At d = 256 both wgmma paths run a dK/dV kernel of their own (flash_attention_backward_fast_d256.sm90a.cu);
 // launch_wgmma_main sends it there (atomic_dq must be false: dQ comes from the dQ pass).
 void launch_wgmma_dkdv_d256(const FastBackwardParams& p);
-// The wgmma paths' dQ pass (FastDqTraitsSm90): the deterministic mode where its adds are not ordered, and both
-// modes at d = 256.
+// The wgmma paths' dQ pass (FastDqTraitsSm90): the deterministic mode, and both modes at d = 256.
 void launch_wgmma_dq_pass(const FastBackwardParams& p);
-// The deterministic mode's wgmma-tma kernel with its dQ adds in order (fast_backward_ordered_dq(p) must hold;
-// flash_attention_backward_fast_ordered.sm90a.cu): dK, dV and dQ's fp32 accumulator, the same bits run after run.
-void launch_wgmma_main_ordered(const FastBackwardParams& p);
 
 // ---- timeline recording (issue 30): the instrumented wgmma main kernel ---------------------------------
 // (flash_attention_backward_fast_timeline.sm90a.cu; bf16, d = 64 and 128). What a recorded launch makes: its

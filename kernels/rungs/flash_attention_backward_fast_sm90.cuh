@@ -17,7 +17,7 @@
 //                          (B, keys = k): wgmma.m64n64k16 ss with B transposed; d = 128: warpgroup wg takes
 //                          columns 64 wg .. (all 128 keys); d = 64: all columns over its own 64 keys (both add).
 //                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
-// wgmma-tma (kTma; the default; in the deterministic mode kOrdered, below, or the kernel above), FlashAttention-3's
+// wgmma-tma (kTma; the default, atomic mode only; the deterministic mode runs the kernel above), FlashAttention-3's
 // loads and dQ adds: Q_i and dO_i arrive by bulk tensor copies (TMA) that one thread issues, each stage's arrival
 // on an mbarrier, instead of cp.async from all 256 threads; dS^T goes to sdS by stmatrix.x4.trans (4 per thread
 // per step instead of 32 16-bit stores); each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory
@@ -48,7 +48,6 @@
 #include "kernels/rungs/flash_attention_backward_fast_device.cuh"
 #include "kernels/rungs/flash_attention_fast_device.cuh"
 #include "kernels/rungs/sm90_device.cuh"
-#include "kernels/runtime/backend.h"
 #include "kernels/runtime/cuda_launch.cuh"
 
 namespace kl::flash_attention_backward {
@@ -101,18 +100,6 @@ template <int N>
 __device__ __forceinline__ void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
-
-// The ordered dQ adds' turn counters (the header's ordered_dq): an acquiring read, a releasing add, and the
-// fence between the generic proxy's view of global memory and the bulk copies' (async proxy).
-__device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(ptr) : "memory");
-  return v;
-}
-__device__ __forceinline__ void red_release_gpu_add(int* ptr, int v) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(ptr), "r"(v) : "memory");
-}
-__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
 // 4 bytes from global to shared memory, asynchronously (cp.async group); valid false: 4 zero bytes, nothing read.
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
@@ -173,20 +160,12 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
 // kTma's maps: maps.q and maps.dout (4-D maps of [B, H, Lq, d]; kGqa: at the query head the step computes) for
 // the loads that thread 0 issues, each stage's arrival on an mbarrier (after the dQ staging), maps.dq for the adds;
 // K_j, V_j, L_i and D_i are loaded as without it. The other kernels take no maps (null).
-// kOrdered (the deterministic mode on wgmma-tma, plain heads; the header's ordered_dq): the kTma kernel whose
-// adds into each query tile wait for their turn (maps.turns: the counters, [B * H][M][2]; maps.order: the plan).
-// Its CTA walks its tiles from ordered_dq_start, wrapping at M (`tile_of`), and its warpgroups' issuing threads
-// add a step's dQ after the next step's S and dP are issued instead of right after its first barrier (waiting
-// for the turn there costs the warpgroup only what the products do not cover).
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
-  int* turns;
-  OrderedDq order;
 };
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, bool kOrdered = false, class Trace>
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   static_assert(kAtomicDq || !kTma, "wgmma-tma is the atomic mode's kernel");
-  static_assert(!kOrdered || (kTma && !kGqa), "the ordered adds are wgmma-tma's, for plain heads");
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
@@ -211,8 +190,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kTma: [2] stages of Tr::kDqStageBytes (dQ, fp32)
   const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTma: [2] mbarriers, Q_i and dO_i of a stage
 
-  const int n_block = kOrdered && maps.order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
-  const int h = blockIdx.y, b = blockIdx.z;
+  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   using timeline::Phase;
   typename RecorderFor<Trace>::type rec(trace, wg, (tid & 127) == 0);
@@ -224,12 +202,6 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
   const float scale_log2 = p.scale * kLog2e;
-  // The query tile of the CTA's step m - m_first: m itself, or (kOrdered) rotated to start at ordered_dq_start.
-  const int shift = kOrdered ? ordered_dq_start(maps.order, n_block, m_first, m_blocks) - m_first : 0;
-  auto tile_of = [&](int m) {
-    if constexpr (kOrdered) return m + shift >= m_blocks ? m + shift - m_blocks : m + shift;
-    else return m;
-  };
 
   float acc_dk[D / 2], acc_dv[D / 2];
   zero(acc_dk);
@@ -247,47 +219,15 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                                 int(head));
     bulk_commit();
   };
-  // kOrdered: the issuing thread's wait for its turn at query tile mt, and its release once its adds completed.
-  auto turn_ptr = [&](int mt) { return maps.turns + (hp.bh * m_blocks + mt) * 2 + wg; };
-  auto take_turn = [&](int mt) {
-    const int rank = ordered_dq_rank(maps.order, mt, n_block, p.Lq, p.Lk, BM, BN);
-    const int* ptr = turn_ptr(mt);
-    while (ld_acquire_gpu(ptr) != rank) {
-    }
-    fence_proxy_async_global();
-  };
-  auto release_turn = [&](int mt) {
-    fence_proxy_async_global();
-    red_release_gpu_add(turn_ptr(mt), 1);
-  };
-  const bool lag2 = kOrdered && (maps.order.variant & 1);
-  const bool late = kOrdered && (maps.order.variant & 2);
-  // kOrdered, at step m: the adds of step m - 1's tile in their turn, after releasing the tile whose adds have
-  // completed (step m - 2's, or with lag2 step m - 3's).
-  auto ordered_issue = [&](int m, int st) {
-    if (lag2) {
-      if (m - 3 >= m_first) {
-        bulk_wait<1>();
-        release_turn(tile_of(m - 3));
-      }
-    } else if (m - 2 >= m_first) {
-      bulk_wait<0>();
-      release_turn(tile_of(m - 2));
-    }
-    take_turn(tile_of(m - 1));
-    issue_dq(hp.bh, tile_of(m - 1), st);
-  };
 
   // L and D of query tile m into stage s (plain stores by the first 64 threads; the next barrier publishes).
   // kTma: 4-byte asynchronous copies instead (copy_stats), so no thread waits for them before its products.
-  // kOrdered: by threads 64 .. 127, so that the issuing threads have no copies in flight when they release a turn.
   auto copy_stats = [&](int64_t head, int m, int s) {
-    const int r = kOrdered ? tid - BM : tid;
-    if (r >= 0 && r < BM) {
-      const int i = m * BM + r;
+    if (tid < BM) {
+      const int i = m * BM + tid;
       const bool in = i < p.Lq;  // rows past Lq: zeros (their Q and dO rows are zeros too: no part in dK, dV)
-      cp_async_4(smem_u32(sLse + s * BM + r), hp.lse + head + (in ? i : 0), in);
-      cp_async_4(smem_u32(sD + s * BM + r), hp.drow + head + (in ? i : 0), in);
+      cp_async_4(smem_u32(sLse + s * BM + tid), hp.lse + head + (in ? i : 0), in);
+      cp_async_4(smem_u32(sD + s * BM + tid), hp.drow + head + (in ? i : 0), in);
     }
   };
   auto load_stats = [&](int m, int s) {
@@ -343,12 +283,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     load_tile<T, BN, D, kThreads>(sK, hp.k, D, n0, p.Lk, tid);
     load_tile<T, BN, D, kThreads>(sV, hp.v, D, n0, p.Lk, tid);
     if constexpr (kTma) {
-      if (tid == 0) issue_q_do(qh0, tile_of(m_first), 0);
+      if (tid == 0) issue_q_do(qh0, m_first, 0);
     } else {
       load_tile<T, BM, D, kThreads>(sQ, hp.q, D, m_first * BM, p.Lq, tid);
       load_tile<T, BM, D, kThreads>(sdO, hp.dout, D, m_first * BM, p.Lq, tid);
     }
-    load_stats(tile_of(m_first), 0);
+    load_stats(m_first, 0);
     cp_async_commit();
     // This warpgroup's 64 keys of K and V: 64 rows (8 swizzle atoms) into each 64-column block.
     const uint32_t sKw = sK + wg * 64 * 128, sVw = sV + wg * 64 * 128;
@@ -356,7 +296,6 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     int gi = 0, step = 0;  // kGqa: the group's query head this step computes, and the step's number
     const int group = kGqa ? kv_group(p) : 1;
     for (int m = m_first; m < m_blocks; ++m) {
-      const int mt = tile_of(m);  // the query tile of this step
       int stage = (m - m_first) & 1;
       if constexpr (kGqa) stage = step & 1;
       rec.mark(Phase::WaitTiles, m, tile);
@@ -381,12 +320,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         }
       } else if (m + 1 < m_blocks) {  // the next step's tiles into the other stage while this one computes
         if constexpr (kTma) {
-          if (tid == 0) issue_q_do(h, tile_of(m + 1), stage ^ 1);  // every thread is past its reads of that stage (barrier)
+          if (tid == 0) issue_q_do(h, m + 1, stage ^ 1);  // every thread is past its reads of that stage (barrier)
         } else {
           load_tile<T, BM, D, kThreads>(sQ + (stage ^ 1) * kQBytes, hp.q, D, (m + 1) * BM, p.Lq, tid);
           load_tile<T, BM, D, kThreads>(sdO + (stage ^ 1) * kQBytes, hp.dout, D, (m + 1) * BM, p.Lq, tid);
         }
-        load_stats(tile_of(m + 1), stage ^ 1);
+        load_stats(m + 1, stage ^ 1);
       }
       cp_async_commit();
       if constexpr (kTma) {
@@ -398,7 +337,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
             if (m > m_first) issue_dq(hp.bh + gi, m - 1, stage ^ 1);
             else issue_dq(hp.bh + gi - 1, m_blocks - 1, stage ^ 1);
           }
-        } else if (!kOrdered && dq_issuer && m > m_first) {
+        } else if (dq_issuer && m > m_first) {
           issue_dq(hp.bh, m - 1, stage ^ 1);
         }
       }
@@ -423,9 +362,6 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         wgmma_ss<T, 64>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
       }
       wgmma_commit();
-      if constexpr (kOrdered) {  // the previous step's dQ, in its turn, while S and dP run
-        if (!late && dq_issuer && m > m_first) ordered_issue(m, stage ^ 1);
-      }
       rec.mark(Phase::WaitS, m, tile);
       wgmma_wait<1>();  // S^T landed; dP^T may still run
       fence_regs(acc_s);
@@ -434,7 +370,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       // P^T (masked pairs 0: the Lk tail, the causal diagonal; rows past Lq have L = +inf).
       const float* lse_s = sLse + stage * BM;
       const float* d_s = sD + stage * BM;
-      const bool mask = backward_tile_needs_mask(mt, n_block, p.Lq, p.Lk, BM, BN, p.causal);
+      const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
@@ -442,7 +378,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
-          if (mask && !key_visible(mt * BM + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
+          if (mask && !key_visible(m * BM + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
             pv = 0.f;
           acc_s[4 * j + e] = pv;
         }
@@ -475,9 +411,6 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       for (int kk = 0; kk < BM / 16; ++kk)
         wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
       wgmma_commit();
-      if constexpr (kOrdered) {
-        if (late && dq_issuer && m > m_first) ordered_issue(m, stage ^ 1);
-      }
 
       if constexpr (kAtomicDq) {
         // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K): ds_frag[kk][r] holds (key +8
@@ -564,7 +497,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
           const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
-            const int row = mt * BM + 16 * warp + g + 8 * r;
+            const int row = m * BM + 16 * warp + g + 8 * r;
             if (row >= p.Lq) continue;
             float* dst = hp.dq_accum_at(p, row, col0 + 2 * t4);
             if constexpr (kGqa) dst = hp.dq_accum_at(p, int64_t(gi) * p.Lq + row, col0 + 2 * t4);
@@ -592,17 +525,10 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       rec.mark(Phase::AddDQ, m_blocks - 1, tile);
       if (dq_issuer) {
         bulk_wait_read<0>();
-        if constexpr (kOrdered) {
-          bulk_wait<0>();
-          for (int x = max(m_first, m_blocks - (lag2 ? 3 : 2)); x <= m_blocks - 2; ++x) release_turn(tile_of(x));
-          take_turn(tile_of(m_blocks - 1));
-        }
         if constexpr (kGqa) issue_dq(hp.bh + group - 1, m_blocks - 1, (step - 1) & 1);
-        else issue_dq(hp.bh, tile_of(m_blocks - 1), (m_blocks - 1 - m_first) & 1);
+        else issue_dq(hp.bh, m_blocks - 1, (m_blocks - 1 - m_first) & 1);
       }
       bulk_wait<0>();  // this thread's adds completed before the CTA (and its shared memory) goes
-      if constexpr (kOrdered)
-        if (dq_issuer) release_turn(tile_of(m_blocks - 1));
     }
   }
 
@@ -626,17 +552,6 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
   bwd_wgmma_body<T, kHeadDim, true, true, kGqa>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
-#endif
-}
-// The deterministic mode's wgmma-tma kernel (kOrdered: each query tile's adds in turn, the header's ordered_dq);
-// instantiated by flash_attention_backward_fast_ordered.sm90a.cu only.
-template <class T, int kHeadDim>
-__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
-    flash_bwd_wgmma_tma_ordered_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
-                                       const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int* turns,
-                                       const OrderedDq order) {
-#ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, false, true>(p, BwdMaps{&tm_dq, &tm_q, &tm_do, turns, order}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
@@ -745,26 +660,6 @@ void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq) {
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, 0, p);
   else
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false>, grid, block, smem, 0, p);
-}
-// The ordered kernel's launch (fast_backward_ordered_dq(p): deterministic, wgmma-tma, plain heads, d = 64 or 128):
-// the turn counters follow the accumulator in p.dq_accum (fast_backward_accum_floats), zeroed by the preprocess;
-// the plan (ordered_dq_plan) from this device's SM count. Named as wgmma-tma's with "_ordered" after "tma".
-template <class T, int D>
-void launch_typed_ordered(const FastBackwardParams& p) {
-  using Tr = FastBackwardTraitsSm90<D>;
-  const MainChoice c = choose_main<D>(p, true);
-  if (c.kind != MainKind::Tma)
-    throw RuntimeError("flash-attention-backward: the deterministic mode's ordered dQ adds need wgmma-tma's tensor "
-                       "maps, which the driver refused here");
-  const OrderedDq order =
-      ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockM, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
-  int* turns = reinterpret_cast<int*>(p.dq_accum + int64_t(p.B) * p.H * p.Lq * D);
-  OrderedDq order_v = order;
-  if (const char* v = std::getenv("KL_BWD_ORDERED_VARIANT")) order_v.variant = std::atoi(v);  // experiment
-  const std::string name = std::string("flash_bwd_wgmma_tma_ordered_") + (D == 64 ? "d64" : "d128") +
-                           (std::is_same<T, __half>::value ? "_fp16" : "_bf16");
-  cuda::launch(name.c_str(), flash_bwd_wgmma_tma_ordered_kernel<T, D>, main_grid<D>(p), dim3(Tr::kThreads),
-               main_smem<D>(MainKind::Tma), 0, c.dq, c.q, c.dout, p, turns, order_v);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);

@@ -373,12 +373,9 @@ void bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims =
       const FastHostResult x = run_case(c, in), y = run_case(c, in);
       EXPECT_EQ(0, std::memcmp(x.dk.data.data(), y.dk.data.data(), x.dk.data.size() * sizeof(float)));
       EXPECT_EQ(0, std::memcmp(x.dv.data.data(), y.dv.data.data(), x.dv.data.size() * sizeof(float)));
-      // dK and dV: the same arithmetic in both modes (the main kernel with and without its dQ part); on wgmma-tma
-      // the deterministic mode's CTAs may walk their query tiles from another start (ordered_dq_start), so the
-      // fp32 sums may differ in order, and the outputs by a rounding step.
-      const double same = path == FastBackwardPath::WgmmaTma && d != 256 ? (c.dtype == "bf16" ? 1e-2 : 2e-3) : 1e-6;
-      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), same);
-      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), same);
+      // dK and dV: the same arithmetic in both modes (the main kernel with and without its dQ part).
+      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), 1e-6);
+      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
       const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
       EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
       // At d = 256 both modes run the dQ pass (fast_backward_dq_by_pass): dQ bit for bit the same.
@@ -438,8 +435,7 @@ void grouped_query_bitwise_repeatable(FastBackwardPath path, std::initializer_li
 
 // Grouped-query attention is multi-head attention on K, V repeated per query head (PyTorch's
 // repeat_interleave), given the same forward state (O and L computed on the host from the repeated heads):
-// the deterministic dQ pass does the same arithmetic on the same bits either way, so dQ is equal bit for bit (on
-// wgmma-tma against the wgmma path's plain heads: its own orders its adds instead of running the pass);
+// the deterministic dQ pass does the same arithmetic on the same bits either way, so dQ is equal bit for bit;
 // dK and dV are the repeated heads' sums over each group (those rounded per head first: to bf16 rounding).
 void grouped_query_is_repeated_heads(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
   for (int d : dims)
@@ -451,9 +447,6 @@ void grouped_query_is_repeated_heads(FastBackwardPath path, std::initializer_lis
       const Inputs in = rounded_inputs(g);
       Case m = g;
       m.Hkv = 0;
-      // wgmma-tma's deterministic mode orders its adds on plain heads; with grouped-query heads it runs the dQ pass,
-      // as the wgmma path does on both.
-      if (path == FastBackwardPath::WgmmaTma) m.path = FastBackwardPath::Wgmma;
       Inputs rep = in;
       const size_t head = size_t(g.Lk) * size_t(g.d);
       rep.k.resize(size_t(g.B) * g.H * head);
@@ -553,8 +546,8 @@ TEST(FlashAttentionBackwardFast, WgmmaDeterministicModeIsBitwiseRepeatable) {
   bitwise_repeatable(FastBackwardPath::Wgmma);
 }
 
-// ---- wgmma-tma, the default (Q_i, dO_i by bulk tensor copies, dQ by bulk tensor reduce-adds): the same checks; its
-// deterministic mode adds dQ in a fixed order (grouped-query attention below runs the dQ pass) ----
+// ---- wgmma-tma, the default (Q_i, dO_i by bulk tensor copies, dQ by bulk tensor reduce-adds): the atomic mode's checks (the
+// deterministic mode runs the kernel above; grouped-query attention below) ----
 TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
   sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
@@ -568,44 +561,6 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaPeakedSoftmaxAndLongRows) {
 TEST(FlashAttentionBackwardFast, WgmmaTmaCausalRowsThatSeeNothingOrOneKey) {
   KL_REQUIRE_WGMMA();
   causal_rows_that_see_little(FastBackwardPath::WgmmaTma);
-}
-
-// The deterministic mode on wgmma-tma: the ordered adds (fast_backward_ordered_dq; the plans on an H200: rotated
-// without the mask, causal in launch order; the other plans in OrderedDqLongKeyRows).
-TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicDqAroundEveryTileBoundary) {
-  KL_REQUIRE_WGMMA();
-  sweep({1, 64, 127, 129, 200, 257}, true, FastBackwardPath::WgmmaTma);
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsBitwiseRepeatable) {
-  KL_REQUIRE_WGMMA();
-  bitwise_repeatable(FastBackwardPath::WgmmaTma);
-}
-
-// More K/V tiles than the device has SMs (Lk = 17000: 133 tiles of 128 keys, an H200 has 132): the ordered plan
-// falls back to ascending turns without the mask (2 query tiles, fewer than the K/V tiles: also ascending) and
-// to launching the last key tile first under it. On inputs too long for the float64 reference: the same bits
-// twice, and dQ against the atomic mode's to fp32 summation order (dK and dV: the same arithmetic).
-TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqLongKeyRows) {
-  KL_REQUIRE_WGMMA();
-  for (int d : {64, 128})
-    for (bool causal : {false, true})
-      for (auto [Lq, Lk] : {std::pair<int, int>{130, 17000}, {17000, 17000}}) {
-        Case c;
-        c.B = 1, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
-        c.path = FastBackwardPath::WgmmaTma;
-        SCOPED_TRACE(c.text());
-        const Inputs in = rounded_inputs(c);
-        c.deterministic = true;
-        const FastHostResult a = run_case(c, in), b = run_case(c, in);
-        EXPECT_EQ(0, std::memcmp(a.dq.data.data(), b.dq.data.data(), a.dq.data.size() * sizeof(float)));
-        EXPECT_EQ(0, std::memcmp(a.dk.data.data(), b.dk.data.data(), a.dk.data.size() * sizeof(float)));
-        c.deterministic = false;
-        const FastHostResult x = run_case(c, in);
-        EXPECT_LT(test::rel_err(a.dq.data, std::vector<double>(x.dq.data.begin(), x.dq.data.end())), 1e-2);
-        EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), 1e-2);
-        EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-2);
-      }
 }
 
 // Against the wgmma kernel on one input: dK and dV the same (the same products from the same registers; only how
@@ -964,108 +919,6 @@ TEST(FlashAttentionBackwardFastHost, FirstQueryTileIsTheFirstThatSeesTheBlock) {
                   << "Lq=" << Lq << " Lk=" << Lk << " bm=" << bm << " bn=" << bn << " n_block=" << nb
                   << (causal ? " causal" : "");
             }
-}
-
-// ---- [SECTION] CPU: the deterministic mode's ordered dQ adds, simulated ---------------------------------
-// The ordered kernel's protocol (flash_attention_backward_fast_sm90.cuh, kOrdered) over whole launches: B * H
-// heads of N K/V CTAs, started in grid order (x fastest; `reverse` maps column x to tile N - 1 - x) as slots free
-// on `sms` multiprocessors, one CTA each. A CTA walks its tiles from ordered_dq_start (wrapping at M); at its
-// step s >= 1 it releases the tile of step s - 2, waits for its turn at the tile of step s - 1 and adds it; after
-// its last step it releases, waits, adds and releases the rest. Every resident CTA takes one action per round,
-// in an order shuffled each round. Checked: no launch deadlocks; each query tile's counter ends at the number of
-// K/V tiles that see it (first_query_tile), so every one of them added exactly once, in rank order (an add
-// happens only when the counter equals its rank); the ranks at a tile are 0 .. count - 1.
-TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
-  constexpr int BM = 64, BN = 128;
-  struct Cta {
-    int head = 0, j = 0;
-    std::vector<int> tiles;
-    std::vector<std::pair<char, int>> actions;  // ('r' release | 'a' wait-and-add, tile)
-    size_t next = 0;
-  };
-  uint32_t rng = 12345u;
-  auto rand_below = [&](uint32_t n) {
-    rng = rng * 1664525u + 1013904223u;
-    return (rng >> 8) % n;
-  };
-  auto run = [&](int heads, int Lq, int Lk, bool causal, int sms) {
-    const int N = flash_attention::ceil_div(Lk, BN), M = flash_attention::ceil_div(Lq, BM);
-    const OrderedDq plan = ordered_dq_plan(Lq, Lk, BM, BN, causal, sms);
-    SCOPED_TRACE("heads=" + std::to_string(heads) + " Lq=" + std::to_string(Lq) + " Lk=" + std::to_string(Lk) +
-                 (causal ? " causal" : "") + " sms=" + std::to_string(sms) + " mode=" + std::to_string(int(plan.mode)) +
-                 " reverse=" + std::to_string(plan.reverse));
-    for (int m = 0; m < M; ++m) {  // the ranks at each tile: a permutation of 0 .. contributors - 1
-      std::vector<int> ranks;
-      for (int j = 0; j < N; ++j)
-        if (first_query_tile(j, Lq, Lk, BM, BN, causal) <= m) ranks.push_back(ordered_dq_rank(plan, m, j, Lq, Lk, BM, BN));
-      std::sort(ranks.begin(), ranks.end());
-      for (size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r], int(r)) << "tile " << m;
-    }
-    std::vector<int> counters(size_t(heads) * M, 0);
-    auto make = [&](int linear) {
-      Cta c;
-      c.head = linear / N;
-      c.j = plan.reverse ? N - 1 - linear % N : linear % N;
-      const int first = first_query_tile(c.j, Lq, Lk, BM, BN, causal);
-      const int start = ordered_dq_start(plan, c.j, first, M);
-      for (int s = 0; s < M - first; ++s) c.tiles.push_back((start + s) % M);
-      const int count = int(c.tiles.size());
-      for (int s = 1; s < count; ++s) {
-        if (s >= 2) c.actions.push_back({'r', c.tiles[size_t(s - 2)]});
-        c.actions.push_back({'a', c.tiles[size_t(s - 1)]});
-      }
-      if (count >= 2) c.actions.push_back({'r', c.tiles[size_t(count - 2)]});
-      if (count >= 1) {
-        c.actions.push_back({'a', c.tiles[size_t(count - 1)]});
-        c.actions.push_back({'r', c.tiles[size_t(count - 1)]});
-      }
-      return c;
-    };
-    std::vector<Cta> resident;
-    int launched = 0, total = heads * N;
-    for (int round = 0;; ++round) {
-      while (int(resident.size()) < sms && launched < total) resident.push_back(make(launched++));
-      if (resident.empty()) break;
-      bool moved = false;
-      for (size_t i = resident.size(); i > 1; --i) std::swap(resident[i - 1], resident[rand_below(uint32_t(i))]);
-      for (Cta& c : resident) {
-        if (c.next == c.actions.size()) continue;
-        const auto [kind, tile] = c.actions[c.next];
-        int& counter = counters[size_t(c.head) * M + tile];
-        if (kind == 'r') {
-          ++counter;
-        } else if (counter != ordered_dq_rank(plan, tile, c.j, Lq, Lk, BM, BN)) {
-          continue;  // not its turn yet
-        }
-        ++c.next;
-        moved = true;
-      }
-      const size_t before = resident.size();
-      resident.erase(std::remove_if(resident.begin(), resident.end(), [](const Cta& c) { return c.next == c.actions.size(); }),
-                     resident.end());
-      ASSERT_TRUE(moved || resident.size() < before) << "deadlock in round " << round;
-    }
-    for (int head = 0; head < heads; ++head)
-      for (int m = 0; m < M; ++m) {
-        int want = 0;
-        for (int j = 0; j < N; ++j) want += first_query_tile(j, Lq, Lk, BM, BN, causal) <= m ? 1 : 0;
-        ASSERT_EQ(counters[size_t(head) * M + m], want) << "head " << head << " tile " << m;
-      }
-  };
-  for (bool causal : {false, true})
-    for (int sms : {1, 3, 8, 132})
-      for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {64, 128}, {777, 1000}, {1000, 777}, {2048, 2048}, {130, 2000},
-                            {500, 17}, {17, 500}, {4096, 4096}})
-        for (int heads : {1, 3}) {
-          run(heads, Lq, Lk, causal, sms);
-          if (::testing::Test::HasFatalFailure()) return;
-        }
-  // The plans the bench's shapes get on an H200 (132 SMs): rotated without the mask, causal in launch order.
-  EXPECT_EQ(ordered_dq_plan(4096, 4096, BM, BN, false, 132).mode, OrderedDqMode::Rotated);
-  EXPECT_EQ(ordered_dq_plan(4096, 4096, BM, BN, false, 132).shift, 2);
-  EXPECT_EQ(ordered_dq_plan(16384, 16384, BM, BN, true, 132).reverse, 0);
-  EXPECT_EQ(ordered_dq_plan(32768, 32768, BM, BN, true, 132).reverse, 1);
-  EXPECT_EQ(ordered_dq_plan(32768, 32768, BM, BN, false, 132).mode, OrderedDqMode::Ascending);
 }
 
 // ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------
