@@ -461,6 +461,47 @@ void launch_dq_pass(const FastBackwardParams& p) {
                dim3(Dq::kThreads), size_t(Dq::kSmemBytes), 0, p);
 }
 
+// The wgmma paths' dK/dV kernel and dQ pass side by side: both read only the inputs and the preprocess's D and
+// write disjoint outputs, so each goes to a stream of its own, after the preprocess (an event on the default
+// stream) and before whatever the caller enqueues next (the default stream waits for both). The block scheduler
+// starts the second kernel's CTAs as the first one's last wave leaves SMs free, instead of after it has drained.
+// KL_BWD_CONCURRENT (experiment): 0 one after the other, 1 dK/dV first, 2 the pass first.
+void launch_dkdv_and_dq_pass(const FastBackwardParams& p) {
+  const char* env = std::getenv("KL_BWD_CONCURRENT");
+  const int order = env ? std::atoi(env) : 0;
+  if (order == 0) {
+    launch_wgmma_main(p, false);
+    launch_wgmma_dq_pass(p);
+    return;
+  }
+  struct Side {
+    cudaStream_t dkdv = nullptr, dq = nullptr;
+    cudaEvent_t ready = nullptr, dkdv_done = nullptr, dq_done = nullptr;
+  };
+  static const Side s = [] {
+    Side x;
+    KL_CUDA_CHECK(cudaStreamCreateWithFlags(&x.dkdv, cudaStreamNonBlocking));
+    KL_CUDA_CHECK(cudaStreamCreateWithFlags(&x.dq, cudaStreamNonBlocking));
+    for (cudaEvent_t* e : {&x.ready, &x.dkdv_done, &x.dq_done})
+      KL_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    return x;
+  }();
+  KL_CUDA_CHECK(cudaEventRecord(s.ready, 0));
+  KL_CUDA_CHECK(cudaStreamWaitEvent(s.dkdv, s.ready, 0));
+  KL_CUDA_CHECK(cudaStreamWaitEvent(s.dq, s.ready, 0));
+  if (order == 1) {
+    launch_wgmma_main(p, false, s.dkdv);
+    launch_wgmma_dq_pass(p, s.dq);
+  } else {
+    launch_wgmma_dq_pass(p, s.dq);
+    launch_wgmma_main(p, false, s.dkdv);
+  }
+  KL_CUDA_CHECK(cudaEventRecord(s.dkdv_done, s.dkdv));
+  KL_CUDA_CHECK(cudaEventRecord(s.dq_done, s.dq));
+  KL_CUDA_CHECK(cudaStreamWaitEvent(0, s.dkdv_done, 0));
+  KL_CUDA_CHECK(cudaStreamWaitEvent(0, s.dq_done, 0));
+}
+
 template <class T, int D>
 void launch_all(const FastBackwardParams& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
@@ -468,8 +509,7 @@ void launch_all(const FastBackwardParams& p) {
   const bool wgmma = fast_backward_path_wgmma(p.path);  // run_fast's
   if (fast_backward_dq_by_pass(p)) {
     if (wgmma) {
-      launch_wgmma_main(p, false);
-      launch_wgmma_dq_pass(p);
+      launch_dkdv_and_dq_pass(p);
     } else if constexpr (D != 256) {  // d = 256: wgmma only (run_fast checks)
       launch_mma_main<T, D>(p, false);
       launch_dq_pass<T, D>(p);
@@ -692,6 +732,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     for (bool det : {false, true}) {
       p.deterministic = det;
       if (!det && fast_backward_dq_by_pass(p)) continue;  // d = 256: both modes run the same launches, one row
+      if (std::getenv("KL_BWD_BENCH_DET_ONLY") && !det) continue;  // experiment
       const bench::Timing t =
           quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
       const double flops = 2.5 * 4.0 * p.B * p.H * double(L) * L * d * (s.causal ? 0.5 : 1.0);

@@ -84,6 +84,8 @@
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/params.h"
 
+struct CUstream_st;  // cudaStream_t is a CUstream_st*
+
 namespace kl::flash_attention_backward {
 
 using flash_attention::FastDtype;
@@ -328,12 +330,13 @@ bool fast_backward_wgmma_available();
 // The wgmma main kernel alone (flash_attention_backward_fast_sm90.cuh): dK, dV and, with atomic_dq, the
 // fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
-void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq);
+// `stream`: the CUDA stream the launches go to (null: the default stream).
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, CUstream_st* stream = nullptr);
 // At d = 256 both wgmma paths run a dK/dV kernel of their own (flash_attention_backward_fast_d256.sm90a.cu);
 // launch_wgmma_main sends it there (atomic_dq must be false: dQ comes from the dQ pass).
-void launch_wgmma_dkdv_d256(const FastBackwardParams& p);
+void launch_wgmma_dkdv_d256(const FastBackwardParams& p, CUstream_st* stream = nullptr);
 // The wgmma paths' dQ pass (FastDqTraitsSm90): the deterministic mode, and both modes at d = 256.
-void launch_wgmma_dq_pass(const FastBackwardParams& p);
+void launch_wgmma_dq_pass(const FastBackwardParams& p, CUstream_st* stream = nullptr);
 
 // ---- timeline recording (issue 30): the instrumented wgmma main kernel ---------------------------------
 // (flash_attention_backward_fast_timeline.sm90a.cu; bf16, d = 64 and 128). What a recorded launch makes: its

@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90D256::kThreads, 1)
 }
 
 template <class T>
-void launch_d256_typed(const FastBackwardParams& p) {
+void launch_d256_typed(const FastBackwardParams& p, cudaStream_t stream) {
   using Tr = FastBackwardTraitsSm90D256;
   const bool gqa = grouped_query(p);
   const dim3 grid(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(gqa ? kv_heads(p) : p.H), unsigned(p.B));
@@ -210,19 +210,19 @@ void launch_d256_typed(const FastBackwardParams& p) {
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16") + (gqa ? "_gqa" : "");
   void (*kernel)(const FastBackwardParams) =
       gqa ? flash_bwd_wgmma_dkdv_d256_kernel<T, true> : flash_bwd_wgmma_dkdv_d256_kernel<T, false>;
-  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+  cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), stream, p);
 }
 
 }  // namespace sm90_bwd
 
-void launch_wgmma_dkdv_d256(const FastBackwardParams& p) {
+void launch_wgmma_dkdv_d256(const FastBackwardParams& p, cudaStream_t stream) {
   // run_fast chose a wgmma path where the other wgmma kernels' sm_90a code runs; this file's must run too.
   static const bool loaded =
       flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_d256_sm90a_probe", sm90_bwd::bwd_d256_sm90a_probe);
   if (!loaded)
     throw RuntimeError("flash-attention-backward: the d = 256 wgmma kernel's sm_90a code did not load here");
-  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_d256_typed<__half>(p);
-  else sm90_bwd::launch_d256_typed<__nv_bfloat16>(p);
+  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_d256_typed<__half>(p, stream);
+  else sm90_bwd::launch_d256_typed<__nv_bfloat16>(p, stream);
 }
 
 }  // namespace kl::flash_attention_backward

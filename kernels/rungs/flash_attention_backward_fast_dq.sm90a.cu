@@ -148,30 +148,30 @@ __global__ void __launch_bounds__(FastDqTraitsSm90<kHeadDim>::kThreads, 1)
 }
 
 template <class T, int D>
-void launch_dq_typed(const FastBackwardParams& p) {
+void launch_dq_typed(const FastBackwardParams& p, cudaStream_t stream) {
   using Tr = FastDqTraitsSm90<D>;
   const bool gqa = grouped_query(p);
   const dim3 grid(unsigned(ceil_div(p.Lq, Tr::kBlockM)), unsigned(p.H), unsigned(p.B));
   const std::string name = std::string("flash_bwd_dq_wgmma_d") + std::to_string(D) +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16") + (gqa ? "_gqa" : "");
   cuda::launch(name.c_str(), gqa ? flash_bwd_dq_wgmma_kernel<T, D, true> : flash_bwd_dq_wgmma_kernel<T, D, false>,
-               grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), 0, p);
+               grid, dim3(Tr::kThreads), size_t(Tr::kSmemBytes), stream, p);
 }
 template <class T>
-void launch_dq_for(const FastBackwardParams& p) {
-  if (p.d == 64) launch_dq_typed<T, 64>(p);
-  else if (p.d == 128) launch_dq_typed<T, 128>(p);
-  else launch_dq_typed<T, 256>(p);
+void launch_dq_for(const FastBackwardParams& p, cudaStream_t stream) {
+  if (p.d == 64) launch_dq_typed<T, 64>(p, stream);
+  else if (p.d == 128) launch_dq_typed<T, 128>(p, stream);
+  else launch_dq_typed<T, 256>(p, stream);
 }
 
 }  // namespace sm90_bwd
 
-void launch_wgmma_dq_pass(const FastBackwardParams& p) {
+void launch_wgmma_dq_pass(const FastBackwardParams& p, cudaStream_t stream) {
   static const bool loaded =
       flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_dq_sm90a_probe", sm90_bwd::bwd_dq_sm90a_probe);
   if (!loaded) throw RuntimeError("flash-attention-backward: the wgmma dQ pass's sm_90a code did not load here");
-  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_dq_for<__half>(p);
-  else sm90_bwd::launch_dq_for<__nv_bfloat16>(p);
+  if (p.dtype == FastDtype::Fp16) sm90_bwd::launch_dq_for<__half>(p, stream);
+  else sm90_bwd::launch_dq_for<__nv_bfloat16>(p, stream);
 }
 
 }  // namespace kl::flash_attention_backward

@@ -16,7 +16,7 @@ __global__ void bwd_gqa_sm90a_probe(int* out) {
 #endif
 }
 
-void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq) {
+void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
   // run_fast chose the wgmma path where the plain kernels' sm_90a code runs; this file's must run too.
   static const bool loaded = flash_attention::sm90_detail::sm90a_probe_reads_one("flash_bwd_gqa_sm90a_probe",
                                                                                 bwd_gqa_sm90a_probe);
@@ -24,9 +24,10 @@ void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq) {
     throw RuntimeError("flash-attention-backward: the grouped-query wgmma kernels' sm_90a code did not load here");
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)
-    half ? launch_typed_gqa<__half, 64>(p, atomic_dq) : launch_typed_gqa<__nv_bfloat16, 64>(p, atomic_dq);
+    half ? launch_typed_gqa<__half, 64>(p, atomic_dq, stream) : launch_typed_gqa<__nv_bfloat16, 64>(p, atomic_dq, stream);
   else
-    half ? launch_typed_gqa<__half, 128>(p, atomic_dq) : launch_typed_gqa<__nv_bfloat16, 128>(p, atomic_dq);
+    half ? launch_typed_gqa<__half, 128>(p, atomic_dq, stream)
+         : launch_typed_gqa<__nv_bfloat16, 128>(p, atomic_dq, stream);
 }
 
 }  // namespace sm90_bwd

@@ -27,17 +27,19 @@ bool fast_backward_wgmma_available() {
   return loaded;
 }
 
-void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq) {
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
   if (p.d == 256) {  // a dK/dV kernel of its own; dQ from the dQ pass in both modes (fast_backward_dq_by_pass)
     if (atomic_dq) throw RuntimeError("flash-attention-backward: no d = 256 kernel adds dQ by atomics");
-    return launch_wgmma_dkdv_d256(p);
+    return launch_wgmma_dkdv_d256(p, stream);
   }
-  if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq);  // kernels of their own
+  if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq, stream);  // kernels of their own
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)
-    half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq);
+    half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq, stream)
+         : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq, stream);
   else
-    half ? sm90_bwd::launch_typed<__half, 128>(p, atomic_dq) : sm90_bwd::launch_typed<__nv_bfloat16, 128>(p, atomic_dq);
+    half ? sm90_bwd::launch_typed<__half, 128>(p, atomic_dq, stream)
+         : sm90_bwd::launch_typed<__nv_bfloat16, 128>(p, atomic_dq, stream);
 }
 
 }  // namespace kl::flash_attention_backward

@@ -633,36 +633,36 @@ size_t main_smem(MainKind kind) {
 }
 
 template <class T, int D>
-void launch_typed(const FastBackwardParams& p, bool atomic_dq) {
+void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream = 0) {
   const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind);
   const size_t smem = main_smem<D>(c.kind);
   if (c.kind == MainKind::Tma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Atomic)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true>, grid, block, smem, 0, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true>, grid, block, smem, stream, p);
   else
-    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, false>, grid, block, smem, 0, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, false>, grid, block, smem, stream, p);
 }
 // The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
 // as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
 template <class T, int D>
-void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq) {
+void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream = 0) {
   const dim3 grid(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
   const dim3 block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + "_gqa";
   const size_t smem = main_smem<D>(c.kind);
   if (c.kind == MainKind::Tma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, 0, c.dq, c.q, c.dout, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Atomic)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, 0, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, stream, p);
   else
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false>, grid, block, smem, 0, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false>, grid, block, smem, stream, p);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
-void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq);
+void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream = 0);
 
 // The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it; named as it with
 // "_traced" appended.
