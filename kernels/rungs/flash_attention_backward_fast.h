@@ -317,7 +317,8 @@ inline void validate_fast(const FastBackwardParams& p) {
 
 #ifdef KL_HAS_CUDA
 // The three launches (atomic mode: preprocess, main kernel, convert; fast_backward_dq_by_pass: preprocess, main
-// kernel without dQ, dQ pass) on the default stream, asynchronously. Validates first.
+// kernel without dQ, dQ pass) on the default stream, asynchronously; on the wgmma paths the last two of the
+// second kind side by side on two streams of their own, which the default stream waits for. Validates first.
 void run_fast(const FastBackwardParams& p);
 
 // The main kernel run_fast takes for `requested`: MmaSync as given; Wgmma and WgmmaTma when the device is
