@@ -465,7 +465,7 @@ void launch_dq_pass(const FastBackwardParams& p) {
 // write disjoint outputs, so each goes to a stream of its own, after the preprocess (an event on the default
 // stream) and before whatever the caller enqueues next (the default stream waits for both). The block scheduler
 // starts the second kernel's CTAs as the first one's last wave leaves SMs free, instead of after it has drained:
-// on the H200 1.01x-1.06x the two launches one after the other (geometric means 1.012x, 1.020x, 1.021x at
+// on the H200 0.99x-1.06x the two launches one after the other (geometric means 1.012x, 1.020x, 1.021x at
 // d = 64, 128, 256; d = 256 causal at L = 2048 and 4096 1.05x-1.06x), the pass enqueued first
 // (docs/perf-log.md, "side by side").
 void launch_dkdv_and_dq_pass(const FastBackwardParams& p) {
