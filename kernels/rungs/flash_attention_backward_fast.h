@@ -45,10 +45,10 @@
 //            boxes per warpgroup and step; d = 64: one, each warpgroup 32 columns of dQ_i over all 128 keys;
 //            issued by one thread, one step later, so they overlap the next step's products) instead of
 //            per-thread atomics; L_i and D_i by 4-byte cp.async. In the deterministic mode it runs the wgmma
-//            kernel without its dQ part, then the wgmma dQ pass.
+//            kernel without its dQ part and, beside it, the wgmma dQ pass.
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
-//            (128 each), P^T and dS^T through shared memory, then the wgmma dQ pass, in both dQ modes. Its dQ
+//            (128 each), P^T and dS^T through shared memory, and beside it the wgmma dQ pass, in both dQ modes. Its dQ
 //            by fp32 atomics (per thread, or bulk tensor reduce-adds at 0.978x of those) measured 0.85x-0.90x of
 //            that: the adds' bytes in L2, 64 KiB a step, were the limit (docs/perf-log.md). The mma.sync path
 //            has no d = 256 kernel (an InputError naming d).
@@ -154,8 +154,8 @@ struct FastDqTraitsSm90 {
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else WgmmaTma where it runs, else
 // MmaSync. WgmmaTma (the header's wgmma-tma): 1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200
 // (docs/perf-log.md); in the deterministic mode, and at d = 256, both wgmma paths run the same kernels (dK and
-// dV, then the wgmma dQ pass). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone:
-// its measurements stay in the perf log.
+// dV, and beside it the wgmma dQ pass). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk)
+// is gone: its measurements stay in the perf log.
 // The name of the path the default (Auto) takes on an H100/H200, as the timeline recordings name paths.
 constexpr const char* kFastBackwardDefaultSm90 = "wgmma-tma";
 enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaTma };

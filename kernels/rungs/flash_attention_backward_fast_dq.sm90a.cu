@@ -1,6 +1,7 @@
-// Rung 6, fast variant, Hopper path: the dQ pass on wgmma (sm_90a), which the wgmma paths run after their dK/dV
-// kernel in the deterministic mode, and at d = 256 in both modes (fast_backward_dq_by_pass; the mma.sync path keeps
-// its own pass, flash_attention_backward_fast.cu). One writer per dQ element, no atomics: bitwise the same run
+// Rung 6, fast variant, Hopper path: the dQ pass on wgmma (sm_90a), which the wgmma paths run beside their dK/dV
+// kernel (each on a stream of its own, flash_attention_backward_fast.cu's launch_dkdv_and_dq_pass) in the
+// deterministic mode, and at d = 256 in both modes (fast_backward_dq_by_pass; the mma.sync path keeps its own pass,
+// flash_attention_backward_fast.cu). One writer per dQ element, no atomics: bitwise the same run
 // after run. On the H200 the deterministic mode with it read 0.99x-1.28x its TFLOP/s with the mma.sync pass at
 // d = 64 and 128, 1.26x-1.50x at d = 256 (docs/perf-log.md, "a dQ pass on wgmma").
 //
