@@ -633,7 +633,7 @@ size_t main_smem(MainKind kind) {
 }
 
 template <class T, int D>
-void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream = 0) {
+void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
   const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind);
@@ -648,7 +648,7 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stre
 // The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
 // as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
 template <class T, int D>
-void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream = 0) {
+void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
   const dim3 grid(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
   const dim3 block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
@@ -662,7 +662,7 @@ void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t 
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false>, grid, block, smem, stream, p);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
-void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream = 0);
+void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream);
 
 // The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it; named as it with
 // "_traced" appended.
