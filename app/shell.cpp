@@ -338,13 +338,15 @@ void draw_status(const Shell& s, float width, float height, float status_h) {
 
 // Ctrl+= / Ctrl+- / Ctrl+0 (and the keypad's + - 0): the UI scale in steps of 25 %, back to the
 // monitor's. GLFW key codes: Dear ImGui 1.86 indexes keys by the GLFW backend's codes.
+// One step per press, never a key repeat: the frame after a step rebuilds the fonts, and on a slow
+// machine that frame alone outlasts the repeat delay, so a quick tap would read as held and step twice.
 void scale_keys(Shell& s) {
   const ImGuiIO& io = ImGui::GetIO();
   if (!io.KeyCtrl) return;
   const float cur = effective_scale(s);
   float next = cur;
-  if (ImGui::IsKeyPressed(61 /* = */) || ImGui::IsKeyPressed(334 /* KP + */)) next = cur + 0.25f;
-  if (ImGui::IsKeyPressed(45 /* - */) || ImGui::IsKeyPressed(333 /* KP - */)) next = cur - 0.25f;
+  if (ImGui::IsKeyPressed(61 /* = */, false) || ImGui::IsKeyPressed(334 /* KP + */, false)) next = cur + 0.25f;
+  if (ImGui::IsKeyPressed(45 /* - */, false) || ImGui::IsKeyPressed(333 /* KP - */, false)) next = cur - 0.25f;
   if (ImGui::IsKeyPressed(48 /* 0 */, false) || ImGui::IsKeyPressed(320 /* KP 0 */, false)) {
     s.ui_scale = 0;
     next = s.base_scale;
