@@ -271,5 +271,33 @@ TEST(Shell, StyleAfterAScaleRoundTripIsTheStyleBeforeIt) {
   viz::set_ui_scale(1.0f);
 }
 
+// Ctrl+= held down steps the UI scale once, however long it is held: the frame after a step rebuilds the
+// fonts, and on a slow machine that one frame outlasted the key repeat's delay, so a quick tap stepped twice
+// (seen in CI: the live round trip's first Ctrl+= went 2.00 -> 2.25 -> 2.50). Held here for half a second of
+// frames, past the repeat delay (0.275 s) ten times over at its rate (0.05 s).
+TEST(Shell, HeldCtrlEqualsStepsTheScaleOnce) {
+  auto host = host_or_fail();
+  ASSERT_TRUE(host);
+  app::Shell s;
+  s.sidebar = false;
+  s.show_source = false;
+  viz::set_ui_scale(1.0f);
+  ImGuiIO& io = ImGui::GetIO();
+  constexpr int kEquals = 61, kCtrl = 341;  // GLFW key codes, which Dear ImGui 1.86 indexes by
+  for (int frame = 0; frame < 30; ++frame) {
+    io.KeysDown[kCtrl] = io.KeysDown[kEquals] = true;
+    io.KeyCtrl = true;
+    draw(s, *host);
+  }
+  io.KeysDown[kCtrl] = io.KeysDown[kEquals] = false;
+  io.KeyCtrl = false;
+  draw(s, *host);
+  EXPECT_FLOAT_EQ(viz::ui_scale(), 1.25f) << "one press, one 25% step";
+  EXPECT_FLOAT_EQ(s.ui_scale, 1.25f);
+  viz::set_ui_scale(1.0f);
+  ASSERT_TRUE(host->begin_frame());
+  host->end_frame();
+}
+
 }  // namespace
 }  // namespace kl
