@@ -111,16 +111,22 @@ rm -rf "$tmp"
 echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; the wgmma paths should read like mma)" | tee -a "$sum"
 fi
 
+# A path named NAME-dklate runs NAME with KL_BWD_DK_LATE=1 (the candidate in docs/perf-log.md, "dK's product
+# during the dQ staging"). KL_BWD_BENCH_BASE (default wgmma): the path the side-by-side table divides by.
 paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-tma}
 for path in $paths; do
-  log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$path"
-  KL_FLASH_BWD_PATH=$path timeout 180 "$bin" bench flash-attention-backward --backend cuda \
+  real=${path%-dklate}
+  late=0
+  [ "$real" != "$path" ] && late=1
+  log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$real KL_BWD_DK_LATE=$late"
+  KL_BWD_DK_LATE=$late KL_FLASH_BWD_PATH=$real timeout 180 "$bin" bench flash-attention-backward --backend cuda \
     --json "$out/bwd_bench_$path.json" > "$out/bwd_bench_$path.txt" 2>&1
   echo "bench rc=$?" | tee -a "$sum"
   grep -E "fast" "$out/bwd_bench_$path.txt" | tee -a "$sum"
 done
-log "the paths side by side (TFLOP/s, bf16; PATH/wgmma > 1: the candidate is faster)"
-python3 - "$out" $paths <<'EOF' 2>&1 | tee "$out/bwd_paths.txt" | tee -a "$sum"
+base=${KL_BWD_BENCH_BASE:-wgmma}
+log "the paths side by side (TFLOP/s, bf16; PATH/$base > 1: the candidate is faster)"
+python3 - "$out" "$base" $paths <<'EOF' 2>&1 | tee "$out/bwd_paths.txt" | tee -a "$sum"
 import json, os, re, sys
 out = sys.argv[1]
 def rows(path):
@@ -138,19 +144,19 @@ def rows(path):
         got[re.sub(r" (mma\.sync|wgmma-tma|wgmma|wgmma-d256)$", "", r["shape"])] = r["tflops"]
     return got
 import math
-paths = sys.argv[2:]
+bname, paths = sys.argv[2], sys.argv[3:]
 t = {p: rows(p) for p in paths}
-base = t.get("wgmma") or {}
-print(f"{'shape':60s} " + " ".join(f"{p:>10s}" for p in paths) + " " + " ".join(f"{p + '/wgmma':>16s}" for p in paths if p != "wgmma"))
+base = t.get(bname) or {}
+print(f"{'shape':60s} " + " ".join(f"{p:>10s}" for p in paths) + " " + " ".join(f"{p + '/' + bname:>16s}" for p in paths if p != bname))
 for key in next((t[p] for p in paths if t[p]), {}):
     cells = " ".join(f"{t[p][key]:10.1f}" if t[p].get(key) else "         -" for p in paths)
     ratios = " ".join(f"{t[p][key] / base[key]:16.3f}" if t[p].get(key) and base.get(key) else "               -"
-                      for p in paths if p != "wgmma")
+                      for p in paths if p != bname)
     print(f"{key:60s} {cells} {ratios}")
 for p in paths:  # one line per candidate for a script to read: its geometric-mean speed-up on the default dQ mode
-    r = [t[p][k] / base[k] for k in base if p != "wgmma" and t[p].get(k) and "dq=atomic" in k]
+    r = [t[p][k] / base[k] for k in base if p != bname and t[p].get(k) and "dq=atomic" in k]
     if r:
-        print(f"{p}/wgmma geometric mean over the dq=atomic rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}")
+        print(f"{p}/{bname} geometric mean over the dq=atomic rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}")
 EOF
 if [ "${KL_BWD_PEERS:-1}" != 0 ] && python3 -c "import torch" 2>/dev/null; then
   last=${paths##* }

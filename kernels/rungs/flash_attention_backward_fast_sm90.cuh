@@ -26,9 +26,13 @@
 // tensor reduce-adds (cp.reduce.async.bulk.tensor .add through a map of dq_accum, atomic per element in L2; rows
 // past Lq are clipped by the map), so the adds overlap the next step's products. Before a stage is rewritten its
 // issuer waits for its previous adds to have read it (wait_group.read, at the step's start, before it issues the
-// next adds); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits. Shared memory: + 2 x 32 KiB and two
-// mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the kernel above and the steps
-// between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async loads): docs/perf-log.md.
+// next adds); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits. dK_j += dS^T Q_i
+// is issued with dV's. A candidate not yet run on a GPU (kDkLate, KL_BWD_DK_LATE=1; docs/perf-log.md) issues it
+// after dQ's product instead, so that the tensor cores run it while the warpgroup stages dQ_i (FlashAttention-3's
+// order), and waits for it before the step ends, as the next step's copies overwrite Q_i's stage.
+// Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the
+// kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async
+// loads): docs/perf-log.md.
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
@@ -41,6 +45,7 @@
 // argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
 #pragma once
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -163,9 +168,10 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
 };
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kDkLate = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   static_assert(kAtomicDq || !kTma, "wgmma-tma is the atomic mode's kernel");
+  static_assert(kTma || !kDkLate, "dK after dQ overlaps wgmma-tma's dQ staging");
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
@@ -407,9 +413,13 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
         wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
+      // kDkLate: dK += dS^T Q is issued after dQ's product, so that it runs while dQ_i is staged (below).
+      auto issue_dk = [&] {
 #pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
+        for (int kk = 0; kk < BM / 16; ++kk)
+          wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
+      };
+      if constexpr (!kDkLate) issue_dk();
       wgmma_commit();
 
       if constexpr (kAtomicDq) {
@@ -467,6 +477,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         fence_regs(acc_dk);
         fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
         fence_regs(ds_frag);
+        if constexpr (kDkLate) {  // dK's product runs while this warpgroup stages dQ_i
+          rec.mark(Phase::IssueDVDK, m, tile);
+          wgmma_fence();
+          issue_dk();
+          wgmma_commit();
+        }
         rec.mark(Phase::AddDQ, m, tile);
         if constexpr (kTma) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
@@ -493,6 +509,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                                v[1]);
             }
           fence_proxy_async();  // these generic writes, before the bulk unit reads them
+          if constexpr (kDkLate) {  // dK's product read Q_i of this stage, which the next step's copies overwrite
+            rec.mark(Phase::WaitDVDK, m, tile);
+            wgmma_wait<0>();
+            fence_regs(acc_dk);
+            fence_regs(ds_frag);
+          }
         } else {
           const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll
@@ -546,12 +568,12 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 }
 // wgmma-tma (kTma): kGqa: grid (ceil(Lk / 128), H_kv, B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu
 // only.
-template <class T, int kHeadDim, bool kGqa>
+template <class T, int kHeadDim, bool kGqa, bool kDkLate = false>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, kGqa>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, kDkLate>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
@@ -594,6 +616,13 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
 // atomics, cp.async loads), Tma (wgmma-tma). main_kind_asked: what p.path asks for; choose_main: what runs, with
 // the maps it needs made (where the driver refuses one, wgmma-tma falls back to Atomic).
 enum class MainKind { DkDv, Atomic, Tma };
+// The candidate not yet run on a GPU (docs/perf-log.md, "dK's product during the dQ staging"; to be measured,
+// then made the order or removed): KL_BWD_DK_LATE=1 runs wgmma-tma with dK's product issued after dQ's. Read at
+// each launch.
+inline bool dk_late_experiment() {
+  const char* e = std::getenv("KL_BWD_DK_LATE");
+  return e && e[0] == '1' && e[1] == 0;
+}
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
@@ -638,7 +667,10 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stre
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind);
   const size_t smem = main_smem<D>(c.kind);
-  if (c.kind == MainKind::Tma)
+  if (c.kind == MainKind::Tma && dk_late_experiment())
+    cuda::launch((name + "_dklate").c_str(), flash_bwd_wgmma_tma_kernel<T, D, false, true>, grid, block, smem, stream,
+                 c.dq, c.q, c.dout, p);
+  else if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Atomic)
     cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true>, grid, block, smem, stream, p);
@@ -654,7 +686,10 @@ void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t 
   const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + "_gqa";
   const size_t smem = main_smem<D>(c.kind);
-  if (c.kind == MainKind::Tma)
+  if (c.kind == MainKind::Tma && dk_late_experiment())
+    cuda::launch((name + "_dklate").c_str(), flash_bwd_wgmma_tma_kernel<T, D, true, true>, grid, block, smem, stream,
+                 c.dq, c.q, c.dout, p);
+  else if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Atomic)
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, stream, p);

@@ -588,6 +588,37 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
       }
 }
 
+// The candidate KL_BWD_DK_LATE=1 (wgmma-tma with dK's product after dQ's, during the dQ staging) against the
+// order that ships, multi-head and grouped-query: dK and dV bit for bit (the same products of the same operands,
+// in the same order per accumulator), dQ to fp32 summation order (its adds race either way).
+TEST(FlashAttentionBackwardFast, WgmmaTmaDkAfterDqChangesNoBitOfDkDv) {
+  KL_REQUIRE_WGMMA();
+  for (int group : {1, 4})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Case c;
+        c.B = 2, c.H = 4, c.Hkv = 4 / group, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal;
+        c.scale = 1.0f / std::sqrt(float(d));
+        c.deterministic = false;
+        c.path = FastBackwardPath::WgmmaTma;
+        SCOPED_TRACE(c.text());
+        const Inputs in = rounded_inputs(c);
+        FastHostResult early, late;
+        {
+          ScopedEnv env("KL_BWD_DK_LATE", "0");
+          early = run_case(c, in);
+        }
+        {
+          ScopedEnv env("KL_BWD_DK_LATE", "1");
+          late = run_case(c, in);
+        }
+        EXPECT_EQ(late.dk.data, early.dk.data);
+        EXPECT_EQ(late.dv.data, early.dv.data);
+        EXPECT_EQ(test::nan_count(late.dq.data), 0u);
+        EXPECT_LT(test::rel_err(late.dq.data, std::vector<double>(early.dq.data.begin(), early.dq.data.end())), 1e-2);
+      }
+}
+
 // ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-tma; both dQ modes ----
 TEST(FlashAttentionBackwardFast, GroupedQueryAtomicDq) {
   KL_REQUIRE_CUDA();
