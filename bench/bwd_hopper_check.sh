@@ -111,15 +111,18 @@ rm -rf "$tmp"
 echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; the wgmma paths should read like mma)" | tee -a "$sum"
 fi
 
-# A path named NAME-dklate runs NAME with KL_BWD_DK_LATE=1 (the candidate in docs/perf-log.md, "dK's product
-# during the dQ staging"). KL_BWD_BENCH_BASE (default wgmma): the path the side-by-side table divides by.
+# The candidates not yet run on a GPU (docs/perf-log.md): a path named NAME-dklate runs NAME with
+# KL_BWD_DK_LATE=1 ("dK's product during the dQ staging"), NAME-dkdvtma with KL_BWD_DKDV_TMA=1 ("the deterministic
+# mode's dK/dV kernel on TMA loads"), NAME-dklate-dkdvtma with both. KL_BWD_BENCH_BASE (default wgmma): the path
+# the side-by-side table divides by.
 paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-tma}
 for path in $paths; do
-  real=${path%-dklate}
-  late=0
-  [ "$real" != "$path" ] && late=1
-  log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$real KL_BWD_DK_LATE=$late"
-  KL_BWD_DK_LATE=$late KL_FLASH_BWD_PATH=$real timeout 180 "$bin" bench flash-attention-backward --backend cuda \
+  real=$path late=0 dkdvtma=0
+  [[ $real == *-dkdvtma ]] && real=${real%-dkdvtma} dkdvtma=1
+  [[ $real == *-dklate ]] && real=${real%-dklate} late=1
+  log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$real KL_BWD_DK_LATE=$late KL_BWD_DKDV_TMA=$dkdvtma"
+  KL_BWD_DK_LATE=$late KL_BWD_DKDV_TMA=$dkdvtma KL_FLASH_BWD_PATH=$real timeout 180 "$bin" \
+    bench flash-attention-backward --backend cuda \
     --json "$out/bwd_bench_$path.json" > "$out/bwd_bench_$path.txt" 2>&1
   echo "bench rc=$?" | tee -a "$sum"
   grep -E "fast" "$out/bwd_bench_$path.txt" | tee -a "$sum"
@@ -153,10 +156,12 @@ for key in next((t[p] for p in paths if t[p]), {}):
     ratios = " ".join(f"{t[p][key] / base[key]:16.3f}" if t[p].get(key) and base.get(key) else "               -"
                       for p in paths if p != bname)
     print(f"{key:60s} {cells} {ratios}")
-for p in paths:  # one line per candidate for a script to read: its geometric-mean speed-up on the default dQ mode
-    r = [t[p][k] / base[k] for k in base if p != bname and t[p].get(k) and "dq=atomic" in k]
-    if r:
-        print(f"{p}/{bname} geometric mean over the dq=atomic rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}")
+for p in paths:  # one line per candidate and dQ mode for a script to read: its geometric-mean speed-up
+    for mode in ("atomic", "deterministic"):
+        r = [t[p][k] / base[k] for k in base if p != bname and t[p].get(k) and f"dq={mode}" in k]
+        if r:
+            print(f"{p}/{bname} geometric mean over the dq={mode} rows: {math.exp(sum(map(math.log, r)) / len(r)):.3f}"
+                  f" (min {min(r):.3f}, max {max(r):.3f})")
 EOF
 if [ "${KL_BWD_PEERS:-1}" != 0 ] && python3 -c "import torch" 2>/dev/null; then
   last=${paths##* }

@@ -17,7 +17,8 @@
 //                          (B, keys = k): wgmma.m64n64k16 ss with B transposed; d = 128: warpgroup wg takes
 //                          columns 64 wg .. (all 128 keys); d = 64: all columns over its own 64 keys (both add).
 //                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
-// wgmma-tma (kTma; the default, atomic mode only; the deterministic mode runs the kernel above), FlashAttention-3's
+// wgmma-tma (kTma; the default, atomic mode only; the deterministic mode runs the kernel above, or with
+// KL_BWD_DKDV_TMA=1, a candidate not yet run on a GPU, this one's loads without its dQ part), FlashAttention-3's
 // loads and dQ adds: Q_i and dO_i arrive by bulk tensor copies (TMA) that one thread issues, each stage's arrival
 // on an mbarrier, instead of cp.async from all 256 threads; dS^T goes to sdS by stmatrix.x4.trans (4 per thread
 // per step instead of 32 16-bit stores); each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory
@@ -170,7 +171,6 @@ struct BwdMaps {
 };
 template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kDkLate = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
-  static_assert(kAtomicDq || !kTma, "wgmma-tma is the atomic mode's kernel");
   static_assert(kTma || !kDkLate, "dK after dQ overlaps wgmma-tma's dQ staging");
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
@@ -334,7 +334,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         load_stats(m + 1, stage ^ 1);
       }
       cp_async_commit();
-      if constexpr (kTma) {
+      if constexpr (kTma && kAtomicDq) {
         // The previous step's dQ (stage ^ 1, staged and fenced by every thread before the barrier above) into
         // the accumulator, issued without waiting (this step's stage is waited for before the dS barrier).
         rec.mark(Phase::AddDQ, m - 1, tile);
@@ -541,7 +541,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       }
     }
     cp_async_wait<0>();
-    if constexpr (kTma) {
+    if constexpr (kTma && kAtomicDq) {
       rec.mark(Phase::WaitTiles, m_blocks, tile);
       __syncthreads();  // the last step's dQ staged (and fenced) by every thread
       rec.mark(Phase::AddDQ, m_blocks - 1, tile);
@@ -574,6 +574,16 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
   bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, kDkLate>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+#endif
+}
+// The deterministic mode's dK/dV kernel on wgmma-tma's loads (Q_i, dO_i by TMA; no dQ part): a candidate not yet
+// run on a GPU (KL_BWD_DKDV_TMA=1, docs/perf-log.md). kGqa as above.
+template <class T, int kHeadDim, bool kGqa>
+__global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
+    flash_bwd_wgmma_dkdv_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
+                                    const FastBackwardParams p) {
+#ifdef KL_FA_SM90A
+  bwd_wgmma_body<T, kHeadDim, false, true, kGqa>(p, BwdMaps{nullptr, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
@@ -615,7 +625,7 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
 // The main kernel a launch runs: DkDv (the deterministic mode: no dQ part), Atomic (wgmma: dQ by per-thread
 // atomics, cp.async loads), Tma (wgmma-tma). main_kind_asked: what p.path asks for; choose_main: what runs, with
 // the maps it needs made (where the driver refuses one, wgmma-tma falls back to Atomic).
-enum class MainKind { DkDv, Atomic, Tma };
+enum class MainKind { DkDv, Atomic, Tma, DkDvTma };
 // The candidate not yet run on a GPU (docs/perf-log.md, "dK's product during the dQ staging"; to be measured,
 // then made the order or removed): KL_BWD_DK_LATE=1 runs wgmma-tma with dK's product issued after dQ's. Read at
 // each launch.
@@ -623,32 +633,43 @@ inline bool dk_late_experiment() {
   const char* e = std::getenv("KL_BWD_DK_LATE");
   return e && e[0] == '1' && e[1] == 0;
 }
+// The candidate not yet run on a GPU (docs/perf-log.md, "the deterministic mode's dK/dV kernel on TMA loads"):
+// KL_BWD_DKDV_TMA=1 runs that mode's dK/dV kernel on wgmma-tma's path with Q_i and dO_i by TMA. Read at each launch.
+inline bool dkdv_tma_experiment() {
+  const char* e = std::getenv("KL_BWD_DKDV_TMA");
+  return e && e[0] == '1' && e[1] == 0;
+}
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
 };
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
-  if (!atomic_dq) return MainKind::DkDv;
+  if (!atomic_dq)
+    return p.path == FastBackwardPath::WgmmaTma && dkdv_tma_experiment() ? MainKind::DkDvTma : MainKind::DkDv;
   return p.path == FastBackwardPath::WgmmaTma ? MainKind::Tma : MainKind::Atomic;
 }
 template <int D>
 MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
   MainChoice c;
   c.kind = main_kind_asked(p, atomic_dq);
-  if (c.kind != MainKind::Tma) return c;
+  if (c.kind != MainKind::Tma && c.kind != MainKind::DkDvTma) return c;
   // Q and dO: [B, H, Lq, d], boxes of 64 columns x 64 rows (the tiles' layout).
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
   const int rows = FastBackwardTraitsSm90<D>::kBlockM;
-  if (!(make_dq_accum_map(&c.dq, p) && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
+  const bool dq_map = c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p);
+  if (!(dq_map && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
         make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows)))
-    c = MainChoice{MainKind::Atomic, {}, {}, {}};
+    c = MainChoice{c.kind == MainKind::Tma ? MainKind::Atomic : MainKind::DkDv, {}, {}, {}};
   return c;
 }
 
 // The main kernel's launch name: flash_bwd_wgmma_[dkdv_|tma_]d{64,128}_{bf16,fp16}.
 template <int D>
 std::string main_launch_name(bool half, MainKind kind) {
-  const char* part = kind == MainKind::DkDv ? "dkdv_" : kind == MainKind::Tma ? "tma_" : "";
+  const char* part = kind == MainKind::DkDv      ? "dkdv_"
+                     : kind == MainKind::DkDvTma ? "dkdv_tma_"
+                     : kind == MainKind::Tma     ? "tma_"
+                                                 : "";
   return std::string("flash_bwd_wgmma_") + part + (D == 64 ? "d64" : "d128") + (half ? "_fp16" : "_bf16");
 }
 template <int D>
@@ -658,7 +679,7 @@ dim3 main_grid(const FastBackwardParams& p) {
 template <int D>
 size_t main_smem(MainKind kind) {
   using Tr = FastBackwardTraitsSm90<D>;
-  return size_t(kind == MainKind::Tma ? Tr::kSmemBytesTma : Tr::kSmemBytes);
+  return size_t(kind == MainKind::Tma || kind == MainKind::DkDvTma ? Tr::kSmemBytesTma : Tr::kSmemBytes);
 }
 
 template <class T, int D>
@@ -672,6 +693,8 @@ void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stre
                  c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
+  else if (c.kind == MainKind::DkDvTma)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, false>, grid, block, smem, stream, c.q, c.dout, p);
   else if (c.kind == MainKind::Atomic)
     cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true>, grid, block, smem, stream, p);
   else
@@ -691,6 +714,8 @@ void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t 
                  c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
+  else if (c.kind == MainKind::DkDvTma)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, true>, grid, block, smem, stream, c.q, c.dout, p);
   else if (c.kind == MainKind::Atomic)
     cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, stream, p);
   else
@@ -710,6 +735,9 @@ void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::
   const size_t smem = main_smem<D>(c.kind);
   if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, c.q,
+                 c.dout, p, trace);
+  else if (c.kind == MainKind::DkDvTma)
+    cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, false, true>, grid, block, smem, 0, c.dq, c.q,
                  c.dout, p, trace);
   else if (c.kind == MainKind::Atomic)
     cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, false>, grid, block, smem, 0, c.dq, c.q,

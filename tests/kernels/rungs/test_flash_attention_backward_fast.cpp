@@ -619,6 +619,44 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDkAfterDqChangesNoBitOfDkDv) {
       }
 }
 
+// The same candidate against the float64 reference around every tile boundary, multi-head and grouped-query.
+TEST(FlashAttentionBackwardFast, WgmmaTmaDkAfterDqAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  ScopedEnv env("KL_BWD_DK_LATE", "1");
+  sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
+  grouped_query_sweep(FastBackwardPath::WgmmaTma, false);
+}
+
+// The candidate KL_BWD_DKDV_TMA=1 (the deterministic mode's dK/dV kernel with Q_i and dO_i by TMA) against that
+// mode as it ships: every output bit for bit (the same products of the same operands; the dQ pass unchanged),
+// multi-head and grouped-query; and against the float64 reference around every tile boundary.
+TEST(FlashAttentionBackwardFast, DeterministicDkDvOnTmaLoadsChangesNoBit) {
+  KL_REQUIRE_WGMMA();
+  for (int group : {1, 4})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        Case c;
+        c.B = 2, c.H = 4, c.Hkv = 4 / group, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal;
+        c.scale = 1.0f / std::sqrt(float(d));
+        c.deterministic = true;
+        c.path = FastBackwardPath::WgmmaTma;
+        SCOPED_TRACE(c.text());
+        const Inputs in = rounded_inputs(c);
+        FastHostResult ships, tma;
+        ships = run_case(c, in);
+        {
+          ScopedEnv env("KL_BWD_DKDV_TMA", "1");
+          tma = run_case(c, in);
+        }
+        EXPECT_EQ(tma.dk.data, ships.dk.data);
+        EXPECT_EQ(tma.dv.data, ships.dv.data);
+        EXPECT_EQ(tma.dq.data, ships.dq.data);
+      }
+  ScopedEnv env("KL_BWD_DKDV_TMA", "1");
+  sweep({1, 64, 127, 129, 200, 257}, true, FastBackwardPath::WgmmaTma);
+  grouped_query_sweep(FastBackwardPath::WgmmaTma, true);
+}
+
 // ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-tma; both dQ modes ----
 TEST(FlashAttentionBackwardFast, GroupedQueryAtomicDq) {
   KL_REQUIRE_CUDA();
