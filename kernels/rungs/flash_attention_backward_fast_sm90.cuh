@@ -154,7 +154,8 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
 // kTma (wgmma-tma, with kAtomicDq): Q_i and dO_i by bulk tensor copies, dS^T stored by stmatrix, dQ_i staged in
-// shared memory and added by bulk tensor reduce-adds one step later (see the header's wgmma-tma entry).
+// shared memory and added by bulk tensor reduce-adds one step later (see the header's wgmma-tma entry); kTma
+// without kAtomicDq (the candidate flash_bwd_wgmma_dkdv_tma_kernel): the copies only, no dQ part.
 // The kernel's body, shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): the
 // recorded lanes are the two warpgroups (lane wg), the work tile the CTA's linear index, the step the query tile.
 // kGqa (grouped-query attention, flash_attention_backward_fast.h's design): grid (ceil(Lk / 128), H_kv, B); the
