@@ -28,9 +28,10 @@
 // past Lq are clipped by the map), so the adds overlap the next step's products. Before a stage is rewritten its
 // issuer waits for its previous adds to have read it (wait_group.read, at the step's start, before it issues the
 // next adds); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits. dK_j += dS^T Q_i
-// is issued with dV's. A candidate not yet run on a GPU (kDkLate, KL_BWD_DK_LATE=1; docs/perf-log.md) issues it
-// after dQ's product instead, so that the tensor cores run it while the warpgroup stages dQ_i (FlashAttention-3's
-// order), and waits for it before the step ends, as the next step's copies overwrite Q_i's stage.
+// is issued with dV's. A candidate not yet run on a GPU (kDkLate, KL_BWD_DK_LATE=1; docs/perf-log.md) queues it
+// behind dQ's product instead and waits for dQ only, so that the tensor cores run dK while the warpgroup stages
+// dQ_i (FlashAttention-3's order), then waits for dK before the step ends, as the next step's copies overwrite
+// Q_i's stage.
 // Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the
 // kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async
 // loads): docs/perf-log.md.
@@ -471,18 +472,22 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                                make_desc(sK + (4 * wg + kk) * 16 * 128, BN * 128, 1024), kk > 0);
         }
         wgmma_commit();
-        rec.mark(Phase::WaitDQ, m, tile);
-        wgmma_wait<0>();
-        fence_regs(acc_dq);
-        fence_regs(acc_dv);
-        fence_regs(acc_dk);
-        fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
-        fence_regs(ds_frag);
-        if constexpr (kDkLate) {  // dK's product runs while this warpgroup stages dQ_i
+        if constexpr (kDkLate) {  // dK queued behind dQ: it runs while this warpgroup stages dQ_i (below)
           rec.mark(Phase::IssueDVDK, m, tile);
-          wgmma_fence();
           issue_dk();
           wgmma_commit();
+        }
+        rec.mark(Phase::WaitDQ, m, tile);
+        if constexpr (kDkLate)
+          wgmma_wait<1>();  // dV and dQ done; dK may run on
+        else
+          wgmma_wait<0>();
+        fence_regs(acc_dq);
+        fence_regs(acc_dv);
+        fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
+        if constexpr (!kDkLate) {
+          fence_regs(acc_dk);
+          fence_regs(ds_frag);
         }
         rec.mark(Phase::AddDQ, m, tile);
         if constexpr (kTma) {
