@@ -24,11 +24,11 @@ void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStre
     throw RuntimeError("flash-attention-backward: the grouped-query wgmma kernels' sm_90a code did not load here");
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)
-    half ? launch_typed_gqa<__half, 64>(p, atomic_dq, stream)
-         : launch_typed_gqa<__nv_bfloat16, 64>(p, atomic_dq, stream);
+    half ? launch_main_kernel<__half, 64, true>(p, atomic_dq, stream)
+         : launch_main_kernel<__nv_bfloat16, 64, true>(p, atomic_dq, stream);
   else
-    half ? launch_typed_gqa<__half, 128>(p, atomic_dq, stream)
-         : launch_typed_gqa<__nv_bfloat16, 128>(p, atomic_dq, stream);
+    half ? launch_main_kernel<__half, 128, true>(p, atomic_dq, stream)
+         : launch_main_kernel<__nv_bfloat16, 128, true>(p, atomic_dq, stream);
 }
 
 }  // namespace sm90_bwd

@@ -35,11 +35,11 @@ void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, cudaStream_t
   if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq, stream);  // kernels of their own
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)
-    half ? sm90_bwd::launch_typed<__half, 64>(p, atomic_dq, stream)
-         : sm90_bwd::launch_typed<__nv_bfloat16, 64>(p, atomic_dq, stream);
+    half ? sm90_bwd::launch_main_kernel<__half, 64, false>(p, atomic_dq, stream)
+         : sm90_bwd::launch_main_kernel<__nv_bfloat16, 64, false>(p, atomic_dq, stream);
   else
-    half ? sm90_bwd::launch_typed<__half, 128>(p, atomic_dq, stream)
-         : sm90_bwd::launch_typed<__nv_bfloat16, 128>(p, atomic_dq, stream);
+    half ? sm90_bwd::launch_main_kernel<__half, 128, false>(p, atomic_dq, stream)
+         : sm90_bwd::launch_main_kernel<__nv_bfloat16, 128, false>(p, atomic_dq, stream);
 }
 
 }  // namespace kl::flash_attention_backward

@@ -678,9 +678,10 @@ std::string main_launch_name(bool half, MainKind kind) {
                                                  : "";
   return std::string("flash_bwd_wgmma_") + part + (D == 64 ? "d64" : "d128") + (half ? "_fp16" : "_bf16");
 }
-template <int D>
+template <int D, bool kGqa = false>  // kGqa: one CTA row per kv head
 dim3 main_grid(const FastBackwardParams& p) {
-  return dim3(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(p.H), unsigned(p.B));
+  return dim3(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(kGqa ? kv_heads(p) : p.H),
+              unsigned(p.B));
 }
 template <int D>
 size_t main_smem(MainKind kind) {
@@ -688,49 +689,33 @@ size_t main_smem(MainKind kind) {
   return size_t(kind == MainKind::Tma || kind == MainKind::DkDvTma ? Tr::kSmemBytesTma : Tr::kSmemBytes);
 }
 
-template <class T, int D>
-void launch_typed(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
-  const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
+// The main kernel launch_wgmma_main runs, as choose_main picks it. kGqa (p.H_kv < p.H): grid (ceil(Lk / 128),
+// H_kv, B), the grouped-query kernels, the launch named as the others with "_gqa" appended; instantiated by
+// flash_attention_backward_fast_gqa.sm90a.cu only.
+template <class T, int D, bool kGqa>
+void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
+  const dim3 grid = main_grid<D, kGqa>(p), block(FastBackwardTraitsSm90<D>::kThreads);
   const MainChoice c = choose_main<D>(p, atomic_dq);
-  const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind);
+  const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
+  auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
   if (c.kind == MainKind::Tma && dk_late_experiment())
-    cuda::launch((name + "_dklate").c_str(), flash_bwd_wgmma_tma_kernel<T, D, false, true>, grid, block, smem, stream,
+    cuda::launch((name + "_dklate").c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa, true>, grid, block, smem, stream,
                  c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::Tma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, false>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::DkDvTma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, false>, grid, block, smem, stream, c.q, c.dout, p);
-  else if (c.kind == MainKind::Atomic)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, true>, grid, block, smem, stream, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.q, c.dout, p);
+  else if constexpr (kGqa)
+    launch_cp_async(c.kind == MainKind::Atomic ? flash_bwd_wgmma_gqa_kernel<T, D, true>
+                                               : flash_bwd_wgmma_gqa_kernel<T, D, false>);
   else
-    cuda::launch(name.c_str(), flash_bwd_wgmma_kernel<T, D, false>, grid, block, smem, stream, p);
-}
-// The grouped-query main kernel (p.H_kv < p.H), as launch_typed chooses among the others; its launch is named
-// as theirs with "_gqa" appended. Instantiated by flash_attention_backward_fast_gqa.sm90a.cu only.
-template <class T, int D>
-void launch_typed_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
-  const dim3 grid(unsigned(ceil_div(p.Lk, FastBackwardTraitsSm90<D>::kBlockN)), unsigned(kv_heads(p)), unsigned(p.B));
-  const dim3 block(FastBackwardTraitsSm90<D>::kThreads);
-  const MainChoice c = choose_main<D>(p, atomic_dq);
-  const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + "_gqa";
-  const size_t smem = main_smem<D>(c.kind);
-  if (c.kind == MainKind::Tma && dk_late_experiment())
-    cuda::launch((name + "_dklate").c_str(), flash_bwd_wgmma_tma_kernel<T, D, true, true>, grid, block, smem, stream,
-                 c.dq, c.q, c.dout, p);
-  else if (c.kind == MainKind::Tma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, true>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
-  else if (c.kind == MainKind::DkDvTma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, true>, grid, block, smem, stream, c.q, c.dout, p);
-  else if (c.kind == MainKind::Atomic)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, true>, grid, block, smem, stream, p);
-  else
-    cuda::launch(name.c_str(), flash_bwd_wgmma_gqa_kernel<T, D, false>, grid, block, smem, stream, p);
+    launch_cp_async(c.kind == MainKind::Atomic ? flash_bwd_wgmma_kernel<T, D, true> : flash_bwd_wgmma_kernel<T, D, false>);
 }
 // launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream);
 
-// The instrumented main kernel (bf16; the caller checks p.dtype), as launch_typed chooses it; named as it with
+// The instrumented main kernel (bf16; the caller checks p.dtype), as launch_main_kernel chooses it; named as it with
 // "_traced" appended.
 template <int D>
 void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {
