@@ -111,17 +111,18 @@ rm -rf "$tmp"
 echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 1e-2 or below, fp16 about 2e-3; the wgmma paths should read like mma)" | tee -a "$sum"
 fi
 
-# The candidates not yet run on a GPU (docs/perf-log.md): a path named NAME-dklate runs NAME with
-# KL_BWD_DK_LATE=1 ("dK's product during the dQ staging"), NAME-dkdvtma with KL_BWD_DKDV_TMA=1 ("the deterministic
-# mode's dK/dV kernel on TMA loads"), NAME-dklate-dkdvtma with both. KL_BWD_BENCH_BASE (default wgmma): the path
-# the side-by-side table divides by.
+# Candidates (docs/perf-log.md): a path named NAME-SUFFIX runs NAME with SUFFIX's switch at 1, from the table below
+# (none now; suffixes combine, NAME-a-b sets both). KL_BWD_BENCH_BASE (default wgmma): the path the side-by-side
+# table divides by.
+declare -A switch_of=()
 paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-tma}
 for path in $paths; do
-  real=$path late=0 dkdvtma=0
-  [[ $real == *-dkdvtma ]] && real=${real%-dkdvtma} dkdvtma=1
-  [[ $real == *-dklate ]] && real=${real%-dklate} late=1
-  log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$real KL_BWD_DK_LATE=$late KL_BWD_DKDV_TMA=$dkdvtma"
-  KL_BWD_DK_LATE=$late KL_BWD_DKDV_TMA=$dkdvtma KL_FLASH_BWD_PATH=$real timeout 180 "$bin" \
+  real=$path envs=()
+  for suffix in "${!switch_of[@]}"; do
+    [[ $real == *-$suffix || $real == *-$suffix-* ]] && real=${real/-$suffix/} && envs+=("${switch_of[$suffix]}=1")
+  done
+  log "bench flash-attention-backward, KL_FLASH_BWD_PATH=$real ${envs[*]}"
+  env "${envs[@]}" KL_FLASH_BWD_PATH=$real timeout 180 "$bin" \
     bench flash-attention-backward --backend cuda \
     --json "$out/bwd_bench_$path.json" > "$out/bwd_bench_$path.txt" 2>&1
   echo "bench rc=$?" | tee -a "$sum"

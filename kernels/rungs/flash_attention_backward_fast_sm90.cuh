@@ -17,8 +17,7 @@
 //                          (B, keys = k): wgmma.m64n64k16 ss with B transposed; d = 128: warpgroup wg takes
 //                          columns 64 wg .. (all 128 keys); d = 64: all columns over its own 64 keys (both add).
 //                          The result goes into the fp32 accumulator with atomics (deterministic mode: skipped).
-// wgmma-tma (kTma; the default, atomic mode only; the deterministic mode runs the kernel above, or with
-// KL_BWD_DKDV_TMA=1, a candidate not yet run on a GPU, this one's loads without its dQ part), FlashAttention-3's
+// wgmma-tma (kTma; the default; the deterministic mode runs its loads without its dQ part), FlashAttention-3's
 // loads and dQ adds: Q_i and dO_i arrive by bulk tensor copies (TMA) that one thread issues, each stage's arrival
 // on an mbarrier, instead of cp.async from all 256 threads; dS^T goes to sdS by stmatrix.x4.trans (4 per thread
 // per step instead of 32 16-bit stores); each warpgroup stages its dQ_i part (64 rows x 64 fp32) in shared memory
@@ -28,10 +27,8 @@
 // past Lq are clipped by the map), so the adds overlap the next step's products. Before a stage is rewritten its
 // issuer waits for its previous adds to have read it (wait_group.read, at the step's start, before it issues the
 // next adds); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits. dK_j += dS^T Q_i
-// is issued with dV's. A candidate not yet run on a GPU (kDkLate, KL_BWD_DK_LATE=1; docs/perf-log.md) queues it
-// behind dQ's product instead and waits for dQ only, so that the tensor cores run dK while the warpgroup stages
-// dQ_i (FlashAttention-3's order), then waits for dK before the step ends, as the next step's copies overwrite
-// Q_i's stage.
+// is issued with dV's (queued behind dQ's product instead, FlashAttention-3's order, it measured 0.97x-1.01x:
+// docs/perf-log.md).
 // Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the
 // kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async
 // loads): docs/perf-log.md.
@@ -47,7 +44,6 @@
 // argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
 #pragma once
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -156,7 +152,7 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
 // kTma (wgmma-tma, with kAtomicDq): Q_i and dO_i by bulk tensor copies, dS^T stored by stmatrix, dQ_i staged in
 // shared memory and added by bulk tensor reduce-adds one step later (see the header's wgmma-tma entry); kTma
-// without kAtomicDq (the candidate flash_bwd_wgmma_dkdv_tma_kernel): the copies only, no dQ part.
+// without kAtomicDq (flash_bwd_wgmma_dkdv_tma_kernel, the deterministic mode's): the copies only, no dQ part.
 // The kernel's body, shared by the plain kernel (Trace = NoTrace) and the instrumented one (TraceArgs): the
 // recorded lanes are the two warpgroups (lane wg), the work tile the CTA's linear index, the step the query tile.
 // kGqa (grouped-query attention, flash_attention_backward_fast.h's design): grid (ceil(Lk / 128), H_kv, B); the
@@ -171,9 +167,8 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
 };
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kDkLate = false>
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
-  static_assert(kTma || !kDkLate, "dK after dQ overlaps wgmma-tma's dQ staging");
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
@@ -415,13 +410,9 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
         wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
-      // kDkLate: dK += dS^T Q is issued after dQ's product, so that it runs while dQ_i is staged (below).
-      auto issue_dk = [&] {
 #pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk)
-          wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
-      };
-      if constexpr (!kDkLate) issue_dk();
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
       wgmma_commit();
 
       if constexpr (kAtomicDq) {
@@ -472,23 +463,13 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                                make_desc(sK + (4 * wg + kk) * 16 * 128, BN * 128, 1024), kk > 0);
         }
         wgmma_commit();
-        if constexpr (kDkLate) {  // dK queued behind dQ: it runs while this warpgroup stages dQ_i (below)
-          rec.mark(Phase::IssueDVDK, m, tile);
-          issue_dk();
-          wgmma_commit();
-        }
         rec.mark(Phase::WaitDQ, m, tile);
-        if constexpr (kDkLate)
-          wgmma_wait<1>();  // dV and dQ done; dK may run on
-        else
-          wgmma_wait<0>();
+        wgmma_wait<0>();
         fence_regs(acc_dq);
         fence_regs(acc_dv);
+        fence_regs(acc_dk);
         fence_regs(p_frag);  // the A operands of dV and dK stay untouched until those products completed
-        if constexpr (!kDkLate) {
-          fence_regs(acc_dk);
-          fence_regs(ds_frag);
-        }
+        fence_regs(ds_frag);
         rec.mark(Phase::AddDQ, m, tile);
         if constexpr (kTma) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
@@ -515,12 +496,6 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
                                v[1]);
             }
           fence_proxy_async();  // these generic writes, before the bulk unit reads them
-          if constexpr (kDkLate) {  // dK's product read Q_i of this stage, which the next step's copies overwrite
-            rec.mark(Phase::WaitDVDK, m, tile);
-            wgmma_wait<0>();
-            fence_regs(acc_dk);
-            fence_regs(ds_frag);
-          }
         } else {
           const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll
@@ -574,16 +549,16 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 }
 // wgmma-tma (kTma): kGqa: grid (ceil(Lk / 128), H_kv, B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu
 // only.
-template <class T, int kHeadDim, bool kGqa, bool kDkLate = false>
+template <class T, int kHeadDim, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, kDkLate>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
-// The deterministic mode's dK/dV kernel on wgmma-tma's loads (Q_i, dO_i by TMA; no dQ part): a candidate not yet
-// run on a GPU (KL_BWD_DKDV_TMA=1, docs/perf-log.md). kGqa as above.
+// The deterministic mode's dK/dV kernel on wgmma-tma's path: its loads (Q_i, dO_i by TMA), no dQ part
+// (1.00x-1.07x the cp.async kernel's, docs/perf-log.md). kGqa as above.
 template <class T, int kHeadDim, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_dkdv_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
@@ -628,30 +603,17 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The main kernel a launch runs: DkDv (the deterministic mode: no dQ part), Atomic (wgmma: dQ by per-thread
-// atomics, cp.async loads), Tma (wgmma-tma). main_kind_asked: what p.path asks for; choose_main: what runs, with
-// the maps it needs made (where the driver refuses one, wgmma-tma falls back to Atomic).
+// The main kernel a launch runs: DkDv (the deterministic mode on wgmma: no dQ part, cp.async loads), Atomic
+// (wgmma: dQ by per-thread atomics, cp.async loads), Tma (wgmma-tma), DkDvTma (the deterministic mode on
+// wgmma-tma: its loads, no dQ part). main_kind_asked: what p.path asks for; choose_main: what runs, with the maps it
+// needs made (where the driver refuses one, wgmma-tma falls back to Atomic, its deterministic mode to DkDv).
 enum class MainKind { DkDv, Atomic, Tma, DkDvTma };
-// The candidate not yet run on a GPU (docs/perf-log.md, "dK's product during the dQ staging"; to be measured,
-// then made the order or removed): KL_BWD_DK_LATE=1 runs wgmma-tma with dK's product issued after dQ's. Read at
-// each launch.
-inline bool dk_late_experiment() {
-  const char* e = std::getenv("KL_BWD_DK_LATE");
-  return e && e[0] == '1' && e[1] == 0;
-}
-// The candidate not yet run on a GPU (docs/perf-log.md, "the deterministic mode's dK/dV kernel on TMA loads"):
-// KL_BWD_DKDV_TMA=1 runs that mode's dK/dV kernel on wgmma-tma's path with Q_i and dO_i by TMA. Read at each launch.
-inline bool dkdv_tma_experiment() {
-  const char* e = std::getenv("KL_BWD_DKDV_TMA");
-  return e && e[0] == '1' && e[1] == 0;
-}
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
 };
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
-  if (!atomic_dq)
-    return p.path == FastBackwardPath::WgmmaTma && dkdv_tma_experiment() ? MainKind::DkDvTma : MainKind::DkDv;
+  if (!atomic_dq) return p.path == FastBackwardPath::WgmmaTma ? MainKind::DkDvTma : MainKind::DkDv;
   return p.path == FastBackwardPath::WgmmaTma ? MainKind::Tma : MainKind::Atomic;
 }
 template <int D>
@@ -699,10 +661,7 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
-  if (c.kind == MainKind::Tma && dk_late_experiment())
-    cuda::launch((name + "_dklate").c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa, true>, grid, block, smem, stream,
-                 c.dq, c.q, c.dout, p);
-  else if (c.kind == MainKind::Tma)
+  if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::DkDvTma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.q, c.dout, p);

@@ -588,63 +588,29 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
       }
 }
 
-// The candidates' comparison: wgmma-tma on multi-head and grouped-query cases (4 query heads over 4 or 1 kv
-// heads), d = 64 and 128, both masks, Lq != Lk with tails, in the given dQ mode; each run as it ships and with
-// the candidate's switch `env` at 1, then check(shipped, candidate).
-template <class Check>
-void against_the_shipped(const char* env, bool deterministic, Check check) {
+// The deterministic mode on wgmma-tma (its dK/dV kernel's Q_i and dO_i by TMA, L_i and D_i by cp.async) against
+// it on wgmma (the same kernel's body on cp.async loads), multi-head and grouped-query (4 query heads over 4 or 1
+// kv heads), d = 64 and 128, both masks, Lq != Lk with tails: every output bit for bit (the same products of
+// the same operands; the same dQ pass); and against the float64 reference around every tile boundary.
+TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsWgmmasBitForBit) {
+  KL_REQUIRE_WGMMA();
   for (int group : {1, 4})
     for (int d : {64, 128})
       for (bool causal : {false, true}) {
         Case c;
         c.B = 2, c.H = 4, c.Hkv = 4 / group, c.Lq = 333, c.Lk = 444, c.d = d, c.causal = causal;
         c.scale = 1.0f / std::sqrt(float(d));
-        c.deterministic = deterministic;
-        c.path = FastBackwardPath::WgmmaTma;
+        c.deterministic = true;
         SCOPED_TRACE(c.text());
         const Inputs in = rounded_inputs(c);
-        FastHostResult shipped;
-        {
-          ScopedEnv off(env, "0");  // the switches read anything but "1" as off
-          shipped = run_case(c, in);
-        }
-        ScopedEnv on(env, "1");
-        check(shipped, run_case(c, in));
+        c.path = FastBackwardPath::Wgmma;
+        const FastHostResult w = run_case(c, in);
+        c.path = FastBackwardPath::WgmmaTma;
+        const FastHostResult x = run_case(c, in);
+        EXPECT_EQ(x.dk.data, w.dk.data);
+        EXPECT_EQ(x.dv.data, w.dv.data);
+        EXPECT_EQ(x.dq.data, w.dq.data);
       }
-}
-
-// The candidate KL_BWD_DK_LATE=1 (wgmma-tma with dK's product after dQ's, during the dQ staging) against the
-// order that ships: dK and dV bit for bit (the same products of the same operands, in the same order per
-// accumulator), dQ to fp32 summation order (its adds race either way); and against the float64 reference
-// around every tile boundary.
-TEST(FlashAttentionBackwardFast, WgmmaTmaDkAfterDqChangesNoBitOfDkDv) {
-  KL_REQUIRE_WGMMA();
-  against_the_shipped("KL_BWD_DK_LATE", false, [](const FastHostResult& early, const FastHostResult& late) {
-    EXPECT_EQ(late.dk.data, early.dk.data);
-    EXPECT_EQ(late.dv.data, early.dv.data);
-    EXPECT_EQ(test::nan_count(late.dq.data), 0u);
-    EXPECT_LT(test::rel_err(late.dq.data, std::vector<double>(early.dq.data.begin(), early.dq.data.end())), 1e-2);
-  });
-}
-
-TEST(FlashAttentionBackwardFast, WgmmaTmaDkAfterDqAroundEveryTileBoundary) {
-  KL_REQUIRE_WGMMA();
-  ScopedEnv env("KL_BWD_DK_LATE", "1");
-  sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
-  grouped_query_sweep(FastBackwardPath::WgmmaTma, false);
-}
-
-// The candidate KL_BWD_DKDV_TMA=1 (the deterministic mode's dK/dV kernel with Q_i and dO_i by TMA) against that
-// mode as it ships: every output bit for bit (the same products of the same operands; the dQ pass unchanged);
-// and against the float64 reference around every tile boundary.
-TEST(FlashAttentionBackwardFast, DeterministicDkDvOnTmaLoadsChangesNoBit) {
-  KL_REQUIRE_WGMMA();
-  against_the_shipped("KL_BWD_DKDV_TMA", true, [](const FastHostResult& ships, const FastHostResult& tma) {
-    EXPECT_EQ(tma.dk.data, ships.dk.data);
-    EXPECT_EQ(tma.dv.data, ships.dv.data);
-    EXPECT_EQ(tma.dq.data, ships.dq.data);
-  });
-  ScopedEnv env("KL_BWD_DKDV_TMA", "1");
   sweep({1, 64, 127, 129, 200, 257}, true, FastBackwardPath::WgmmaTma);
   grouped_query_sweep(FastBackwardPath::WgmmaTma, true);
 }
