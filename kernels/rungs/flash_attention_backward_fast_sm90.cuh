@@ -44,6 +44,8 @@
 // argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
 #pragma once
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -71,6 +73,19 @@ __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
 
 __device__ __forceinline__ void st_shared_u16(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(static_cast<unsigned short>(v & 0xFFFFu)) : "memory");
+}
+
+// stmatrix.x4: lane l gives the address of row l % 8 of matrix l / 8; r[i] is this lane's (row lane/4, columns
+// 2 (lane%4), +1) of matrix i (the accumulator fragment's layout), written as it is (sm_90).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
 }
 
 // stmatrix.x4.trans: lane l gives the address of row l % 8 of matrix l / 8; r[i] is this lane's (row lane/4,
@@ -147,6 +162,58 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
   }
 }
 
+// The epilogue staged (the candidate KL_BWD_EPI_SMEM=1, docs/perf-log.md): warpgroup wg's keys (64 rows) of dK =
+// scale * acc_dk and dV = acc_dv, rounded to T, into shared memory at `stage` (dK then dV, each d / 64 blocks of
+// 64 rows x 128 bytes in the 128-byte swizzle) by stmatrix, then read back 16 bytes a thread, consecutive threads
+// along a row, and written out with 16-byte stores (rows < Lk): whole 32-byte sectors instead of the 4-byte stores'
+// half sectors from 8 rows at once. `stage` is this warpgroup's 256 d bytes, free of other readers (the caller's
+// barrier); the warpgroup's own named barrier (1 + wg) orders its stores before its reads.
+template <class T, int D, int N>
+__device__ __forceinline__ void store_dk_dv_staged(T* dk, T* dv, const float (&acc_dk)[N], const float (&acc_dv)[N],
+                                                   int key0, int Lk, uint32_t stage, int wg, int warp, int lane,
+                                                   float scale) {
+  static_assert(N == D / 2, "a warpgroup's 64 rows x d, 4 d / 8 accumulator registers per thread");
+  constexpr uint32_t kArray = 64 * D * 2;  // one array's bytes
+  const int mi = lane >> 3, rr = lane & 7, row = 16 * warp + 8 * (mi & 1) + rr;
+#pragma unroll
+  for (int a = 0; a < 2; ++a) {
+    const float(&acc)[N] = a == 0 ? acc_dk : acc_dv;
+    const float f = a == 0 ? scale : 1.f;
+#pragma unroll
+    for (int jp = 0; jp < D / 16; ++jp) {  // column groups j = 2 jp, 2 jp + 1; matrices (rows +0/+8) x (j, j + 1)
+      uint32_t r[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int e = 4 * (2 * jp + (i >> 1)) + 2 * (i & 1);
+        r[i] = pack2<T>(acc[e] * f, acc[e + 1] * f);
+      }
+      const int c = 2 * jp + (mi >> 1);  // this lane's 16-byte column chunk
+      stmatrix_x4(stage + a * kArray + (c >> 3) * 8192 + row * 128 + (((c & 7) ^ rr) << 4), r);
+    }
+  }
+  named_bar_sync(1 + wg, 128);
+  constexpr int kChunks = D / 8, kRowsPerPass = 128 / kChunks;
+  const int wt = (threadIdx.x & 127), c = wt % kChunks;
+  const bool v4 = ((reinterpret_cast<uintptr_t>(dk) | reinterpret_cast<uintptr_t>(dv)) & 15) == 0;
+#pragma unroll
+  for (int a = 0; a < 2; ++a) {
+    T* out = a == 0 ? dk : dv;
+#pragma unroll
+    for (int pass = 0; pass < 64 / kRowsPerPass; ++pass) {
+      const int rw = pass * kRowsPerPass + wt / kChunks;
+      const uint4 v = ld_shared_v4(stage + a * kArray + (c >> 3) * 8192 + rw * 128 + (((c & 7) ^ (rw & 7)) << 4));
+      if (key0 + rw >= Lk) continue;
+      T* dst = out + int64_t(key0 + rw) * D + 8 * c;
+      if (v4) {
+        *reinterpret_cast<uint4*>(dst) = v;
+      } else {
+        uint32_t* d32 = reinterpret_cast<uint32_t*>(dst);
+        d32[0] = v.x, d32[1] = v.y, d32[2] = v.z, d32[3] = v.w;
+      }
+    }
+  }
+}
+
 // ---- [SECTION] the main kernel ---------------------------------------------------------------------------
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
@@ -167,7 +234,9 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
 };
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
+// kEpiSmem (the candidate KL_BWD_EPI_SMEM=1, kTma only): dK_j and dV_j written out through shared memory
+// (store_dk_dv_staged, into the Q_i and dO_i stages, which are exactly the 512 d bytes it needs).
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kEpiSmem = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
@@ -531,13 +600,25 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         if constexpr (kGqa) issue_dq(hp.bh + group - 1, m_blocks - 1, (step - 1) & 1);
         else issue_dq(hp.bh, m_blocks - 1, (m_blocks - 1 - m_first) & 1);
       }
-      bulk_wait<0>();  // this thread's adds completed before the CTA (and its shared memory) goes
+      // This thread's adds completed before the CTA (and its shared memory) goes; kEpiSmem: after the epilogue,
+      // which its warpgroup runs with it (the adds read the dQ stages, not the Q_i / dO_i stages it writes).
+      if constexpr (!kEpiSmem) bulk_wait<0>();
     }
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
   rec.mark(Phase::Epilogue, timeline::kNoStep, tile);
-  store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, key_row, p.Lk, D, 0, t4, p.scale);
+  if constexpr (kEpiSmem) {
+    static_assert(kTma && 4 * kQBytes == 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
+    // Every warpgroup is past its last products' reads of the stages: the atomic kernel's barrier after the loop
+    // (or no loop ran); the dK/dV kernel has none, so it waits here.
+    if constexpr (!kAtomicDq) __syncthreads();
+    store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * wg, p.Lk, sQ + wg * (256 * D), wg, warp,
+                             lane, p.scale);
+    if constexpr (kAtomicDq) bulk_wait<0>();
+  } else {
+    store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, key_row, p.Lk, D, 0, t4, p.scale);
+  }
   rec.finish(wg);
 }
 template <class T, int kHeadDim, bool kAtomicDq>
@@ -549,22 +630,22 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 }
 // wgmma-tma (kTma): kGqa: grid (ceil(Lk / 128), H_kv, B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu
 // only.
-template <class T, int kHeadDim, bool kGqa>
+template <class T, int kHeadDim, bool kGqa, bool kEpiSmem = false>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, kEpiSmem>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // The deterministic mode's dK/dV kernel on wgmma-tma's path: its loads (Q_i, dO_i by TMA), no dQ part
 // (1.00x-1.07x the cp.async kernel's, docs/perf-log.md). kGqa as above.
-template <class T, int kHeadDim, bool kGqa>
+template <class T, int kHeadDim, bool kGqa, bool kEpiSmem = false>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_dkdv_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
                                     const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, false, true, kGqa>(p, BwdMaps{nullptr, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, false, true, kGqa, NoTrace, kEpiSmem>(p, BwdMaps{nullptr, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
@@ -608,6 +689,13 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
 // wgmma-tma: its loads, no dQ part). main_kind_asked: what p.path asks for; choose_main: what runs, with the maps it
 // needs made (where the driver refuses one, wgmma-tma falls back to Atomic, its deterministic mode to DkDv).
 enum class MainKind { DkDv, Atomic, Tma, DkDvTma };
+// The candidate not yet run on a GPU (docs/perf-log.md, "dK and dV written out through shared memory"; to be
+// measured, then made the way or removed): KL_BWD_EPI_SMEM=1 runs wgmma-tma's two kernels with the staged
+// epilogue. Read at each launch.
+inline bool epi_smem_experiment() {
+  const char* e = std::getenv("KL_BWD_EPI_SMEM");
+  return e && e[0] == '1' && e[1] == 0;
+}
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
@@ -661,10 +749,15 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
+  const bool staged = epi_smem_experiment();
   if (c.kind == MainKind::Tma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
+    cuda::launch((name + (staged ? "_epismem" : "")).c_str(),
+                 staged ? flash_bwd_wgmma_tma_kernel<T, D, kGqa, true> : flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid,
+                 block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::DkDvTma)
-    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.q, c.dout, p);
+    cuda::launch((name + (staged ? "_epismem" : "")).c_str(),
+                 staged ? flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa, true> : flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>,
+                 grid, block, smem, stream, c.q, c.dout, p);
   else if constexpr (kGqa)
     launch_cp_async(c.kind == MainKind::Atomic ? flash_bwd_wgmma_gqa_kernel<T, D, true>
                                                : flash_bwd_wgmma_gqa_kernel<T, D, false>);
