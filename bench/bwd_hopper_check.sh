@@ -112,9 +112,9 @@ echo "(against the float32 teaching variant on unrounded inputs: bf16 rel about 
 fi
 
 # Candidates (docs/perf-log.md): a path named NAME-SUFFIX runs NAME with SUFFIX's switch at 1, from the table below
-# (suffixes combine, NAME-a-b sets both). KL_BWD_BENCH_BASE (default wgmma): the path the side-by-side table
-# divides by. -epismem: "dK and dV written out through shared memory".
-declare -A switch_of=([epismem]=KL_BWD_EPI_SMEM)
+# (none now; suffixes combine, NAME-a-b sets both). KL_BWD_BENCH_BASE (default wgmma): the path the side-by-side
+# table divides by.
+declare -A switch_of=()
 paths=${KL_BWD_BENCH_PATHS:-wgmma wgmma-tma}
 for path in $paths; do
   real=$path envs=()

@@ -26,9 +26,10 @@
 // tensor reduce-adds (cp.reduce.async.bulk.tensor .add through a map of dq_accum, atomic per element in L2; rows
 // past Lq are clipped by the map), so the adds overlap the next step's products. Before a stage is rewritten its
 // issuer waits for its previous adds to have read it (wait_group.read, at the step's start, before it issues the
-// next adds); after the last step a barrier, the last adds, and wait_group 0 before the CTA exits. dK_j += dS^T Q_i
-// is issued with dV's (queued behind dQ's product instead, FlashAttention-3's order, it measured 0.97x-1.01x:
-// docs/perf-log.md).
+// next adds); after the last step a barrier, the last adds, the epilogue, and wait_group 0 before the CTA exits.
+// dK_j += dS^T Q_i is issued with dV's (queued behind dQ's product instead, FlashAttention-3's order, it measured
+// 0.97x-1.01x: docs/perf-log.md). dK_j and dV_j leave through shared memory (store_dk_dv_staged: stmatrix into the
+// free Q_i / dO_i stages, then 16-byte stores along rows).
 // Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the
 // kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async
 // loads): docs/perf-log.md.
@@ -45,7 +46,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -162,12 +162,15 @@ __device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[
   }
 }
 
-// The epilogue staged (the candidate KL_BWD_EPI_SMEM=1, docs/perf-log.md): warpgroup wg's keys (64 rows) of dK =
-// scale * acc_dk and dV = acc_dv, rounded to T, into shared memory at `stage` (dK then dV, each d / 64 blocks of
-// 64 rows x 128 bytes in the 128-byte swizzle) by stmatrix, then read back 16 bytes a thread, consecutive threads
-// along a row, and written out with 16-byte stores (rows < Lk): whole 32-byte sectors instead of the 4-byte stores'
-// half sectors from 8 rows at once. `stage` is this warpgroup's 256 d bytes, free of other readers (the caller's
-// barrier); the warpgroup's own named barrier (1 + wg) orders its stores before its reads.
+// wgmma-tma's epilogue (1.00x-1.11x the backward with store_dk_dv's, docs/perf-log.md): warpgroup wg's keys (64
+// rows) of dK = scale * acc_dk and dV = acc_dv, rounded to T, into shared memory at `stage` (dK then dV, each d / 64
+// blocks of 64 rows x 128 bytes in the 128-byte swizzle) by stmatrix, then read back 16 bytes a thread, consecutive
+// threads along a row, and written out with 16-byte stores (rows < Lk): whole 32-byte sectors instead of the 4-byte
+// stores' half sectors from 8 rows at once. `stage` is this warpgroup's 256 d bytes, free of other readers (the
+// caller's barrier); the warpgroup's own named barrier (1 + wg) orders its stores before its reads.
+// Keep the alignment test `v4`: nvcc writes either branch's store as four 4-byte stores in PTX, and the test is,
+// most likely, what lets ptxas make them one 16-byte store. Without it (the store alone, unconditional) the same
+// epilogue measured 0.92x-0.97x at L = 512 and 0.96x-0.99x at L = 2048 and 4096 (docs/perf-log.md).
 template <class T, int D, int N>
 __device__ __forceinline__ void store_dk_dv_staged(T* dk, T* dv, const float (&acc_dk)[N], const float (&acc_dv)[N],
                                                    int key0, int Lk, uint32_t stage, int wg, int warp, int lane,
@@ -234,9 +237,9 @@ __device__ __forceinline__ void store_dk_dv_staged(T* dk, T* dv, const float (&a
 struct BwdMaps {
   const CUtensorMap *dq, *q, *dout;
 };
-// kEpiSmem (the candidate KL_BWD_EPI_SMEM=1, kTma only): dK_j and dV_j written out through shared memory
-// (store_dk_dv_staged, into the Q_i and dO_i stages, which are exactly the 512 d bytes it needs).
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kEpiSmem = false>
+// kTma: dK_j and dV_j written out through shared memory (store_dk_dv_staged, into the Q_i and dO_i stages, which
+// are exactly the 512 d bytes it needs).
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
@@ -600,21 +603,20 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         if constexpr (kGqa) issue_dq(hp.bh + group - 1, m_blocks - 1, (step - 1) & 1);
         else issue_dq(hp.bh, m_blocks - 1, (m_blocks - 1 - m_first) & 1);
       }
-      // This thread's adds completed before the CTA (and its shared memory) goes; kEpiSmem: after the epilogue,
-      // which its warpgroup runs with it (the adds read the dQ stages, not the Q_i / dO_i stages it writes).
-      if constexpr (!kEpiSmem) bulk_wait<0>();
     }
   }
 
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
   rec.mark(Phase::Epilogue, timeline::kNoStep, tile);
-  if constexpr (kEpiSmem) {
-    static_assert(kTma && 4 * kQBytes == 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
+  if constexpr (kTma) {
+    static_assert(4 * kQBytes == 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
     // Every warpgroup is past its last products' reads of the stages: the atomic kernel's barrier after the loop
     // (or no loop ran); the dK/dV kernel has none, so it waits here.
     if constexpr (!kAtomicDq) __syncthreads();
     store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * wg, p.Lk, sQ + wg * (256 * D), wg, warp,
                              lane, p.scale);
+    // The issuers' adds complete before the CTA (and its shared memory) goes; waited for after the epilogue, which
+    // their warpgroups run with them (the adds read the dQ stages, not the Q_i / dO_i stages it writes).
     if constexpr (kAtomicDq) bulk_wait<0>();
   } else {
     store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, key_row, p.Lk, D, 0, t4, p.scale);
@@ -630,22 +632,22 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 }
 // wgmma-tma (kTma): kGqa: grid (ceil(Lk / 128), H_kv, B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu
 // only.
-template <class T, int kHeadDim, bool kGqa, bool kEpiSmem = false>
+template <class T, int kHeadDim, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, kEpiSmem>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // The deterministic mode's dK/dV kernel on wgmma-tma's path: its loads (Q_i, dO_i by TMA), no dQ part
 // (1.00x-1.07x the cp.async kernel's, docs/perf-log.md). kGqa as above.
-template <class T, int kHeadDim, bool kGqa, bool kEpiSmem = false>
+template <class T, int kHeadDim, bool kGqa>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_dkdv_tma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
                                     const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, false, true, kGqa, NoTrace, kEpiSmem>(p, BwdMaps{nullptr, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, false, true, kGqa, NoTrace>(p, BwdMaps{nullptr, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // Grouped-query attention (p.H_kv < p.H), grid (ceil(Lk / 128), H_kv, B); instantiated by
@@ -689,13 +691,6 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
 // wgmma-tma: its loads, no dQ part). main_kind_asked: what p.path asks for; choose_main: what runs, with the maps it
 // needs made (where the driver refuses one, wgmma-tma falls back to Atomic, its deterministic mode to DkDv).
 enum class MainKind { DkDv, Atomic, Tma, DkDvTma };
-// The candidate not yet run on a GPU (docs/perf-log.md, "dK and dV written out through shared memory"; to be
-// measured, then made the way or removed): KL_BWD_EPI_SMEM=1 runs wgmma-tma's two kernels with the staged
-// epilogue. Read at each launch.
-inline bool epi_smem_experiment() {
-  const char* e = std::getenv("KL_BWD_EPI_SMEM");
-  return e && e[0] == '1' && e[1] == 0;
-}
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
@@ -749,15 +744,10 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
-  const bool staged = epi_smem_experiment();
   if (c.kind == MainKind::Tma)
-    cuda::launch((name + (staged ? "_epismem" : "")).c_str(),
-                 staged ? flash_bwd_wgmma_tma_kernel<T, D, kGqa, true> : flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid,
-                 block, smem, stream, c.dq, c.q, c.dout, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::DkDvTma)
-    cuda::launch((name + (staged ? "_epismem" : "")).c_str(),
-                 staged ? flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa, true> : flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>,
-                 grid, block, smem, stream, c.q, c.dout, p);
+    cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.q, c.dout, p);
   else if constexpr (kGqa)
     launch_cp_async(c.kind == MainKind::Atomic ? flash_bwd_wgmma_gqa_kernel<T, D, true>
                                                : flash_bwd_wgmma_gqa_kernel<T, D, false>);
