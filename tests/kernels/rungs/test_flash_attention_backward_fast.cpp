@@ -33,6 +33,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/rungs/flash_attention_backward.h"
@@ -563,6 +564,15 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaCausalRowsThatSeeNothingOrOneKey) {
   causal_rows_that_see_little(FastBackwardPath::WgmmaTma);
 }
 
+// Case c on the wgmma path, then on wgmma-tma, from the same rounded inputs: {wgmma's, wgmma-tma's}.
+std::pair<FastHostResult, FastHostResult> on_wgmma_then_tma(Case c) {
+  const Inputs in = rounded_inputs(c);
+  c.path = FastBackwardPath::Wgmma;
+  FastHostResult w = run_case(c, in);
+  c.path = FastBackwardPath::WgmmaTma;
+  return {std::move(w), run_case(c, in)};
+}
+
 // Against the wgmma kernel on one input: dK and dV the same (the same products from the same registers; only how
 // Q, dO and dS reach shared memory differs, not their bits), dQ to fp32 summation order.
 TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
@@ -575,11 +585,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
         c.dtype = dtype;
         c.deterministic = false;
         SCOPED_TRACE(c.text());
-        const Inputs in = rounded_inputs(c);
-        c.path = FastBackwardPath::Wgmma;
-        const FastHostResult w = run_case(c, in);
-        c.path = FastBackwardPath::WgmmaTma;
-        const FastHostResult x = run_case(c, in);
+        const auto [w, x] = on_wgmma_then_tma(c);
         EXPECT_LT(test::rel_err(x.dk.data, std::vector<double>(w.dk.data.begin(), w.dk.data.end())), 1e-6);
         EXPECT_LT(test::rel_err(x.dv.data, std::vector<double>(w.dv.data.begin(), w.dv.data.end())), 1e-6);
         EXPECT_EQ(test::nan_count(x.dq.data), 0u);
@@ -602,11 +608,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsWgmmasBitForBit) {
         c.scale = 1.0f / std::sqrt(float(d));
         c.deterministic = true;
         SCOPED_TRACE(c.text());
-        const Inputs in = rounded_inputs(c);
-        c.path = FastBackwardPath::Wgmma;
-        const FastHostResult w = run_case(c, in);
-        c.path = FastBackwardPath::WgmmaTma;
-        const FastHostResult x = run_case(c, in);
+        const auto [w, x] = on_wgmma_then_tma(c);
         EXPECT_EQ(x.dk.data, w.dk.data);
         EXPECT_EQ(x.dv.data, w.dv.data);
         EXPECT_EQ(x.dq.data, w.dq.data);
