@@ -1,45 +1,62 @@
 #!/usr/bin/env bash
-# Two builds of the project timed in one GPU call, each in the exact form it would ship (no switches):
-#   bench/ab_builds.sh DIR_A DIR_B [RUNG]        (RUNG: a `kernel-ladder bench` rung, default flash-attention)
-# DIR_A and DIR_B are source trees already built with the cuda preset (DIR/build-cuda/kernel-ladder); a tree for
-# another commit comes from `git archive REV | tar -x -C .devrun/NAME` on the CPU machine, carried with the call.
-# Runs `bench RUNG --backend cuda --json` four times, A B B A (each first once, each last once), and prints per row
-# B / A from the mean of each build's two runs, then the geometric mean, minimum and maximum over the rows. Logs
-# into $OUT (default ./gpu-out): ab_{A1,B1,B2,A2}.json, ab_ratios.txt.
+# Builds of the project timed in one GPU call, each in the exact form it would ship (no switches):
+#   bench/ab_builds.sh [--build] [--tests REGEX] [--rung RUNG] DIR_A DIR_B [DIR_C]
+# DIR_A is the base; DIR_B (and DIR_C, a candidate on top of B) are source trees for other commits, made by
+# `git archive REV -- . ':!docs/tour' ':!docs/window' | tar -x -C .devrun/NAME` on the CPU machine and carried with
+# the call. RUNG: a `kernel-ladder bench` rung (default flash-attention).
+#   --build        builds every tree first, side by side (cuda preset; $KL_CMAKE_ARGS added, e.g.
+#                  -DKL_ICON_PNG_DIR=$PWD/.devicons where there is no rsvg-convert); else each must hold
+#                  DIR/build-cuda/kernel-ladder already
+#   --tests REGEX  runs the last tree's tests matching REGEX (ctest, cuda preset) before the timing
+# Then `bench RUNG --backend cuda --json` once per tree, then again in the reverse order (A B B A; with C:
+# A B C C B A: each tree first or last once), and bench/ab_ratios.py prints each row's B / A (and C / B) from the
+# mean of each tree's two runs, with the geometric mean, minimum and maximum by head dimension and dQ mode and over
+# all rows. Logs into $OUT (default ./gpu-out): ab_<tree><pass>.json (tree 1, 2, 3; pass a, b), ab_ratios.txt;
+# when the call is cut short, `python3 bench/ab_ratios.py OUT` on the CPU machine reads what was written.
 set -uo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 DIR_A DIR_B [RUNG]" >&2; exit 2; }
-a=$1 b=$2 rung=${3:-flash-attention}
+usage() { echo "usage: $0 [--build] [--tests REGEX] [--rung RUNG] DIR_A DIR_B [DIR_C]" >&2; exit 2; }
+build=0 tests="" rung=flash-attention dirs=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=1 ;;
+    --tests) [ $# -ge 2 ] || usage; tests=$2; shift ;;
+    --rung) [ $# -ge 2 ] || usage; rung=$2; shift ;;
+    -*) usage ;;
+    *) dirs+=("$1") ;;
+  esac
+  shift
+done
+if [ ${#dirs[@]} -lt 2 ] || [ ${#dirs[@]} -gt 3 ]; then usage; fi
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-for d in "$a" "$b"; do
-  [ -x "$d/build-cuda/kernel-ladder" ] || { echo "$0: no $d/build-cuda/kernel-ladder (build it with the cuda preset)" >&2; exit 2; }
+t0=$(date +%s)
+if [ $build = 1 ]; then
+  jobs=$(( $(nproc) / ${#dirs[@]} )); [ $jobs -ge 1 ] || jobs=1
+  for i in "${!dirs[@]}"; do
+    # shellcheck disable=SC2086  # KL_CMAKE_ARGS: several arguments
+    ( cd "${dirs[$i]}" && cmake --preset cuda ${KL_CMAKE_ARGS:-} > /dev/null && cmake --build --preset cuda -j$jobs ) \
+      > "$out/build_$((i + 1)).log" 2>&1 &
+  done
+  wait
+  grep -hE "spill stores|C751" "$out"/build_*.log | grep -v " 0 bytes spill" | head
+  echo "build $(( $(date +%s) - t0 )) s"
+fi
+for d in "${dirs[@]}"; do
+  [ -x "$d/build-cuda/kernel-ladder" ] || { echo "$0: no $d/build-cuda/kernel-ladder (build it with the cuda preset, or --build)" >&2; exit 2; }
 done
-for run in A1 B1 B2 A2; do
-  dir=$a; [[ $run == B* ]] && dir=$b
+if [ -n "$tests" ]; then
+  last=${dirs[${#dirs[@]} - 1]}
+  ( cd "$last" && timeout 240 ctest --preset cuda -R "$tests" -j8 --timeout 200 --output-on-failure ) > "$out/tests.log" 2>&1
+  echo "tests of $last rc=$? ($(( $(date +%s) - t0 )) s)"
+  grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$out/tests.log" | head -20
+fi
+order=()
+for i in "${!dirs[@]}"; do order+=("$((i + 1))a"); done
+for (( i = ${#dirs[@]} - 1; i >= 0; i-- )); do order+=("$((i + 1))b"); done
+for run in "${order[@]}"; do
+  dir=${dirs[$(( ${run:0:1} - 1 ))]}
   timeout 300 "$dir/build-cuda/kernel-ladder" bench "$rung" --backend cuda --json "$out/ab_$run.json" \
     > "$out/ab_$run.txt" 2>&1
-  echo "bench $run ($dir) rc=$?"
+  echo "bench $run ($dir) rc=$? ($(( $(date +%s) - t0 )) s)"
 done
-python3 - "$out" <<'PY' | tee "$out/ab_ratios.txt"
-import json, math, sys
-out = sys.argv[1]
-def rows(run):
-    try:
-        doc = json.load(open(f"{out}/ab_{run}.json"))
-    except (OSError, ValueError):
-        return {}
-    return {(r["shape"], r.get("variant", "")): r["tflops"] for r in doc.get("rows", []) if r.get("tflops")}
-a1, b1, b2, a2 = (rows(r) for r in ("A1", "B1", "B2", "A2"))
-ratios = []
-print(f"{'shape':72s} {'A':>8s} {'B':>8s}    B/A  (A1 A2 B1 B2)")
-for k in a1:
-    if k in a2 and k in b1 and k in b2:
-        ta, tb = (a1[k] + a2[k]) / 2, (b1[k] + b2[k]) / 2
-        ratios.append(tb / ta)
-        print(f"{(k[1] + ' ' + k[0])[:72]:72s} {ta:8.1f} {tb:8.1f} {tb / ta:6.3f}  ({a1[k]:.1f} {a2[k]:.1f} {b1[k]:.1f} {b2[k]:.1f})")
-if ratios:
-    g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    print(f"B/A over {len(ratios)} rows: geometric mean {g:.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}")
-else:
-    print("no rows in common: see ab_*.txt")
-PY
+python3 "$(dirname "$0")/ab_ratios.py" "$out" | tee "$out/ab_ratios.txt"

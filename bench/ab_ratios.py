@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Ratios of bench/ab_builds.sh's runs: python3 bench/ab_ratios.py OUT
+
+OUT holds ab_<tree><pass>.json (tree 1, 2, 3; pass a, b), each `kernel-ladder bench --json`'s output. For each tree
+after the first, each row's TFLOP/s over the tree before it (B / A, C / B), each tree's figure the mean of its two
+passes, then the geometric mean, minimum and maximum by variant, head dimension and dQ mode (the shape's d= and dq= words)
+and over every row. Rows a pass lacks (a tree that failed, a call cut short) are left out and counted."""
+import json
+import math
+import sys
+from collections import defaultdict
+
+
+def rows(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return {(r["shape"], r.get("variant", "")): r["tflops"] for r in doc.get("rows", []) if r.get("tflops")}
+
+
+def group_of(key):
+    shape, variant = key
+    return " ".join([variant] + [w for w in shape.split() if w.startswith("d=") or w.startswith("dq=")])
+
+
+def summary(label, ratios):
+    g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    return f"{label:34s} {len(ratios):3d} rows: geometric mean {g:.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}"
+
+
+def compare(out, base, cand):
+    """Prints tree `cand` against tree `base`; returns False when no row is in all four passes."""
+    runs = {p: rows(f"{out}/ab_{t}{p[-1]}.json") for p, t in (("Aa", base), ("Ab", base), ("Ba", cand), ("Bb", cand))}
+    missing = [f"ab_{t}{p[-1]}.json" for p, t in (("Aa", base), ("Ab", base), ("Ba", cand), ("Bb", cand)) if runs[p] is None]
+    if missing:
+        print(f"tree {cand} / tree {base}: no results in {', '.join(missing)}")
+    have = [r for r in runs.values() if r is not None]
+    if len(have) < 4:
+        return False
+    keys = [k for k in runs["Aa"] if all(k in r for r in have)]
+    left = len(set().union(*have)) - len(keys)
+    print(f"tree {cand} / tree {base}")
+    print(f"{'shape':72s} {'base':>8s} {'cand':>8s}  ratio  (base a, b; cand a, b)")
+    by_group = defaultdict(list)
+    for k in keys:
+        ta = (runs["Aa"][k] + runs["Ab"][k]) / 2
+        tb = (runs["Ba"][k] + runs["Bb"][k]) / 2
+        by_group[group_of(k)].append(tb / ta)
+        print(f"{(k[1] + ' ' + k[0])[:72]:72s} {ta:8.1f} {tb:8.1f} {tb / ta:6.3f}  "
+              f"({runs['Aa'][k]:.1f} {runs['Ab'][k]:.1f}; {runs['Ba'][k]:.1f} {runs['Bb'][k]:.1f})")
+    if not keys:
+        print("no rows in common: see ab_*.txt")
+        return False
+    for g in sorted(by_group):
+        print(summary(g, by_group[g]))
+    print(summary("every row", [x for v in by_group.values() for x in v]))
+    if left:
+        print(f"{left} rows not in all four passes, left out")
+    print()
+    return True
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: ab_ratios.py OUT", file=sys.stderr)
+        return 2
+    out = sys.argv[1]
+    trees = sorted({int(p) for p in "123" if rows(f"{out}/ab_{p}a.json") is not None or rows(f"{out}/ab_{p}b.json") is not None})
+    if len(trees) < 2:
+        print(f"fewer than two trees with results in {out}")
+        return 1
+    ok = [compare(out, t - 1, t) for t in range(2, max(trees) + 1)]
+    return 0 if any(ok) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
