@@ -9,10 +9,11 @@
 #                  DIR/build-cuda/kernel-ladder already
 #   --tests REGEX  runs the last tree's tests matching REGEX (ctest, cuda preset) before the timing
 # Then `bench RUNG --backend cuda --json` once per tree, then again in the reverse order (A B B A; with C:
-# A B C C B A: each tree first or last once), and bench/ab_ratios.py prints each row's B / A (and C / B) from the
-# mean of each tree's two runs, with the geometric mean, minimum and maximum by head dimension and dQ mode and over
-# all rows. Logs into $OUT (default ./gpu-out): ab_<tree><pass>.json (tree 1, 2, 3; pass a, b), ab_ratios.txt;
-# when the call is cut short, `python3 bench/ab_ratios.py OUT` on the CPU machine reads what was written.
+# A B C C B A: each tree first or last once), and bench/ab_ratios.py prints each row's B / A (and C / B, C / A)
+# from the mean of each tree's two runs, with the geometric mean, minimum and maximum by head dimension and dQ
+# mode and over all rows. Logs into $OUT (default ./gpu-out): ab_<tree><pass>.json (tree 1, 2, 3; pass a, b),
+# ab_ratios.txt; when the call is cut short, `python3 bench/ab_ratios.py OUT` on the CPU machine reads what was
+# written.
 set -uo pipefail
 usage() { echo "usage: $0 [--build] [--tests REGEX] [--rung RUNG] DIR_A DIR_B [DIR_C]" >&2; exit 2; }
 build=0 tests="" rung=flash-attention dirs=()
@@ -42,7 +43,8 @@ if [ $build = 1 ]; then
   echo "build $(( $(date +%s) - t0 )) s"
 fi
 for d in "${dirs[@]}"; do
-  [ -x "$d/build-cuda/kernel-ladder" ] || { echo "$0: no $d/build-cuda/kernel-ladder (build it with the cuda preset, or --build)" >&2; exit 2; }
+  [ -x "$d/build-cuda/kernel-ladder" ] ||
+    { echo "$0: no $d/build-cuda/kernel-ladder (build it with the cuda preset, or --build)" >&2; exit 2; }
 done
 if [ -n "$tests" ]; then
   last=${dirs[${#dirs[@]} - 1]}

@@ -2,9 +2,9 @@
 """Ratios of bench/ab_builds.sh's runs: python3 bench/ab_ratios.py OUT
 
 OUT holds ab_<tree><pass>.json (tree 1, 2, 3; pass a, b), each `kernel-ladder bench --json`'s output. For each tree
-after the first, each row's TFLOP/s over the tree before it (B / A, C / B), each tree's figure the mean of its two
-passes, then the geometric mean, minimum and maximum by variant, head dimension and dQ mode (the shape's d= and dq= words)
-and over every row. Rows a pass lacks (a tree that failed, a call cut short) are left out and counted."""
+after the first, each row's TFLOP/s over the tree before it (B / A, C / B; and C / A, for two alternatives to A),
+each tree's figure the mean of its two passes, then the geometric mean, minimum and maximum by variant, head
+dimension and dQ mode (the shape's d= and dq= words) and over every row. Rows a pass lacks (a tree that failed, a call cut short) are left out and counted."""
 import json
 import math
 import sys
@@ -32,8 +32,9 @@ def summary(label, ratios):
 
 def compare(out, base, cand):
     """Prints tree `cand` against tree `base`; returns False when no row is in all four passes."""
-    runs = {p: rows(f"{out}/ab_{t}{p[-1]}.json") for p, t in (("Aa", base), ("Ab", base), ("Ba", cand), ("Bb", cand))}
-    missing = [f"ab_{t}{p[-1]}.json" for p, t in (("Aa", base), ("Ab", base), ("Ba", cand), ("Bb", cand)) if runs[p] is None]
+    passes = (("Aa", base), ("Ab", base), ("Ba", cand), ("Bb", cand))
+    runs = {p: rows(f"{out}/ab_{t}{p[-1]}.json") for p, t in passes}
+    missing = [f"ab_{t}{p[-1]}.json" for p, t in passes if runs[p] is None]
     if missing:
         print(f"tree {cand} / tree {base}: no results in {', '.join(missing)}")
     have = [r for r in runs.values() if r is not None]
@@ -67,11 +68,12 @@ def main():
         print("usage: ab_ratios.py OUT", file=sys.stderr)
         return 2
     out = sys.argv[1]
-    trees = sorted({int(p) for p in "123" if rows(f"{out}/ab_{p}a.json") is not None or rows(f"{out}/ab_{p}b.json") is not None})
+    trees = sorted({int(t) for t in "123" for p in "ab" if rows(f"{out}/ab_{t}{p}.json") is not None})
     if len(trees) < 2:
         print(f"fewer than two trees with results in {out}")
         return 1
-    ok = [compare(out, t - 1, t) for t in range(2, max(trees) + 1)]
+    pairs = [(t - 1, t) for t in range(2, max(trees) + 1)] + ([(1, 3)] if max(trees) == 3 else [])
+    ok = [compare(out, a, b) for a, b in pairs]
     return 0 if any(ok) else 1
 
 
