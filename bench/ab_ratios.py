@@ -4,20 +4,22 @@
 OUT holds ab_<tree><pass>.json (tree 1, 2, 3; pass a, b), each `kernel-ladder bench --json`'s output. For each tree
 after the first, each row's TFLOP/s over the tree before it (B / A, C / B; and C / A, for two alternatives to A),
 each tree's figure the mean of its two passes, then the geometric mean, minimum and maximum by variant, head
-dimension and dQ mode (the shape's d= and dq= words) and over every row. Rows a pass lacks (a tree that failed, a call cut short) are left out and counted."""
-import json
+dimension and dQ mode (the shape's d= and dq= words) and over every row. Rows a pass lacks (a tree that failed, a
+call cut short) are left out and counted."""
 import math
 import sys
 from collections import defaultdict
 
+from bench_json import walk_rows
+
 
 def rows(path):
+    """{(shape, variant): TFLOP/s} of the rows in `path` that have a figure; None when the file is missing or unread."""
     try:
-        with open(path) as f:
-            doc = json.load(f)
+        found = walk_rows(path, lambda r: "shape" in r and r.get("tflops"))
     except (OSError, ValueError):
         return None
-    return {(r["shape"], r.get("variant", "")): r["tflops"] for r in doc.get("rows", []) if r.get("tflops")}
+    return {(r["shape"], r.get("variant", "")): r["tflops"] for r in found}
 
 
 def group_of(key):
