@@ -7,7 +7,8 @@
 #   --build        builds every tree first, side by side (cuda preset; $KL_CMAKE_ARGS added, e.g.
 #                  -DKL_ICON_PNG_DIR=$PWD/.devicons where there is no rsvg-convert); else each must hold
 #                  DIR/build-cuda/kernel-ladder already
-#   --tests REGEX  runs the last tree's tests matching REGEX (ctest, cuda preset) before the timing
+#   --tests REGEX  runs the last tree's tests matching REGEX (ctest, cuda preset) before the timing; if one of them
+#                  times out (a kernel that hangs, most likely), that tree is left out of the benches
 # Then `bench RUNG --backend cuda --json` once per tree, then again in the reverse order (A B B A; with C:
 # A B C C B A: each tree first or last once), and bench/ab_ratios.py prints each row's B / A (and C / B, C / A)
 # from the mean of each tree's two runs, with the geometric mean, minimum and maximum by head dimension and dQ
@@ -51,6 +52,13 @@ if [ -n "$tests" ]; then
   ( cd "$last" && timeout 240 ctest --preset cuda -R "$tests" -j8 --timeout 200 --output-on-failure ) > "$out/tests.log" 2>&1
   echo "tests of $last rc=$? ($(( $(date +%s) - t0 )) s)"
   grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$out/tests.log" | head -20
+  # A test that ran out of time is most likely a kernel that hangs: the benches would hang too (300 s each), so
+  # that tree is left out of them.
+  if grep -q "Timeout" "$out/tests.log"; then
+    echo "$last: a test timed out; its tree is left out of the benches"
+    unset 'dirs[${#dirs[@]}-1]'
+    [ ${#dirs[@]} -ge 2 ] || exit 1
+  fi
 fi
 order=()
 for i in "${!dirs[@]}"; do order+=("$((i + 1))a"); done
