@@ -50,11 +50,12 @@ done
 if [ -n "$tests" ]; then
   last=${dirs[${#dirs[@]} - 1]}
   ( cd "$last" && timeout 240 ctest --preset cuda -R "$tests" -j8 --timeout 200 --output-on-failure ) > "$out/tests.log" 2>&1
-  echo "tests of $last rc=$? ($(( $(date +%s) - t0 )) s)"
+  rc=$?
+  echo "tests of $last rc=$rc ($(( $(date +%s) - t0 )) s)"
   grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$out/tests.log" | head -20
-  # A test that ran out of time is most likely a kernel that hangs: the benches would hang too (300 s each), so
-  # that tree is left out of them.
-  if grep -q "Timeout" "$out/tests.log"; then
+  # A test that ran out of time (or the run, rc 124) is most likely a kernel that hangs: the benches would hang too
+  # (300 s each), so that tree is left out of them.
+  if [ $rc = 124 ] || grep -q "Timeout" "$out/tests.log"; then
     echo "$last: a test timed out; its tree is left out of the benches"
     unset 'dirs[${#dirs[@]}-1]'
     [ ${#dirs[@]} -ge 2 ] || exit 1
