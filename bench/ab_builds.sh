@@ -55,7 +55,7 @@ if [ -n "$tests" ]; then
   grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$out/tests.log" | head -20
   # A test that ran out of time (or the run, rc 124) is most likely a kernel that hangs: the benches would hang too
   # (300 s each), so that tree is left out of them.
-  if [ $rc = 124 ] || grep -q "Timeout" "$out/tests.log"; then
+  if [ $rc = 124 ] || grep -qF "***Timeout" "$out/tests.log"; then
     echo "$last: a test timed out; its tree is left out of the benches"
     unset 'dirs[${#dirs[@]}-1]'
     [ ${#dirs[@]} -ge 2 ] || exit 1
