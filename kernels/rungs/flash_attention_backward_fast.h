@@ -116,13 +116,19 @@ struct FastBackwardTraitsSm90 {
   // (fp32, kBlockM each); plus 1 KiB to align the tiles to 1024 bytes (the 128-byte swizzle's period).
   static constexpr int64_t kSmemBytes =
       int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
-  // The wgmma-tma kernel adds two stages of dQ staging: per warpgroup kBlockM rows of 64 fp32 columns as two
-  // boxes of 32 columns (128-byte rows, 128-byte swizzle: the layout the bulk tensor copy reads), so the 8 rows
-  // a warp's float2 stores touch fall on 8 different 16-byte chunks; then the two stages' mbarriers (8 bytes
-  // each, 64 reserved).
-  static constexpr int kDqBoxBytes = kBlockM * 128;
+  // The wgmma-tma kernels (their tiles at kBlockMTma rows) add two stages of dQ staging: per warpgroup 64 rows of
+  // 64 fp32 columns as two boxes of 32 columns (128-byte rows, 128-byte swizzle: the layout the bulk tensor copy
+  // reads), so the 8 rows a warp's float2 stores touch fall on 8 different 16-byte chunks; then the two stages'
+  // mbarriers (8 bytes each, 64 reserved). d = 64: 195 KiB, d = 128: 210 KiB (of 227).
+  // At d = 64 the wgmma-tma kernels take kBlockMTma = 128 query rows a step (FlashAttention-3's tile there), so
+  // each warpgroup's S^T and dP^T are 64 keys x 128 queries and its dQ part 64 query rows x 64 columns over all
+  // 128 keys; at d = 128 the registers (dK_j, dV_j: 128 a thread) leave no room for that, and they keep 64.
+  static constexpr int kBlockMTma = kHeadDim == 64 ? 128 : 64;
+  static constexpr int kDqBoxRows = 64, kDqBoxBytes = kDqBoxRows * 128;
   static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
-  static constexpr int64_t kSmemBytesTma = kSmemBytes + 2 * kDqStageBytes + 64;
+  static constexpr int64_t kSmemBytesTma =
+      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockMTma * kHeadDim + kBlockMTma * kBlockN) * 2 + 4 * kBlockMTma * 4 +
+      1024 + 2 * kDqStageBytes + 64;
 };
 
 // The wgmma dK/dV kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and
@@ -250,7 +256,7 @@ KL_FA_HD int b_rows_are_n_offset(int row_len, int lane, int kk, int row0) {
 
 // ---- [SECTION] the wgmma kernel's dS store (pure index logic, CPU-tested) ---------------------------------
 // The wgmma kernel holds dS^T (keys x queries) in accumulator registers and stores it as dS [64 queries][128
-// keys] into a 128-byte-swizzled tile (kernels/rungs/sm90_device.cuh: 64-key column blocks of 64 rows x 128
+// keys] (wgmma-tma at d = 64: 128 queries) into a 128-byte-swizzled tile (kernels/rungs/sm90_device.cuh: 64-key column blocks of 64 rows x 128
 // bytes; chunk c of row r at chunk position c ^ (r & 7)), the K-major A operand of dQ = dS K.
 namespace wgmma_frag {
 // Byte offset of element `col` of row `row` in a swizzled tile of `rows` rows of 16-bit elements.
@@ -268,12 +274,13 @@ KL_FA_HD uint32_t ds_store_byte(int wg, int warp, int lane, int kk, int r, int h
 }
 // The same store by stmatrix.x4.trans (wgmma-tma): ds_frag[kk][0..3] are four 8 x 8 matrices (keys +8 (i % 2),
 // queries 16 kk + 8 (i / 2)) of which each lane holds (key lane/4, queries 2 (lane % 4), +1); .trans writes
-// each matrix's query q as one 16-byte row of 8 keys, whose address lane 8i + q gives. This is that address.
-KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk) {
+// each matrix's query q as one 16-byte row of 8 keys, whose address lane 8i + q gives. This is that address, in a
+// tile of `rows` queries (the step's: 64, or 128 at d = 64).
+KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk, int rows = 64) {
   const int i = lane >> 3;
   const int key = 64 * wg + 16 * warp + 8 * (i & 1);
   const int query = 16 * kk + 8 * (i >> 1) + (lane & 7);
-  return swizzled_byte(64, query, key);
+  return swizzled_byte(rows, query, key);
 }
 // The d = 256 kernel's stores (FastBackwardTraitsSm90D256), into 64 x 64 tiles of one 128-byte swizzled block.
 // P^T and dS^T [64 keys][64 queries]: thread (wg, warp, lane) holds S^T element 4j + e at key 16 warp + lane/4 +

@@ -1,7 +1,8 @@
-// Rung 6, fast variant, Hopper path: the wgmma main kernels for grouped-query attention (k, v with H_kv < H
-// heads; flash_attention_backward_fast.h's design, the kGqa flag of the body in
-// flash_attention_backward_fast_sm90.cuh). A translation unit of their own, so that the plain kernels'
-// (flash_attention_backward_fast_plain.sm90a.cu) compile as before and the two build in parallel.
+// Rung 6, fast variant, Hopper path: the wgmma main kernels at d = 128 for grouped-query attention (k, v with
+// H_kv < H heads; flash_attention_backward_fast.h's design, the kGqa flag of the body in
+// flash_attention_backward_fast_sm90.cuh; d = 64's are in flash_attention_backward_fast_d64.sm90a.cu). A
+// translation unit of their own, so that the plain kernels' (flash_attention_backward_fast_plain.sm90a.cu) compile
+// as before and the files build in parallel.
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
 namespace kl::flash_attention_backward {
@@ -22,13 +23,8 @@ void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStre
                                                                                 bwd_gqa_sm90a_probe);
   if (!loaded)
     throw RuntimeError("flash-attention-backward: the grouped-query wgmma kernels' sm_90a code did not load here");
-  const bool half = p.dtype == FastDtype::Fp16;
-  if (p.d == 64)
-    half ? launch_main_kernel<__half, 64, true>(p, atomic_dq, stream)
-         : launch_main_kernel<__nv_bfloat16, 64, true>(p, atomic_dq, stream);
-  else
-    half ? launch_main_kernel<__half, 128, true>(p, atomic_dq, stream)
-         : launch_main_kernel<__nv_bfloat16, 128, true>(p, atomic_dq, stream);
+  p.dtype == FastDtype::Fp16 ? launch_main_kernel<__half, 128, true>(p, atomic_dq, stream)
+                             : launch_main_kernel<__nv_bfloat16, 128, true>(p, atomic_dq, stream);
 }
 
 }  // namespace sm90_bwd

@@ -1,5 +1,5 @@
-// Rung 6, fast variant, Hopper path: the plain wgmma main kernels (the ones run_fast runs) and their entry
-// points. The kernel, its design and its launcher are in kernels/rungs/flash_attention_backward_fast_sm90.cuh,
+// Rung 6, fast variant, Hopper path: the plain wgmma main kernels at d = 128 (the ones run_fast runs; d = 64's
+// and the grouped-query ones have files of their own) and the entry points. The kernel, its design and its launcher are in kernels/rungs/flash_attention_backward_fast_sm90.cuh,
 // shared with the instrumented build (flash_attention_backward_fast_timeline.sm90a.cu), a translation unit of
 // its own so that this one compiles as before.
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
@@ -32,14 +32,10 @@ void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, cudaStream_t
     if (atomic_dq) throw RuntimeError("flash-attention-backward: no d = 256 kernel adds dQ by atomics");
     return launch_wgmma_dkdv_d256(p, stream);
   }
-  if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq, stream);  // kernels of their own
-  const bool half = p.dtype == FastDtype::Fp16;
-  if (p.d == 64)
-    half ? sm90_bwd::launch_main_kernel<__half, 64, false>(p, atomic_dq, stream)
-         : sm90_bwd::launch_main_kernel<__nv_bfloat16, 64, false>(p, atomic_dq, stream);
-  else
-    half ? sm90_bwd::launch_main_kernel<__half, 128, false>(p, atomic_dq, stream)
-         : sm90_bwd::launch_main_kernel<__nv_bfloat16, 128, false>(p, atomic_dq, stream);
+  if (p.d == 64) return sm90_bwd::launch_wgmma_main_d64(p, atomic_dq, stream);          // kernels of their own
+  if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq, stream);  // likewise
+  p.dtype == FastDtype::Fp16 ? sm90_bwd::launch_main_kernel<__half, 128, false>(p, atomic_dq, stream)
+                             : sm90_bwd::launch_main_kernel<__nv_bfloat16, 128, false>(p, atomic_dq, stream);
 }
 
 }  // namespace kl::flash_attention_backward

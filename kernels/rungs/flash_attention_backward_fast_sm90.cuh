@@ -29,17 +29,21 @@
 // next adds); after the last step a barrier, the last adds, the epilogue, and wait_group 0 before the CTA exits.
 // dK_j += dS^T Q_i is issued with dV's (queued behind dQ's product instead, FlashAttention-3's order, it measured
 // 0.97x-1.01x: docs/perf-log.md). dK_j and dV_j leave through shared memory (store_dk_dv_staged: stmatrix into the
-// free Q_i / dO_i stages, then 16-byte stores along rows).
-// Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 146 KiB, d = 128: 210 KiB (of 227). Measured against the
+// free Q_i / dO_i stages, then 16-byte stores along rows). At d = 64 a step takes 128 query rows (kBlockMTma,
+// FlashAttention-3's tile there): S^T and dP^T are m64n128k16 (64 registers each), dV and dK take 8 k16 steps a
+// step, and warpgroup wg computes dQ_i's rows 64 wg .. (all 64 columns over all 128 keys: A from dS's rows 64 wg ..)
+// and adds them as its two boxes; half the steps, so half the barriers, waits and issues per query row.
+// Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 195 KiB, d = 128: 210 KiB (of 227). Measured against the
 // kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async
 // loads): docs/perf-log.md.
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
 //
-// This header holds the kernel as a template and its launcher; three translation units instantiate it:
-// flash_attention_backward_fast_plain.sm90a.cu the plain kernels, flash_attention_backward_fast_gqa.sm90a.cu
-// the grouped-query ones (kGqa: flash_bwd_wgmma_gqa_kernel), flash_attention_backward_fast_timeline.sm90a.cu
+// This header holds the kernel as a template and its launcher; four translation units instantiate it:
+// flash_attention_backward_fast_plain.sm90a.cu the plain kernels at d = 128, flash_attention_backward_fast_gqa.sm90a.cu
+// the grouped-query ones (kGqa: flash_bwd_wgmma_gqa_kernel), flash_attention_backward_fast_d64.sm90a.cu both kinds
+// at d = 64, flash_attention_backward_fast_timeline.sm90a.cu
 // the instrumented ones (issue 30: flash_bwd_wgmma_traced_kernel, which stamps each warpgroup's phases for the
 // CTAs a trace names; kernels/measure/timeline_trace.h). Both run the same body with a recorder as template
 // argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
@@ -134,12 +138,12 @@ __device__ __forceinline__ void zero(float (&acc)[N]) {
   for (int i = 0; i < N; ++i) acc[i] = 0.f;
 }
 
-// The accumulator of a 64 x 64 product (rows: this thread's keys, columns: queries 16 kk ..) rounded to T as
-// the A fragments of the k16 steps over the queries (the forward's P packing).
-template <class T>
-__device__ __forceinline__ void pack_a(uint32_t (&frag)[4][4], const float (&acc)[32]) {
+// The accumulator of a 64 x 16 K product (rows: this thread's keys, columns: queries 16 kk ..) rounded to T as
+// the A fragments of the K k16 steps over the queries (the forward's P packing).
+template <class T, int K>
+__device__ __forceinline__ void pack_a(uint32_t (&frag)[K][4], const float (&acc)[8 * K]) {
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk)
+  for (int kk = 0; kk < K; ++kk)
 #pragma unroll
     for (int r = 0; r < 4; ++r) frag[kk][r] = pack2<T>(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1]);
 }
@@ -243,14 +247,17 @@ template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Tra
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
-  constexpr int D = kHeadDim, BM = Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
-  static_assert(BM == 64 && BN == 128 && kThreads == 256, "two warpgroups of 64 keys, 64 query rows a step");
+  // kTma at d = 64: 128 query rows a step (kWide); each warpgroup then computes dQ_i's rows 64 wg .. (all 64
+  // columns over all 128 keys) and adds them as two boxes, so the two warpgroups do not both add the whole tile
+  // (each its keys' part) as the other kernels do.
+  constexpr bool kWide = kTma && kHeadDim == 64;
+  constexpr int D = kHeadDim, BM = kTma ? Tr::kBlockMTma : Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
+  static_assert((BM == 64 || (kWide && BM == 128)) && BN == 128 && kThreads == 256,
+                "two warpgroups of 64 keys, 64 query rows a step (128 at d = 64 on wgmma-tma)");
+  constexpr int kJ = BM / 8, kKq = BM / 16;  // the 8-query column groups of S^T, dP^T; the k16 steps over queries
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
   constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
-  // kTma at d = 64: each warpgroup computes and adds 32 columns of dQ_i over all 128 keys (one box), so the two
-  // warpgroups do not both add the whole 64 x 64 tile (each its keys' part) as the other kernels do.
-  constexpr bool kSplitDq = kTma && D == 64;
-  constexpr int kDqRegs = kSplitDq ? 16 : 32;
+  constexpr int kDqRegs = 32;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -282,16 +289,23 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   zero(acc_dk);
   zero(acc_dv);
 
-  // kTma: the first thread of warpgroup wg adds its staged boxes of query tile mt (stage st) into the
-  // accumulator rows of query head `head` (its index b * H + h in dq_accum; gqa: the group's head gi) at
-  // columns 64 wg .. (d = 128: two boxes) or 32 wg .. (d = 64: one box, kSplitDq).
+  // kTma: the first thread of warpgroup wg adds its two staged boxes of query tile mt (stage st) into the
+  // accumulator rows of query head `head` (its index b * H + h in dq_accum; gqa: the group's head gi): d = 128
+  // the tile's 64 rows at columns 64 wg ..; d = 64 (kWide) rows 64 wg .. of the tile's 128 (none past Lq: no add).
   const bool dq_issuer = (tid & 127) == 0;
   auto issue_dq = [&](int64_t head, int mt, int st) {
     const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, 0, 0);
+    if constexpr (kWide) {
+      const int row0 = mt * BM + 64 * wg;
+      if (row0 < p.Lq)
 #pragma unroll
-    for (int box = 0; box < (kSplitDq ? 1 : 2); ++box)
-      bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, (kSplitDq ? 32 : 64) * wg + 32 * box, mt * BM,
-                                int(head));
+        for (int box = 0; box < 2; ++box)
+          bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, 32 * box, row0, int(head));
+    } else {
+#pragma unroll
+      for (int box = 0; box < 2; ++box)
+        bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, 64 * wg + 32 * box, mt * BM, int(head));
+    }
     bulk_commit();
   };
 
@@ -332,7 +346,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     }
   };
 
-  // kTma: Q_i and dO_i of query tile m of query head qh into stage s, D / 64 boxes of 64 rows x 128 bytes each
+  // kTma: Q_i and dO_i of query tile m of query head qh into stage s, D / 64 boxes of BM rows x 128 bytes each
   // (the tiles' swizzled layout; rows past Lq arrive as zeros), by thread 0.
   auto issue_q_do = [&](int qh, int m, int s) {
     const uint32_t bar = sBar + 8 * s;
@@ -418,8 +432,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       }
       const uint32_t sQs = sQ + stage * kQBytes, sdOs = sdO + stage * kQBytes;
 
-      // S^T = K_j Q_i^T and dP^T = V_j dO_i^T (64 keys x 64 queries each, k = d).
-      float acc_s[32], acc_dp[32];
+      // S^T = K_j Q_i^T and dP^T = V_j dO_i^T (64 keys x BM queries each, k = d).
+      float acc_s[BM / 2], acc_dp[BM / 2];
       rec.mark(Phase::IssueS, m, tile);
       fence_regs(acc_s);
       fence_regs(acc_dp);
@@ -427,14 +441,14 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-        wgmma_ss<T, 64>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
+        wgmma_ss<T, BM>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
       }
       wgmma_commit();
       rec.mark(Phase::IssueDP, m, tile);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-        wgmma_ss<T, 64>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
+        wgmma_ss<T, BM>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
       }
       wgmma_commit();
       rec.mark(Phase::WaitS, m, tile);
@@ -447,7 +461,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       const float* d_s = sD + stage * BM;
       const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < kJ; ++j) {
         float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
         if constexpr (kTma) l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
 #pragma unroll
@@ -463,14 +477,14 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       fence_regs(acc_dp);
       rec.mark(Phase::DS, m, tile);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < kJ; ++j) {
         const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
       }
 
-      // dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's 64 queries; dO, Q MN-major).
-      uint32_t p_frag[4][4], ds_frag[4][4];
+      // dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's BM queries; dO, Q MN-major).
+      uint32_t p_frag[kKq][4], ds_frag[kKq][4];
       pack_a<T>(p_frag, acc_s);
       pack_a<T>(ds_frag, acc_dp);
       fence_regs(acc_dv);
@@ -494,7 +508,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         rec.mark(Phase::StoreDS, m, tile);
         if constexpr (kTma) {
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk) stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk), ds_frag[kk]);
+          for (int kk = 0; kk < kKq; ++kk)
+            stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk, BM), ds_frag[kk]);
         } else {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk)
@@ -517,12 +532,13 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         rec.mark(Phase::IssueDQ, m, tile);
         fence_regs(acc_dq);
         wgmma_fence();
-        if constexpr (kSplitDq) {  // columns 32 wg .. over all 128 keys (m64n32k16; B starts 64 bytes into the
-                                   // 128-byte swizzled rows of K: the swizzle is a function of the address)
+        if constexpr (kWide) {  // rows 64 wg .. (A: dS's rows from 64 wg, in both 64-key blocks), all 64 columns
+                                // over all 128 keys
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk)
-            wgmma_ss_tb<T, 32>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
-                               make_desc(sK + 64 * wg + kk * 16 * 128, BN * 128, 1024), kk > 0);
+            wgmma_ss_tb<T, 64>(acc_dq,
+                               make_desc(sdS + (kk >> 2) * (BM * 128) + wg * (64 * 128) + (kk & 3) * 32, 16, 1024),
+                               make_desc(sK + kk * 16 * 128, BN * 128, 1024), kk > 0);
         } else if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
 #pragma unroll
           for (int kk = 0; kk < BN / 16; ++kk)
@@ -548,7 +564,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
           // barrier); the next step's first barrier publishes it, and its issuers add it.
           // Column group j = dq_stage_group(jj, lane) at the jj-th store (conflict-free); the values picked by
           // selects among the four candidates (the register index must be known at compile time).
-          // kSplitDq: the 4 column groups of the warpgroup's one box, the same turn (WgmmaTmaDqStagingLayout).
+          // kWide: the same stores, the warpgroup's block being its 64 rows of the tile's 128 (all 64 columns).
           const uint32_t st_base = sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes);
           const int turn = g & 3;
 #pragma unroll
@@ -609,7 +625,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   // dK_j = scale * sum dS^T Q, dV_j = sum P^T dO (0 for keys no query sees), rounded to T, keys < Lk.
   rec.mark(Phase::Epilogue, timeline::kNoStep, tile);
   if constexpr (kTma) {
-    static_assert(4 * kQBytes == 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
+    static_assert(4 * kQBytes >= 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
     // Every warpgroup is past its last products' reads of the stages: the atomic kernel's barrier after the loop
     // (or no loop ran); the dK/dV kernel has none, so it waits here.
     if constexpr (!kAtomicDq) __syncthreads();
@@ -679,7 +695,7 @@ inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
   if (!encode || !p.dq_accum || heads > INT32_MAX) return false;
   const cuuint64_t dims[3] = {cuuint64_t(p.d), cuuint64_t(p.Lq), cuuint64_t(heads)};
   const cuuint64_t strides[2] = {cuuint64_t(p.d) * 4, cuuint64_t(p.Lq) * cuuint64_t(p.d) * 4};
-  const cuuint32_t box[3] = {32, cuuint32_t(FastBackwardTraitsSm90<64>::kBlockM), 1};
+  const cuuint32_t box[3] = {32, cuuint32_t(FastBackwardTraitsSm90<64>::kDqBoxRows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, p.dq_accum, dims, strides, box, elem_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -704,9 +720,9 @@ MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
   MainChoice c;
   c.kind = main_kind_asked(p, atomic_dq);
   if (c.kind != MainKind::Tma && c.kind != MainKind::DkDvTma) return c;
-  // Q and dO: [B, H, Lq, d], boxes of 64 columns x 64 rows (the tiles' layout).
+  // Q and dO: [B, H, Lq, d], boxes of 64 columns x kBlockMTma rows (the tiles' layout).
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
-  const int rows = FastBackwardTraitsSm90<D>::kBlockM;
+  const int rows = FastBackwardTraitsSm90<D>::kBlockMTma;
   const bool dq_map = c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p);
   if (!(dq_map && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
         make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows)))
@@ -754,8 +770,10 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   else
     launch_cp_async(c.kind == MainKind::Atomic ? flash_bwd_wgmma_kernel<T, D, true> : flash_bwd_wgmma_kernel<T, D, false>);
 }
-// launch_wgmma_main for p with H_kv < H (flash_attention_backward_fast_gqa.sm90a.cu).
+// launch_wgmma_main for p with H_kv < H at d = 128 (flash_attention_backward_fast_gqa.sm90a.cu), and for d = 64
+// (flash_attention_backward_fast_d64.sm90a.cu).
 void launch_wgmma_main_gqa(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream);
+void launch_wgmma_main_d64(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream);
 
 // The instrumented main kernel (bf16; the caller checks p.dtype), as launch_main_kernel chooses it; named as it with
 // "_traced" appended.

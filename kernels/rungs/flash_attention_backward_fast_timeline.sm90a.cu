@@ -40,13 +40,14 @@ void check_traced(const FastBackwardParams& p) {
 
 FastBackwardTracedShape fast_backward_traced_shape(const FastBackwardParams& p, bool atomic_dq) {
   sm90_bwd::check_traced(p);
-  using Tr = FastBackwardTraitsSm90<64>;  // the same tiles at d = 128
+  using Tr = FastBackwardTraitsSm90<64>;  // the same tiles at d = 128, but wgmma-tma's query rows at d = 64
   FastBackwardTracedShape s;
   const dim3 g = p.d == 64 ? sm90_bwd::main_grid<64>(p) : sm90_bwd::main_grid<128>(p);
   s.ctas = int(g.x * g.y * g.z);
   s.lanes = Tr::kThreads / 128;
-  s.block_m = Tr::kBlockM, s.block_n = Tr::kBlockN;
   const sm90_bwd::MainKind kind = sm90_bwd::main_kind_asked(p, atomic_dq);  // as named unless a map is refused
+  const bool tma = kind == sm90_bwd::MainKind::Tma || kind == sm90_bwd::MainKind::DkDvTma;
+  s.block_m = tma && p.d == 64 ? Tr::kBlockMTma : Tr::kBlockM, s.block_n = Tr::kBlockN;
   s.launch = (p.d == 64 ? sm90_bwd::main_launch_name<64>(false, kind) : sm90_bwd::main_launch_name<128>(false, kind)) +
              "_traced";
   return s;

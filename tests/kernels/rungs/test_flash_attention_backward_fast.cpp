@@ -547,8 +547,9 @@ TEST(FlashAttentionBackwardFast, WgmmaDeterministicModeIsBitwiseRepeatable) {
   bitwise_repeatable(FastBackwardPath::Wgmma);
 }
 
-// ---- wgmma-tma, the default (Q_i, dO_i by bulk tensor copies, dQ by bulk tensor reduce-adds): the atomic mode's checks (the
-// deterministic mode runs the kernel above; grouped-query attention below) ----
+// ---- wgmma-tma, the default (Q_i, dO_i by bulk tensor copies, dQ by bulk tensor reduce-adds; at d = 64 128 query
+// rows a step, so 127 | 129 and 257 cross its boundaries, and 63 | 65 leave the second warpgroup's rows empty or
+// nearly): the atomic mode's checks (the deterministic mode below; grouped-query attention below) ----
 TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
   sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
@@ -1211,7 +1212,7 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaStmatrixStoresLikeTheElementStores)
             }
 }
 
-// The dQ staging stores of `groups` column groups of 8 (8: d = 128, 4: d = 64) by every warp of both
+// The dQ staging stores of `groups` column groups of 8 by every warp of both
 // warpgroups: over its stores each lane writes each group once, within its warpgroup's groups / 4 boxes, and a
 // half-warp's float2 stores touch each of the 32 banks exactly once.
 void expect_staging_conflict_free(int groups) {
@@ -1258,12 +1259,62 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
     used += n;
   }
   EXPECT_EQ(used, 2 * 64 * 64);
-  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesTma, FastBackwardTraitsSm90<64>::kSmemBytes + 2 * 2 * 2 * 64 * 128 + 64);
+  // K_j, V_j (128 keys), two stages of Q_i and dO_i and dS at the wgmma-tma tiles' query rows (d = 64: 128, d = 128:
+  // 64), L and D, 1 KiB of alignment, two dQ stages, the mbarriers.
+  auto tma_bytes = [](int d, int rows) {
+    return int64_t(2 * 128 * d + 4 * rows * d + rows * 128) * 2 + 4 * rows * 4 + 1024 + 2 * (2 * 2 * 64 * 128) + 64;
+  };
+  EXPECT_EQ(FastBackwardTraitsSm90<64>::kBlockMTma, 128);
+  EXPECT_EQ(FastBackwardTraitsSm90<128>::kBlockMTma, 64);
+  EXPECT_EQ(FastBackwardTraitsSm90<64>::kSmemBytesTma, tma_bytes(64, 128));
+  EXPECT_EQ(FastBackwardTraitsSm90<128>::kSmemBytesTma, tma_bytes(128, 64));
+  EXPECT_LE(FastBackwardTraitsSm90<64>::kSmemBytesTma, 227 * 1024) << "past the H100/H200's per-block limit";
   EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesTma, 227 * 1024) << "past the H100/H200's per-block limit";
-  expect_staging_conflict_free(8);  // d = 128: 64 columns a warpgroup, two boxes
-  // d = 64: each warpgroup stages 32 columns (its one box) with jj in 0 .. 3: the same turn keeps j in 0 .. 3
-  // and the half-warps' stores conflict-free.
-  expect_staging_conflict_free(4);
+  // Each warpgroup stages a 64 x 64 block, two boxes: d = 128 its 64 columns of the tile's 64 rows, d = 64 its 64
+  // rows of the tile's 128.
+  expect_staging_conflict_free(8);
+}
+
+// wgmma-tma at d = 64 (128 query rows a step): both warpgroups' dS^T (64 keys x 128 queries each) stored by
+// stmatrix.x4.trans, emulated as above, at ds_stmatrix_byte(..., 128) fill the dS tile [128 queries][128 keys]
+// once, and the tensor cores' K-major, 128-byte-swizzled A read at the kernel's dQ k-step starts (warpgroup wg:
+// queries 64 wg .., k-step kk over keys 16 kk .., in key block kk / 4) gives dS there.
+TEST(FlashAttentionBackwardFastHost, WgmmaTmaWideDsTransposeOnAnEmulatedCta) {
+  constexpr int kQueries = 128, kKeys = 128;
+  std::vector<double> ds_t(size_t(kKeys) * kQueries);  // dS^T [key][query]
+  for (size_t i = 0; i < ds_t.size(); ++i) ds_t[i] = double(i) + 0.5;
+  std::vector<double> smem(size_t(kQueries) * kKeys, -1.0);  // by 2-byte element
+  std::vector<int> writes(smem.size(), 0);
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int kk = 0; kk < kQueries / 16; ++kk)
+          for (int i = 0; i < 4; ++i)
+            for (int hh = 0; hh < 2; ++hh) {
+              const int el = 8 * kk + 2 * i + hh, j = el / 4, e = el % 4;  // the accumulator element packed there
+              const int key = 64 * wg + 16 * warp + lane / 4 + 8 * (e / 2), query = 8 * j + 2 * (lane % 4) + e % 2;
+              const int mem_row = 2 * (lane % 4) + hh;
+              const uint32_t row_start = wgmma_frag::ds_stmatrix_byte(wg, warp, 8 * i + mem_row, kk, kQueries);
+              ASSERT_EQ(row_start % 16, 0u) << "stmatrix rows are 16-byte aligned";
+              const uint32_t byte = row_start + uint32_t(lane / 4) * 2;
+              ASSERT_LT(byte / 2, smem.size());
+              smem[byte / 2] = ds_t[size_t(key) * kQueries + query];
+              ++writes[byte / 2];
+            }
+  for (int w : writes) ASSERT_EQ(w, 1) << "every element of the dS tile written exactly once";
+  auto read_a = [&](uint32_t start, int m, int k) {  // the hardware's K-major, 128-byte-swizzled A
+    const uint32_t lin = start + uint32_t(m / 8) * 1024 + uint32_t(m % 8) * 128 + uint32_t(k) * 2;
+    const uint32_t addr = lin ^ (((lin >> 7) & 7) << 4);
+    return smem[addr / 2];
+  };
+  for (int wg = 0; wg < 2; ++wg)
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      const uint32_t start = uint32_t(kk >> 2) * (kQueries * 128) + uint32_t(wg) * (64 * 128) + uint32_t(kk & 3) * 32;
+      for (int m = 0; m < 64; ++m)
+        for (int k = 0; k < 16; ++k)
+          ASSERT_EQ(read_a(start, m, k), ds_t[size_t(16 * kk + k) * kQueries + 64 * wg + m])
+              << "wg " << wg << " kk " << kk << " m " << m << " k " << k;
+    }
 }
 
 // The d = 256 kernel's stores: P^T / dS^T pairs each cover their 64 x 64 tile once, at the element the
