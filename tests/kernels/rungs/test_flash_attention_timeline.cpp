@@ -48,10 +48,10 @@ RecordRequest forward(int d, bool causal, const std::string& path = "auto") {
   r.iterations = 5;
   return r;
 }
-RecordRequest backward(bool deterministic, const std::string& path = "wgmma") {
+RecordRequest backward(bool deterministic, const std::string& path = "wgmma", int d = 128) {
   RecordRequest r;
   r.kernel = timeline::kBackward;
-  r.d = 128, r.H = 16, r.B = 1, r.L = 4096;
+  r.d = d, r.H = 16, r.B = 1, r.L = 4096;
   r.path = path;
   r.deterministic = deterministic;
   r.all_ctas = true;
@@ -178,13 +178,15 @@ TEST(FlashAttentionTimelineCuda, BackwardMainKernel) {
   check_recording(backward(false));
   check_recording(backward(true));
   check_recording(backward(false, "wgmma-tma"));
+  check_recording(backward(false, "wgmma-tma", 64));  // 128 query rows a step there
 }
 
 // The outputs compared here, apart from the recording's own check: the instrumented kernel writes every
 // element (the outputs start as NaN) and the same bits as the plain one.
 TEST(FlashAttentionTimelineCuda, InstrumentedOutputIsThePlainOneBitForBit) {
   KL_REQUIRE_HOPPER();
-  for (const RecordRequest& r : {forward(64, false), forward(128, true), backward(false), backward(false, "wgmma-tma")}) {
+  for (const RecordRequest& r : {forward(64, false), forward(128, true), backward(false), backward(false, "wgmma-tma"),
+                                 backward(false, "wgmma-tma", 64)}) {
     RecordRequest few = r;
     few.all_ctas = false;
     few.ctas = {0, 1};
