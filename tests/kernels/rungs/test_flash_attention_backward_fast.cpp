@@ -1146,6 +1146,15 @@ TEST(FlashAttentionBackwardFastHost, FragmentAddressingOnAnEmulatedWarp) {
 }
 
 // ---- [SECTION] CPU: the wgmma kernel's dS transpose through shared memory, on an emulated CTA ----------
+// Element (m, k) of a K-major A operand in the 128-byte swizzle as the tensor cores read it, the operand starting
+// at byte `start` of `smem` (one entry a 2-byte element): row m at start + (m / 8) * 1024 + (m % 8) * 128 + 2k,
+// address bits [4,7) XORed with [7,10).
+double read_swizzled_a(const std::vector<double>& smem, uint32_t start, int m, int k) {
+  const uint32_t lin = start + uint32_t(m / 8) * 1024 + uint32_t(m % 8) * 128 + uint32_t(k) * 2;
+  const uint32_t addr = lin ^ (((lin >> 7) & 7) << 4);
+  return smem.at(addr / 2);
+}
+
 // The two warpgroups' dS^T accumulators (64 keys x 64 queries each, sm90_device.cuh's layout: element 4j + e
 // of thread (warp w, lane) is row 16w + lane/4 + 8 (e / 2), column 8j + 2 (lane % 4) + e % 2), packed as the
 // kernel packs them (pairs 8kk + 2r, +1), stored at wgmma_frag::ds_store_byte, then read back the way the
@@ -1173,11 +1182,7 @@ TEST(FlashAttentionBackwardFastHost, WgmmaDsTransposeOnAnEmulatedCta) {
               ++writes[byte / 2];
             }
   for (int w : writes) ASSERT_EQ(w, 1) << "every element of the dS tile written exactly once";
-  auto read_a = [&](uint32_t start, int m, int k) {  // the hardware's K-major, 128-byte-swizzled A
-    const uint32_t lin = start + uint32_t(m / 8) * 1024 + uint32_t(m % 8) * 128 + uint32_t(k) * 2;
-    const uint32_t addr = lin ^ (((lin >> 7) & 7) << 4);
-    return smem[addr / 2];
-  };
+  auto read_a = [&](uint32_t start, int m, int k) { return read_swizzled_a(smem, start, m, k); };
   for (int kk = 0; kk < kKeys / 16; ++kk) {  // d = 128: k-step kk over keys 16 kk ..
     const uint32_t start = uint32_t(kk >> 2) * (kQueries * 128) + uint32_t(kk & 3) * 32;
     for (int m = 0; m < kQueries; ++m)
@@ -1302,11 +1307,7 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaWideDsTransposeOnAnEmulatedCta) {
               ++writes[byte / 2];
             }
   for (int w : writes) ASSERT_EQ(w, 1) << "every element of the dS tile written exactly once";
-  auto read_a = [&](uint32_t start, int m, int k) {  // the hardware's K-major, 128-byte-swizzled A
-    const uint32_t lin = start + uint32_t(m / 8) * 1024 + uint32_t(m % 8) * 128 + uint32_t(k) * 2;
-    const uint32_t addr = lin ^ (((lin >> 7) & 7) << 4);
-    return smem[addr / 2];
-  };
+  auto read_a = [&](uint32_t start, int m, int k) { return read_swizzled_a(smem, start, m, k); };
   for (int wg = 0; wg < 2; ++wg)
     for (int kk = 0; kk < kKeys / 16; ++kk) {
       const uint32_t start = uint32_t(kk >> 2) * (kQueries * 128) + uint32_t(wg) * (64 * 128) + uint32_t(kk & 3) * 32;
