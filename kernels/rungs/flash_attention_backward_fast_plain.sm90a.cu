@@ -1,7 +1,8 @@
 // Rung 6, fast variant, Hopper path: the plain wgmma main kernels at d = 128 (the ones run_fast runs; d = 64's
-// and the grouped-query ones have files of their own) and the entry points. The kernel, its design and its launcher are in kernels/rungs/flash_attention_backward_fast_sm90.cuh,
-// shared with the instrumented build (flash_attention_backward_fast_timeline.sm90a.cu), a translation unit of
-// its own so that this one compiles as before.
+// and the grouped-query ones have files of their own) and the entry points. The kernel, its design and its
+// launcher are in kernels/rungs/flash_attention_backward_fast_sm90.cuh, shared with the instrumented build
+// (flash_attention_backward_fast_timeline.sm90a.cu), a translation unit of its own so that this one compiles as
+// before.
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
 namespace kl::flash_attention_backward {
