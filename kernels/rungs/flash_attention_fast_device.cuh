@@ -47,6 +47,36 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// One row of an accumulator fragment, rounded to T in pairs (pair(j): columns 8j + 2 t4, +1, for j < kJ; the
+// quad's other three lanes hold the row's other pairs), written with 8-byte stores: lanes t4 and t4 ^ 1 swap one
+// pair per two j's, so that an even lane holds 4 columns of 8 (2p) .. and an odd one 4 columns of 8 (2p + 1) ..;
+// per warp store, 8 rows of 32 contiguous bytes (one whole sector each) instead of 8 rows of 16 (half sectors),
+// and half the stores. One shuffle per two j's, a few registers (the persistent kernels have none to spare). Every
+// lane of the warp calls it (the shuffles), `in` says whether its row is stored (rows past the end: not); `row`
+// not 8-byte aligned: 4-byte stores of the same values.
+template <int kJ, class T, class Pair>
+__device__ __forceinline__ void store_row_pairs_v2(T* row, bool in, Pair pair, int lane) {
+  static_assert(kJ % 2 == 0, "pairs of 8-column groups");
+  const int t4 = lane & 3;
+  const bool odd = t4 & 1;
+  const bool v2 = (reinterpret_cast<uintptr_t>(row) & 7) == 0;
+#pragma unroll
+  for (int pp = 0; pp < kJ / 2; ++pp) {
+    const uint32_t a = pair(2 * pp), b = pair(2 * pp + 1);
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, odd ? a : b, 1);  // even: the partner's a; odd: its b
+    const uint32_t lo = odd ? got : a, hi = odd ? b : got;
+    T* dst = row + (odd ? 8 * (2 * pp + 1) + 2 * (t4 - 1) : 8 * (2 * pp) + 2 * t4);
+    if (!in) continue;
+    if (v2) {
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(__cvta_generic_to_global(dst)), "r"(lo), "r"(hi)
+                   : "memory");
+    } else {
+      reinterpret_cast<uint32_t*>(dst)[0] = lo;
+      reinterpret_cast<uint32_t*>(dst)[1] = hi;
+    }
+  }
+}
+
 namespace fast_detail {
 
 // ---- [SECTION] PTX wrappers --------------------------------------------------------------------------

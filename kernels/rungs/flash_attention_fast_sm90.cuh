@@ -152,19 +152,22 @@ struct WarpgroupState {
     }
   }
 
-  // Epilogue: O / l (0 where the row saw nothing), rounded to T, rows < Lq stored.
-  __device__ __forceinline__ void store(T* o, const FastParams& p, int t4) {
+  // Epilogue: O / l (0 where the row saw nothing), rounded to T, rows < Lq stored. d >= 128: 8 bytes a lane
+  // (store_row_pairs_v2, whole sectors); d = 64 keeps 4-byte stores, which measured 1-3% faster there causal
+  // (docs/perf-log.md, 2026-12-05).
+  __device__ __forceinline__ void store(T* o, const FastParams& p, int lane) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float lr = quad_sum(l[r]);
       const float inv_l = lr > 0.f ? 1.f / lr : 0.f;
       const int row = row_g + 8 * r;
-      if (row < p.Lq) {
-        T* orow = o + int64_t(row) * p.o_row_stride;
+      T* orow = o + int64_t(row) * p.o_row_stride;
+      auto pair = [&](int j) { return pack2<T>(acc_o[4 * j + 2 * r] * inv_l, acc_o[4 * j + 2 * r + 1] * inv_l); };
+      if constexpr (kHeadDim >= 128) {
+        store_row_pairs_v2<kHeadDim / 8>(orow, row < p.Lq, pair, lane);
+      } else if (row < p.Lq) {
 #pragma unroll
-        for (int j = 0; j < kHeadDim / 8; ++j)
-          *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) =
-              pack2<T>(acc_o[4 * j + 2 * r] * inv_l, acc_o[4 * j + 2 * r + 1] * inv_l);
+        for (int j = 0; j < kHeadDim / 8; ++j) *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * (lane & 3)) = pair(j);
       }
     }
   }
@@ -356,7 +359,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     if (kPersistent) release(empty_v(sl));
   }
   rec.mark(timeline::Phase::Epilogue, timeline::kNoStep, tile);
-  w.store(o, p, t4);
+  w.store(o, p, lane);
 }
 
 // ---- [SECTION] the TMA kernel: bulk tensor copies, a producer, two consumer warpgroups in turn -----------
