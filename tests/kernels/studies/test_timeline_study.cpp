@@ -231,8 +231,8 @@ TEST(TimelineStudy, TheEmbeddedNoticeComparesTheDefaultWithOneCtaPerTile) {
             std::to_string(p.tiles_min) + "-" + std::to_string(p.tiles_max) + " tiles",
         "Measured: " + fixed(p.tflops, 0) + " against " + fixed(w.tflops, 0) + " TFLOP/s."})
     EXPECT_NE(n.find(part), std::string::npos) << "'" << part << "' not in: " << n;
-  // The recording's numbers as the perf log states them: 90% against 86%, 590 against 546 TFLOP/s.
-  EXPECT_EQ(pct(p.tensor_share), "90%");
+  // The recording's numbers as the perf log states them: 91% against 86%, 614 against 570 TFLOP/s.
+  EXPECT_EQ(pct(p.tensor_share), "91%");
   EXPECT_EQ(pct(w.tensor_share), "86%");
   EXPECT_LT(w.tflops, p.tflops);
   // The backward: its default (wgmma-tma) against the wgmma kernel it replaced, and what the default's
