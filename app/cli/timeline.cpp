@@ -137,7 +137,7 @@ CLI::App* add_timeline(CLI::App& app, TimelineOptions& o, Common& c) {
       "timeline", "record the fast Hopper kernels' timeline (per warp role: loads, tensor-core products, softmax) as "
                   "JSON and draw it, or draw a recorded file (--from)");
   cmd->add_option("kernel", o.kernel, std::string(timeline::kForward) + " or " + timeline::kBackward + " (not with --from)");
-  add_set_option(*cmd, c.sets, "L=, d=, causal=, B=, H=, deterministic= (backward) (repeatable)");
+  add_set_option(*cmd, c.sets, "L=, d=, causal=, B=, H=, Hkv= (forward), deterministic= (backward) (repeatable)");
   add_backend_option(*cmd, c.backend);
   cmd->add_option("--path", o.path, "the kernel: auto (the by-shape default), or one of the bulk-copy paths");
   cmd->add_option("--ctas", o.ctas,

@@ -483,7 +483,7 @@ void TimelineView::State::draw_record(const AppContext& ctx) {
     const Recording& r = rec();
     for (const std::string& kv : {"L=" + std::to_string(r.Lq), "d=" + std::to_string(r.d),
                                   std::string("causal=") + (r.causal ? "1" : "0"), "B=" + std::to_string(r.B),
-                                  "H=" + std::to_string(r.H)})
+                                  "H=" + std::to_string(r.H), "Hkv=" + std::to_string(r.Hkv == r.H ? 0 : r.Hkv)})
       rec_params.set(kv);
     rec_params_set = true;
   }
@@ -494,7 +494,7 @@ void TimelineView::State::draw_record(const AppContext& ctx) {
   if (kernel == timeline::kBackward)
     ui::param_row(rec_params, {"L", "d", "causal", "B", "H", "deterministic"}, &rec_control_error, 12);
   else
-    ui::param_row(rec_params, {"L", "d", "causal", "B", "H"}, &rec_control_error, 12);
+    ui::param_row(rec_params, {"L", "d", "causal", "B", "H", "Hkv"}, &rec_control_error, 12);
   ImGui::PopItemWidth();
   // The path's combo as wide as its longest name (at UI scale 1, as item widths are given).
   float names = 0;

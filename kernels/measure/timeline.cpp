@@ -115,6 +115,7 @@ json recording_header(const Recording& r) {
   j["requested"] = r.requested;
   j["launch"] = r.launch;
   j["shape"] = {{"B", r.B}, {"H", r.H}, {"Lq", r.Lq}, {"Lk", r.Lk}, {"d", r.d}, {"causal", r.causal}, {"dtype", r.dtype}};
+  if (r.Hkv != 0 && r.Hkv != r.H) j["shape"]["Hkv"] = r.Hkv;  // grouped-query attention only
   if (!r.dq.empty()) j["dq"] = r.dq;
   j["tiles"] = {{"block_m", r.block_m}, {"block_n", r.block_n}, {"ctas", r.grid_ctas}};
   j["device"] = r.device;
@@ -273,6 +274,9 @@ void read_shape(const Reader& rd, const json& j, const std::string& path, Record
   const json& s = rd.field(j, path, "shape");
   r.B = rd.integer(s, at, "B", 1, 65535);
   r.H = rd.integer(s, at, "H", 1, 65535);
+  r.Hkv = s.contains("Hkv") ? rd.integer(s, at, "Hkv", 1, r.H) : r.H;  // grouped-query attention only
+  if (r.H % r.Hkv != 0)
+    rd.fail(at + ".Hkv", "expected a divisor of H = " + std::to_string(r.H) + ", got " + std::to_string(r.Hkv));
   r.Lq = rd.integer(s, at, "Lq", 1, kMaxL);
   r.Lk = rd.integer(s, at, "Lk", 1, kMaxL);
   r.d = rd.integer(s, at, "d", 64, 128);
@@ -566,11 +570,15 @@ std::string percent(double share) { return fixed(100.0 * share, 0) + "%"; }
 
 }  // namespace
 
+std::string kv_heads_text(const Recording& r) {
+  return r.Hkv == 0 || r.Hkv == r.H ? "" : " Hkv=" + std::to_string(r.Hkv);
+}
+
 std::vector<std::string> summary_lines(const Recording& r) {
   const Summary s = summarize(r);
   std::vector<std::string> out;
   out.push_back(r.kernel + ": " + r.path + (r.requested == "auto" ? " (the by-shape default)" : "") + ", B=" +
-                std::to_string(r.B) + " H=" + std::to_string(r.H) + " L=" + std::to_string(r.Lq) + " d=" +
+                std::to_string(r.B) + " H=" + std::to_string(r.H) + kv_heads_text(r) + " L=" + std::to_string(r.Lq) + " d=" +
                 std::to_string(r.d) + (r.causal ? " causal " : " non-causal ") + r.dtype +
                 (r.dq.empty() ? "" : " dq=" + r.dq) + ", " + r.device + ", " + r.date);
   out.push_back("  " + std::to_string(r.grid_ctas) + " CTAs, " + std::to_string(r.ctas.size()) + " recorded; plain " +
@@ -629,6 +637,10 @@ void validate(const RecordRequest& r) {
   require(r.L >= 128 && r.L <= 65536, "L", std::to_string(r.L), "[128, 65536]");
   require(r.B >= 1 && r.B <= 64, "B", std::to_string(r.B), "[1, 64]");
   require(r.H >= 1 && r.H <= 128, "H", std::to_string(r.H), "[1, 128]");
+  require(r.Hkv == 0 || (r.Hkv >= 1 && r.Hkv <= r.H && r.H % r.Hkv == 0), "Hkv", std::to_string(r.Hkv),
+          "0 (as many as H) or a divisor of H = " + std::to_string(r.H));
+  require(r.kernel == kForward || r.Hkv == 0 || r.Hkv == r.H, "Hkv", std::to_string(r.Hkv),
+          "0 or H = " + std::to_string(r.H) + " (the backward's instrumented kernel is the one without grouped queries)");
   const bool path_ok = r.kernel == kBackward ? listed(kBackwardPaths, r.path) : is_forward_path(r.path);
   require(path_ok, "--path", r.path, path_names(r.kernel));
   require(r.kernel == kBackward || !r.deterministic, "deterministic", "1", "0 (the forward has no dQ mode)");
@@ -661,6 +673,7 @@ std::vector<ParamSpec> record_params() {
           bool_param("causal", false, "the causal mask (bottom-right aligned)"),
           int_param("B", 1, 64, 1, "batch"),
           int_param("H", 1, 128, 16, "heads"),
+          int_param("Hkv", 0, 128, 0, "forward: heads of K and V (grouped-query attention), dividing H; 0: as many as H"),
           bool_param("deterministic", false, "backward: dQ without atomics (its own pass; the main kernel skips dQ)")};
 }
 
@@ -672,6 +685,7 @@ RecordRequest request_of(const std::string& kernel, const ParamValues& v, const 
   r.causal = v.get_bool("causal");
   r.B = int(v.get_int("B"));
   r.H = int(v.get_int("H"));
+  r.Hkv = int(v.get_int("Hkv"));
   r.deterministic = v.get_bool("deterministic");
   // The backward's default kernel on the H100/H200 (in the deterministic mode every wgmma path runs the same one).
   r.path = kernel == kBackward && path == "auto" ? flash_attention_backward::kFastBackwardDefaultSm90 : path;

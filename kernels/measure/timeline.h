@@ -80,6 +80,7 @@ struct Recording {
   std::string requested;  // what was asked for: "auto" (the by-shape default) or a path's name
   std::string launch;     // the instrumented launch's name
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
+  int Hkv = 0;            // heads of K and V, dividing H (grouped-query attention, the forward); 0 or H: H
   bool causal = false;
   std::string dtype = "bf16";
   std::string dq;         // backward: "atomic" or "deterministic"; forward: empty
@@ -103,10 +104,11 @@ struct File {
 constexpr int kSchema = 1;
 
 // ---- [SECTION] the JSON file ----------------------------------------------------------------------------
-// {"schema": 1, "recordings": [{"kernel", "path", "requested", "launch", "shape": {"B", "H", "Lq", "Lk", "d",
-//  "causal", "dtype"}, "dq"?, "tiles": {"block_m", "block_n", "ctas"}, "device", "date", "cuda",
-//  "clock_ghz", "time": {"plain_ms", "traced_ms", "iterations", "recorded_ms", "flops"}, "same_output",
-//  "ctas": [{"index", "sm", "lanes": [{"role", "events": [[phase, step, tile, start_ns, end_ns], ...]}]}]}]}
+// {"schema": 1, "recordings": [{"kernel", "path", "requested", "launch", "shape": {"B", "H", "Hkv"?, "Lq", "Lk",
+//  "d", "causal", "dtype"} ("Hkv" only where it is not H), "dq"?, "tiles": {"block_m", "block_n", "ctas"},
+//  "device", "date", "cuda", "clock_ghz", "time": {"plain_ms", "traced_ms", "iterations", "recorded_ms",
+//  "flops"}, "same_output", "ctas": [{"index", "sm", "lanes": [{"role", "events": [[phase, step, tile,
+//  start_ns, end_ns], ...]}]}]}]}
 // One event a line, times rounded to 0.1 ns.
 std::string to_json(const File& f);
 // Every fault is an InputError naming `origin`, the field's path and what was expected:
@@ -158,6 +160,8 @@ struct Summary {
 Summary summarize(const Recording& r);
 // Consumer lanes: every role but "producer".
 bool consumer_role(const std::string& role);
+// " Hkv=2" where K and V have fewer heads than Q (grouped-query attention), else "": after "H=16" in a shape.
+std::string kv_heads_text(const Recording& r);
 // The recording in a few lines, every number from the recording or summarize(): the launch, the two times
 // and the cost of recording, the output check, then one line per CTA.
 std::vector<std::string> summary_lines(const Recording& r);
@@ -168,6 +172,7 @@ std::vector<std::string> summary_lines(const Recording& r);
 struct RecordRequest {
   std::string kernel = kForward;
   int B = 1, H = 16, L = 4096, d = 128;
+  int Hkv = 0;  // forward: heads of K and V (grouped-query attention), dividing H; 0: H
   bool causal = false;
   std::string path = "auto";   // forward: "auto" or a bulk-copy path's name; backward: "wgmma" | "wgmma-tma"
   bool deterministic = false;  // backward: the dQ mode
@@ -184,7 +189,7 @@ std::string path_names(const std::string& kernel);
 void parse_ctas(const std::string& text, RecordRequest* r);
 
 // The shape settings of a recording, as `kernel-ladder timeline --set` and the view's "Record now" take them:
-// L, d, causal, B, H, deterministic (the backward's dQ mode).
+// L, d, causal, B, H, Hkv (the forward's K/V heads), deterministic (the backward's dQ mode).
 std::vector<ParamSpec> record_params();
 // The request for `kernel` at the settings `v` (record_params()) and `path` ("auto": the by-shape default;
 // the backward's "auto" is its default kernel, wgmma), validated (InputError naming the parameter).

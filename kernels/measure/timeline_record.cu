@@ -97,7 +97,7 @@ struct ForwardJob : Job {
   Buffer<Bf16> q, k, v, o_plain, o_traced;
 
   explicit ForwardJob(const RecordRequest& r) {
-    p.B = r.B, p.H = r.H, p.Lq = p.Lk = r.L, p.d = r.d;
+    p.B = r.B, p.H = r.H, p.H_kv = r.Hkv, p.Lq = p.Lk = r.L, p.d = r.d;  // H_kv 0: as many as H
     p.scale = 1.0f / std::sqrt(float(r.d));
     p.causal = r.causal;
     p.dtype = flash_attention::FastDtype::Bf16;
@@ -106,8 +106,8 @@ struct ForwardJob : Job {
       throw InputError("--path " + r.path + ": the wgmma kernels need an H100/H200 with the sm_90a build loaded; "
                        "this device or build is not one");
     path = flash_attention::fast_kernel_for(requested, p);
-    const size_t n = size_t(p.B) * p.H * p.Lq * p.d;
-    q.resize(Backend::Cuda, n), k.resize(Backend::Cuda, n), v.resize(Backend::Cuda, n);
+    const size_t n = size_t(p.B) * p.H * p.Lq * p.d, n_kv = size_t(p.B) * flash_attention::kv_heads(p) * p.Lk * p.d;
+    q.resize(Backend::Cuda, n), k.resize(Backend::Cuda, n_kv), v.resize(Backend::Cuda, n_kv);
     o_plain.resize(Backend::Cuda, n), o_traced.resize(Backend::Cuda, n);
     fill(q, 1u), fill(k, 2u), fill(v, 3u);
     p.q = q.data(), p.k = k.data(), p.v = v.data();
@@ -267,7 +267,8 @@ std::string cuda_version() {
 }
 
 void fill_machine(Recording& rec, const RecordRequest& r) {
-  rec.B = r.B, rec.H = r.H, rec.Lq = rec.Lk = r.L, rec.d = r.d, rec.causal = r.causal;
+  rec.B = r.B, rec.H = r.H, rec.Hkv = r.Hkv > 0 ? r.Hkv : r.H, rec.Lq = rec.Lk = r.L, rec.d = r.d;
+  rec.causal = r.causal;
   rec.dtype = "bf16";
   rec.device = device_info(Backend::Cuda).name;
   rec.date = today_utc();

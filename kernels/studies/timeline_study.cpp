@@ -99,7 +99,8 @@ std::string path_named(const Recording& r) {
 std::string title(const Recording& r) {
   return std::string(r.kernel == timeline::kBackward ? "backward" : "forward") + ", d = " + std::to_string(r.d) +
          (r.causal ? " causal" : "") + ", " + path_named(r) + (r.dq.empty() ? "" : ", dQ " + r.dq) +
-         ", B=" + std::to_string(r.B) + " H=" + std::to_string(r.H) + " L=" + std::to_string(r.Lq);
+         ", B=" + std::to_string(r.B) + " H=" + std::to_string(r.H) + timeline::kv_heads_text(r) + " L=" +
+         std::to_string(r.Lq);
 }
 
 std::string label(const Recording& r) {

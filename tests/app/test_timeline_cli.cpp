@@ -35,6 +35,9 @@ TEST(TimelineCli, BadInputIsRefusedInOneLine) {
   expect_refused("timeline flash-attention-backward --path wgmma-late" + json,
                  "--path=wgmma-late is out of range: allowed wgmma, wgmma-tma");
   expect_refused("timeline flash-attention --set deterministic=1" + json, "deterministic=1 is out of range");
+  expect_refused("timeline flash-attention --set Hkv=5" + json, "Hkv=5 is out of range: allowed 0 (as many as H) or a "
+                                                                "divisor of H = 16");
+  expect_refused("timeline flash-attention-backward --set Hkv=2" + json, "Hkv=2 is out of range: allowed 0 or H = 16");
   expect_refused("timeline flash-attention --ctas 1,x" + json, "--ctas=1,x is out of range: allowed all, or CTA indices");
   expect_refused("timeline flash-attention --ctas 2,2" + json, "each CTA once");
   expect_refused("timeline flash-attention --iterations 0" + json, "iterations=0 is out of range: allowed [1, 1000]");
@@ -81,8 +84,18 @@ TEST(TimelineCliCuda, RecordsAppendsAndSummarises) {
             0)
       << out;
   EXPECT_NE(out.find("(2 recordings)"), std::string::npos) << out;
+  // Grouped-query attention (the forward): 16 query heads over 2 K/V heads, as the bench's Hkv=2 rows.
+  ASSERT_EQ(test::run_cli("timeline flash-attention --set L=1024 --set Hkv=2 --ctas 0 --iterations 3 --append --json " +
+                              json, &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("B=1 H=16 Hkv=2 L=1024 d=128"), std::string::npos) << out;
+  EXPECT_NE(out.find("(3 recordings)"), std::string::npos) << out;
   const timeline::File f = timeline::load(json);
-  ASSERT_EQ(f.recordings.size(), 2u);
+  ASSERT_EQ(f.recordings.size(), 3u);
+  EXPECT_EQ(f.recordings[2].Hkv, 2);
+  EXPECT_EQ(f.recordings[0].Hkv, 16);
+  EXPECT_TRUE(f.recordings[2].same_output);
   ASSERT_EQ(f.recordings[0].ctas.size(), 2u);
   EXPECT_EQ(f.recordings[0].ctas[1].index, 3);
   EXPECT_EQ(f.recordings[0].ctas[0].lanes.size(), 4u);  // three consumer warpgroups and the producer

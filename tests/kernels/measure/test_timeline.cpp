@@ -33,7 +33,7 @@ Recording sample() {
   r.path = "wgmma-persistent-q2-late";
   r.requested = "auto";
   r.launch = "flash_fwd_wgmma_persistent_d128_bf16_q2_late_traced";
-  r.B = 1, r.H = 16, r.Lq = r.Lk = 4096, r.d = 128;
+  r.B = 1, r.H = 16, r.Hkv = 16, r.Lq = r.Lk = 4096, r.d = 128;  // Hkv as the reader gives it
   r.grid_ctas = 132, r.block_m = 128, r.block_n = 128;
   r.device = "NVIDIA H200", r.date = "2026-12-03", r.cuda = "13.0";
   r.clock_ghz = 1.755;
@@ -61,6 +61,7 @@ void expect_same(const Recording& a, const Recording& b) {
   EXPECT_EQ(a.launch, b.launch);
   EXPECT_EQ(a.B, b.B);
   EXPECT_EQ(a.H, b.H);
+  EXPECT_EQ(a.Hkv, b.Hkv);
   EXPECT_EQ(a.Lq, b.Lq);
   EXPECT_EQ(a.Lk, b.Lk);
   EXPECT_EQ(a.d, b.d);
@@ -119,14 +120,25 @@ TEST(Timeline, EveryPhaseHasOneNameThatReadsBack) {
 
 TEST(Timeline, JsonRoundTrip) {
   timeline::File f;
-  f.recordings = {sample(), sample()};
+  f.recordings = {sample(), sample(), sample()};
   Recording& b = f.recordings[1];
   b.kernel = timeline::kBackward, b.path = "wgmma", b.requested = "wgmma", b.dq = "atomic", b.causal = true;
   b.d = 64, b.same_output = false;
-  const timeline::File back = timeline::parse(timeline::to_json(f), "mem");
-  ASSERT_EQ(back.recordings.size(), 2u);
+  f.recordings[2].Hkv = 2;  // grouped-query attention: 16 query heads over 2 K/V heads
+  const std::string text = timeline::to_json(f);
+  const timeline::File back = timeline::parse(text, "mem");
+  ASSERT_EQ(back.recordings.size(), 3u);
   expect_same(f.recordings[0], back.recordings[0]);
   expect_same(f.recordings[1], back.recordings[1]);
+  expect_same(f.recordings[2], back.recordings[2]);
+  // "Hkv" is written only where K and V have fewer heads (the recordings before it read as they were); a
+  // recording's Hkv of 0 means H.
+  size_t hkv = 0;
+  for (size_t at = text.find("\"Hkv\""); at != std::string::npos; at = text.find("\"Hkv\"", at + 1)) ++hkv;
+  EXPECT_EQ(hkv, 1u);
+  Recording zero = sample();
+  zero.Hkv = 0;
+  EXPECT_EQ(timeline::to_json(timeline::File{{zero}}), timeline::to_json(timeline::File{{sample()}}));
   // Through a file, and again: the text is stable.
   const std::string path = test::test_file("round.json");
   timeline::save(f, path);
@@ -146,6 +158,8 @@ TEST(Timeline, BadFilesAreRefusedNamingTheField) {
       {"\"kernel\":\"flash-attention\"", "\"kernel\":\"matmul\"", "f.json: recordings[0].kernel: expected \"flash-attention\""},
       {"\"path\":\"wgmma-persistent-q2-late\",", "", "f.json: recordings[0]: missing field \"path\""},
       {"\"d\":128", "\"d\":96", "f.json: recordings[0].shape.d: expected 64 or 128, got 96"},
+      {"\"H\":16", "\"H\":16,\"Hkv\":3", "f.json: recordings[0].shape.Hkv: expected a divisor of H = 16, got 3"},
+      {"\"H\":16", "\"H\":16,\"Hkv\":32", "f.json: recordings[0].shape.Hkv: expected an integer in [1, 16], got 32"},
       {"\"date\":\"2026-12-03\"", "\"date\":\"03/12/2026\"", "f.json: recordings[0].date: expected YYYY-MM-DD"},
       {"\"plain_ms\":0.412", "\"plain_ms\":-1", "f.json: recordings[0].time.plain_ms: expected a positive number, got -1"},
       {"\"same_output\":true", "\"same_output\":1", "f.json: recordings[0].same_output: expected true or false, got 1"},
@@ -320,6 +334,11 @@ TEST(Timeline, SummarySentencesQuoteTheRecording) {
   std::snprintf(cta, sizeof cta, "  CTA 131: %.1f us, 10 phases; a product in flight %.0f%%", s.ctas[1].span_ns * 1e-3,
                 100 * s.ctas[1].tensor_share);
   EXPECT_EQ(lines[4].rfind(cta, 0), 0u) << lines[4] << "\n" << cta;
+  Recording g = sample();
+  g.Hkv = 4;
+  EXPECT_NE(timeline::summary_lines(g)[0].find("B=1 H=16 Hkv=4 L=4096 d=128"), std::string::npos)
+      << timeline::summary_lines(g)[0];
+  EXPECT_EQ(timeline::kv_heads_text(sample()), "");
 }
 
 // ---- the request ----
@@ -351,6 +370,18 @@ TEST(Timeline, RequestsOutOfRangeAreRefusedNamingTheParameter) {
   refused(r, "--path=auto is out of range: allowed wgmma, wgmma-tma");
   r = ok, r.deterministic = true;
   refused(r, "deterministic=1");
+  r = ok, r.Hkv = 3;
+  refused(r, "Hkv=3 is out of range: allowed 0 (as many as H) or a divisor of H = 16");
+  r = ok, r.Hkv = 32;
+  refused(r, "Hkv=32 is out of range");
+  r = ok, r.kernel = timeline::kBackward, r.path = "wgmma-tma", r.Hkv = 2;
+  refused(r, "Hkv=2 is out of range: allowed 0 or H = 16 (the backward's instrumented kernel");
+  for (int hkv : {0, 1, 2, 8, 16}) {
+    r = ok, r.Hkv = hkv;
+    EXPECT_NO_THROW(timeline::validate(r)) << hkv;
+  }
+  r = ok, r.kernel = timeline::kBackward, r.path = "wgmma-tma", r.Hkv = 16;
+  EXPECT_NO_THROW(timeline::validate(r));
   r = ok, r.ctas = {3, 3};
   refused(r, "each CTA once");
   r = ok, r.ctas.assign(33, 0);
