@@ -4,8 +4,9 @@
 OUT holds ab_<tree><pass>.json (tree 1, 2, 3; pass a, b), each `kernel-ladder bench --json`'s output. For each tree
 after the first, each row's TFLOP/s over the tree before it (B / A, C / B; and C / A, for two alternatives to A),
 each tree's figure the mean of its two passes, then the geometric mean, minimum and maximum by variant, head
-dimension and dQ mode (the shape's d= and dq= words) and over every row. Rows a pass lacks (a tree that failed, a
-call cut short) are left out and counted."""
+dimension and dQ mode (the shape's d= and dq= words) and over every row. Rows pair up by shape whatever kernel ran
+(a row whose trees picked different kernels says which: "wgmma-persistent -> wgmma-persistent-q2-late"). Rows a
+pass lacks (a tree that failed, a call cut short) are left out and counted."""
 import math
 import sys
 from collections import defaultdict
@@ -13,13 +14,27 @@ from collections import defaultdict
 from bench_json import walk_rows
 
 
+def split_path(shape):
+    """(the shape without the kernel's name, that name or ""): a bench row's shape ends with the fast path that ran
+    ("... bf16 wgmma-persistent", "... dq=atomic wgmma-tma"), which a tree that picks another kernel changes."""
+    words = shape.split()
+    if words and (words[-1].startswith("wgmma") or words[-1].startswith("mma")):
+        return " ".join(words[:-1]), words[-1]
+    return shape, ""
+
+
 def rows(path):
-    """{(shape, variant): TFLOP/s} of the rows in `path` that have a figure; None when the file is missing or unread."""
+    """{(shape, variant): (TFLOP/s, the kernel's name)} of the rows in `path` that have a figure, the shape without
+    the kernel's name (rows of trees that pick different kernels pair up); None when the file is missing or unread."""
     try:
         found = walk_rows(path, lambda r: "shape" in r and r.get("tflops"))
     except (OSError, ValueError):
         return None
-    return {(r["shape"], r.get("variant", "")): r["tflops"] for r in found}
+    out = {}
+    for r in found:
+        shape, kernel = split_path(r["shape"])
+        out[(shape, r.get("variant", ""))] = (r["tflops"], kernel)
+    return out
 
 
 def group_of(key):
@@ -48,11 +63,12 @@ def compare(out, base, cand):
     print(f"{'shape':72s} {'base':>8s} {'cand':>8s}  ratio  (base a, b; cand a, b)")
     by_group = defaultdict(list)
     for k in keys:
-        ta = (runs["Aa"][k] + runs["Ab"][k]) / 2
-        tb = (runs["Ba"][k] + runs["Bb"][k]) / 2
+        (aa, ka), (ab, _), (ba, kb), (bb, _) = (runs[p][k] for p in ("Aa", "Ab", "Ba", "Bb"))
+        ta, tb = (aa + ab) / 2, (ba + bb) / 2
         by_group[group_of(k)].append(tb / ta)
-        print(f"{(k[1] + ' ' + k[0])[:72]:72s} {ta:8.1f} {tb:8.1f} {tb / ta:6.3f}  "
-              f"({runs['Aa'][k]:.1f} {runs['Ab'][k]:.1f}; {runs['Ba'][k]:.1f} {runs['Bb'][k]:.1f})")
+        label = (k[1] + " " + k[0] + (" " + ka if ka else ""))[:72]
+        picked = f" {ka} -> {kb}" if ka != kb else ""
+        print(f"{label:72s} {ta:8.1f} {tb:8.1f} {tb / ta:6.3f}  ({aa:.1f} {ab:.1f}; {ba:.1f} {bb:.1f}){picked}")
     if not keys:
         print("no rows in common: see ab_*.txt")
         return False
