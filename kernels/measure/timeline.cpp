@@ -578,8 +578,8 @@ std::vector<std::string> summary_lines(const Recording& r) {
   const Summary s = summarize(r);
   std::vector<std::string> out;
   out.push_back(r.kernel + ": " + r.path + (r.requested == "auto" ? " (the by-shape default)" : "") + ", B=" +
-                std::to_string(r.B) + " H=" + std::to_string(r.H) + kv_heads_text(r) + " L=" + std::to_string(r.Lq) + " d=" +
-                std::to_string(r.d) + (r.causal ? " causal " : " non-causal ") + r.dtype +
+                std::to_string(r.B) + " H=" + std::to_string(r.H) + kv_heads_text(r) + " L=" + std::to_string(r.Lq) +
+                " d=" + std::to_string(r.d) + (r.causal ? " causal " : " non-causal ") + r.dtype +
                 (r.dq.empty() ? "" : " dq=" + r.dq) + ", " + r.device + ", " + r.date);
   out.push_back("  " + std::to_string(r.grid_ctas) + " CTAs, " + std::to_string(r.ctas.size()) + " recorded; plain " +
                 fixed(r.plain_ms, 3) + " ms (" + fixed(r.tflops(), 1) + " TFLOP/s), instrumented " +

@@ -256,8 +256,9 @@ KL_FA_HD int b_rows_are_n_offset(int row_len, int lane, int kk, int row0) {
 
 // ---- [SECTION] the wgmma kernel's dS store (pure index logic, CPU-tested) ---------------------------------
 // The wgmma kernel holds dS^T (keys x queries) in accumulator registers and stores it as dS [64 queries][128
-// keys] (wgmma-tma at d = 64: 128 queries) into a 128-byte-swizzled tile (kernels/rungs/sm90_device.cuh: 64-key column blocks of 64 rows x 128
-// bytes; chunk c of row r at chunk position c ^ (r & 7)), the K-major A operand of dQ = dS K.
+// keys] (wgmma-tma at d = 64: 128 queries) into a 128-byte-swizzled tile (kernels/rungs/sm90_device.cuh: 64-key
+// column blocks of 64 rows x 128 bytes; chunk c of row r at chunk position c ^ (r & 7)), the K-major A operand of
+// dQ = dS K.
 namespace wgmma_frag {
 // Byte offset of element `col` of row `row` in a swizzled tile of `rows` rows of 16-bit elements.
 KL_FA_HD uint32_t swizzled_byte(int rows, int row, int col) {
