@@ -640,7 +640,8 @@ void validate(const RecordRequest& r) {
   require(r.Hkv == 0 || (r.Hkv >= 1 && r.Hkv <= r.H && r.H % r.Hkv == 0), "Hkv", std::to_string(r.Hkv),
           "0 (as many as H) or a divisor of H = " + std::to_string(r.H));
   require(r.kernel == kForward || r.Hkv == 0 || r.Hkv == r.H, "Hkv", std::to_string(r.Hkv),
-          "0 or H = " + std::to_string(r.H) + " (the backward's instrumented kernel is the one without grouped queries)");
+          "0 or H = " + std::to_string(r.H) +
+              " (the backward's instrumented kernel is the one without grouped queries)");
   const bool path_ok = r.kernel == kBackward ? listed(kBackwardPaths, r.path) : is_forward_path(r.path);
   require(path_ok, "--path", r.path, path_names(r.kernel));
   require(r.kernel == kBackward || !r.deterministic, "deterministic", "1", "0 (the forward has no dQ mode)");
@@ -673,7 +674,8 @@ std::vector<ParamSpec> record_params() {
           bool_param("causal", false, "the causal mask (bottom-right aligned)"),
           int_param("B", 1, 64, 1, "batch"),
           int_param("H", 1, 128, 16, "heads"),
-          int_param("Hkv", 0, 128, 0, "forward: heads of K and V (grouped-query attention), dividing H; 0: as many as H"),
+          int_param("Hkv", 0, 128, 0,
+                    "forward: heads of K and V (grouped-query attention), dividing H; 0: as many as H"),
           bool_param("deterministic", false, "backward: dQ without atomics (its own pass; the main kernel skips dQ)")};
 }
 
