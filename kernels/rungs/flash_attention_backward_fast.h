@@ -296,10 +296,6 @@ KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
   const int c = col & 31;
   return uint32_t(wg * 2 * kBox + (col >> 5) * kBox + row * 128 + ((((c >> 2) ^ row) & 7) << 4) + (c & 3) * 4);
 }
-// Which 8-column group j a lane stores at its jj-th float2 store of a row (jj, j in 0 .. 7): jj with its low two
-// bits turned by the lane's row g = lane / 4, so the 16 lanes of a half-warp (rows g .. g + 3, four lanes a
-// row) write 8 different 16-byte chunks of the swizzled row: no bank conflict (WgmmaTmaDqStagingLayout).
-KL_FA_HD int dq_stage_group(int jj, int lane) { return jj ^ ((lane >> 2) & 3); }
 }  // namespace wgmma_frag
 
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.

@@ -562,27 +562,16 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         if constexpr (kTma) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
           // barrier); the next step's first barrier publishes it, and its issuers add it.
-          // Column group j = dq_stage_group(jj, lane) at the jj-th store (conflict-free); the values picked by
-          // selects among the four candidates (the register index must be known at compile time).
+          // Column group j at the j-th store, straight from the accumulator (no selects): a half-warp's stores
+          // (rows g .. g + 3) meet two to a bank (WgmmaTmaDqStagingLayout).
           // kWide: the same stores, the warpgroup's block being its 64 rows of the tile's 128 (all 64 columns).
           const uint32_t st_base = sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes);
-          const int turn = g & 3;
 #pragma unroll
           for (int r = 0; r < 2; ++r)
 #pragma unroll
-            for (int jj = 0; jj < kDqRegs / 4; ++jj) {
-              float v[2];
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int base = 4 * (jj & 4) + 2 * r + e, l = jj & 3;
-                const float c0 = acc_dq[base + 4 * l], c1 = acc_dq[base + 4 * (l ^ 1)];
-                const float c2 = acc_dq[base + 4 * (l ^ 2)], c3 = acc_dq[base + 4 * (l ^ 3)];
-                v[e] = turn == 0 ? c0 : turn == 1 ? c1 : turn == 2 ? c2 : c3;
-              }
-              const int j = wgmma_frag::dq_stage_group(jj, lane);
-              st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4), v[0],
-                               v[1]);
-            }
+            for (int j = 0; j < kDqRegs / 4; ++j)
+              st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
+                               acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
           fence_proxy_async();  // these generic writes, before the bulk unit reads them
         } else {
           const int col0 = D == 128 ? 64 * wg : 0;

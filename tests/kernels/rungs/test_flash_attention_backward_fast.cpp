@@ -1217,37 +1217,33 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaStmatrixStoresLikeTheElementStores)
             }
 }
 
-// The dQ staging stores of `groups` column groups of 8 by every warp of both
-// warpgroups: over its stores each lane writes each group once, within its warpgroup's groups / 4 boxes, and a
-// half-warp's float2 stores touch each of the 32 banks exactly once.
-void expect_staging_conflict_free(int groups) {
-  for (int lane = 0; lane < 32; ++lane) {
-    std::vector<int> seen(size_t(groups), 0);
-    for (int jj = 0; jj < groups; ++jj) ++seen.at(size_t(wgmma_frag::dq_stage_group(jj, lane)));
-    for (int n : seen) ASSERT_EQ(n, 1) << "lane " << lane;
-  }
+// The dQ staging stores of `groups` column groups of 8 by every warp of both warpgroups (group j at the j-th
+// store, straight from the accumulator): within its warpgroup's groups / 4 boxes, and a half-warp's float2 stores
+// (rows g .. g + 3, four lanes a row) meet exactly two to a bank: rows g and g ^ 1 put the same 16-byte chunk in
+// the same place of the 128-byte swizzle, where the select-free store is the cost (the stores before this
+// candidate turned the group by the row, conflict-free, at three selects a value).
+void expect_staging_two_way(int groups) {
   for (int wg = 0; wg < 2; ++wg)
     for (int warp = 0; warp < 4; ++warp)
-      for (int jj = 0; jj < groups; ++jj)
+      for (int j = 0; j < groups; ++j)
         for (int r = 0; r < 2; ++r)
           for (int half = 0; half < 2; ++half) {
             std::array<int, 32> banks{};
             for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
-              const int j = wgmma_frag::dq_stage_group(jj, lane);
               const uint32_t byte = wgmma_frag::dq_stage_byte(wg, 16 * warp + lane / 4 + 8 * r, 8 * j + 2 * (lane % 4));
               ASSERT_LT(byte, uint32_t(wg * 2 + groups / 4) * 64 * 128) << "past the warpgroup's boxes";
               ++banks[(byte / 4) % 32];
               ++banks[(byte / 4 + 1) % 32];
             }
-            for (int b : banks) ASSERT_EQ(b, 1) << groups << " groups, wg " << wg << " warp " << warp << " jj " << jj;
+            for (int b : banks)
+              ASSERT_TRUE(b == 0 || b == 2) << groups << " groups, wg " << wg << " warp " << warp << " j " << j;
           }
 }
 
 // wgmma-tma's dQ staging: each warpgroup's 64 x 64 block holds every (row, column) once, as two
 // boxes of 64 rows x 128 bytes in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8): what the
 // bulk tensor copy reads), and a half-warp's float2 stores (rows g .. g + 3 of its warp, four lanes a row, at
-// column group dq_stage_group) touch each of the 32 banks exactly once (no conflict); over its eight stores a
-// lane writes each of its column groups once.
+// column group j at the j-th store) meet two to a bank (expect_staging_two_way).
 TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   std::vector<int> seen(size_t(FastBackwardTraitsSm90<128>::kDqStageBytes / 4), 0);
   for (int wg = 0; wg < 2; ++wg)
@@ -1277,7 +1273,7 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   EXPECT_LE(FastBackwardTraitsSm90<128>::kSmemBytesTma, 227 * 1024) << "past the H100/H200's per-block limit";
   // Each warpgroup stages a 64 x 64 block, two boxes: d = 128 its 64 columns of the tile's 64 rows, d = 64 its 64
   // rows of the tile's 128.
-  expect_staging_conflict_free(8);
+  expect_staging_two_way(8);
 }
 
 // wgmma-tma at d = 64 (128 query rows a step): both warpgroups' dS^T (64 keys x 128 queries each) stored by
