@@ -450,6 +450,10 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
+  // Grouped-query rows read K and V from allocations of their own size, as the peers' tensors are (the
+  // timeline's recording of such a row, with K and V that size, read 0.232 ms where this bench, reading the
+  // first 8 MB of the 64 MB above, read 0.273-0.291 ms: docs/perf-log.md, second session of 2026-12-05).
+  Buffer<__nv_bfloat16> k_group, v_group;
   // One row of shape s with the kernel fast_path() picks.
   auto row_one = [&](const FastBenchShape& s) {
     const FastPath path = fast_path();
@@ -459,6 +463,15 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     p.causal = s.causal;
     p.dtype = FastDtype::Bf16;
     p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
+    if (kv_heads(p) != p.H) {
+      const int64_t n_kv = int64_t(p.B) * kv_heads(p) * p.Lk * p.d;
+      k_group.resize(Backend::Cuda, size_t(n_kv)), v_group.resize(Backend::Cuda, size_t(n_kv));
+      cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n_kv), dim3(256), 0, 0,
+                   k_group.data(), n_kv, 2u);
+      cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n_kv), dim3(256), 0, 0,
+                   v_group.data(), n_kv, 3u);
+      p.k = k_group.data(), p.v = v_group.data();
+    }
     set_contiguous_strides(p);
     const bench::Timing t =
         quick ? bench::time(b, [&] { run_fast(p); }, 1, 3) : bench::time(b, [&] { run_fast(p); }, 5, 30);
