@@ -450,9 +450,8 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
   cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
-  // Grouped-query rows read K and V from allocations of their own size, as the peers' tensors are (the
-  // timeline's recording of such a row, with K and V that size, read 0.232 ms where this bench, reading the
-  // first 8 MB of the 64 MB above, read 0.273-0.291 ms: docs/perf-log.md, second session of 2026-12-05).
+  // Grouped-query rows read K and V from allocations of their own size, as the peers' tensors are, not from
+  // the first part of the Hkv = H buffers above.
   Buffer<__nv_bfloat16> k_group, v_group;
   // One row of shape s with the kernel fast_path() picks.
   auto row_one = [&](const FastBenchShape& s) {
