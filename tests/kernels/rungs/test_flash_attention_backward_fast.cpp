@@ -1220,8 +1220,8 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaStmatrixStoresLikeTheElementStores)
 // The dQ staging stores of `groups` column groups of 8 by every warp of both warpgroups (group j at the j-th
 // store, straight from the accumulator): within its warpgroup's groups / 4 boxes, and a half-warp's float2 stores
 // (rows g .. g + 3, four lanes a row) meet exactly two to a bank: rows g and g ^ 1 put the same 16-byte chunk in
-// the same place of the 128-byte swizzle, where the select-free store is the cost (the stores before this
-// candidate turned the group by the row, conflict-free, at three selects a value).
+// the same place of the 128-byte swizzle: the select-free store's cost (until 2026-12-05 the stores turned the
+// group by the row, conflict-free, at three selects a value; the A/B in docs/perf-log.md chose these).
 void expect_staging_two_way(int groups) {
   for (int wg = 0; wg < 2; ++wg)
     for (int warp = 0; warp < 4; ++warp)
