@@ -112,10 +112,13 @@ template <int kHeadDim_>
 struct FastBackwardTraitsSm90 {
   static constexpr int kHeadDim = kHeadDim_, kBlockM = 64, kBlockN = 128, kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32;
-  // K_j, V_j [kBlockN][d]; two stages of Q_i, dO_i [kBlockM][d]; dS [kBlockM][kBlockN]; two stages of L and D
-  // (fp32, kBlockM each); plus 1 KiB to align the tiles to 1024 bytes (the 128-byte swizzle's period).
-  static constexpr int64_t kSmemBytes =
-      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
+  // At `block_m` query rows a step: K_j, V_j [kBlockN][d]; two stages of Q_i, dO_i [block_m][d]; dS
+  // [block_m][kBlockN]; two stages of L and D (fp32, block_m each); plus 1 KiB to align the tiles to 1024 bytes
+  // (the 128-byte swizzle's period).
+  static constexpr int64_t tile_bytes(int block_m) {
+    return int64_t(2 * kBlockN * kHeadDim + 4 * block_m * kHeadDim + block_m * kBlockN) * 2 + 4 * block_m * 4 + 1024;
+  }
+  static constexpr int64_t kSmemBytes = tile_bytes(kBlockM);
   // The wgmma-tma kernels (their tiles at kBlockMTma rows) add two stages of dQ staging: per warpgroup 64 rows of
   // 64 fp32 columns as two boxes of 32 columns (128-byte rows, 128-byte swizzle: the layout the bulk tensor copy
   // reads), so the 8 rows a warp's float2 stores touch fall on 8 different 16-byte chunks; then the two stages'
@@ -126,9 +129,7 @@ struct FastBackwardTraitsSm90 {
   static constexpr int kBlockMTma = kHeadDim == 64 ? 128 : 64;
   static constexpr int kDqBoxRows = 64, kDqBoxBytes = kDqBoxRows * 128;
   static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
-  static constexpr int64_t kSmemBytesTma =
-      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockMTma * kHeadDim + kBlockMTma * kBlockN) * 2 + 4 * kBlockMTma * 4 +
-      1024 + 2 * kDqStageBytes + 64;
+  static constexpr int64_t kSmemBytesTma = tile_bytes(kBlockMTma) + 2 * kDqStageBytes + 64;
 };
 
 // The wgmma dK/dV kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and
