@@ -23,8 +23,7 @@ namespace kl::timeline {
 namespace {
 
 using flash_attention::FastPath;
-using flash_attention::fast_detail::elementwise_grid;
-using flash_attention::fast_detail::fill_uniform;
+using flash_attention::fast_detail::launch_fill_uniform;
 using Bf16 = __nv_bfloat16;
 
 constexpr uint64_t kMaxTraceBytes = uint64_t(2) << 30;  // the trace buffer's limit (2 GiB)
@@ -42,8 +41,7 @@ struct Job {
 };
 
 void fill(Buffer<Bf16>& b, uint32_t seed) {
-  const int64_t n = int64_t(b.size());
-  cuda::launch("timeline_fill", fill_uniform<Bf16>, elementwise_grid(n), dim3(256), 0, 0, b.data(), n, seed);
+  launch_fill_uniform("timeline_fill", b.data(), int64_t(b.size()), seed);
 }
 
 std::vector<uint16_t> bits(const Buffer<Bf16>& b) {

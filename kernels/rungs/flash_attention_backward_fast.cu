@@ -701,11 +701,10 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
       dout(Backend::Cuda, size_t(n)), o(Backend::Cuda, size_t(n)), dq(Backend::Cuda, size_t(n)),
       dk(Backend::Cuda, size_t(n)), dv(Backend::Cuda, size_t(n));
   Buffer<float> lse(Backend::Cuda, size_t(n / 64)), drow(Backend::Cuda, size_t(n / 64)), accum(Backend::Cuda, size_t(n));
-  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
-  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
-  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
-  cuda::launch("flash_bwd_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, dout.data(), n,
-               4u);
+  launch_fill_uniform("flash_bwd_fast_fill", q.data(), n, 1u);
+  launch_fill_uniform("flash_bwd_fast_fill", k.data(), n, 2u);
+  launch_fill_uniform("flash_bwd_fast_fill", v.data(), n, 3u);
+  launch_fill_uniform("flash_bwd_fast_fill", dout.data(), n, 4u);
   const FastBackwardPath path = fast_backward_path();  // KL_FLASH_BWD_PATH; named in each row
   for (const flash_attention::FastBenchShape& s : spec.shapes) {
     const int L = s.L, d = s.d;

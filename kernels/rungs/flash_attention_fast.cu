@@ -447,9 +447,9 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   const int64_t n = spec.elements();
   Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
       o(Backend::Cuda, size_t(n));
-  cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, q.data(), n, 1u);
-  cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, k.data(), n, 2u);
-  cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n), dim3(256), 0, 0, v.data(), n, 3u);
+  launch_fill_uniform("flash_fast_fill", q.data(), n, 1u);
+  launch_fill_uniform("flash_fast_fill", k.data(), n, 2u);
+  launch_fill_uniform("flash_fast_fill", v.data(), n, 3u);
   // Grouped-query rows read K and V from allocations of their own size, as the peers' tensors are, not from
   // the first part of the Hkv = H buffers above.
   Buffer<__nv_bfloat16> k_group, v_group;
@@ -465,10 +465,8 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     if (kv_heads(p) != p.H) {
       const int64_t n_kv = int64_t(p.B) * kv_heads(p) * p.Lk * p.d;
       k_group.resize(Backend::Cuda, size_t(n_kv)), v_group.resize(Backend::Cuda, size_t(n_kv));
-      cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n_kv), dim3(256), 0, 0,
-                   k_group.data(), n_kv, 2u);
-      cuda::launch("flash_fast_fill", fill_uniform<__nv_bfloat16>, elementwise_grid(n_kv), dim3(256), 0, 0,
-                   v_group.data(), n_kv, 3u);
+      launch_fill_uniform("flash_fast_fill", k_group.data(), n_kv, 2u);
+      launch_fill_uniform("flash_fast_fill", v_group.data(), n_kv, 3u);
       p.k = k_group.data(), p.v = v_group.data();
     }
     set_contiguous_strides(p);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/runtime/cuda_launch.cuh"
+
 namespace kl::flash_attention {
 
 // Two floats -> one register of two 16-bit elements, `lo` in the low half (round to nearest even).
@@ -195,6 +197,11 @@ inline dim3 elementwise_grid(int64_t n) {
   if (blocks > 4096) blocks = 4096;
   if (blocks < 1) blocks = 1;
   return dim3(unsigned(blocks));
+}
+// fill_uniform over out[0, n), launched and checked as `name` (cuda::launch): the benches' and recordings' inputs.
+template <class T>
+void launch_fill_uniform(const char* name, T* out, int64_t n, uint32_t seed) {
+  cuda::launch(name, fill_uniform<T>, elementwise_grid(n), dim3(256), 0, 0, out, n, seed);
 }
 
 }  // namespace fast_detail
