@@ -695,7 +695,8 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   std::vector<bench::Row> rows;
   if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
   flash_attention::require_cuda_device("flash-attention-backward --variant fast");
-  const flash_attention::FastBenchSpec spec = flash_attention::fast_bench_spec(quick, {64, 128, 256}, false);
+  const flash_attention::FastBenchSpec spec =
+      flash_attention::bench_shapes_from_env(flash_attention::fast_bench_spec(quick, {64, 128, 256}, false));
   const int64_t n = spec.elements();
   Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
       dout(Backend::Cuda, size_t(n)), o(Backend::Cuda, size_t(n)), dq(Backend::Cuda, size_t(n)),

@@ -443,7 +443,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
   std::vector<bench::Row> rows;
   if (b != Backend::Cuda) return rows;  // no CPU implementation of the fast variant
   require_cuda_device("flash-attention --variant fast");
-  const FastBenchSpec spec = fast_bench_spec(quick, {64, 128, 256}, true);
+  const FastBenchSpec spec = bench_shapes_from_env(fast_bench_spec(quick, {64, 128, 256}, true));
   const int64_t n = spec.elements();
   Buffer<__nv_bfloat16> q(Backend::Cuda, size_t(n)), k(Backend::Cuda, size_t(n)), v(Backend::Cuda, size_t(n)),
       o(Backend::Cuda, size_t(n));

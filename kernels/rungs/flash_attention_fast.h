@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -465,6 +466,35 @@ inline std::string fast_bench_shape_text(const FastBenchShape& s) {
   return "B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) +
          (s.H_kv > 0 ? " Hkv=" + std::to_string(s.H_kv) : std::string()) + " L=" + std::to_string(s.L) +
          " d=" + std::to_string(s.d) + (s.causal ? " causal" : " non-causal");
+}
+// The shapes a bench times when `list` (KL_FLASH_BENCH_SHAPES: comma-separated parts of row names, e.g.
+// "Hkv=2 L=1024 d=128 non-causal,B=1 H=8 L=16384 d=256") is given: for each part in the list's order, the
+// spec's shapes whose fast_bench_shape_text contains it, so an order (or a shape timed twice) can be asked
+// for; an empty list keeps the spec. A part that names no shape is an InputError naming it.
+inline FastBenchSpec select_bench_shapes(const FastBenchSpec& spec, const std::string& list) {
+  if (list.empty()) return spec;
+  FastBenchSpec out = spec;
+  out.shapes.clear();
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string part = list.substr(start, comma - start);
+    start = comma + 1;
+    size_t found = 0;
+    for (const FastBenchShape& s : spec.shapes)
+      if (!part.empty() && fast_bench_shape_text(s).find(part) != std::string::npos) out.shapes.push_back(s), ++found;
+    if (found == 0)
+      throw InputError("KL_FLASH_BENCH_SHAPES: \"" + part + "\" names none of this bench's " +
+                       std::to_string(spec.shapes.size()) + " shapes (parts of its row names, e.g. \"" +
+                       (spec.shapes.empty() ? std::string() : fast_bench_shape_text(spec.shapes.back())) +
+                       "\"; comma-separated)");
+  }
+  return out;
+}
+// select_bench_shapes with the environment's KL_FLASH_BENCH_SHAPES (unset: every shape).
+inline FastBenchSpec bench_shapes_from_env(const FastBenchSpec& spec) {
+  const char* list = std::getenv("KL_FLASH_BENCH_SHAPES");
+  return select_bench_shapes(spec, list ? list : "");
 }
 
 // ---- [SECTION] entry points (CUDA backend only) ------------------------------------------------------

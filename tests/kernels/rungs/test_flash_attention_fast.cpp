@@ -751,6 +751,33 @@ TEST(FlashAttentionFast, BenchQuickGivesRows) {
 }
 
 // ---- [SECTION] CPU tests: input checks ------------------------------------------------------------------
+TEST(FlashAttentionFastHost, BenchShapesAreSelectedInTheListsOrder) {
+  const FastBenchSpec spec = fast_bench_spec(false, {64, 128, 256}, true);
+  ASSERT_EQ(spec.shapes.size(), 42u);
+  EXPECT_EQ(select_bench_shapes(spec, "").shapes.size(), 42u);
+  // Two parts: the grouped-query L = 1024 row without the mask after the two d = 256 L = 16384 rows.
+  const FastBenchSpec s = select_bench_shapes(spec, "L=16384 d=256,Hkv=2 L=1024 d=128 non-causal");
+  ASSERT_EQ(s.shapes.size(), 3u);
+  EXPECT_EQ(fast_bench_shape_text(s.shapes[0]), "B=1 H=8 L=16384 d=256 non-causal");
+  EXPECT_EQ(fast_bench_shape_text(s.shapes[1]), "B=1 H=8 L=16384 d=256 causal");
+  EXPECT_EQ(fast_bench_shape_text(s.shapes[2]), "B=16 H=16 Hkv=2 L=1024 d=128 non-causal");
+  EXPECT_EQ(s.elements(), spec.elements());
+  // A part named twice is timed twice.
+  EXPECT_EQ(select_bench_shapes(spec, "Hkv=2 L=1024 d=128 causal,Hkv=2 L=1024 d=128 causal").shapes.size(), 2u);
+  // A part that names nothing (here a grouped-query row of the backward's bench, which has none) is refused.
+  const FastBenchSpec backward = fast_bench_spec(false, {64, 128, 256}, false);
+  try {
+    select_bench_shapes(backward, "L=512 d=64,Hkv=2");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("KL_FLASH_BENCH_SHAPES"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"Hkv=2\""), std::string::npos) << m;
+    EXPECT_NE(m.find("36 shapes"), std::string::npos) << m;
+  }
+  EXPECT_THROW(select_bench_shapes(spec, "L=512,"), InputError);  // an empty part
+}
+
 TEST(FlashAttentionFastHost, RunFastHostRejectsBadInput) {
   auto arr = [](std::vector<int64_t> shape) {
     Array a;
