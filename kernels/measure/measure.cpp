@@ -248,13 +248,24 @@ std::string launch_sentence(const Results& r) {
 }
 
 // [SECTION] the plan: bandwidth, the GEMM ceiling, compute ---------------------------------------------
-std::vector<Step> plan(const Options& o) {
+namespace {
+// The timed loops' warm-up runs and timed runs on backend b.
+struct Repeats {
+  int warm, iters;
+};
+Repeats repeats(const Options& o) {
+  const bool cpu = o.backend == Backend::Cpu;
+  return Repeats{cpu ? 1 : 3, cpu ? 3 : (o.quick ? 10 : 20)};
+}
+
+// The bandwidth steps: the fixed cost of a call, then at every size the copy and the memory-bound rungs against
+// it; the last step releases their buffers.
+void plan_bandwidth(const Options& o, std::vector<Step>& steps) {
   const Backend b = o.backend;
   const bool cpu = b == Backend::Cpu;
-  const int warm = cpu ? 1 : 3, iters = cpu ? 3 : (o.quick ? 10 : 20);
+  const int warm = repeats(o).warm, iters = repeats(o).iters;
   auto ws = std::make_shared<Workspace>();
   ws->b = b;
-  std::vector<Step> steps;
   const std::vector<int64_t> ns = sizes(o);
   // The workspace at N floats with the set count the copy at N used; returns the count.
   auto ws_sets = [ws](const Results& r, int64_t n) {
@@ -348,6 +359,12 @@ std::vector<Step> plan(const Options& o) {
                      ws->n = 0, ws->sets = 1;
                    }});
 
+}
+
+// The GEMM ceiling the compute points are read against (cuBLAS bf16, or the CPU's).
+void plan_gemm_ceiling(const Options& o, std::vector<Step>& steps) {
+  const Backend b = o.backend;
+  const bool cpu = b == Backend::Cpu;
   const int gemm_n = cpu ? (o.quick ? 256 : gemm::kDefaultCpuN) : gemm::kDefaultCudaN;
   steps.push_back({cpu ? "CPU GEMM ceiling, " + std::to_string(gemm_n) + "^3"
                        : "cuBLAS bf16 GEMM ceiling, " + std::to_string(gemm_n) + "^3",
@@ -361,6 +378,13 @@ std::vector<Step> plan(const Options& o) {
                      r.machine.gemm_max_rel_err = c.max_rel_err;
                    }});
 
+}
+
+// The compute steps: flash-attention against the ceiling (the teaching kernel on the CPU, the fast kernels on a GPU).
+void plan_compute(const Options& o, std::vector<Step>& steps) {
+  const Backend b = o.backend;
+  const bool cpu = b == Backend::Cpu;
+  const int warm = repeats(o).warm, iters = repeats(o).iters;
   auto compute_point = [](Results& r, const std::string& variant, int L, const std::string& shape, double flops,
                           const bench::Timing& t) {
     Point p;
@@ -400,7 +424,7 @@ std::vector<Step> plan(const Options& o) {
                              1, 3);
                          compute_point(r, "teaching d=64", L, s.text() + " fp32", 4.0 * L * double(L) * 64, t);
                        }});
-    return steps;
+    return;
   }
 #ifdef KL_HAS_CUDA
   auto fws = std::make_shared<FlashWorkspace>();
@@ -428,6 +452,16 @@ std::vector<Step> plan(const Options& o) {
                          }});
       }
 #endif
+}
+
+}  // namespace
+
+// What `measure` runs, in order: bandwidth, the GEMM ceiling, compute.
+std::vector<Step> plan(const Options& o) {
+  std::vector<Step> steps;
+  plan_bandwidth(o, steps);
+  plan_gemm_ceiling(o, steps);
+  plan_compute(o, steps);
   return steps;
 }
 
