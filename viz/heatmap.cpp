@@ -357,32 +357,9 @@ void Heatmap::read_flags(int out_w, int out_h) {
   for (unsigned char c : column_flags_) found_.unwritten = found_.unwritten || (c & 1), found_.nan = found_.nan || (c & 2);
 }
 
-HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size, bool dirty) {
-  HeatmapHover hover;
+// Ctrl + wheel zooms around the pointer, a drag pans, a double click resets (the view kept in cells).
+void Heatmap::interact(const ImVec2& pos, const ImVec2& sz, float W, float H, bool hovered) {
   State& st = *st_;
-  ImGui::PushID(id);
-  const ImVec2 pos = ImGui::GetCursorScreenPos();
-  const ImVec2 sz(std::max(1.0f, std::floor(size.x)), std::max(1.0f, std::floor(size.y)));
-  if (data.gl_id() == 0 || data.width() < 1 || data.height() < 1) {
-    ImGui::Dummy(sz);
-    ImGui::GetWindowDrawList()->AddRect(pos, ImVec2(pos.x + sz.x, pos.y + sz.y),
-                                        ImGui::GetColorU32(ImGuiCol_Border));
-    ImGui::PopID();
-    return hover;
-  }
-  const float W = float(data.width()), H = float(data.height());
-  // New data of another shape: the whole of it (a view of the old shape would read as a zoom).
-  if (data.width() != st.view_w || data.height() != st.view_h) {
-    st.view_w = data.width(), st.view_h = data.height();
-    st.x0 = st.y0 = st.x1 = st.y1 = 0;
-  }
-  if (st.x1 <= st.x0 || st.y1 <= st.y0 || st.x1 > W || st.y1 > H) st.x0 = 0, st.y0 = 0, st.x1 = W, st.y1 = H;
-
-  // The image, then its interaction (the wheel belongs to the image, not the window, while hovered).
-  ImGui::InvisibleButton("##heatmap", sz, ImGuiButtonFlags_MouseButtonLeft |
-                                              ImGuiButtonFlags_MouseButtonRight |
-                                              ImGuiButtonFlags_MouseButtonMiddle);
-  const bool hovered = ImGui::IsItemHovered();
   const ImGuiIO& io = ImGui::GetIO();
   const float spx = (st.x1 - st.x0) / sz.x, spy = (st.y1 - st.y0) / sz.y;  // cells per pixel
   // The wheel scrolls the window unless Ctrl is held: a heatmap sliding under the pointer while the
@@ -409,6 +386,119 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
     st.y0 = std::clamp(st.y0 - io.MouseDelta.y * spy, 0.0f, H - nh), st.y1 = st.y0 + nh;
   }
   if (st.x1 <= st.x0 || st.y1 <= st.y0) st.x0 = 0, st.y0 = 0, st.x1 = W, st.y1 = H;
+}
+
+// Highlight bands: a translucent fill with a bright outline on a dark halo (visible on light and dark colours
+// alike), at least 3 pixels thick.
+void Heatmap::draw_bands(ImDrawList* dl, const ImVec2& pos, const ImVec2& sz, int w, int h) const {
+  const State& st = *st_;
+  const ImVec2 end(pos.x + sz.x, pos.y + sz.y);
+  const float spx = (st.x1 - st.x0) / sz.x, spy = (st.y1 - st.y0) / sz.y;  // cells per pixel
+  const float cw = 1.0f / spx, ch = 1.0f / spy;                              // pixels per cell
+  const ImU32 band_fill = IM_COL32(255, 255, 255, 40), band_line = IM_COL32(255, 255, 255, 230),
+              band_halo = IM_COL32(0, 0, 0, 170);
+  if (hl_row_ >= 0 && hl_row_ < h) {
+    float a = pos.y + (float(hl_row_) - st.y0) * ch, b = pos.y + (float(hl_row_ + 1) - st.y0) * ch;
+    if (b - a < 3) a = (a + b) * 0.5f - 1.5f, b = a + 3;
+    dl->AddRectFilled(ImVec2(pos.x, a), ImVec2(end.x, b), band_fill);
+    dl->AddRect(ImVec2(pos.x - 1, a - 1), ImVec2(end.x + 1, b + 1), band_halo, 0, 0, 3.0f);
+    dl->AddRect(ImVec2(pos.x - 1, a - 1), ImVec2(end.x + 1, b + 1), band_line, 0, 0, 1.5f);
+  }
+  if (hl_col_ >= 0 && hl_col_ < w) {
+    float a = pos.x + (float(hl_col_) - st.x0) * cw, b = pos.x + (float(hl_col_ + 1) - st.x0) * cw;
+    if (b - a < 3) a = (a + b) * 0.5f - 1.5f, b = a + 3;
+    dl->AddRectFilled(ImVec2(a, pos.y), ImVec2(b, end.y), band_fill);
+    dl->AddRect(ImVec2(a - 1, pos.y - 1), ImVec2(b + 1, end.y + 1), band_halo, 0, 0, 3.0f);
+    dl->AddRect(ImVec2(a - 1, pos.y - 1), ImVec2(b + 1, end.y + 1), band_line, 0, 0, 1.5f);
+  }
+}
+
+// The cell under the pointer (the image is hovered): outlined where cells are 4 pixels or more, and logged.
+HeatmapHover Heatmap::hover_cell(const char* id, ImDrawList* dl, const ImVec2& pos, const ImVec2& sz, int w,
+                                 int h) const {
+  const State& st = *st_;
+  const ImGuiIO& io = ImGui::GetIO();
+  const float spx = (st.x1 - st.x0) / sz.x, spy = (st.y1 - st.y0) / sz.y;  // cells per pixel
+  const float cw = 1.0f / spx, ch = 1.0f / spy;                              // pixels per cell
+  HeatmapHover hover;
+  hover.active = true;
+  hover.col = std::clamp(int(std::floor(st.x0 + (io.MousePos.x - pos.x) * spx)), 0, w - 1);
+  hover.row = std::clamp(int(std::floor(st.y0 + (io.MousePos.y - pos.y) * spy)), 0, h - 1);
+  if (ui_log::is_open()) {
+    static std::string last;  // one line per cell entered, not per frame
+    const std::string line = std::string("hover heatmap ") + id + " col " + std::to_string(hover.col) + " row " +
+                             std::to_string(hover.row);
+    if (line != last) ui_log::event(line), last = line;
+  }
+  if (cw >= 4 && ch >= 4) {
+    const ImVec2 a(pos.x + (float(hover.col) - st.x0) * cw, pos.y + (float(hover.row) - st.y0) * ch);
+    const ImVec2 b(pos.x + (float(hover.col + 1) - st.x0) * cw, pos.y + (float(hover.row + 1) - st.y0) * ch);
+    dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), IM_COL32(0, 0, 0, 200), 0, 0, 3.0f);
+    dl->AddRect(a, b, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+  }
+  return hover;
+}
+
+// Top right: the zoom and how to leave it, or for a moment after the plain wheel, how to zoom.
+void Heatmap::draw_corner(ImDrawList* dl, const ImVec2& pos, const ImVec2& sz, float W, float H, bool hovered) const {
+  const State& st = *st_;
+  const ImVec2 end(pos.x + sz.x, pos.y + sz.y);
+  const bool zoomed = st.x0 > 0 || st.y0 > 0 || st.x1 < W || st.y1 < H;
+  std::string corner;
+  if (zoomed) {
+    char buf[96];
+    snprintf(buf, sizeof(buf), "zoom %.0f%%  (drag: move, double-click: reset)", 100.0f * W / (st.x1 - st.x0));
+    corner = buf;
+  } else if (hovered && ImGui::GetTime() < st.hint_until) {
+    corner = "Ctrl+wheel: zoom";
+  }
+  if (corner.empty()) return;
+  const ImVec2 ts = ImGui::CalcTextSize(corner.c_str());
+  dl->PushClipRect(pos, end, true);
+  dl->AddRectFilled(ImVec2(end.x - ts.x - 10, pos.y + 2), ImVec2(end.x - 2, pos.y + ts.y + 6), IM_COL32(0, 0, 0, 170), 3);
+  dl->AddText(ImVec2(end.x - ts.x - 6, pos.y + 4), IM_COL32(230, 230, 230, 255), corner.c_str());
+  dl->PopClipRect();
+}
+
+// What a test reads: where the marks stand (pixel columns of the image), and the key's entries, on each change.
+void Heatmap::log_marks(const char* id) const {
+  if (!ui_log::is_open()) return;
+  std::string marks;
+  for (size_t x = 0; x < column_flags_.size(); ++x)
+    if (column_flags_[x] & 1) marks += (marks.empty() ? "" : ",") + std::to_string(x);
+  static std::map<std::string, std::string> logged;
+  const std::string line = std::string("heatmap ") + id + " unwritten columns [" + marks + "] key" +
+                           (found_.unwritten ? " never-written" : "") + (found_.nan ? " nan" : "");
+  if (logged[id] != line) ui_log::event(line), logged[id] = line;
+}
+
+HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size, bool dirty) {
+  HeatmapHover hover;
+  State& st = *st_;
+  ImGui::PushID(id);
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  const ImVec2 sz(std::max(1.0f, std::floor(size.x)), std::max(1.0f, std::floor(size.y)));
+  if (data.gl_id() == 0 || data.width() < 1 || data.height() < 1) {
+    ImGui::Dummy(sz);
+    ImGui::GetWindowDrawList()->AddRect(pos, ImVec2(pos.x + sz.x, pos.y + sz.y),
+                                        ImGui::GetColorU32(ImGuiCol_Border));
+    ImGui::PopID();
+    return hover;
+  }
+  const float W = float(data.width()), H = float(data.height());
+  // New data of another shape: the whole of it (a view of the old shape would read as a zoom).
+  if (data.width() != st.view_w || data.height() != st.view_h) {
+    st.view_w = data.width(), st.view_h = data.height();
+    st.x0 = st.y0 = st.x1 = st.y1 = 0;
+  }
+  if (st.x1 <= st.x0 || st.y1 <= st.y0 || st.x1 > W || st.y1 > H) st.x0 = 0, st.y0 = 0, st.x1 = W, st.y1 = H;
+
+  // The image, then its interaction (the wheel belongs to the image, not the window, while hovered).
+  ImGui::InvisibleButton("##heatmap", sz, ImGuiButtonFlags_MouseButtonLeft |
+                                              ImGuiButtonFlags_MouseButtonRight |
+                                              ImGuiButtonFlags_MouseButtonMiddle);
+  const bool hovered = ImGui::IsItemHovered();
+  interact(pos, sz, W, H, hovered);
   if (ui_log::is_open()) {
     // The part of the data shown, in cells, on each change (zoom, pan, reset): "view heatmap ID x0 y0 x1 y1".
     char v[160];
@@ -418,7 +508,7 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   }
 
   // Colour at framebuffer resolution, only when something changed.
-  const ImVec2 fb_scale = io.DisplayFramebufferScale;
+  const ImVec2 fb_scale = ImGui::GetIO().DisplayFramebufferScale;
   const int out_w = std::clamp(int(std::lround(sz.x * std::max(1.0f, fb_scale.x))), 1, kMaxOutput);
   const int out_h = std::clamp(int(std::lround(sz.y * std::max(1.0f, fb_scale.y))), 1, kMaxOutput);
   State::Key key{data.gl_id(), data.width(), data.height(), data.channels(), out_w, out_h,
@@ -434,77 +524,16 @@ HeatmapHover Heatmap::draw(const char* id, DataTexture& data, const ImVec2& size
   const ImVec2 end(pos.x + sz.x, pos.y + sz.y);
   dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(rgba_)), pos, end);
   dl->PushClipRect(pos, end, true);
-  const float cw = 1.0f / spx, ch = 1.0f / spy;  // pixels per cell
-  auto sx = [&](float cx) { return pos.x + (cx - st.x0) * cw; };
-  auto sy = [&](float cy) { return pos.y + (cy - st.y0) * ch; };
-  // Highlight bands: a translucent fill with a bright outline on a dark halo (visible on light and dark
-  // colours alike), at least 3 pixels thick.
-  const ImU32 band_fill = IM_COL32(255, 255, 255, 40), band_line = IM_COL32(255, 255, 255, 230),
-              band_halo = IM_COL32(0, 0, 0, 170);
-  if (hl_row_ >= 0 && hl_row_ < data.height()) {
-    float a = sy(float(hl_row_)), b = sy(float(hl_row_ + 1));
-    if (b - a < 3) a = (a + b) * 0.5f - 1.5f, b = a + 3;
-    dl->AddRectFilled(ImVec2(pos.x, a), ImVec2(end.x, b), band_fill);
-    dl->AddRect(ImVec2(pos.x - 1, a - 1), ImVec2(end.x + 1, b + 1), band_halo, 0, 0, 3.0f);
-    dl->AddRect(ImVec2(pos.x - 1, a - 1), ImVec2(end.x + 1, b + 1), band_line, 0, 0, 1.5f);
-  }
-  if (hl_col_ >= 0 && hl_col_ < data.width()) {
-    float a = sx(float(hl_col_)), b = sx(float(hl_col_ + 1));
-    if (b - a < 3) a = (a + b) * 0.5f - 1.5f, b = a + 3;
-    dl->AddRectFilled(ImVec2(a, pos.y), ImVec2(b, end.y), band_fill);
-    dl->AddRect(ImVec2(a - 1, pos.y - 1), ImVec2(b + 1, end.y + 1), band_halo, 0, 0, 3.0f);
-    dl->AddRect(ImVec2(a - 1, pos.y - 1), ImVec2(b + 1, end.y + 1), band_line, 0, 0, 1.5f);
-  }
-  if (hovered) {
-    const int col = std::clamp(int(std::floor(st.x0 + (io.MousePos.x - pos.x) * spx)), 0, data.width() - 1);
-    const int row = std::clamp(int(std::floor(st.y0 + (io.MousePos.y - pos.y) * spy)), 0, data.height() - 1);
-    hover.active = true;
-    hover.col = col;
-    hover.row = row;
-    if (ui_log::is_open()) {
-      static std::string last;  // one line per cell entered, not per frame
-      const std::string line = std::string("hover heatmap ") + id + " col " + std::to_string(col) + " row " + std::to_string(row);
-      if (line != last) ui_log::event(line), last = line;
-    }
-    if (cw >= 4 && ch >= 4) {
-      dl->AddRect(ImVec2(sx(float(col)) - 1, sy(float(row)) - 1), ImVec2(sx(float(col + 1)) + 1, sy(float(row + 1)) + 1),
-                  IM_COL32(0, 0, 0, 200), 0, 0, 3.0f);
-      dl->AddRect(ImVec2(sx(float(col)), sy(float(row))), ImVec2(sx(float(col + 1)), sy(float(row + 1))),
-                  IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
-    }
-  }
+  draw_bands(dl, pos, sz, data.width(), data.height());
+  if (hovered) hover = hover_cell(id, dl, pos, sz, data.width(), data.height());
   dl->PopClipRect();
   dl->AddRect(ImVec2(pos.x - 1, pos.y - 1), ImVec2(end.x + 1, end.y + 1), IM_COL32(90, 94, 102, 255));
-  const bool zoomed = st.x0 > 0 || st.y0 > 0 || st.x1 < W || st.y1 < H;
-  std::string corner;
-  if (zoomed) {
-    char buf[96];
-    snprintf(buf, sizeof(buf), "zoom %.0f%%  (drag: move, double-click: reset)", 100.0f * W / (st.x1 - st.x0));
-    corner = buf;
-  } else if (hovered && ImGui::GetTime() < st.hint_until) {
-    corner = "Ctrl+wheel: zoom";
-  }
-  if (!corner.empty()) {
-    const ImVec2 ts = ImGui::CalcTextSize(corner.c_str());
-    dl->PushClipRect(pos, end, true);
-    dl->AddRectFilled(ImVec2(end.x - ts.x - 10, pos.y + 2), ImVec2(end.x - 2, pos.y + ts.y + 6), IM_COL32(0, 0, 0, 170), 3);
-    dl->AddText(ImVec2(end.x - ts.x - 6, pos.y + 4), IM_COL32(230, 230, 230, 255), corner.c_str());
-    dl->PopClipRect();
-  }
+  draw_corner(dl, pos, sz, W, H, hovered);
   draw_column_marks(pos, sz);
 
   audit::widget(std::string("heatmap '") + id + "'", pos, end);
   ui_log::place("heatmap", id, pos.x, pos.y, end.x, end.y);
-  if (ui_log::is_open()) {
-    // What a test reads: where the marks stand (pixel columns of the image), and the key's entries.
-    std::string marks;
-    for (size_t x = 0; x < column_flags_.size(); ++x)
-      if (column_flags_[x] & 1) marks += (marks.empty() ? "" : ",") + std::to_string(x);
-    static std::map<std::string, std::string> logged;
-    const std::string line = std::string("heatmap ") + id + " unwritten columns [" + marks + "] key" +
-                             (found_.unwritten ? " never-written" : "") + (found_.nan ? " nan" : "");
-    if (logged[id] != line) ui_log::event(line), logged[id] = line;
-  }
+  log_marks(id);
   if (scale_.kind != ColorScale::Kind::Categorical && colorbar_) {
     ImGui::SameLine(0, 0);
     colorbar(scale_, ImVec2(colorbar_width(), sz.y));

@@ -10,6 +10,8 @@
 #include "kernels/runtime/cell_state.h"
 #include "viz/data_texture.h"
 
+struct ImDrawList;
+
 struct ImVec2;
 
 namespace kl::viz {
@@ -83,6 +85,14 @@ class Heatmap {
   Found found_;
   void draw_column_marks(const ImVec2& pos, const ImVec2& size) const;
   void draw_key(float width) const;
+  // draw()'s parts, on the image at pos of `size` pixels showing a w x h cells texture: the pointer's zoom,
+  // pan and reset; the highlight bands; the hovered cell (its outline, and the log line); the corner text; the
+  // log line of the marks a test reads.
+  void interact(const ImVec2& pos, const ImVec2& size, float w, float h, bool hovered);
+  void draw_bands(ImDrawList* dl, const ImVec2& pos, const ImVec2& size, int w, int h) const;
+  HeatmapHover hover_cell(const char* id, ImDrawList* dl, const ImVec2& pos, const ImVec2& size, int w, int h) const;
+  void draw_corner(ImDrawList* dl, const ImVec2& pos, const ImVec2& size, float w, float h, bool hovered) const;
+  void log_marks(const char* id) const;
 };
 
 // The perceptual colour map used everywhere (viridis-like), for legends drawn outside heatmaps.
