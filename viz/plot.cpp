@@ -294,83 +294,54 @@ std::vector<ImVec2> occupied_points(const std::vector<Series>& series, const Axi
 }  // namespace
 
 // [SECTION] line_plot ------------------------------------------------------------------------------
-void line_plot(const char* id, const std::vector<Series>& series, const PlotOptions& opt, const ImVec2& size) {
-  Axis ax, ay;
-  ax.log = opt.log_x;
-  ay.log = opt.log_y;
+namespace {
+// The usable points' extent (lo > hi, infinite, where no point is usable).
+struct Extent {
+  double xlo, xhi, ylo, yhi;
+};
+Extent data_extent(const std::vector<Series>& series, const Axis& ax, const Axis& ay) {
   const double inf = std::numeric_limits<double>::infinity();
-  double xlo = inf, xhi = -inf, ylo = inf, yhi = -inf;
+  Extent e{inf, -inf, inf, -inf};
   for (const Series& s : series) {
     const size_t n = std::min(s.x.size(), s.y.size());
     for (size_t i = 0; i < n; ++i) {
       if (!ax.usable(s.x[i]) || !ay.usable(s.y[i])) continue;
-      xlo = std::min(xlo, s.x[i]), xhi = std::max(xhi, s.x[i]);
-      ylo = std::min(ylo, s.y[i]), yhi = std::max(yhi, s.y[i]);
+      e.xlo = std::min(e.xlo, s.x[i]), e.xhi = std::max(e.xhi, s.x[i]);
+      e.ylo = std::min(e.ylo, s.y[i]), e.yhi = std::max(e.yhi, s.y[i]);
     }
   }
-  if (ui_log::is_open() && std::isfinite(xlo)) {
-    // What the plot spans and how its y axis reads, on each change (a test of the window reads it).
-    char b[192];
-    std::snprintf(b, sizeof b, "plot %s x %g to %g, y %g to %g, y axis %s", id, xlo, xhi, ylo, yhi, ay.log ? "log" : "linear");
-    static std::map<std::string, std::string> logged;
-    if (logged[id] != b) ui_log::event(b), logged[id] = b;
+  return e;
+}
+
+// Where the legend of `box` goes: in a corner where no data is; where every corner has data, outside the data,
+// to the right of the plot area (which narrows for it) or above it (which lowers).
+ImVec2 place_legend(Frame& f, Axis& ax, Axis& ay, const ImVec2& box, const std::vector<Series>& series,
+                    const PlotOptions& opt) {
+  int hits = 0;
+  ImVec2 at = best_corner(f, box, occupied_points(series, ax, ay, opt, f), &hits);
+  if (hits > 0 && f.p1.x - f.p0.x - box.x - 12 >= (f.p1.x - f.p0.x) * 0.5f) {
+    f.p1.x = std::floor(f.p1.x - box.x - 12);
+    ax.p1 = f.p1.x;
+    at = ImVec2(f.p1.x + 10, f.p0.y);
+    hits = 0;
+  } else if (hits > 0 && f.p1.y - f.p0.y - box.y - 6 >= (f.p1.y - f.p0.y) * 0.5f) {
+    at = ImVec2(f.p1.x - box.x, f.p0.y);  // above the data, right-aligned
+    f.p0.y = std::floor(f.p0.y + box.y + 6);
+    ay.p1 = f.p0.y;
+    hits = 0;
   }
-  for (double v : opt.v_lines)
-    if (ax.usable(v) && std::isfinite(xlo)) xlo = std::min(xlo, v), xhi = std::max(xhi, v);
-  finish_range(xlo, xhi, ax.log, 0.03);
-  const bool fixed_y = !(opt.y_min == 0 && opt.y_max == 0);
-  if (fixed_y) ylo = opt.y_min, yhi = opt.y_max;
-  finish_range(ylo, yhi, ay.log, fixed_y ? 0.0 : 0.06);
-  ax.lo = xlo, ax.hi = xhi, ay.lo = ylo, ay.hi = yhi;
+  audit::covers_data(f.name + " legend", at, ImVec2(at.x + box.x, at.y + box.y), hits);
+  return at;
+}
 
-  const float font = ImGui::GetFontSize();
-  const int y_target = std::max(2, int(size.y / (font * 2.5f)));
-  const std::vector<double> yt = detail::nice_ticks(ylo, yhi, y_target, ay.log);
-  std::vector<std::string> names;
-  for (const Series& sr : series) names.push_back(sr.label);
-  Frame f = begin_frame(id, opt, size, y_tick_width(yt), legend_size(names).y);
-  ax.p0 = f.p0.x, ax.p1 = f.p1.x, ay.p0 = f.p1.y, ay.p1 = f.p0.y;
-  // The legend: in a corner where no data is; where every corner has data, outside the data, to the
-  // right of the plot area (which narrows for it).
-  std::vector<std::string> labels;
-  std::vector<ImU32> colors;
-  std::vector<bool> points;
-  for (size_t k = 0; k < series.size(); ++k)
-    labels.push_back(series[k].label), colors.push_back(series_color(series[k].color, int(k))),
-        points.push_back(series[k].points);
-  const ImVec2 box = legend_size(labels);
-  ImVec2 legend_at;
-  if (box.x > 0) {
-    int hits = 0;
-    legend_at = best_corner(f, box, occupied_points(series, ax, ay, opt, f), &hits);
-    if (hits > 0 && f.p1.x - f.p0.x - box.x - 12 >= (f.p1.x - f.p0.x) * 0.5f) {
-      f.p1.x = std::floor(f.p1.x - box.x - 12);
-      ax.p1 = f.p1.x;
-      legend_at = ImVec2(f.p1.x + 10, f.p0.y);
-      hits = 0;
-    } else if (hits > 0 && f.p1.y - f.p0.y - box.y - 6 >= (f.p1.y - f.p0.y) * 0.5f) {
-      legend_at = ImVec2(f.p1.x - box.x, f.p0.y);  // above the data, right-aligned
-      f.p0.y = std::floor(f.p0.y + box.y + 6);
-      ay.p1 = f.p0.y;
-      hits = 0;
-    }
-    audit::covers_data(f.name + " legend", legend_at, ImVec2(legend_at.x + box.x, legend_at.y + box.y), hits);
-  }
-  const int x_target = std::max(2, int((f.p1.x - f.p0.x) / (font * 5.0f)));
-  const std::vector<double> xt = opt.x_ticks.empty() ? detail::nice_ticks(xlo, xhi, x_target, ax.log) : opt.x_ticks;
-
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->AddRectFilled(f.p0, f.p1, kFrameBg);
-  draw_y_axis(dl, f, ay, yt);
-  draw_x_axis(dl, f, ax, xt);
-  draw_v_lines(dl, f, ax, opt);
-
-  dl->PushClipRect(ImVec2(f.p0.x - 4, f.p0.y - 4), ImVec2(f.p1.x + 4, f.p1.y + 4), true);
+// Each series as a polyline broken at unusable values, or as points.
+void draw_series(ImDrawList* dl, const std::vector<Series>& series, const std::vector<ImU32>& colors, const Axis& ax,
+                 const Axis& ay) {
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
     const ImU32 col = colors[k];
     const size_t n = std::min(s.x.size(), s.y.size());
-    std::vector<ImVec2> run;  // a polyline broken at unusable values
+    std::vector<ImVec2> run;
     auto flush = [&] {
       if (run.size() >= 2) dl->AddPolyline(run.data(), int(run.size()), col, 0, 2.0f);
       run.clear();
@@ -390,35 +361,84 @@ void line_plot(const char* id, const std::vector<Series>& series, const PlotOpti
     }
     flush();
   }
+}
+
+// Hover: a crosshair at the data's x nearest the pointer and every series' value there, in a tooltip.
+void hover_crosshair(ImDrawList* dl, const Frame& f, const std::vector<Series>& series, const Axis& ax,
+                     const PlotOptions& opt) {
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  if (!(f.hovered && m.x >= f.p0.x && m.x <= f.p1.x && m.y >= f.p0.y && m.y <= f.p1.y)) return;
+  double best_dx = 1e30, best_x = 0;
+  for (const Series& s : series)
+    for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+      if (ax.usable(s.x[i]) && std::fabs(ax.px(s.x[i]) - m.x) < best_dx)
+        best_dx = std::fabs(ax.px(s.x[i]) - m.x), best_x = s.x[i];
+  if (best_dx >= 1e30) return;
+  const float x = ax.px(best_x);
+  dl->AddLine(ImVec2(x, f.p0.y), ImVec2(x, f.p1.y), IM_COL32(255, 255, 255, 70));
+  ImGui::BeginTooltip();
+  ImGui::Text("%s = %.6g", opt.x_label.empty() ? "x" : opt.x_label.c_str(), best_x);
+  for (size_t k = 0; k < series.size(); ++k) {
+    const Series& s = series[k];
+    for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+      if (s.x[i] == best_x && std::isfinite(s.y[i])) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(series_color(s.color, int(k))), "%s: %.6g",
+                           s.label.empty() ? "y" : s.label.c_str(), s.y[i]);
+        break;
+      }
+  }
+  ImGui::EndTooltip();
+}
+}  // namespace
+
+void line_plot(const char* id, const std::vector<Series>& series, const PlotOptions& opt, const ImVec2& size) {
+  Axis ax, ay;
+  ax.log = opt.log_x;
+  ay.log = opt.log_y;
+  const Extent e = data_extent(series, ax, ay);
+  double xlo = e.xlo, xhi = e.xhi, ylo = e.ylo, yhi = e.yhi;
+  if (ui_log::is_open() && std::isfinite(xlo)) {
+    // What the plot spans and how its y axis reads, on each change (a test of the window reads it).
+    char b[192];
+    std::snprintf(b, sizeof b, "plot %s x %g to %g, y %g to %g, y axis %s", id, xlo, xhi, ylo, yhi, ay.log ? "log" : "linear");
+    static std::map<std::string, std::string> logged;
+    if (logged[id] != b) ui_log::event(b), logged[id] = b;
+  }
+  for (double v : opt.v_lines)
+    if (ax.usable(v) && std::isfinite(xlo)) xlo = std::min(xlo, v), xhi = std::max(xhi, v);
+  finish_range(xlo, xhi, ax.log, 0.03);
+  const bool fixed_y = !(opt.y_min == 0 && opt.y_max == 0);
+  if (fixed_y) ylo = opt.y_min, yhi = opt.y_max;
+  finish_range(ylo, yhi, ay.log, fixed_y ? 0.0 : 0.06);
+  ax.lo = xlo, ax.hi = xhi, ay.lo = ylo, ay.hi = yhi;
+
+  const float font = ImGui::GetFontSize();
+  const int y_target = std::max(2, int(size.y / (font * 2.5f)));
+  const std::vector<double> yt = detail::nice_ticks(ylo, yhi, y_target, ay.log);
+  std::vector<std::string> labels;
+  std::vector<ImU32> colors;
+  std::vector<bool> points;
+  for (size_t k = 0; k < series.size(); ++k)
+    labels.push_back(series[k].label), colors.push_back(series_color(series[k].color, int(k))),
+        points.push_back(series[k].points);
+  Frame f = begin_frame(id, opt, size, y_tick_width(yt), legend_size(labels).y);
+  ax.p0 = f.p0.x, ax.p1 = f.p1.x, ay.p0 = f.p1.y, ay.p1 = f.p0.y;
+  const ImVec2 box = legend_size(labels);
+  const ImVec2 legend_at = box.x > 0 ? place_legend(f, ax, ay, box, series, opt) : ImVec2();
+  const int x_target = std::max(2, int((f.p1.x - f.p0.x) / (font * 5.0f)));
+  const std::vector<double> xt = opt.x_ticks.empty() ? detail::nice_ticks(xlo, xhi, x_target, ax.log) : opt.x_ticks;
+
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(f.p0, f.p1, kFrameBg);
+  draw_y_axis(dl, f, ay, yt);
+  draw_x_axis(dl, f, ax, xt);
+  draw_v_lines(dl, f, ax, opt);
+  dl->PushClipRect(ImVec2(f.p0.x - 4, f.p0.y - 4), ImVec2(f.p1.x + 4, f.p1.y + 4), true);
+  draw_series(dl, series, colors, ax, ay);
   dl->PopClipRect();
   dl->AddRect(ImVec2(f.p0.x - 1, f.p0.y - 1), ImVec2(f.p1.x + 1, f.p1.y + 1), kAxis);
   if (box.x > 0) draw_legend(dl, f, legend_at, labels, colors, points);
-
-  // Hover: a crosshair at the nearest x and every series' value there.
-  const ImVec2 m = ImGui::GetIO().MousePos;
-  if (f.hovered && m.x >= f.p0.x && m.x <= f.p1.x && m.y >= f.p0.y && m.y <= f.p1.y) {
-    double best_dx = 1e30, best_x = 0;
-    for (const Series& s : series)
-      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
-        if (ax.usable(s.x[i]) && std::fabs(ax.px(s.x[i]) - m.x) < best_dx)
-          best_dx = std::fabs(ax.px(s.x[i]) - m.x), best_x = s.x[i];
-    if (best_dx < 1e30) {
-      const float x = ax.px(best_x);
-      dl->AddLine(ImVec2(x, f.p0.y), ImVec2(x, f.p1.y), IM_COL32(255, 255, 255, 70));
-      ImGui::BeginTooltip();
-      ImGui::Text("%s = %.6g", opt.x_label.empty() ? "x" : opt.x_label.c_str(), best_x);
-      for (size_t k = 0; k < series.size(); ++k) {
-        const Series& s = series[k];
-        for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
-          if (s.x[i] == best_x && std::isfinite(s.y[i])) {
-            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(series_color(s.color, int(k))), "%s: %.6g",
-                               s.label.empty() ? "y" : s.label.c_str(), s.y[i]);
-            break;
-          }
-      }
-      ImGui::EndTooltip();
-    }
-  }
+  hover_crosshair(dl, f, series, ax, opt);
 }
 
 // [SECTION] bar_chart ------------------------------------------------------------------------------
