@@ -93,6 +93,125 @@ std::string apply_stop(Shell& s, long j, bool cpu, long* refused) {
 
 double mib(double bytes) { return bytes / double(1 << 20); }
 
+// What the frames measured: memory early, after the first cycle of settings and in tenths, the slowest frame.
+struct Samples {
+  long early = 0, baseline = 0, stops = 0, refused = 0;
+  uint64_t rss_early = 0, dev_early = 0, rss0 = 0, dev0 = 0;
+  bool dev_known = false;
+  std::vector<double> tenths;  // host RSS in MiB after each tenth of the run
+  double slowest_ms = 0, secs = 0;
+  std::string slowest;
+};
+
+// Draws o.frames frames of the shell on `host`, new settings every o.every frames (apply_stop).
+Samples run_frames(const SoakOptions& o, Shell& s, viz::RenderHost& host, bool cpu, long cycle) {
+  Samples m;
+  // Memory is reported after `early` frames, and compared with what it was after the first full cycle.
+  m.early = std::min(o.early, o.frames);
+  m.baseline = std::min(cycle * o.every, o.frames);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string stop_text;
+  for (long f = 0; f < o.frames; ++f) {
+    if (f % o.every == 0) {
+      const std::string settings = apply_stop(s, m.stops++, cpu, &m.refused);
+      stop_text = s.panels[s.current]->id() + ": " + settings;
+    }
+    const auto a = std::chrono::steady_clock::now();
+    if (!host.begin_frame()) throw RuntimeError("headless host stopped at frame " + std::to_string(f));
+    draw_shell(s, float(host.width()), float(host.height()));
+    host.end_frame();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+    if (ms > m.slowest_ms) m.slowest_ms = ms, m.slowest = stop_text;
+    if ((f + 1) % std::max(1L, o.frames / 10) == 0 && m.tenths.size() < 10)
+      m.tenths.push_back(mib(double(mem::host_rss_bytes())));
+    if (f + 1 == m.early) {
+      m.rss_early = mem::host_rss_bytes();
+      uint64_t fr = 0, t = 0;
+      if (!cpu && mem::device_memory(&fr, &t)) m.dev_early = t - fr;
+    }
+    if (f + 1 == m.baseline) {
+      m.rss0 = mem::host_rss_bytes();
+      uint64_t fr = 0, t = 0;
+      m.dev_known = !cpu && mem::device_memory(&fr, &t);
+      m.dev0 = t - fr;
+    }
+  }
+  m.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+// The device's lines of the report (memory growth since the first cycle, the CUDA error state); failures into
+// `failed`.
+void report_device(const Samples& m, double bound, std::vector<std::string>& failed) {
+  uint64_t f1 = 0, t1 = 0;
+  const bool known1 = mem::device_memory(&f1, &t1);
+  if (m.dev_known && known1) {
+    const uint64_t dev1 = t1 - f1;
+    const double dev_growth = mib(double(dev1) - double(m.dev0));
+    std::printf("soak: device memory in use after %ld frames %.1f MiB, after the first cycle (%ld frames) %.1f MiB, at "
+                "the end %.1f MiB (%+.1f MiB since the cycle; bound +%.0f MiB)\n",
+                m.early, mib(double(m.dev_early)), m.baseline, mib(double(m.dev0)), mib(double(dev1)), dev_growth, bound);
+    if (dev_growth > bound) failed.push_back("device memory grew by " + std::to_string(dev_growth) + " MiB");
+  } else {
+    std::printf("soak: device memory: cudaMemGetInfo failed\n");
+    failed.push_back("cudaMemGetInfo failed");
+  }
+  try {
+    mem::synchronize(Backend::Cuda);  // any asynchronous or sticky error surfaces here
+    std::printf("soak: CUDA error state: none (cudaDeviceSynchronize succeeds)\n");
+  } catch (const std::exception& e) {
+    std::printf("soak: CUDA error state: %s\n", e.what());
+    failed.push_back("CUDA error");
+  }
+}
+
+// The report after the frames; 0 when nothing failed (PASS), else 1.
+int report(const SoakOptions& o, const Shell& s, const Samples& m, bool cpu, long failures_before) {
+  std::vector<std::string> failed;
+  const uint64_t rss1 = mem::host_rss_bytes();
+  const double bound = o.max_growth_mib;
+  const double host_growth = mib(double(rss1) - double(m.rss0));
+  std::printf("soak: %ld frames, %ld settings over %zu panels in %.1f s (%.2f ms/frame; slowest frame %.0f ms, %s)\n",
+              o.frames, m.stops, s.panels.size(), m.secs, 1000.0 * m.secs / double(o.frames), m.slowest_ms,
+              m.slowest.c_str());
+  std::printf("soak: host RSS after %ld frames %.1f MiB, after the first cycle (%ld frames) %.1f MiB, at the end %.1f MiB "
+              "(%+.1f MiB since the cycle; bound +%.0f MiB)\n",
+              m.early, mib(double(m.rss_early)), m.baseline, mib(double(m.rss0)), mib(double(rss1)), host_growth, bound);
+  std::string trend;
+  for (double t : m.tenths) trend += (trend.empty() ? "" : " ") + std::to_string(long(t + 0.5));
+  std::printf("soak: host RSS after each tenth of the run (MiB): %s\n", trend.c_str());
+  if (m.rss0 == 0 || rss1 == 0) failed.push_back("host RSS unreadable (/proc/self/status)");
+  else if (host_growth > bound) failed.push_back("host memory grew by " + std::to_string(host_growth) + " MiB");
+  if (cpu) {
+    std::printf("soak: device memory: not used (CPU backend)\n");
+    std::printf("soak: CUDA error state: not used (CPU backend)\n");
+  } else {
+    report_device(m, bound, failed);
+  }
+  const int gl_errors = viz::gl_error_count();
+  std::printf("soak: GL errors: %d%s%s\n", gl_errors, gl_errors ? ", first: " : "",
+              gl_errors ? viz::gl_first_error().c_str() : "");
+  if (gl_errors) failed.push_back("GL errors");
+  const long shown = ui::failures_shown() - failures_before + s.failures;
+  std::printf("soak: failures shown by panels: %ld (refusals of out-of-range settings are not failures)\n", shown);
+  if (shown) {
+    std::printf("soak: first failure shown: %s\n", ui::first_failure_shown().c_str());
+    failed.push_back("panels showed failures");
+  }
+  if (m.refused) {
+    std::printf("soak: %ld settings refused by their own specs (a soak bug)\n", m.refused);
+    failed.push_back("settings refused");
+  }
+  if (failed.empty()) {
+    std::printf("soak: PASS\n");
+    return 0;
+  }
+  std::string why;
+  for (const std::string& f : failed) why += (why.empty() ? "" : "; ") + f;
+  std::printf("soak: FAIL: %s\n", why.c_str());
+  return 1;
+}
+
 }  // namespace
 
 int soak_command(const SoakOptions& o) {
@@ -126,107 +245,9 @@ int soak_command(const SoakOptions& o) {
     std::printf("soak: CPU backend: integer parameters capped at %" PRId64 " (the CUDA backend takes every range whole)\n",
                 kCpuSoakCap);
   std::fflush(stdout);
-
-  // Memory is reported after `early` frames, and compared with what it was after the first full cycle.
-  const long early = std::min(o.early, o.frames);
-  const long baseline = std::min(cycle * o.every, o.frames);
-  uint64_t rss_early = 0, dev_early = 0;
-  std::vector<double> tenths;  // host RSS in MiB after each tenth of the run
   const long failures_before = ui::failures_shown();
-  uint64_t rss0 = 0, dev0 = 0, dev_free = 0, dev_total = 0;
-  bool dev_known = false;
-  long refused = 0, stops = 0;
-  double slowest_ms = 0;
-  std::string slowest;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string stop_text;
-  for (long f = 0; f < o.frames; ++f) {
-    if (f % o.every == 0) {
-      const std::string settings = apply_stop(s, stops++, cpu, &refused);
-      stop_text = s.panels[s.current]->id() + ": " + settings;
-    }
-    const auto a = std::chrono::steady_clock::now();
-    if (!host->begin_frame()) throw RuntimeError("headless host stopped at frame " + std::to_string(f));
-    draw_shell(s, float(host->width()), float(host->height()));
-    host->end_frame();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
-    if (ms > slowest_ms) slowest_ms = ms, slowest = stop_text;
-    if ((f + 1) % std::max(1L, o.frames / 10) == 0 && tenths.size() < 10) tenths.push_back(mib(double(mem::host_rss_bytes())));
-    if (f + 1 == early) {
-      rss_early = mem::host_rss_bytes();
-      uint64_t fr = 0, t = 0;
-      if (!cpu && mem::device_memory(&fr, &t)) dev_early = t - fr;
-    }
-    if (f + 1 == baseline) {
-      rss0 = mem::host_rss_bytes();
-      dev_known = !cpu && mem::device_memory(&dev_free, &dev_total);
-      dev0 = dev_total - dev_free;
-    }
-  }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  // [SECTION] The report
-  std::vector<std::string> failed;
-  const uint64_t rss1 = mem::host_rss_bytes();
-  const double bound = o.max_growth_mib;
-  const double host_growth = mib(double(rss1) - double(rss0));
-  std::printf("soak: %ld frames, %ld settings over %zu panels in %.1f s (%.2f ms/frame; slowest frame %.0f ms, %s)\n",
-              o.frames, stops, s.panels.size(), secs, 1000.0 * secs / double(o.frames), slowest_ms, slowest.c_str());
-  std::printf("soak: host RSS after %ld frames %.1f MiB, after the first cycle (%ld frames) %.1f MiB, at the end %.1f MiB "
-              "(%+.1f MiB since the cycle; bound +%.0f MiB)\n",
-              early, mib(double(rss_early)), baseline, mib(double(rss0)), mib(double(rss1)), host_growth, bound);
-  std::string trend;
-  for (double t : tenths) trend += (trend.empty() ? "" : " ") + std::to_string(long(t + 0.5));
-  std::printf("soak: host RSS after each tenth of the run (MiB): %s\n", trend.c_str());
-  if (rss0 == 0 || rss1 == 0) failed.push_back("host RSS unreadable (/proc/self/status)");
-  else if (host_growth > bound) failed.push_back("host memory grew by " + std::to_string(host_growth) + " MiB");
-  if (cpu) {
-    std::printf("soak: device memory: not used (CPU backend)\n");
-    std::printf("soak: CUDA error state: not used (CPU backend)\n");
-  } else {
-    uint64_t f1 = 0, t1 = 0;
-    const bool known1 = mem::device_memory(&f1, &t1);
-    if (dev_known && known1) {
-      const uint64_t dev1 = t1 - f1;
-      const double dev_growth = mib(double(dev1) - double(dev0));
-      std::printf("soak: device memory in use after %ld frames %.1f MiB, after the first cycle (%ld frames) %.1f MiB, at "
-                  "the end %.1f MiB (%+.1f MiB since the cycle; bound +%.0f MiB)\n",
-                  early, mib(double(dev_early)), baseline, mib(double(dev0)), mib(double(dev1)), dev_growth, bound);
-      if (dev_growth > bound) failed.push_back("device memory grew by " + std::to_string(dev_growth) + " MiB");
-    } else {
-      std::printf("soak: device memory: cudaMemGetInfo failed\n");
-      failed.push_back("cudaMemGetInfo failed");
-    }
-    try {
-      mem::synchronize(Backend::Cuda);  // any asynchronous or sticky error surfaces here
-      std::printf("soak: CUDA error state: none (cudaDeviceSynchronize succeeds)\n");
-    } catch (const std::exception& e) {
-      std::printf("soak: CUDA error state: %s\n", e.what());
-      failed.push_back("CUDA error");
-    }
-  }
-  const int gl_errors = viz::gl_error_count();
-  std::printf("soak: GL errors: %d%s%s\n", gl_errors, gl_errors ? ", first: " : "",
-              gl_errors ? viz::gl_first_error().c_str() : "");
-  if (gl_errors) failed.push_back("GL errors");
-  const long shown = ui::failures_shown() - failures_before + s.failures;
-  std::printf("soak: failures shown by panels: %ld (refusals of out-of-range settings are not failures)\n", shown);
-  if (shown) {
-    std::printf("soak: first failure shown: %s\n", ui::first_failure_shown().c_str());
-    failed.push_back("panels showed failures");
-  }
-  if (refused) {
-    std::printf("soak: %ld settings refused by their own specs (a soak bug)\n", refused);
-    failed.push_back("settings refused");
-  }
-  if (failed.empty()) {
-    std::printf("soak: PASS\n");
-    return 0;
-  }
-  std::string why;
-  for (const std::string& f : failed) why += (why.empty() ? "" : "; ") + f;
-  std::printf("soak: FAIL: %s\n", why.c_str());
-  return 1;
+  const Samples m = run_frames(o, s, *host, cpu, cycle);
+  return report(o, s, m, cpu, failures_before);
 }
 
 }  // namespace kl::app
