@@ -315,6 +315,97 @@ ParamSpec param::block_n() {
 }
 ParamSpec param::dtype() { return choice_param("dtype", {"bf16", "fp16"}, "bf16", "--variant fast: input precision"); }
 
+namespace {
+// The registry's run: the fast variant on the CUDA backend, else the teaching kernel with its trace (m, l and alpha
+// per row and step) where it fits kMaxTraceCells.
+KernelRunResult run_entry(const KernelRunRequest& r) {
+  const Array& q = r.inputs.at("q");
+  const Array& k = r.inputs.at("k");
+  const Array& v = r.inputs.at("v");
+  const Shape s = shape_from_arrays(q, k, v);  // k and v may have fewer heads (grouped-query attention)
+  Options o;
+  o.causal = r.params.get_bool("causal");
+  o.scale = r.params.get_float("scale");
+  int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
+  if (!r.params.was_set("block_m") && !r.params.was_set("block_n")) std::tie(bm, bn) = default_tiles(s.d);
+  KernelRunResult res;
+  if (r.variant == "fast" && r.source)
+    throw InputError("--source: --variant fast is not editable; the editable source is the teaching version's");
+  if (r.variant == "fast") {
+#ifdef KL_HAS_FLASH_FAST
+    if (r.backend != Backend::Cuda)
+      throw InputError("--variant fast: runs on the CUDA backend only; use --variant teaching on the CPU");
+    Array out = run_fast_host(q, k, v, o.causal, o.resolved_scale(s.d), r.params.get_text("dtype"));
+    out.shape = q.shape;
+    res.outputs["out"] = std::move(out);
+    return res;
+#endif
+  }
+  Buffer<float> dq(r.backend, q.data.size()), dk(r.backend, k.data.size()), dv(r.backend, v.data.size());
+  dq.upload(q.data);
+  dk.upload(k.data);
+  dv.upload(v.data);
+  Buffer<float> dout(r.backend, q.data.size());
+  dout.fill_bytes(0xFF);  // poison
+  {
+    FlashTrace trace;
+    const bool record = s.bh() * s.lq * ((s.lk + bn - 1) / bn) <= kMaxTraceCells;
+    FlashTraceView tv;
+    if (record) {
+      trace.reset(r.backend, s, bm, bn);
+      tv = trace.view();
+    }
+    const editable::Fault f =
+        run_teaching(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, bm, bn, record ? &tv : nullptr,
+                     r.source);
+    if (f.kind != editable::Fault::None) throw editable::FaultError(f);
+    if (record) {
+      res.outputs["trace_m"] = to_array(trace.m_after, trace.rows, trace.steps);
+      res.outputs["trace_l"] = to_array(trace.l_after, trace.rows, trace.steps);
+      res.outputs["trace_alpha"] = to_array(trace.alpha, trace.rows, trace.steps);
+    }
+  }
+  res.outputs["out"] = Array{q.shape, dout.to_host()};
+  return res;
+}
+
+// The registry's bench: the teaching kernel at d = 64 and 128 (no baseline), then the fast variant's rows.
+std::vector<bench::Row> bench_entry(Backend b, bool quick) {
+  std::vector<bench::Row> rows;
+  for (int d : {64, 128}) {
+    Shape s;
+    s.batch = quick ? 1 : 4;
+    s.heads = quick ? 1 : 8;
+    s.lq = s.lk = quick ? 64 : 4096;
+    s.d = d;
+    const size_t n = size_t(s.bh() * s.lq * d);
+    Buffer<float> dq(b, n), dk(b, n), dv(b, n), dout(b, n);
+    std::vector<float> h(n);
+    for (size_t i = 0; i < n; ++i) h[i] = float((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    dq.upload(h);
+    dk.upload(h);
+    dv.upload(h);
+    Options o;
+    const bench::Timing t = bench::time(
+        b, [&] { run_teaching(b, dq.data(), dk.data(), dv.data(), dout.data(), s, o, kDefaultBlockM, kDefaultBlockN); },
+        quick ? 1 : 3, quick ? 3 : 10);
+    bench::Row row;
+    row.kernel = "flash-attention";
+    row.variant = "teaching";
+    row.shape = s.text();
+    row.ms = t.median_ms;
+    const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * d;
+    row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+    row.baseline = "none (the teaching variant; `fast` is the one to time)";
+    rows.push_back(row);
+  }
+#ifdef KL_HAS_FLASH_FAST
+  for (bench::Row& row : bench_fast(b, quick)) rows.push_back(std::move(row));
+#endif
+  return rows;
+}
+}  // namespace
+
 KernelEntry entry() {
   KernelEntry e;
   e.name = "flash-attention";
@@ -330,90 +421,8 @@ KernelEntry entry() {
 #ifdef KL_HAS_FLASH_FAST
   e.params.push_back(param::dtype());
 #endif
-  e.run = [](const KernelRunRequest& r) {
-    const Array& q = r.inputs.at("q");
-    const Array& k = r.inputs.at("k");
-    const Array& v = r.inputs.at("v");
-    const Shape s = shape_from_arrays(q, k, v);  // k and v may have fewer heads (grouped-query attention)
-    Options o;
-    o.causal = r.params.get_bool("causal");
-    o.scale = r.params.get_float("scale");
-    int bm = int(r.params.get_int("block_m")), bn = int(r.params.get_int("block_n"));
-    if (!r.params.was_set("block_m") && !r.params.was_set("block_n")) std::tie(bm, bn) = default_tiles(s.d);
-    KernelRunResult res;
-    if (r.variant == "fast" && r.source)
-      throw InputError("--source: --variant fast is not editable; the editable source is the teaching version's");
-    if (r.variant == "fast") {
-#ifdef KL_HAS_FLASH_FAST
-      if (r.backend != Backend::Cuda)
-        throw InputError("--variant fast: runs on the CUDA backend only; use --variant teaching on the CPU");
-      Array out = run_fast_host(q, k, v, o.causal, o.resolved_scale(s.d), r.params.get_text("dtype"));
-      out.shape = q.shape;
-      res.outputs["out"] = std::move(out);
-      return res;
-#endif
-    }
-    Buffer<float> dq(r.backend, q.data.size()), dk(r.backend, k.data.size()), dv(r.backend, v.data.size());
-    dq.upload(q.data);
-    dk.upload(k.data);
-    dv.upload(v.data);
-    Buffer<float> dout(r.backend, q.data.size());
-    dout.fill_bytes(0xFF);  // poison
-    {
-      FlashTrace trace;
-      const bool record = s.bh() * s.lq * ((s.lk + bn - 1) / bn) <= kMaxTraceCells;
-      FlashTraceView tv;
-      if (record) {
-        trace.reset(r.backend, s, bm, bn);
-        tv = trace.view();
-      }
-      const editable::Fault f =
-          run_teaching(r.backend, dq.data(), dk.data(), dv.data(), dout.data(), s, o, bm, bn, record ? &tv : nullptr,
-                       r.source);
-      if (f.kind != editable::Fault::None) throw editable::FaultError(f);
-      if (record) {
-        res.outputs["trace_m"] = to_array(trace.m_after, trace.rows, trace.steps);
-        res.outputs["trace_l"] = to_array(trace.l_after, trace.rows, trace.steps);
-        res.outputs["trace_alpha"] = to_array(trace.alpha, trace.rows, trace.steps);
-      }
-    }
-    res.outputs["out"] = Array{q.shape, dout.to_host()};
-    return res;
-  };
-  e.bench = [](Backend b, bool quick) {
-    std::vector<bench::Row> rows;
-    for (int d : {64, 128}) {
-      Shape s;
-      s.batch = quick ? 1 : 4;
-      s.heads = quick ? 1 : 8;
-      s.lq = s.lk = quick ? 64 : 4096;
-      s.d = d;
-      const size_t n = size_t(s.bh() * s.lq * d);
-      Buffer<float> dq(b, n), dk(b, n), dv(b, n), dout(b, n);
-      std::vector<float> h(n);
-      for (size_t i = 0; i < n; ++i) h[i] = float((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-      dq.upload(h);
-      dk.upload(h);
-      dv.upload(h);
-      Options o;
-      const bench::Timing t = bench::time(
-          b, [&] { run_teaching(b, dq.data(), dk.data(), dv.data(), dout.data(), s, o, kDefaultBlockM, kDefaultBlockN); },
-          quick ? 1 : 3, quick ? 3 : 10);
-      bench::Row row;
-      row.kernel = "flash-attention";
-      row.variant = "teaching";
-      row.shape = s.text();
-      row.ms = t.median_ms;
-      const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * d;
-      row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
-      row.baseline = "none (the teaching variant; `fast` is the one to time)";
-      rows.push_back(row);
-    }
-#ifdef KL_HAS_FLASH_FAST
-    for (bench::Row& row : bench_fast(b, quick)) rows.push_back(std::move(row));
-#endif
-    return rows;
-  };
+  e.run = run_entry;
+  e.bench = bench_entry;
   return e;
 }
 
