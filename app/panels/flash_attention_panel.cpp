@@ -533,95 +533,93 @@ class FlashAttentionPanel : public Panel {
                       "BLOCK_M = 16, so a line would hide under rung 5's), rung 5; white: Theorem 2 where it applies",
                true);
     const float ph = std::clamp(ImGui::GetContentRegionAvail().y - ui::px(4), ui::px(150), ui::px(300));
-    int placed = 0;
-    auto next = [&] {
-      if (placed++ % per_row) ImGui::SameLine(0, gap);
-    };
-    auto flat = [](const std::vector<double>& x, double y, const char* label, ImU32 c) {
-      viz::Series s;
-      s.label = label;
-      s.color = c;
-      s.x = {x.front(), x.back()};
-      s.y = {y, y};
-      return s;
-    };
-    {  // against BLOCK_M
-      viz::Series r5, r4;
-      r5.label = "";
-      r5.color = kRung5;
-      r5.x = io.block_m;
-      r5.y = io.flash_by_bm_kib;
-      std::vector<viz::Series> series = {flat(io.block_m, io.unfused_kib, "", kStd), r5};
-      if (std::isfinite(io.smem_kib)) {
-        r4.label = "";
-        r4.color = kRung4;
-        r4.points = true;
-        r4.x = {16};
-        r4.y = {io.smem_kib};
-        series.push_back(r4);
-      }
-      viz::PlotOptions o;
-      o.title = "KiB against BLOCK_M (this shape)";
-      o.x_label = "BLOCK_M";
-      o.log_x = true;
-      o.x_ticks = io.block_m;
-      o.y_min = 0;
-      o.v_lines = {double(bm_)};
-      o.v_line_labels = {"now"};
-      next();
-      viz::line_plot("io-bm", series, o, ImVec2(pw, ph));
-    }
-    {  // against M
-      viz::Series r5, r4, th;
-      r5.label = "";
-      r5.color = kRung5;
-      r5.x = io.m_kib;
-      r5.y = io.m_flash_kib;
-      r4.label = "";
+    io_against_block_m(ImVec2(pw, ph));
+    if (per_row > 1) ImGui::SameLine(0, gap);
+    io_against_m(ImVec2(pw, ph));
+    if (per_row > 2) ImGui::SameLine(0, gap);
+    io_against_lk(ImVec2(pw, ph));
+    for (const std::string* c : {&io.caption_bm, &io.caption_m, &t.caption, &t.paper_line}) wrapped_in(width, c->c_str(), true);
+  }
+  // A flat line at y over x's range (standard attention's traffic, which no tile size changes).
+  static viz::Series flat_series(const std::vector<double>& x, double y, ImU32 c) {
+    viz::Series s;
+    s.color = c;
+    s.x = {x.front(), x.back()};
+    s.y = {y, y};
+    return s;
+  }
+  // Traffic against BLOCK_M at this shape: rung 5's curve, standard attention flat, rung 4 one point at 16.
+  void io_against_block_m(const ImVec2& size) {
+    const fs::IoView& io = res_.io;
+    viz::Series r5;
+    r5.color = kRung5;
+    r5.x = io.block_m;
+    r5.y = io.flash_by_bm_kib;
+    std::vector<viz::Series> series = {flat_series(io.block_m, io.unfused_kib, kStd), r5};
+    if (std::isfinite(io.smem_kib)) {
+      viz::Series r4;
       r4.color = kRung4;
       r4.points = true;
-      th.label = "";
-      th.color = IM_COL32(230, 230, 230, 255);
-      for (size_t i = 0; i < io.m_kib.size(); ++i) {
-        if (std::isfinite(io.m_smem_kib[i])) r4.x.push_back(io.m_kib[i]), r4.y.push_back(io.m_smem_kib[i]);
-        if (std::isfinite(io.m_theorem_kib[i])) th.x.push_back(io.m_kib[i]), th.y.push_back(io.m_theorem_kib[i]);
-      }
-      std::vector<viz::Series> series = {flat(io.m_kib, io.unfused_kib, "", kStd), r5};
-      if (!r4.x.empty()) series.push_back(r4);
-      if (!th.x.empty()) series.push_back(th);
-      viz::PlotOptions o;
-      o.title = "KiB against M, shared memory per block";
-      o.x_label = "M (KiB)";
-      o.log_x = o.log_y = true;
-      o.v_lines = {io.device_m_kib, io.domain_end_kib};
-      o.v_line_labels = {"this device", "M = N d"};
-      next();
-      viz::line_plot("io-m", series, o, ImVec2(pw, ph));
+      r4.x = {16};
+      r4.y = {io.smem_kib};
+      series.push_back(r4);
     }
-    {  // against Lk: rung 4 as points (it equals rung 5 at BLOCK_M = 16: the lines would coincide)
-      viz::Series ts, t4, t5;
-      ts.label = "";
-      ts.color = kStd;
-      t4.label = "";
-      t4.color = kRung4;
-      t4.points = true;
-      t5.label = "";
-      t5.color = kRung5;
-      for (size_t i = 0; i < t.lk.size(); ++i) {
-        ts.x.push_back(t.lk[i]), ts.y.push_back(t.unfused_kib[i]);
-        t5.x.push_back(t.lk[i]), t5.y.push_back(t.flash_kib[i]);
-        if (std::isfinite(t.smem_kib[i])) t4.x.push_back(t.lk[i]), t4.y.push_back(t.smem_kib[i]);  // up to the wall
-      }
-      viz::PlotOptions o;
-      o.title = "KiB against Lk (this Lq, BLOCK_M)";
-      o.x_label = "Lk";
-      o.log_x = o.log_y = true;
-      o.v_lines = {double(res_.wall), double(res_.shape.lk)};
-      o.v_line_labels = {"wall", "Lk"};
-      next();
-      viz::line_plot("io-lk", {ts, t4, t5}, o, ImVec2(pw, ph));
+    viz::PlotOptions o;
+    o.title = "KiB against BLOCK_M (this shape)";
+    o.x_label = "BLOCK_M";
+    o.log_x = true;
+    o.x_ticks = io.block_m;
+    o.y_min = 0;
+    o.v_lines = {double(bm_)};
+    o.v_line_labels = {"now"};
+    viz::line_plot("io-bm", series, o, size);
+  }
+  // Traffic against M, the shared memory a block may have: Theorem 2's curve only where it applies.
+  void io_against_m(const ImVec2& size) {
+    const fs::IoView& io = res_.io;
+    viz::Series r5, r4, th;
+    r5.color = kRung5;
+    r5.x = io.m_kib;
+    r5.y = io.m_flash_kib;
+    r4.color = kRung4;
+    r4.points = true;
+    th.color = IM_COL32(230, 230, 230, 255);
+    for (size_t i = 0; i < io.m_kib.size(); ++i) {
+      if (std::isfinite(io.m_smem_kib[i])) r4.x.push_back(io.m_kib[i]), r4.y.push_back(io.m_smem_kib[i]);
+      if (std::isfinite(io.m_theorem_kib[i])) th.x.push_back(io.m_kib[i]), th.y.push_back(io.m_theorem_kib[i]);
     }
-    for (const std::string* c : {&io.caption_bm, &io.caption_m, &t.caption, &t.paper_line}) wrapped_in(width, c->c_str(), true);
+    std::vector<viz::Series> series = {flat_series(io.m_kib, io.unfused_kib, kStd), r5};
+    if (!r4.x.empty()) series.push_back(r4);
+    if (!th.x.empty()) series.push_back(th);
+    viz::PlotOptions o;
+    o.title = "KiB against M, shared memory per block";
+    o.x_label = "M (KiB)";
+    o.log_x = o.log_y = true;
+    o.v_lines = {io.device_m_kib, io.domain_end_kib};
+    o.v_line_labels = {"this device", "M = N d"};
+    viz::line_plot("io-m", series, o, size);
+  }
+  // Traffic against Lk: rung 4 as points (it equals rung 5 at BLOCK_M = 16: the lines would coincide), up to
+  // its wall.
+  void io_against_lk(const ImVec2& size) {
+    const fs::Traffic& t = res_.mem;
+    viz::Series ts, t4, t5;
+    ts.color = kStd;
+    t4.color = kRung4;
+    t4.points = true;
+    t5.color = kRung5;
+    for (size_t i = 0; i < t.lk.size(); ++i) {
+      ts.x.push_back(t.lk[i]), ts.y.push_back(t.unfused_kib[i]);
+      t5.x.push_back(t.lk[i]), t5.y.push_back(t.flash_kib[i]);
+      if (std::isfinite(t.smem_kib[i])) t4.x.push_back(t.lk[i]), t4.y.push_back(t.smem_kib[i]);
+    }
+    viz::PlotOptions o;
+    o.title = "KiB against Lk (this Lq, BLOCK_M)";
+    o.x_label = "Lk";
+    o.log_x = o.log_y = true;
+    o.v_lines = {double(res_.wall), double(res_.shape.lk)};
+    o.v_line_labels = {"wall", "Lk"};
+    viz::line_plot("io-lk", {ts, t4, t5}, o, size);
   }
 
   // [SECTION] Shared memory: rung 4 against rung 5 ------------------------------------------------------------
