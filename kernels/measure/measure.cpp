@@ -358,7 +358,6 @@ void plan_bandwidth(const Options& o, std::vector<Step>& steps) {
                      ws->x.release(), ws->y.release(), ws->out.release(), ws->tmp.release(), ws->scratch.release();
                      ws->n = 0, ws->sets = 1;
                    }});
-
 }
 
 // The GEMM ceiling the compute points are read against (cuBLAS bf16, or the CPU's).
@@ -377,14 +376,12 @@ void plan_gemm_ceiling(const Options& o, std::vector<Step>& steps) {
                      r.machine.gemm_what = c.what;
                      r.machine.gemm_max_rel_err = c.max_rel_err;
                    }});
-
 }
 
 // The compute steps: flash-attention against the ceiling (the teaching kernel on the CPU, the fast kernels on a GPU).
 void plan_compute(const Options& o, std::vector<Step>& steps) {
   const Backend b = o.backend;
   const bool cpu = b == Backend::Cpu;
-  const int warm = repeats(o).warm, iters = repeats(o).iters;
   auto compute_point = [](Results& r, const std::string& variant, int L, const std::string& shape, double flops,
                           const bench::Timing& t) {
     Point p;
@@ -427,6 +424,7 @@ void plan_compute(const Options& o, std::vector<Step>& steps) {
     return;
   }
 #ifdef KL_HAS_CUDA
+  const int warm = repeats(o).warm, iters = repeats(o).iters;
   auto fws = std::make_shared<FlashWorkspace>();
   const std::vector<int> lengths =
       o.quick ? std::vector<int>{512, 1024, 2048} : std::vector<int>{512, 1024, 2048, 4096, 8192, 16384};
