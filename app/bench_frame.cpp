@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "app/cli/common.h"  // headless
 #include "app/measure_export.h"
 #include "kernels/rungs/attention_weights.h"
 #include "kernels/runtime/backend.h"
@@ -147,12 +148,7 @@ int bench_frame(const BenchFrameOptions& o) {
   const int frames = o.frames ? o.frames : (cuda ? 120 : 10);
   require_range("--frames", frames, 1, 100000);
 
-  viz::HostOptions ho;
-  ho.width = 1400;
-  ho.height = 900;
-  std::string err;
-  auto host = viz::make_headless_host(ho, &err);
-  if (!host) throw RuntimeError("no headless GL context: " + err);
+  auto host = cli::headless(cli::Size{1400, 900});
   const std::string renderer = host->gl_renderer();
   std::printf("bench-frame: %s; %s; GL_RENDERER %s\n", bc.reason.c_str(), host->kind().c_str(), renderer.c_str());
   std::printf("  every frame: L=%lld attention weights (d=64: S = Q K^T / 8, row softmax) recomputed and drawn "

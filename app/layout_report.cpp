@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "app/cli/common.h"  // make_shell, headless
 #include "app/shell.h"
 #include "kernels/runtime/errors.h"
 #include "viz/gl_check.h"
@@ -65,11 +66,8 @@ void open_editor(Shell& s, const std::string& mode, const std::string& text) {
 }  // namespace
 
 int look_command(const LookOptions& o) {
-  Shell s;
-  s.ctx.backend = choose_backend(o.backend);
-  s.ctx.device = device_info(s.ctx.backend.backend);
+  Shell s = cli::make_shell(o.backend);
   s.ctx.headless = true;
-  s.panels = make_panels();
   s.sidebar = o.chrome;
   s.show_source = o.chrome && o.source;
   std::vector<View> views;
@@ -101,12 +99,7 @@ int look_command(const LookOptions& o) {
   }
   viz::set_ui_scale(o.ui_scale);
   viz::audit::set_enabled(o.report);
-  viz::HostOptions ho;
-  ho.width = o.width;
-  ho.height = o.height;
-  std::string err;
-  auto host = viz::make_headless_host(ho, &err);
-  if (!host) throw RuntimeError("no headless GL context: " + err);
+  auto host = cli::headless(cli::Size{o.width, o.height});
   struct PanelsFirst {  // panels own GL objects: they go before the host
     Shell& s;
     ~PanelsFirst() { s.panels.clear(); }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/common.h"  // make_shell, headless
 #include "app/shell.h"
 #include "app/ui.h"
 #include "kernels/runtime/buffer.h"
@@ -217,19 +218,11 @@ int report(const SoakOptions& o, const Shell& s, const Samples& m, bool cpu, lon
 int soak_command(const SoakOptions& o) {
   if (o.frames < 1) throw InputError(out_of_range_message("--frames", std::to_string(o.frames), "[1, 10^9]"));
   if (o.every < 1) throw InputError(out_of_range_message("--every", std::to_string(o.every), "[1, 10^6]"));
-  Shell s;
-  s.ctx.backend = choose_backend(o.backend);
-  s.ctx.device = device_info(s.ctx.backend.backend);
+  Shell s = cli::make_shell(o.backend);
   s.ctx.headless = true;
-  s.panels = make_panels();
   const bool cpu = s.ctx.backend.backend == Backend::Cpu;
 
-  viz::HostOptions ho;
-  ho.width = o.width;
-  ho.height = o.height;
-  std::string err;
-  auto host = viz::make_headless_host(ho, &err);
-  if (!host) throw RuntimeError("no headless GL context: " + err);
+  auto host = cli::headless(cli::Size{o.width, o.height});
   struct PanelsFirst {  // panels own GL objects: released before the host's context goes
     Shell& s;
     ~PanelsFirst() { s.panels.clear(); }
