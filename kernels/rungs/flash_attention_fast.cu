@@ -464,9 +464,11 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data();
     if (kv_heads(p) != p.H) {
       const int64_t n_kv = int64_t(p.B) * kv_heads(p) * p.Lk * p.d;
-      k_group.resize(Backend::Cuda, size_t(n_kv)), v_group.resize(Backend::Cuda, size_t(n_kv));
-      launch_fill_uniform("flash_fast_fill", k_group.data(), n_kv, 2u);
-      launch_fill_uniform("flash_fast_fill", v_group.data(), n_kv, 3u);
+      if (k_group.size() != size_t(n_kv)) {  // filled once a size (the rows share B * L and so one size)
+        k_group.resize(Backend::Cuda, size_t(n_kv)), v_group.resize(Backend::Cuda, size_t(n_kv));
+        launch_fill_uniform("flash_fast_fill", k_group.data(), n_kv, 2u);
+        launch_fill_uniform("flash_fast_fill", v_group.data(), n_kv, 3u);
+      }
       p.k = k_group.data(), p.v = v_group.data();
     }
     set_contiguous_strides(p);
