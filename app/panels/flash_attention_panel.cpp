@@ -136,9 +136,10 @@ class FlashAttentionPanel : public Panel {
       tabs.end_item();
     }
     if (tabs.item("IO: traffic", "io")) {
-      // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
-      draw_memory_access(b, "flash-attention", params_);
+      // The plots first (at 1280x720 under the source pane they fit only there), then issue 31's sectors per
+      // request of this rung's main loads and stores (app/panels/memory_access_view.h).
       draw_io(ImGui::GetContentRegionAvail().x);
+      draw_memory_access(b, "flash-attention", params_);
       tabs.end_item();
     }
     if (tabs.item("Shared memory", "memory")) {
@@ -529,8 +530,8 @@ class FlashAttentionPanel : public Panel {
     const int per_row = fit(width, 300, gap, 3);
     const float pw = std::floor((width - gap * float(per_row - 1)) / float(per_row));
     // The colours are the traffic strip's above (no legends to crowd these plots), rung 4 as dots.
-    wrapped_in(width, "colours as the traffic strip above: standard attention, rung 4 (dots: it is rung 5 at "
-                      "BLOCK_M = 16, so a line would hide under rung 5's), rung 5; white: Theorem 2 where it applies",
+    wrapped_in(width, "colours as the traffic strip above (rung 4 as dots: it is rung 5 at BLOCK_M = 16); white: "
+                      "Theorem 2 where it applies",
                true);
     const float ph = std::clamp(ImGui::GetContentRegionAvail().y - ui::px(4), ui::px(150), ui::px(300));
     io_against_block_m(ImVec2(pw, ph));
