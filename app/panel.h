@@ -46,9 +46,16 @@ class Panel {
 
   // The kernel source shown beside the view (embedded at build time): a file of kernels/rungs/ and the
   // functions the view is about, whose lines are highlighted ("vector_add.cu", {"vector_add_traced"}).
+  // A view that draws a kernel no one edits here (the Timeline tabs: the fast kernel's recording) names it
+  // read-only: `file` is then shown as it is, never in the editor, and instead of functions the code of the
+  // phases in `stamps` is highlighted (app/editor/stamps.h; none: every line that stamps a phase), said in
+  // the pane's header by `highlighted`.
   struct SourceFocus {
     std::string file;
     std::vector<std::string> functions;
+    bool read_only = false;
+    std::vector<std::string> stamps;
+    std::string highlighted;
   };
   virtual SourceFocus source_focus() const { return {}; }
 };

@@ -132,7 +132,7 @@ void draw_sidebar(Shell& s, float w, float h) {
 // The panel's views, under a mark while they are stale: the edit in the source pane did not compile (or
 // was refused), so they still show the last kernel that ran.
 void draw_view(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
-  if (!focus.file.empty()) {
+  if (!focus.file.empty() && !focus.read_only) {  // a read-only kernel is not the one the editor holds
     const std::string why = editor::stale_reason(s.editor, editor::rung_of_file(focus.file));
     static std::string logged;
     if (why != logged) viz::ui_log::event(why.empty() ? "stale cleared " + p.id() : "stale " + p.id() + ": " + why), logged = why;
@@ -156,7 +156,7 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   // view alone (the sidebar's "Kernel source" box shows that the pane is asked for).
   const bool side = avail.x >= kViewMinEm * em + kSourceMinEm * em + bar;
   // In edit mode the editor gets room first: under a shorter view, or alone where even that has none.
-  const bool editing = s.editor.editing && s.show_source && !focus.file.empty();
+  const bool editing = s.editor.editing && s.show_source && !focus.file.empty() && !focus.read_only;
   const bool below = !side && avail.y >= (editing ? 20 : 30) * em;
   const bool split = s.show_source && !focus.file.empty() && (side || below);
   if (!split && editing) {
@@ -198,7 +198,8 @@ void draw_split(Shell& s, Panel& p, const Panel::SourceFocus& focus) {
   ImGui::BeginChild("code", ImVec2(0, 0), false);
   viz::ui_log::place("pane", "source", ImGui::GetWindowPos().x, ImGui::GetWindowPos().y,
                      ImGui::GetWindowPos().x + ImGui::GetWindowSize().x, ImGui::GetWindowPos().y + ImGui::GetWindowSize().y);
-  editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);  // the source, read-only or in the editor
+  if (focus.read_only) editor::draw_kernel_source(focus);
+  else editor::draw_pane(s.editor, p, s.ctx, focus.file, focus.functions);  // the source, read-only or in the editor
   ImGui::EndChild();
 }
 

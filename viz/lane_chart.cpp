@@ -233,6 +233,8 @@ void interact(const Geometry& g, const LaneChartOptions& o, TimeWindow* w, LaneC
     }
   }
   if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) res->reset = true;
+  const float still = io.MouseDragThreshold * io.MouseDragThreshold;
+  if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && io.MouseDragMaxDistanceSqr[0] < still) res->clicked = true;
   if (ImGui::IsItemActive() && io.MouseDelta.x != 0.0f &&
       (io.MouseDown[0] || io.MouseDown[1] || io.MouseDown[2]))
     *w = pan_window(*w, -io.MouseDelta.x * per_px, o.lo, o.hi);
@@ -288,6 +290,7 @@ LaneChartResult lane_chart(const char* id, const std::vector<LaneRow>& rows, con
         res.hover.segment = segment_at(rows[i].segments, res.hover.t);
       }
   }
+  res.clicked = res.clicked && res.hover.segment >= 0;
   ImGui::PopID();
   return res;
 }

@@ -75,6 +75,7 @@ struct LaneHover {
 struct LaneChartResult {
   LaneHover hover;
   bool reset = false;         // double click: the caller's default window
+  bool clicked = false;       // a left click (released without a drag) on hover's segment
   bool moved = false;         // overview: *window was centred where clicked
 };
 // Draws the chart `width` wide (its height follows from the rows) showing *window (changed by the user's

@@ -11,8 +11,10 @@
 
 #include "app/editor/highlight.h"
 #include "app/editor/line_diff.h"
+#include "app/editor/stamps.h"
 #include "app/panel.h"
 #include "app/ui.h"
+#include "assets/embedded.h"
 #include "viz/render_host.h"
 #include "viz/ui_log.h"
 
@@ -445,6 +447,24 @@ void view_mode(Editor& e, RungEdit& r, const std::string& rung, const std::strin
   ImGui::EndChild();
 }
 
+// The lines of a source with the focused ones behind kFocusBg, numbered, only those in view drawn.
+void draw_numbered(const std::vector<std::string_view>& lines, const std::vector<bool>& focus) {
+  ImGuiListClipper clip;
+  clip.Begin(int(lines.size()));
+  while (clip.Step())
+    for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+      if (focus[size_t(i)]) {
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        ImGui::GetWindowDrawList()->AddRectFilled(
+            p, ImVec2(p.x + ImGui::GetContentRegionAvail().x + 2000.0f, p.y + ImGui::GetTextLineHeightWithSpacing()),
+            kFocusBg);
+      }
+      ImGui::TextDisabled("%4d", i + 1);
+      ImGui::SameLine();
+      ImGui::TextUnformatted(lines[size_t(i)].data(), lines[size_t(i)].data() + lines[size_t(i)].size());
+    }
+}
+
 void toolbar(Editor& e, Panel& panel, RungEdit& r, const std::string& rung) {
   bool first = true;
   if (row_button("Compile & run (Ctrl+Enter)", &first)) e.run_requested = true;
@@ -874,6 +894,35 @@ void log_edits(Editor& e, const std::string& rung, const Derived& d) {
 }
 
 }  // namespace
+
+void draw_kernel_source(const Panel::SourceFocus& focus) {
+  std::string_view text = assets::find("source/" + focus.file);
+  while (!text.empty() && text.back() == '\0') text.remove_suffix(1);
+  if (text.empty()) {
+    ui::wrapped("no embedded source for " + focus.file);
+    return;
+  }
+  dim("kernels/rungs/" + focus.file + ": the recorded kernel's source in this build, read-only; highlighted: " +
+      focus.highlighted);
+  const std::vector<std::string_view> lines = split_lines(text);
+  const std::vector<bool> lit = stamp_lines(lines, focus.stamps);
+  ImGui::BeginChild("kernel-source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  ImGui::PushFont(mono());
+  // A new highlight is brought into view, two lines of context above it; the reader's scrolling is kept
+  // while it stays.
+  static std::string revealed;
+  std::string key = focus.file;
+  for (const std::string& s : focus.stamps) key += "/" + s;
+  if (key != revealed) {
+    revealed = key;
+    const auto first = std::find(lit.begin(), lit.end(), true);
+    if (first != lit.end())
+      ImGui::SetScrollY(std::max(0.0f, float(first - lit.begin() - 2) * ImGui::GetTextLineHeightWithSpacing()));
+  }
+  draw_numbered(lines, lit);
+  ImGui::PopFont();
+  ImGui::EndChild();
+}
 
 void draw_pane(Editor& e, Panel& panel, const AppContext& ctx, const std::string& file,
                const std::vector<std::string>& functions) {

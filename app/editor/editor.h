@@ -17,9 +17,9 @@
 
 #include "app/editor/diagnostics.h"
 #include "app/editor/hooks.h"
+#include "app/panel.h"
 
 namespace kl::app {
-class Panel;
 struct AppContext;
 }
 
@@ -84,6 +84,11 @@ struct Editor {
 // The source pane for `panel`, whose source is `file` (a rung's .cu) with `functions` highlighted.
 void draw_pane(Editor& e, Panel& panel, const AppContext& ctx, const std::string& file,
                const std::vector<std::string>& functions);
+
+// The source pane for a read-only focus (focus.read_only: a Timeline tab's recorded kernel): the embedded
+// kernels/rungs file with the code of focus.stamps highlighted, the first highlighted line brought into view
+// whenever the highlight changes.
+void draw_kernel_source(const Panel::SourceFocus& focus);
 
 // The rung's state, its text loaded from the shipped source the first time.
 RungEdit& rung_state(Editor& e, const std::string& rung);

@@ -70,7 +70,10 @@ class BackwardPanel : public Panel {
   std::string id() const override { return "backward"; }
   std::string title() const override { return "6 · Backward"; }
   ParamValues& params() override { return params_; }
-  SourceFocus source_focus() const override { return {"flash_attention_backward.cu", {"backward_teaching"}}; }
+  SourceFocus source_focus() const override {
+    if (params_.get_text("view") == "inside") return inside_.source_focus(params_);  // the recorded fast kernel's
+    return {"flash_attention_backward.cu", {"backward_teaching"}};
+  }
   std::vector<TourStop> tour_stops() const override {
     // The stops keep their names (the tour's file names); the first opens on what the backward saves.
     return {{"step2", {}}, {"step0", {"view=tiles", "q_tile=0"}},

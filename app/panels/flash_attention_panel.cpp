@@ -83,6 +83,7 @@ class FlashAttentionPanel : public Panel {
   std::string title() const override { return "5 · FlashAttention"; }
   ParamValues& params() override { return params_; }
   SourceFocus source_focus() const override {
+    if (params_.get_text("view") == "inside") return inside_.source_focus(params_);  // the recorded fast kernel's
     return {"flash_attention.cu", {"visible_keys", "tiles_to_run", "flash_teaching"}};
   }
   std::vector<TourStop> tour_stops() const override {

@@ -141,6 +141,10 @@ struct TimelineView::State {
   std::string load_error;
   int selected = -1;
   std::string param_seen;
+  // The `phase` parameter as this frame began ("all" standalone), and what a click in the lanes or the key
+  // set it to ("": no click).
+  std::string phase = "all", clicked;
+  bool in_panel = false;  // beside a source pane (a panel's tab), where a click on a phase shows its code
   std::vector<char> shown;  // per CTA of the selected recording
   bool aligned = true;
   viz::TimeWindow window;
@@ -306,8 +310,13 @@ std::vector<ParamSpec> TimelineView::params(const std::string& kernel) {
   }
   if (names.empty()) names.push_back("none");
   const std::string def = std::find(names.begin(), names.end(), "d128") != names.end() ? "d128" : names[0];
+  std::vector<std::string> phases = {"all"};
+  for (const std::string& n : split_names(timeline::phase_names())) phases.push_back(n);
   return {choice_param("recording", names, def,
-                       "Inside the fast kernel: the recording drawn (docs/perf/timeline-h200.json, recorded on the GPU machine)")};
+                       "Inside the fast kernel: the recording drawn (docs/perf/timeline-h200.json, recorded on the GPU machine)"),
+          choice_param("phase", phases, "all",
+                       "Inside the fast kernel: the phase whose code the source pane highlights (all: every line that "
+                       "stamps one)")};
 }
 
 std::vector<ParamSpec> TimelineView::with_params(std::vector<ParamSpec> panel, const std::string& kernel) {
@@ -315,7 +324,27 @@ std::vector<ParamSpec> TimelineView::with_params(std::vector<ParamSpec> panel, c
   return panel;
 }
 
-bool TimelineView::owns(const std::string& param) { return param == "recording"; }
+bool TimelineView::owns(const std::string& param) { return param == "recording" || param == "phase"; }
+
+Panel::SourceFocus TimelineView::source_focus(const ParamValues& p) const {
+  const State& s = *s_;
+  if (!s.load_error.empty() || s.entries.empty()) return {};
+  const Recording& r = s.entries[size_t(std::max(s.selected, 0))].rec;
+  Panel::SourceFocus f;
+  f.file = r.kernel == timeline::kBackward ? "flash_attention_backward_fast_sm90.cuh" : "flash_attention_fast_sm90.cuh";
+  f.read_only = true;
+  const std::string picked = p.get_text("phase");
+  Phase ph;
+  if (!timeline::phase_from_name(picked, &ph)) {  // "all"
+    f.highlighted = "every line where it stamps a phase for the timeline (click a phase in the lanes or the key: "
+                    "its code)";
+    return f;
+  }
+  f.stamps = {picked};
+  f.highlighted = "where it stamps \"" + std::string(timeline::phase_info(ph).label) +
+                  "\", and that phase's code (click the phase in the key again: every stamp)";
+  return f;
+}
 
 void TimelineView::use_file(const timeline::File& f, const std::string& origin, int live_from) {
   if (f.recordings.empty()) throw InputError(origin + ": no recordings");
@@ -384,6 +413,9 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
     for (size_t i = 0; i < s.entries.size(); ++i)
       if (s.entries[i].name == s.param_seen) s.select(int(i));
   }
+  s.in_panel = p != nullptr;
+  s.phase = p ? p->get_text("phase") : "all";
+  s.clicked.clear();
   if (s.selected < 0) s.select(0);
   ImGui::PushID("timeline-view");
   // The picker, then the lanes (on a 1280x720 projector with the source pane open, the tab has about 200 px:
@@ -398,6 +430,7 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   s.draw_lanes(left);
   s.draw_key(left);
   ImGui::EndGroup();
+  if (p && !s.clicked.empty()) p->set("phase", s.clicked);  // the source pane shows its code from the next frame
   if (beside) ImGui::SameLine(0, gap);
   ImGui::BeginGroup();
   s.draw_summary(beside ? side : avail);
@@ -545,11 +578,17 @@ void TimelineView::State::draw_lanes(float width) {
   const viz::LaneChartResult r = viz::lane_chart("lanes", rows, o, &window, width);
   if (r.reset) window = steady();
   if (r.hover.active) tooltip(r.hover);
+  if (r.clicked && in_panel && refs[size_t(r.hover.row)].lane >= 0) {  // a phase: its code in the source pane
+    const RowRef ref = refs[size_t(r.hover.row)];
+    const timeline::Lane& lane = rec().ctas[size_t(ref.cta)].lanes[size_t(ref.lane)];
+    clicked = timeline::phase_info(lane.events[size_t(r.hover.segment)].phase).name;
+  }
   text_in(width,
           (aligned ? "time from each CTA's start (µs)" : "time from the recording's first stamp (µs)") +
               std::string("; window ") + us(window.t1 - window.t0) +
               ". Ctrl + wheel: zoom; drag: pan; double click: the steady-state window. White bar under a lane: "
-              "that warpgroup's product in flight (issue to its wait's end).",
+              "that warpgroup's product in flight (issue to its wait's end)." +
+              std::string(in_panel ? " Click a phase (here or in the key): its code in the source pane." : ""),
           ImGui::GetColorU32(ImGuiCol_TextDisabled));
 }
 
@@ -557,20 +596,31 @@ void TimelineView::State::draw_key(float width) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize(), right = ImGui::GetCursorScreenPos().x + width;
   bool first = true;
-  auto swatch = [&](ImU32 c, const char* text, bool thin) {
+  // A phase's swatch is a button: clicked, the source pane highlights its code (clicked again: every stamp).
+  // The picked one is underlined.
+  auto swatch = [&](ImU32 c, const char* text, bool thin, const char* name) {
     const float w = font + ui::px(4) + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(text).x;
     // Beside the last where it fits (NewLine after SameLine would widen the group to the abandoned position).
     if (!first && ImGui::GetItemRectMax().x + ui::px(12) + w <= right) ImGui::SameLine(0, ui::px(12));
     first = false;
     const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::BeginGroup();
     ImGui::Dummy(ImVec2(font + ui::px(4), font));
     const float y0 = thin ? p.y + font - ui::px(4) : p.y + ui::px(3);
     dl->AddRectFilled(ImVec2(p.x, y0), ImVec2(p.x + font, p.y + font + ui::px(1)), c);
     ImGui::SameLine();
     ImGui::TextUnformatted(text);
+    ImGui::EndGroup();
+    if (!name || !in_panel) return;
+    if (phase == name)
+      dl->AddLine(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + ui::px(1)),
+                  ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y + ui::px(1)), ImGui::GetColorU32(ImGuiCol_Text),
+                  ui::px(2));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: the code of \"%s\" in the source pane", text);
+    if (ImGui::IsItemClicked()) clicked = phase == name ? "all" : name;
   };
-  for (Phase p : present) swatch(phase_color(p), ts::short_label(p), false);
-  swatch(kMark, "product in flight", true);
+  for (Phase p : present) swatch(phase_color(p), ts::short_label(p), false, timeline::phase_info(p).name);
+  swatch(kMark, "product in flight", true, nullptr);
 }
 
 void TimelineView::State::tooltip(const viz::LaneHover& h) const {
@@ -590,9 +640,9 @@ void TimelineView::State::tooltip(const viz::LaneHover& h) const {
   const bool fwd = rec().kernel == timeline::kForward;
   std::string step = e.step >= 0 ? std::string(fwd ? ", K/V step " : ", query step ") + std::to_string(e.step) : "";
   std::string tile = e.tile >= 0 ? "work tile " + std::to_string(e.tile) : "no work tile yet";
-  ImGui::SetTooltip("%s, %s\n%s\n%s%s\n%s: %s to %s", lane.role.c_str(), where.c_str(),
-                    timeline::phase_info(e.phase).label, tile.c_str(), step.c_str(), us(e.end_ns - e.start_ns).c_str(),
-                    us(e.start_ns - off).c_str(), us(e.end_ns - off).c_str());
+  ImGui::SetTooltip("%s, %s\n%s\n%s%s\n%s: %s to %s%s", lane.role.c_str(), where.c_str(), timeline::phase_info(e.phase).label,
+                    tile.c_str(), step.c_str(), us(e.end_ns - e.start_ns).c_str(), us(e.start_ns - off).c_str(),
+                    us(e.end_ns - off).c_str(), in_panel ? "\nclick: its code in the source pane" : "");
 }
 
 // [SECTION] The summary ------------------------------------------------------------------------------------

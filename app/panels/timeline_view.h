@@ -13,7 +13,8 @@
 // view says so and draws the recorded file.
 //
 // A panel shows it as one of its tabs (rungs 5 and 6: `--set view=inside` opens it, `--set recording=NAME` picks
-// one of the embedded recordings) with draw(), after adding params() to its own. Standalone (`timeline --from FILE
+// one of the embedded recordings, `--set phase=softmax` highlights that phase's code) with draw(), after adding
+// params() to its own, and gives source_focus() as its own while the tab is open. Standalone (`timeline --from FILE
 // --out PNG`, the tour): use_file(), select(), show_ctas(), set_window(), draw().
 #pragma once
 #include <memory>
@@ -33,11 +34,11 @@ class TimelineView {
   TimelineView(const TimelineView&) = delete;
   TimelineView& operator=(const TimelineView&) = delete;
 
-  // The parameter the view adds to its panel's: "recording" (an embedded recording of `kernel` by name:
-  // timeline_study::named()).
+  // The parameters the view adds to its panel's: "recording" (an embedded recording of `kernel` by name:
+  // timeline_study::named()) and "phase" (the phase whose code the source pane highlights; "all": every stamp).
   static std::vector<ParamSpec> params(const std::string& kernel);
   static std::vector<ParamSpec> with_params(std::vector<ParamSpec> panel, const std::string& kernel);
-  static bool owns(const std::string& param);  // "recording": not the panel's computation
+  static bool owns(const std::string& param);  // "recording", "phase": not the panel's computation
 
   // The view, as wide as the content region. p: the panel's parameters (the recording picked by name), or
   // nullptr (standalone).
@@ -55,6 +56,10 @@ class TimelineView {
   // The time window in ns (from the recording's start, or from each CTA's start where aligned); InputError
   // naming `what` where it is empty or outside the CTAs' span.
   void set_window(double t0_ns, double t1_ns, const std::string& what = "--window");
+  // The source pane beside the view: the recorded kernel's source, read-only, with the code of the phase the
+  // panel's `phase` parameter names highlighted (set by a click on a phase in the lanes or the key), or for
+  // "all" every line that stamps a phase. Empty while no recording is loaded.
+  Panel::SourceFocus source_focus(const ParamValues& p) const;
   // The selected recording (nullptr while there is none) and the notice drawn for it.
   const timeline::Recording* selected() const;
   std::string notice() const;

@@ -285,7 +285,6 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     auto phase = [&](int t) { return uint32_t((it0 + t) / kStages) & 1u; };
     if (!kPersistent && wg == kWGs - 1) named_bar_arrive(1, 256);
     using timeline::Phase;
-    constexpr Phase kPackPhase = kLate ? Phase::Pack : Phase::Rescale;  // what rescale_and_pack() does
 
     rec.mark(Phase::WaitQ, timeline::kNoStep, tile);
     mbar_wait(full_q, q_phase);
@@ -304,7 +303,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     release(empty_k(stage(0)));
     rec.mark(Phase::Softmax, 0, tile);
     w.softmax(p, m_block, 0, t4);
-    rec.mark(kPackPhase, 0, tile);
+    rec.mark(kLate ? Phase::Pack : Phase::Rescale, 0, tile);  // what rescale_and_pack() does
     rescale_and_pack();
     for (int t = 1; t < n_tiles; ++t) {
       const int s = stage(t), sp = stage(t - 1);
@@ -336,7 +335,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
       fence_regs(w.acc_o);
       fence_regs(w.p_frag);
       release(empty_v(sp));
-      rec.mark(kPackPhase, t, tile);
+      rec.mark(kLate ? Phase::Pack : Phase::Rescale, t, tile);
       rescale_and_pack();
     }
     if (kPersistent) release(empty_q);  // every S of this tile has completed: Q may be overwritten
