@@ -24,6 +24,9 @@ size_t indent(std::string_view line) {
 
 bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
 
+// A preprocessor line (#pragma unroll at column 0 inside a loop) belongs to the code around it.
+bool directive(std::string_view line) { return indent(line) < line.size() && line[indent(line)] == '#'; }
+
 bool comment_at(std::string_view line, size_t depth) {
   return indent(line) == depth && line.substr(depth).substr(0, 2) == "//";
 }
@@ -56,11 +59,13 @@ std::vector<bool> stamp_lines(const std::vector<std::string_view>& lines, const 
     v[i] = true;
     const size_t depth = indent(lines[i]);
     for (size_t j = i; j > 0 && comment_at(lines[j - 1], depth); --j) v[j - 1] = true;  // the comment above it
+    size_t end = i + 1;  // past the phase's last line
     for (size_t j = i + 1; j < lines.size(); ++j) {
       const std::string_view l = lines[j];
-      if (blank(l) || indent(l) < depth || calls_mark(l)) break;
-      v[j] = true;
+      if (calls_mark(l) || (!blank(l) && indent(l) < depth && !directive(l))) break;
+      if (!blank(l)) end = j + 1;
     }
+    for (size_t j = i + 1; j < end; ++j) v[j] = true;
   }
   return v;
 }

@@ -16,8 +16,9 @@ bool stamps_phase(std::string_view line, std::string_view phase);
 bool stamps_any(std::string_view line);
 
 // The lines highlighted for `phases`: each line that stamps one of them, with the comment right above it (as
-// indented) and the code after it up to the next stamp, a blank line or the end of its block (a line indented
-// less than the stamp); for no phases, every line that stamps one, alone.
+// indented) and the code after it up to the next stamp or the end of its block (a line indented less than the
+// stamp, preprocessor lines aside), blank lines at its end left out; for no phases, every line that stamps one,
+// alone.
 std::vector<bool> stamp_lines(const std::vector<std::string_view>& lines, const std::vector<std::string>& phases);
 
 }  // namespace kl::app::editor

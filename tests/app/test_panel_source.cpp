@@ -64,16 +64,21 @@ TEST(PanelSource, StampsAreFoundByThePhasesName) {
       "    rec.mark(Phase::WaitK, t, tile);\n"
       "    mbar_wait(full_k);\n"     // 3
       "    rec.mark(Phase::IssueS, t, tile);\n"
-      "    issue_s();\n"             // 5
-      "  }\n"                       // 6
+      "#pragma unroll\n"            // 5
+      "    issue_s();\n"             // 6
+      "  }\n"                       // 7
       "  rec.mark(Phase::WaitK, 0, tile);\n"
-      "  mbar_wait(x);\n"           // 8
-      "\n"                          // 9
-      "  after();\n");              // 10
+      "  mbar_wait(x);\n"           // 9
+      "\n"                          // 10
+      "  after();\n"                // 11
+      "\n"                          // 12
+      "}\n");                       // 13
   const std::vector<bool> k = app::editor::stamp_lines(lines, {"wait-k"});
-  EXPECT_EQ(k, (std::vector<bool>{false, true, true, true, false, false, false, true, true, false, false}));
+  EXPECT_EQ(k, (std::vector<bool>{false, true, true, true, false, false, false, false, true, true, true, true, false, false}));
+  const std::vector<bool> s = app::editor::stamp_lines(lines, {"issue-s"});
+  EXPECT_EQ(s, (std::vector<bool>{false, false, false, false, true, true, true, false, false, false, false, false, false, false}));
   const std::vector<bool> all = app::editor::stamp_lines(lines, {});
-  EXPECT_EQ(all, (std::vector<bool>{false, false, true, false, true, false, false, true, false, false, false}));
+  EXPECT_EQ(all, (std::vector<bool>{false, false, true, false, true, false, false, false, true, false, false, false, false, false}));
 }
 
 // Rungs 5 and 6 on their Timeline tab name the recorded kernel read-only; every phase of every embedded recording
