@@ -9,6 +9,7 @@
 #include "viz/draw_util.h"
 #include "viz/layout_audit.h"
 #include "viz/render_host.h"
+#include "viz/ui_log.h"
 
 namespace kl::viz {
 
@@ -280,6 +281,9 @@ LaneChartResult lane_chart(const char* id, const std::vector<LaneRow>& rows, con
     dl->AddRect(ImVec2(x0 - 1, g.outer0.y), ImVec2(x1 + 1, g.axis_y), IM_COL32(255, 255, 255, 230), 0, 0, scaled(1.5f));
   }
   if (!o.overview) draw_axis(dl, g, o, w);
+  if (ui_log::is_open() && !o.overview)  // "place lane CHART ROW x0 y0 x1 y1": where a driven test clicks a row
+    for (size_t i = 0; i < rows.size(); ++i)
+      ui_log::place("lane", o.audit_name + " " + rows[i].label, g.plot_x0, g.row_y0[i], g.plot_x1, g.row_y1[i]);
   if (o.interactive && ImGui::IsItemHovered()) {
     const ImVec2 m = ImGui::GetIO().MousePos;
     for (size_t i = 0; i < rows.size(); ++i)

@@ -915,6 +915,7 @@ void draw_kernel_source(const Panel::SourceFocus& focus) {
   for (const std::string& s : focus.stamps) key += "/" + s;
   if (key != revealed) {
     revealed = key;
+    viz::ui_log::event("source " + key);  // "source FILE/PHASE": a driven test's sign that the pane followed
     const auto first = std::find(lit.begin(), lit.end(), true);
     if (first != lit.end())
       ImGui::SetScrollY(std::max(0.0f, float(first - lit.begin() - 2) * ImGui::GetTextLineHeightWithSpacing()));

@@ -23,6 +23,7 @@
 #include "kernels/studies/timeline_study.h"
 #include "viz/lane_chart.h"
 #include "viz/layout_audit.h"
+#include "viz/ui_log.h"
 
 namespace kl::app {
 namespace {
@@ -430,7 +431,10 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   s.draw_lanes(left);
   s.draw_key(left);
   ImGui::EndGroup();
-  if (p && !s.clicked.empty()) p->set("phase", s.clicked);  // the source pane shows its code from the next frame
+  if (p && !s.clicked.empty()) {  // the source pane shows its code from the next frame
+    p->set("phase", s.clicked);
+    viz::ui_log::event("timeline phase " + s.clicked);
+  }
   if (beside) ImGui::SameLine(0, gap);
   ImGui::BeginGroup();
   s.draw_summary(beside ? side : avail);
@@ -612,6 +616,9 @@ void TimelineView::State::draw_key(float width) {
     ImGui::TextUnformatted(text);
     ImGui::EndGroup();
     if (!name || !in_panel) return;
+    // "place phase NAME x0 y0 x1 y1": where a driven test clicks it.
+    viz::ui_log::place("phase", name, ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                       ImGui::GetItemRectMax().y);
     if (phase == name)
       dl->AddLine(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + ui::px(1)),
                   ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y + ui::px(1)), ImGui::GetColorU32(ImGuiCol_Text),

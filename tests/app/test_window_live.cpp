@@ -376,6 +376,41 @@ TEST_F(Driven, TooltipsSayWhatIsHovered) {
   EXPECT_EQ(quit(), 0) << read_file(dir_ + "/app.out");
 }
 
+// Rung 5's Timeline tab: the source pane shows the recorded fast kernel's source with every stamp lit; a click on
+// a phase in the key lights that phase's code (the pane follows), the same click again every stamp, and a click
+// on a phase in a warpgroup's lane lights that phase's.
+TEST_F(Driven, TimelinePhaseClickedShowsItsCode) {
+  launch("--size 1920x1080 --panel flash-attention");
+  size_t from = log().size();
+  wait_for("place tab flash-views inside ");
+  const Rect tab = settled_place("tab flash-views inside");
+  click(tab.cx(), tab.cy());
+  const std::string kernel = "source flash_attention_fast_sm90.cuh";
+  EXPECT_EQ(wait_for(kernel, from), kernel) << "the tab's source pane is not the recorded kernel's, every stamp lit";
+  wait_for("place phase softmax ", from);
+  const Rect softmax = settled_place("phase softmax");
+  from = log().size();
+  click(softmax.cx(), softmax.cy());
+  EXPECT_EQ(wait_for("timeline phase ", from), "timeline phase softmax");
+  EXPECT_EQ(wait_for(kernel + "/", from), kernel + "/softmax");
+  step("timeline-phase-softmax");
+  from = log().size();
+  click(softmax.cx(), softmax.cy());
+  EXPECT_EQ(wait_for("timeline phase ", from), "timeline phase all");
+  EXPECT_EQ(wait_for(kernel, from), kernel);
+  wait_for("place lane timeline lanes warpgroup 0 ");
+  const Rect lane = settled_place("lane timeline lanes warpgroup 0");
+  from = log().size();
+  click(lane.cx(), lane.cy());
+  const std::string picked = wait_for("timeline phase ", from);
+  ASSERT_GT(picked.size(), std::string("timeline phase ").size());
+  const std::string phase = picked.substr(std::string("timeline phase ").size());
+  EXPECT_NE(phase, "all");
+  EXPECT_EQ(wait_for(kernel + "/", from), kernel + "/" + phase);
+  step("timeline-lane-clicked");
+  EXPECT_EQ(quit(), 0) << read_file(dir_ + "/app.out");
+}
+
 // The editor after a gallery bug runs: its status line repeats the panel's red verdict (it said "ran"
 // in green while the verdict, scrolled away, said no); after a compile error the views are marked
 // stale; Ctrl+Z undoes a word, not a key; Reset is undone by Ctrl+Z too.
