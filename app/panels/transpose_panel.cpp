@@ -70,7 +70,6 @@ class TransposePanel : public Panel {
       compute(b);
     }
     if (valid_) notice(result_.notice);
-    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("transpose.md");
     ui::section("Matrix and warp");
     ImGui::PushItemWidth(150);
     ui::param_row(params_, {"rows", "cols"}, &control_error_, 18);
@@ -83,16 +82,14 @@ class TransposePanel : public Panel {
     const ts::TransposeResult& r = result_;
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.grid_line);
     if (!r.source_line.empty()) ui::wrapped_colored(IM_COL32(255, 190, 120, 255), r.source_line);
-    for (const ts::KernelCosts& k : r.kernels) {
-      const std::string label = std::string(transpose::variant_name(k.variant)) + " matches reference:";
-      ui::status_line(label.c_str(), k.matches.sentence, k.matches.pass);
-    }
-    for (const ts::KernelCosts& k : r.kernels)
-      if (!k.fault_line.empty()) ui::error_box(k.fault_line);
-    draw_costs(r);
-    draw_speed(r);
+    draw_checks(r);
+    // The warp's view first (on a 1280x720 projector under the source pane it starts above the fold), then the
+    // three kernels side by side, then the help.
     draw_warp(r);
     draw_banks(r);
+    draw_costs(r);
+    draw_speed(r);
+    if (ImGui::CollapsingHeader("What you are looking at")) ui::explain("transpose.md");
   }
 
  private:
@@ -105,6 +102,21 @@ class TransposePanel : public Panel {
     } catch (const std::exception& e) {
       run_error_ = ui::error_text(e);
     }
+  }
+
+  // Each kernel against the reference, on one line where they fit (status_line: the editor reads the verdicts).
+  static void draw_checks(const ts::TransposeResult& r) {
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x, gap = ui::px(24);
+    bool first = true;
+    for (const ts::KernelCosts& k : r.kernels) {
+      const std::string label = std::string(transpose::variant_name(k.variant)) + " matches reference:";
+      const float w = ImGui::CalcTextSize((label + " " + k.matches.sentence).c_str()).x + ImGui::GetStyle().ItemSpacing.x;
+      if (!first && ImGui::GetItemRectMax().x + gap + w <= right) ImGui::SameLine(0, gap);
+      first = false;
+      ui::status_line(label.c_str(), k.matches.sentence, k.matches.pass);
+    }
+    for (const ts::KernelCosts& k : r.kernels)
+      if (!k.fault_line.empty()) ui::error_box(k.fault_line);
   }
 
   // [SECTION] Per kernel -------------------------------------------------------------------------------
@@ -179,9 +191,6 @@ class TransposePanel : public Panel {
                   transpose::variant_name(r.shown), r.program, r.program_x, r.program_y, r.warp);
     ui::section(title);
     ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.warp_line);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                        "colour: the lane that asked for the element (lane 0 red .. lane 31 violet); amber: the rest of "
-                        "a 32-byte sector the request moves; grey: the tile's other elements; dark: past the edge");
     const ui::ColumnsLayout c = ui::columns_or_stack(2, 300.0f);
     ui::column_begin(c, 0);
     // in: the program's tile at in's rows 32 by, columns 32 bx.
@@ -193,6 +202,9 @@ class TransposePanel : public Panel {
     tile_view("out", k.warp_stores.empty() ? nullptr : &k.warp_stores[0], r.cols, r.rows, r.program_x * 32,
               r.program_y * 32, c.width);
     ui::column_end();
+    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                        "colour: the lane that asked for the element (lane 0 red .. lane 31 violet); amber: the rest of "
+                        "a 32-byte sector the request moves; grey: the tile's other elements; dark: past the edge");
   }
 
   // The 32 x 32 region of a [mrows, mcols] matrix at (r0, c0), the request's lanes and sectors on it.
