@@ -113,11 +113,12 @@ class BackwardPanel : public Panel {
       tabs.end_item();
     }
     if (tabs.item("Tiles", "tiles")) {
-      // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
-      draw_memory_access(ctx.backend.backend, "backward", params_);
+      // The tiles first (at 1280x720 under the source pane only they fit), then issue 31's sectors per request of
+      // this rung's main loads and stores (app/panels/memory_access_view.h).
       draw_stepper();
       draw_tiles();
       draw_lineage();
+      draw_memory_access(ctx.backend.backend, "backward", params_);
       tabs.end_item();
     }
     if (tabs.item("Errors", "errors")) {

@@ -13,6 +13,7 @@
 #include "kernels/rungs/attention.h"
 #include "kernels/rungs/flash_attention.h"
 #include "kernels/rungs/flash_attention_backward.h"
+#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/rungs/relu_dropout.h"
 #include "kernels/rungs/softmax.h"
 #include "kernels/rungs/vector_add.h"
@@ -194,8 +195,11 @@ void backward(Summary& s, Backend b, const ParamValues& p) {
                                                                m.make(nk), sh, o.resolved_scale(sh.d), o.causal, bm, bn,
                                                                nullptr),
              {"k", "v", "q", "dout", "dq", "dk", "dv"});
-  s.tma = "The fast backward kernels (mma.sync and wgmma, on a GPU) use no TMA: they stream Q_i and dO_i with cp.async, "
-          "16 bytes a lane, and add dQ with atomics.";
+  s.tma = std::string("The fast backward's default on an H100/H200 (") + flash_attention_backward::kFastBackwardDefaultSm90 +
+          ") brings each step's Q_i and dO_i in by TMA and adds its dQ into the fp32 accumulator by bulk tensor "
+          "reduce-adds from shared memory: whole tiles, no per-lane requests to count. Its K_j and V_j, read once a "
+          "CTA, come by cp.async (16 bytes a lane), as everything does in the mma.sync kernel elsewhere, which adds dQ "
+          "with atomics.";
 }
 
 }  // namespace

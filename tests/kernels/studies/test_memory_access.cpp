@@ -3,6 +3,7 @@
 // the CUDA backend (skipped without a device); refusals become a sentence, a failed launch an exception.
 #include <gtest/gtest.h>
 
+#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/runtime/errors.h"
 #include "kernels/runtime/fault.h"
 #include "kernels/studies/attention_study.h"
@@ -103,7 +104,13 @@ TEST(MemoryAccess, FlashAttentionTilesAndHowTheFastKernelsLoad) {
   EXPECT_TRUE(dq->atomic);  // dQ is added atomically: "dq adds"
   EXPECT_NE(g.line.find("dq adds 4"), std::string::npos) << g.line;
   for (const ma::TensorAccess& a : g.accesses) EXPECT_DOUBLE_EQ(a.sectors_per_request, a.ideal_per_request) << a.tensor;
-  EXPECT_NE(g.tma.find("no TMA"), std::string::npos) << g.tma;  // rung 6's fast kernels stream with cp.async
+  // Rung 6's fast default brings Q and dO by TMA and adds dQ by bulk reduce-adds (it once said "no TMA").
+  EXPECT_NE(g.tma.find(std::string("(") + flash_attention_backward::kFastBackwardDefaultSm90 + ") brings each step's Q_i "
+                       "and dO_i in by TMA"),
+            std::string::npos)
+      << g.tma;
+  EXPECT_NE(g.tma.find("bulk tensor reduce-adds"), std::string::npos) << g.tma;
+  EXPECT_EQ(g.tma.find("no TMA"), std::string::npos) << g.tma;
 }
 
 TEST(MemoryAccess, ARefusalIsASentenceAFailedLaunchIsThrown) {
