@@ -209,10 +209,13 @@ class FlashAttentionPanel : public Panel {
     dl->AddText(p0, ImGui::GetColorU32(ImGuiCol_TextDisabled), head);
     const float slot = one_row ? (avail - head_w - gap) / 3.0f : avail;
     const float bar_max = slot - text_w - inner - gap;
+    // On one scale, the largest bar full (standard attention's is not always the largest: at small Lq and large d
+    // rung 5 reads K and V more often than standard attention writes S and P, and its bar once ran over the next).
+    const double top = std::max({t.unfused, bytes[1], t.flash, 1.0});
     for (int i = 0; i < 3; ++i) {
       const float x = one_row ? p0.x + head_w + gap + slot * float(i) : p0.x;
       const float y = one_row ? p0.y : p0.y + line * float(i + 1);
-      const float w = bytes[i] < 0 ? 0.0f : std::max(2.0f, float(bytes[i] / std::max(t.unfused, 1.0)) * bar_max);
+      const float w = bytes[i] < 0 ? 0.0f : std::max(2.0f, float(bytes[i] / top) * bar_max);
       if (w > 0) dl->AddRectFilled(ImVec2(x, y + font * 0.15f), ImVec2(x + w, y + font * 0.95f), colours[i]);
       dl->AddText(ImVec2(x + w + (w > 0 ? inner : 0.0f), y), ImGui::GetColorU32(ImGuiCol_Text), text[i].c_str());
     }
@@ -672,7 +675,7 @@ class FlashAttentionPanel : public Panel {
         const fa::FastTileShape t = fa::fast_tile_shape(d, kernel);
         const std::string q = t.q_tiles > 1 ? ", " + std::to_string(t.q_tiles) + " Q tiles" : "";
         char buf[320];
-        std::snprintf(buf, sizeof buf, "fast, %s (%s%s): %d x %d tiles, %d warps, %d stages%s, %s",
+        std::snprintf(buf, sizeof buf, "fast, %s (%s%s): %d x %d tiles, %d warps, %d stages%s, %s of tiles",
                       fa::fast_path_name(kernel), where, kernel != path ? ", at this shape" : "", t.block_m, t.block_n,
                       t.warps, t.stages, q.c_str(), mem::bytes_text(uint64_t(t.smem_bytes)).c_str());
         wrapped_in(width, buf, true);

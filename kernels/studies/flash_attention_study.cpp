@@ -209,27 +209,40 @@ Budget teaching_budget(std::string label, int bm, int bn, int d, int64_t limit) 
   return b;
 }
 
-// The TMA kernel's layout (flash_attention_fast_sm90.cuh, launch_tma): Q, kStages K tiles, kStages V tiles
-// (2-byte elements), then 1 KiB of alignment slack and 8-byte mbarriers (1 + 4 kStages).
-Budget fast_budget(std::string label, int bm, int bn, int stages, int d, int64_t limit) {
+std::string tile_text(int bm, int bn) { return std::to_string(bm) + " x " + std::to_string(bn); }
+
+// A fast kernel's layout (flash_attention_fast_sm90.cuh, launch_tma and launch_persistent): q_tiles Q tiles,
+// kStages K tiles, kStages V tiles (2-byte elements, rows of d), then 1 KiB of alignment slack and 8-byte
+// mbarriers (TmaBarriers: 4 kStages + 2 q_tiles; the one-block-per-tile kernel has no empty_q: one fewer).
+// `kernel` with the tiles it takes at head dim tiles_d (d, or 128 for the tiles d = 128 takes).
+Budget fast_budget(fa::FastPath kernel, int tiles_d, int d, int64_t limit, const std::string& why) {
+  const fa::FastTileShape t = fa::fast_tile_shape(tiles_d, kernel);
+  const int64_t s = t.stages, q = t.q_tiles, barriers = fa::fast_path_persistent(kernel) ? 4 * s + 2 * q : 4 * s + 1;
   Budget b;
-  b.label = std::move(label);
-  const std::string x = " x " + std::to_string(stages);
-  b.parts = {{"Q", int64_t(bm) * d * 2},
-             {"K" + x, int64_t(stages) * bn * d * 2},
-             {"V" + x, int64_t(stages) * bn * d * 2},
-             {"align, mbarriers", 1024 + 8 * (1 + 4 * int64_t(stages))}};
+  b.label = std::string("fast ") + fa::fast_path_name(kernel) + " " + tile_text(t.block_m, t.block_n) + ", " +
+            std::to_string(s) + " stages" + (q > 1 ? ", " + std::to_string(q) + " Q tiles" : "") + " (" + why + ")";
+  const std::string x = " x " + std::to_string(s);
+  b.parts = {{q > 1 ? "Q x " + std::to_string(q) : "Q", q * t.block_m * d * 2},
+             {"K" + x, s * t.block_n * d * 2},
+             {"V" + x, s * t.block_n * d * 2},
+             {"align, mbarriers", 1024 + 8 * barriers}};
   for (const BudgetPart& p : b.parts) b.total += p.bytes;
   b.limit = limit;
   b.fits = b.total <= limit;
   return b;
 }
 
-std::string tile_text(int bm, int bn) { return std::to_string(bm) + " x " + std::to_string(bn); }
+// The kernel the default on an H100/H200 takes at this shape with head dim d (fa::fast_kernel_for).
+fa::FastPath default_kernel(const attention::Shape& s, bool causal, int d) {
+  fa::FastParams p;
+  p.Lq = int(s.lq), p.Lk = int(s.lk), p.d = d, p.causal = causal;
+  return fa::fast_kernel_for(fa::FastPath::WgmmaByShape, p);
+}
 
 }  // namespace
 
-std::vector<Budget> budgets(int d, int block_m, int block_n, int64_t limit) {
+std::vector<Budget> budgets(const attention::Shape& s, bool causal, int block_m, int block_n, int64_t limit) {
+  const int d = int(s.d);
   std::vector<Budget> v;
   v.push_back(teaching_budget("teaching " + tile_text(block_m, block_n) + " (this tile)", block_m, block_n, d, limit));
   if (d == 256) {
@@ -237,41 +250,37 @@ std::vector<Budget> budgets(int d, int block_m, int block_n, int64_t limit) {
     v.push_back(teaching_budget("teaching " + tile_text(dm, dn) + " (the default up to d=128)", dm, dn, d, limit));
   }
   if (fa::fast_head_dim(d)) {
-    const fa::FastTileShape t = fa::fast_tile_shape(d, fa::FastPath::Wgmma);
-    v.push_back(fast_budget("fast wgmma " + tile_text(t.block_m, t.block_n) + ", " + std::to_string(t.stages) +
-                                " stages (its tiles at d=" + std::to_string(d) + ")",
-                            t.block_m, t.block_n, t.stages, d, limit));
-    if (d == 256) {
-      const fa::FastTileShape t128 = fa::fast_tile_shape(128, fa::FastPath::Wgmma);
-      v.push_back(fast_budget("fast wgmma " + tile_text(t128.block_m, t128.block_n) + ", " +
-                                  std::to_string(t128.stages) + " stages (d=128's tiles)",
-                              t128.block_m, t128.block_n, t128.stages, d, limit));
-    }
+    v.push_back(fast_budget(default_kernel(s, causal, d), d, d, limit, "the H100/H200 default at this shape"));
+    if (d == 256) v.push_back(fast_budget(default_kernel(s, causal, 128), 128, d, limit, "the default's tiles at d=128"));
   }
   return v;
 }
 
-std::string budget_caption(int d, int64_t limit) {
-  char buf[640];
-  if (d != 256) {
+std::string budget_caption(const attention::Shape& s, bool causal, int64_t limit) {
+  char buf[800];
+  if (s.d != 256) {
     std::snprintf(buf, sizeof buf, "Shared memory per block, by part, against the limit of %s. Try d=256: the "
                   "tiles d=128 uses no longer fit.", kib_text(double(limit)).c_str());
     return buf;
   }
   const auto [dm, dn] = fa::default_tiles(128);
   const auto [sm, sn] = fa::default_tiles(256);
-  const fa::FastTileShape t = fa::fast_tile_shape(256, fa::FastPath::Wgmma);
-  const fa::FastTileShape t128 = fa::fast_tile_shape(128, fa::FastPath::Wgmma);
+  const fa::FastPath k256 = default_kernel(s, causal, 256), k128 = default_kernel(s, causal, 128);
+  const fa::FastTileShape t = fa::fast_tile_shape(256, k256), t128 = fa::fast_tile_shape(128, k128);
   const Budget teach = teaching_budget("", dm, dn, 256, limit);
-  const Budget fast = fast_budget("", t128.block_m, t128.block_n, t128.stages, 256, limit);
+  const Budget fast128 = fast_budget(k128, 128, 256, limit, ""), fast = fast_budget(k256, 256, 256, limit, "");
+  auto tiles = [](const fa::FastTileShape& x) {
+    return tile_text(x.block_m, x.block_n) + " in " + std::to_string(x.stages) + " stages with " +
+           (x.q_tiles > 1 ? std::to_string(x.q_tiles) + " Q tiles" : "one Q tile");
+  };
   std::snprintf(buf, sizeof buf,
                 "At d=256 every row of Q, K, V and O is twice as long as at d=128, so the tiles d=128 uses do not "
-                "fit the limit of %s: teaching %s needs %s (`run` takes %s here when no tile is given), and the fast kernel's %s x %d "
-                "stages needs %s, so it keeps %s keys in %d stages (%s).",
+                "fit the limit of %s: teaching %s needs %s (`run` takes %s here when no tile is given), and the fast "
+                "kernel d=128 takes at this shape (%s, %s) needs %s; so at d=256 the default here (%s) keeps %s (%s).",
                 kib_text(double(limit)).c_str(), tile_text(dm, dn).c_str(), kib_text(double(teach.total)).c_str(),
-                tile_text(sm, sn).c_str(), tile_text(t128.block_m, t128.block_n).c_str(), t128.stages,
-                kib_text(double(fast.total)).c_str(), tile_text(t.block_m, t.block_n).c_str(), t.stages,
-                kib_text(double(t.smem_bytes)).c_str());
+                tile_text(sm, sn).c_str(), fa::fast_path_name(k128), tiles(t128).c_str(),
+                kib_text(double(fast128.total)).c_str(), fa::fast_path_name(k256), tiles(t).c_str(),
+                kib_text(double(fast.total)).c_str());
   return buf;
 }
 
@@ -489,8 +498,8 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   for (float x : r.hout) r.omax = std::max(r.omax, double(std::fabs(x)));
   r.mem = traffic(b, r.shape, r.opt.causal, r.bm, r.bn);
   r.io = io_view(b, r.shape, r.opt.causal, r.bm, r.bn);
-  r.budget = budgets(r.shape.d, r.bm, r.bn, r.limit);
-  r.budget_caption = budget_caption(r.shape.d, r.limit);
+  r.budget = budgets(r.shape, r.opt.causal, r.bm, r.bn, r.limit);
+  r.budget_caption = budget_caption(r.shape, r.opt.causal, r.limit);
   char buf[600];
   if (!r.check.ok)
     std::snprintf(buf, sizeof buf, "the output does not match the float64 reference: %s", r.check.text.c_str());
@@ -498,6 +507,12 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
     std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once (one query block of BLOCK_M = %d holds all %" PRId64
                   " queries): %s here against standard attention's %s", r.bm, lq,
                   kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str());
+  else if (r.mem.flash > r.mem.unfused)  // few queries, wide rows: the re-reads of K and V outweigh S and P
+    std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once per %d-row query block (%" PRId64 " times): %s here, "
+                  "more than standard attention's %s: at Lq = %" PRId64 " and d = %d, S and P (Lq x Lk) cost less than "
+                  "reading K and V (Lk x d each) %" PRId64 " times; raise BLOCK_M to read them fewer times",
+                  r.bm, r.q_blocks, kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str(), lq, r.shape.d,
+                  r.q_blocks);
   else
     std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once per %d-row query block (%" PRId64 " times): %s here "
                   "against standard attention's %s; raise BLOCK_M to save more", r.bm, r.q_blocks,

@@ -81,23 +81,25 @@ IoView io_view(Backend b, const attention::Shape& s, bool causal, int block_m, i
 // [SECTION] The shared-memory budget: why the tiles shrink at d = 256 ---------------------------------------
 // One bar: a tile's shared memory by part, against the per-block limit.
 struct BudgetPart {
-  std::string name;  // "Q", "K", "V", "S/P", "O", "m, l, alpha"; fast: "Q", "K x 3", "V x 3", "align, mbarriers"
+  std::string name;  // "Q", "K", "V", "S/P", "O", "m, l, alpha"; fast: "Q" (or "Q x 2"), "K x 2", "V x 2", "align, mbarriers"
   int64_t bytes = 0;
 };
 struct Budget {
-  std::string label;  // "teaching 16 x 16 (this tile)", "fast wgmma 128 x 80, 2 stages (its tiles at d=256)"
+  std::string label;  // "teaching 16 x 16 (this tile)", "fast wgmma-late 128 x 80, 2 stages (the H100/H200 ...)"
   std::vector<BudgetPart> parts;
   int64_t total = 0, limit = 0;
   bool fits = false;
 };
-// The bars at head dim d and limit (bytes a block may have): the teaching tile (block_m x block_n; float32:
-// Q, K, V, S/P, O, m/l/alpha, fa::smem_bytes), the fast TMA kernel's tiles at d (16-bit Q and kStages x
-// (K, V), plus the 1 KiB alignment and the mbarriers) where d is 64, 128 or 256; and at d = 256 the tiles d
-// = 128 uses, carried over: teaching 64 x 64 (279296 bytes) and fast 128 x 128 in 3 stages (448 KiB), both
-// past the limit: the reason the tiles shrink (64 x 32; 128 x 80 in 2 stages).
-std::vector<Budget> budgets(int d, int block_m, int block_n, int64_t limit);
+// The bars at shape s (its head dim d) and limit (bytes a block may have): the teaching tile (block_m x block_n;
+// float32: Q, K, V, S/P, O, m/l/alpha, fa::smem_bytes) and, where d is 64, 128 or 256, the fast kernel the
+// default on an H100/H200 takes at this shape (fa::fast_kernel_for: the one the panel's line under the bars
+// names), its tiles at d (16-bit Q tiles and kStages x (K, V), plus the 1 KiB alignment and the mbarriers); at
+// d = 256 also the tiles d = 128 takes, carried over: teaching 64 x 64 (279296 bytes) and the d = 128 default's
+// (128 x 128, 2 stages, 2 Q tiles without the mask: 384 KiB), both past the limit: the reason the tiles shrink
+// (64 x 32; 128 x 80 in 2 stages, one Q tile).
+std::vector<Budget> budgets(const attention::Shape& s, bool causal, int block_m, int block_n, int64_t limit);
 // Under the bars: the limit and, at d = 256, why the tiles shrink, with the numbers.
-std::string budget_caption(int d, int64_t limit);
+std::string budget_caption(const attention::Shape& s, bool causal, int64_t limit);
 
 // [SECTION] Settings and the run ---------------------------------------------------------------------------
 struct Result {
@@ -128,7 +130,7 @@ struct Result {
   bool rung4_ran = false;
   Traffic mem;
   IoView io;
-  std::vector<Budget> budget;  // budgets(d, bm, bn, limit)
+  std::vector<Budget> budget;  // budgets(shape, causal, bm, bn, limit)
   std::string budget_caption;
   // An edited kernel (kernels/editable): which source ran, and its first misbehaviour (kind None when it
   // ran cleanly; the checks above then read what it did write).

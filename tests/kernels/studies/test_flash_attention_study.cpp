@@ -276,12 +276,21 @@ TEST(FlashAttentionStudy, PastRungFoursWallRungFourIsRefusedAndSaid) {
   EXPECT_TRUE(has(r.mem.caption, "refused here")) << r.mem.caption;
 }
 
-// The shared-memory budget bars: at d = 256 the tiles d = 128 uses do not fit (teaching 64 x 64: 279296
-// bytes; fast 128 x 128 in 3 stages: 448 KiB + 1 KiB + mbarriers), the ones taken do (64 x 32 is the
-// default; the fast kernel's 128 x 80 in 2 stages: 224 KiB + 1096 bytes), each bar the sum of its parts.
+// The shared-memory budget bars follow the fast kernel the default takes at the shape (the panel's line under the
+// bars names the same one). At d = 256 the tiles d = 128 uses do not fit (teaching 64 x 64: 279296 bytes; the d =
+// 128 default without the mask, wgmma-persistent-q2-late, 128 x 128 in 2 stages with 2 Q tiles: 384 KiB + 1 KiB +
+// 12 mbarriers), the ones taken do (64 x 32 is the default; wgmma-late's 128 x 80 in 2 stages: 224 KiB + 1 KiB +
+// 9 mbarriers), each bar the sum of its parts.
+attention::Shape shape_d(int d, int64_t l = 48) {
+  attention::Shape s;
+  s.lq = s.lk = l;
+  s.d = d;
+  return s;
+}
+
 TEST(FlashAttentionStudy, BudgetBarsSayWhyTheTilesShrinkAtD256) {
   const int64_t limit = 227 * 1024;
-  const std::vector<Budget> v = budgets(256, 16, 16, limit);
+  const std::vector<Budget> v = budgets(shape_d(256), false, 16, 16, limit);
   ASSERT_EQ(v.size(), 4u);
   for (const Budget& b : v) {
     int64_t sum = 0;
@@ -295,25 +304,32 @@ TEST(FlashAttentionStudy, BudgetBarsSayWhyTheTilesShrinkAtD256) {
   EXPECT_TRUE(has(v[1].label, "64 x 64"));
   EXPECT_EQ(v[1].total, 279296);
   EXPECT_FALSE(v[1].fits);
-  EXPECT_TRUE(has(v[2].label, "128 x 80, 2 stages"));
+  EXPECT_TRUE(has(v[2].label, "fast wgmma-late 128 x 80, 2 stages (the H100/H200 default at this shape)")) << v[2].label;
   EXPECT_EQ(v[2].total, 224 * 1024 + 1024 + 8 * 9);
   EXPECT_TRUE(v[2].fits);
   EXPECT_EQ(v[2].parts[0].bytes, 64 * 1024);   // Q: 128 rows x 256 x 2 bytes
   EXPECT_EQ(v[2].parts[1].bytes, 80 * 1024);   // K: 2 stages x 80 keys x 256 x 2 bytes
-  EXPECT_TRUE(has(v[3].label, "128 x 128, 3 stages"));
-  EXPECT_EQ(v[3].total, 448 * 1024 + 1024 + 8 * 13);
+  EXPECT_TRUE(has(v[3].label, "wgmma-persistent-q2-late 128 x 128, 2 stages, 2 Q tiles")) << v[3].label;
+  EXPECT_EQ(v[3].parts[0].name, "Q x 2");
+  EXPECT_EQ(v[3].total, 384 * 1024 + 1024 + 8 * 12);
   EXPECT_FALSE(v[3].fits);
-  const std::string c = budget_caption(256, limit);
+  const std::string c = budget_caption(shape_d(256), false, limit);
   EXPECT_TRUE(has(c, "272.8 KiB")) << c;  // 279296 bytes
-  EXPECT_TRUE(has(c, "449.1 KiB")) << c;  // 448 KiB + 1 KiB + 104 bytes
+  EXPECT_TRUE(has(c, "385.1 KiB")) << c;  // 384 KiB + 1 KiB + 96 bytes
   EXPECT_TRUE(has(c, "64 x 32")) << c;
-  EXPECT_TRUE(has(c, "128 x 80")) << c;
-  // At d = 128: the teaching tile and the fast kernel's, both fitting; no carried-over bars.
-  const std::vector<Budget> w = budgets(128, 64, 64, limit);
+  EXPECT_TRUE(has(c, "(wgmma-late) keeps 128 x 80 in 2 stages with one Q tile (225.1 KiB)")) << c;
+  // With the mask at d = 256 up to L = 4096 the default is the persistent kernel (one Q tile, the late rescale):
+  // its bar counts its own mbarriers (an empty Q one besides the full).
+  const std::vector<Budget> causal = budgets(shape_d(256), true, 16, 16, limit);
+  EXPECT_TRUE(has(causal[2].label, "fast wgmma-persistent-late 128 x 80")) << causal[2].label;
+  EXPECT_EQ(causal[2].total, 224 * 1024 + 1024 + 8 * 10);
+  // At d = 128: the teaching tile and the default's (two Q tiles), both fitting; no carried-over bars.
+  const std::vector<Budget> w = budgets(shape_d(128), false, 64, 64, limit);
   ASSERT_EQ(w.size(), 2u);
   EXPECT_TRUE(w[0].fits);
   EXPECT_TRUE(w[1].fits);
-  EXPECT_EQ(budgets(32, 16, 16, limit).size(), 1u);  // no fast kernel at d = 32
+  EXPECT_EQ(w[1].total, 192 * 1024 + 1024 + 8 * 12);
+  EXPECT_EQ(budgets(shape_d(32), false, 16, 16, limit).size(), 1u);  // no fast kernel at d = 32
 }
 
 // The panel's d = 256 runs on both backends: the check against float64 holds, rung 4 is refused for its
@@ -447,6 +463,12 @@ TEST(FlashAttentionStudy, NoticeSaysWhatToSee) {
   const Result one = run(Backend::Cpu, settings({"block_m=64"}));
   EXPECT_EQ(one.notice, "Rung 5 reads K and V once (one query block of BLOCK_M = 64 holds all 48 queries): 36.0 KiB here "
                         "against standard attention's 108.0 KiB");
+  // Where rung 5 moves more than standard attention (few queries, wide rows) the line does not promise a saving.
+  const Result wide = run(Backend::Cpu, settings({"d=256"}));
+  EXPECT_GT(wide.mem.flash, wide.mem.unfused);
+  EXPECT_EQ(wide.notice, "Rung 5 reads K and V once per 16-row query block (3 times): 672.0 KiB here, more than standard "
+                         "attention's 360.0 KiB: at Lq = 48 and d = 256, S and P (Lq x Lk) cost less than reading K and V "
+                         "(Lk x d each) 3 times; raise BLOCK_M to read them fewer times");
 }
 
 }  // namespace
