@@ -379,7 +379,10 @@ class BackwardPanel : public Panel {
     ui::column_begin(c, i);
     sentence(caption);
     const float w = std::max(ui::px(40), std::min(ui::px(max_side), c.width - map.colorbar_width()));
-    const viz::HeatmapHover hv = map.draw(id, tex, ImVec2(w, std::min(w * aspect, ui::px(max_side))));
+    // At least 110 px high (scale 1): a wide tile (32 keys x d = 128) keeps room for its colour bar and label, its
+    // cells taller than wide.
+    const float h = std::max(ui::px(110), std::min(w * aspect, ui::px(max_side)));
+    const viz::HeatmapHover hv = map.draw(id, tex, ImVec2(w, h));
     ui::column_end();
     return hv;
   }

@@ -31,6 +31,7 @@
 #include "kernels/studies/flash_attention_study.h"
 #include "viz/data_texture.h"
 #include "viz/heatmap.h"
+#include "viz/layout_audit.h"
 #include "viz/plot.h"
 
 namespace kl::app {
@@ -217,7 +218,12 @@ class FlashAttentionPanel : public Panel {
       const float y = one_row ? p0.y : p0.y + line * float(i + 1);
       const float w = bytes[i] < 0 ? 0.0f : std::max(2.0f, float(bytes[i] / top) * bar_max);
       if (w > 0) dl->AddRectFilled(ImVec2(x, y + font * 0.15f), ImVec2(x + w, y + font * 0.95f), colours[i]);
-      dl->AddText(ImVec2(x + w + (w > 0 ? inner : 0.0f), y), ImGui::GetColorU32(ImGuiCol_Text), text[i].c_str());
+      const ImVec2 at(x + w + (w > 0 ? inner : 0.0f), y);
+      dl->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), text[i].c_str());
+      // Each label inside its own slot (the layout audit: a bar too long once pushed one over the next).
+      const ImVec2 size = ImGui::CalcTextSize(text[i].c_str());
+      viz::audit::label("traffic strip", text[i], at, ImVec2(at.x + size.x, at.y + size.y), ImVec2(x, y),
+                        ImVec2(one_row ? x + slot : p0.x + avail, y + line));
     }
   }
 

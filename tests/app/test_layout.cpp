@@ -141,6 +141,34 @@ TEST(LayoutAuditCommand, ReportsWhatIsCutAndExitsOne) {
   EXPECT_EQ(out.find("layout report: 0 findings"), std::string::npos) << out;
 }
 
+// Rungs 5 and 6 away from their tour stops, at the head dims users set (the stops keep d = 32): each tab at d = 128
+// and 256 (rung 6: 64 and 128), at the projector's size and at 4K with UI scale 2. Found here once: rung 5's traffic
+// labels pushed over each other where rung 5 moves more than standard attention, and rung 6's 32 x 128 dK tile too
+// low for its colour bar's label.
+TEST(LayoutAuditCommand, RungsFiveAndSixAtWideHeadDims) {
+  struct Case {
+    const char* panel;
+    const char* views[4];
+    int dims[2];
+  };
+  const Case cases[] = {{"flash-attention", {"steps", "io", "memory", "checks"}, {128, 256}},
+                        {"backward", {"saves", "tiles", "errors", "checks"}, {64, 128}}};
+  int shots = 0;
+  for (const Case& c : cases)
+    for (const char* view : c.views)
+      for (int d : c.dims)
+        for (const char* look : {"--size 1280x720", "--size 3840x2160 --ui-scale 2"}) {
+          std::string out;
+          const std::string args = std::string("shot ") + c.panel + " --chrome --layout-report --backend cpu " + look +
+                                   " --set view=" + view + " --set d=" + std::to_string(d) + " --out " +
+                                   test::tmp_dir() + "/wide-" + c.panel + ".png";
+          EXPECT_EQ(test::run_cli(args, &out), 0) << args << "\n" << out;
+          EXPECT_NE(out.find("layout report: 0 findings over 1 view"), std::string::npos) << args << "\n" << out;
+          ++shots;
+        }
+  EXPECT_EQ(shots, 32);
+}
+
 // --stops audits one panel at each of its tour stops, and only those.
 TEST(LayoutAuditCommand, StopsAuditsOnePanelAtEachOfItsTourStops) {
   std::string out;
