@@ -79,6 +79,8 @@ HelpText help_text(const Shell& s) {
       "Reset parameters (sidebar): the panel's defaults, undone by Ctrl+Z too",
       "Ctrl+Q: quit",
       "Up / Down, then Enter or Space: open a sidebar entry",
+      "For a projector: F2 shows or hides the source pane, Ctrl+B the sidebar; Ctrl+PageDown / Ctrl+PageUp: the "
+      "next / previous rung",
       "A typed value applies on Enter, Tab or a click elsewhere; Escape puts the old one back",
       "Mouse wheel: scroll the panel; Ctrl+wheel over a heatmap: zoom it; drag: move a zoomed heatmap; "
       "double-click: the whole heatmap again",

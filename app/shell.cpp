@@ -506,6 +506,29 @@ void window_after_frame(Shell& s, viz::RenderHost& host, long* shots) {
                s.frame_start;
 }
 
+namespace {
+
+// Keys for a presenter (the help and the README list them): F2 the source pane, Ctrl+B the sidebar (a status
+// line says how to bring it back), Ctrl+PageDown / Ctrl+PageUp the next / previous rung. Not while a text
+// field has the keyboard.
+void presenter_keys(Shell& s) {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput) return;
+  if (ImGui::IsKeyPressed(291 /* F2 */, false)) s.show_source = !s.show_source;
+  if (!io.KeyCtrl) return;
+  if (ImGui::IsKeyPressed(66 /* B */, false)) {
+    s.sidebar = !s.sidebar;
+    viz::ui_log::event(s.sidebar ? "sidebar shown" : "sidebar hidden");
+    if (!s.sidebar) show_message(s, "sidebar hidden: Ctrl+B brings it back", 8);
+  }
+  const size_t n = s.panels.size();
+  if (n == 0) return;
+  if (ImGui::IsKeyPressed(267 /* Page Down */, true)) s.current = (s.current + 1) % n;
+  if (ImGui::IsKeyPressed(266 /* Page Up */, true)) s.current = (s.current + n - 1) % n;
+}
+
+}  // namespace
+
 void draw_shell(Shell& s, float width, float height) {
   s.frame_start = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
   if (!s.message.empty() && ImGui::GetTime() >= s.message_until) {
@@ -522,6 +545,7 @@ void draw_shell(Shell& s, float width, float height) {
   if (io.KeyCtrl && ImGui::IsKeyPressed(81 /* Q */, false)) s.quit_requested = true;
   // Ctrl+Z undoes a parameter change wherever no text field has the keyboard (the editor's is its own).
   if (io.KeyCtrl && !io.KeyShift && !io.WantTextInput && ImGui::IsKeyPressed(90 /* Z */, false)) undo_param(s);
+  presenter_keys(s);
   if (viz::ui_log::is_open()) viz::audit::clear();  // the window's audit (see window_after_frame)
   scale_keys(s);
   if (!s.panels.empty()) draw_panel(s, sidebar_w, width - sidebar_w, height - status_h);

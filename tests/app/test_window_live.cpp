@@ -376,6 +376,37 @@ TEST_F(Driven, TooltipsSayWhatIsHovered) {
   EXPECT_EQ(quit(), 0) << read_file(dir_ + "/app.out");
 }
 
+// The presenter's keys at 1280x720: F2 hides the source pane (the view takes the panel's height) and shows it again,
+// Ctrl+B hides the sidebar (the panel takes its width; the status bar says how to bring it back) and shows it,
+// Ctrl+PageDown / Ctrl+PageUp open the next and the previous rung.
+TEST_F(Driven, PresenterKeysSourceSidebarAndRungs) {
+  start_x("1280x720");
+  launch("--size 1280x720 --panel softmax");
+  size_t from = log().size();
+  key("F2");
+  wait_for("source hidden", from);
+  step("f2-source-hidden");
+  from = log().size();
+  key("F2");
+  wait_for("source shown", from);
+  from = log().size();
+  key("ctrl+b");
+  wait_for("sidebar hidden", from);
+  EXPECT_NE(wait_for("status sidebar hidden: Ctrl+B brings it back", from), "");
+  step("ctrl-b-sidebar-hidden");
+  from = log().size();
+  key("ctrl+Next");
+  EXPECT_EQ(wait_for("panel ", from), "panel attention");
+  from = log().size();
+  key("ctrl+Prior");
+  EXPECT_EQ(wait_for("panel ", from), "panel softmax");
+  from = log().size();
+  key("ctrl+b");
+  wait_for("sidebar shown", from);
+  step("ctrl-b-sidebar-shown");
+  EXPECT_EQ(quit(), 0) << read_file(dir_ + "/app.out");
+}
+
 // Rung 5's Timeline tab: the source pane shows the recorded fast kernel's source with every stamp lit; a click on
 // a phase in the key lights that phase's code (the pane follows), the same click again every stamp, and a click
 // on a phase in a warpgroup's lane lights that phase's.
