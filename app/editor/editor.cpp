@@ -410,6 +410,27 @@ bool row_button(const char* label, bool* first, bool enabled = true) {
   return pressed;
 }
 
+// The lines of a source (a trailing zero byte left out) with the focused ones behind kFocusBg, numbered, only
+// those in view drawn.
+void draw_numbered(const std::vector<std::string_view>& lines, const std::vector<bool>& focus) {
+  ImGuiListClipper clip;
+  clip.Begin(int(lines.size()));
+  while (clip.Step())
+    for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+      std::string_view line = lines[size_t(i)];
+      if (!line.empty() && line.back() == '\0') line.remove_suffix(1);
+      if (focus[size_t(i)]) {
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        ImGui::GetWindowDrawList()->AddRectFilled(
+            p, ImVec2(p.x + ImGui::GetContentRegionAvail().x + 2000.0f, p.y + ImGui::GetTextLineHeightWithSpacing()),
+            kFocusBg);
+      }
+      ImGui::TextDisabled("%4d", i + 1);
+      ImGui::SameLine();
+      ImGui::TextUnformatted(line.data(), line.data() + line.size());
+    }
+}
+
 void view_mode(Editor& e, RungEdit& r, const std::string& rung, const std::string& file,
                const std::vector<std::string>& fns) {
   if (ImGui::Button("Edit")) {
@@ -429,40 +450,9 @@ void view_mode(Editor& e, RungEdit& r, const std::string& rung, const std::strin
   ImGui::BeginChild("source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImGui::PushFont(mono());
   const std::vector<std::string_view> lines = split_lines(r.text);
-  const std::vector<bool> focus = focus_lines(lines, fns);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::string line(lines[i]);
-    if (!line.empty() && line.back() == '\0') line.pop_back();
-    if (focus[i]) {
-      const ImVec2 p = ImGui::GetCursorScreenPos();
-      ImGui::GetWindowDrawList()->AddRectFilled(
-          p, ImVec2(p.x + ImGui::GetContentRegionAvail().x + 2000.0f, p.y + ImGui::GetTextLineHeightWithSpacing()),
-          kFocusBg);
-    }
-    ImGui::TextDisabled("%4d", int(i + 1));
-    ImGui::SameLine();
-    ImGui::TextUnformatted(line.c_str());
-  }
+  draw_numbered(lines, focus_lines(lines, fns));
   ImGui::PopFont();
   ImGui::EndChild();
-}
-
-// The lines of a source with the focused ones behind kFocusBg, numbered, only those in view drawn.
-void draw_numbered(const std::vector<std::string_view>& lines, const std::vector<bool>& focus) {
-  ImGuiListClipper clip;
-  clip.Begin(int(lines.size()));
-  while (clip.Step())
-    for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
-      if (focus[size_t(i)]) {
-        const ImVec2 p = ImGui::GetCursorScreenPos();
-        ImGui::GetWindowDrawList()->AddRectFilled(
-            p, ImVec2(p.x + ImGui::GetContentRegionAvail().x + 2000.0f, p.y + ImGui::GetTextLineHeightWithSpacing()),
-            kFocusBg);
-      }
-      ImGui::TextDisabled("%4d", i + 1);
-      ImGui::SameLine();
-      ImGui::TextUnformatted(lines[size_t(i)].data(), lines[size_t(i)].data() + lines[size_t(i)].size());
-    }
 }
 
 void toolbar(Editor& e, Panel& panel, RungEdit& r, const std::string& rung) {
