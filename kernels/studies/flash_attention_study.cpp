@@ -128,6 +128,13 @@ int tile_for(double m_floats, int d) {
   return best;
 }
 
+// The kernel the default on an H100/H200 takes at this shape with head dim d (fa::fast_kernel_for).
+fa::FastPath default_kernel(const attention::Shape& s, bool causal, int d) {
+  fa::FastParams p;
+  p.Lq = int(s.lq), p.Lk = int(s.lk), p.d = d, p.causal = causal;
+  return fa::fast_kernel_for(fa::FastPath::WgmmaByShape, p);
+}
+
 }  // namespace
 
 IoView io_view(Backend b, const attention::Shape& s, bool causal, int bm, int bn) {
@@ -178,9 +185,11 @@ IoView io_view(Backend b, const attention::Shape& s, bool causal, int bm, int bn
                          : "it is still falling at 1024 KiB";
   std::string cap;
   if (fa::fast_head_dim(d)) {
-    const fa::FastTileShape ft = fa::fast_tile_shape(d, fa::FastPath::Wgmma);
-    cap = "; on a GPU registers cap the tile first (the fast kernel keeps " + std::to_string(ft.block_m) + " x " +
-          std::to_string(ft.block_n) + " at d = " + std::to_string(d) + ", its accumulators in registers)";
+    const fa::FastPath k = default_kernel(s, causal, d);  // the H100/H200 default at this shape
+    const fa::FastTileShape ft = fa::fast_tile_shape(d, k);
+    cap = "; on a GPU registers cap the tile first (the fast kernel, " + std::string(fa::fast_path_name(k)) +
+          " here, keeps " + std::to_string(ft.block_m) + " x " + std::to_string(ft.block_n) + " at d = " +
+          std::to_string(d) + ", its accumulators in registers)";
   }
   std::snprintf(buf, sizeof buf,
                 "At each M (shared memory per block) the largest square tile B x B that fits, about B_c = M / 4d, "
@@ -230,13 +239,6 @@ Budget fast_budget(fa::FastPath kernel, int tiles_d, int d, int64_t limit, const
   b.limit = limit;
   b.fits = b.total <= limit;
   return b;
-}
-
-// The kernel the default on an H100/H200 takes at this shape with head dim d (fa::fast_kernel_for).
-fa::FastPath default_kernel(const attention::Shape& s, bool causal, int d) {
-  fa::FastParams p;
-  p.Lq = int(s.lq), p.Lk = int(s.lk), p.d = d, p.causal = causal;
-  return fa::fast_kernel_for(fa::FastPath::WgmmaByShape, p);
 }
 
 }  // namespace

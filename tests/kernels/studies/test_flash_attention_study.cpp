@@ -332,6 +332,16 @@ TEST(FlashAttentionStudy, BudgetBarsSayWhyTheTilesShrinkAtD256) {
   EXPECT_EQ(budgets(shape_d(32), false, 16, 16, limit).size(), 1u);  // no fast kernel at d = 32
 }
 
+// The IO caption's register cap names the fast kernel the default takes at the shape and that kernel's tile (it
+// once gave the plain wgmma baseline's at every shape).
+TEST(FlashAttentionStudy, IoCaptionNamesTheDefaultsTile) {
+  const Result d64 = run(Backend::Cpu, settings({"d=64"}));
+  EXPECT_TRUE(has(d64.io.caption_m, "(the fast kernel, wgmma-persistent-m192 here, keeps 192 x ")) << d64.io.caption_m;
+  const Result d128 = run(Backend::Cpu, settings({"d=128", "causal=1"}));
+  EXPECT_TRUE(has(d128.io.caption_m, "(the fast kernel, wgmma-persistent-q2-late here, keeps 128 x 128 at d = 128"))
+      << d128.io.caption_m;
+}
+
 // The panel's d = 256 runs on both backends: the check against float64 holds, rung 4 is refused for its
 // head dims (not for a wall), and the report carries the budget.
 TEST(FlashAttentionStudy, HeadDim256Runs) {
