@@ -125,7 +125,6 @@ void draw_sidebar(Shell& s, float w, float h) {
                      ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
   ui::wrapped("Ctrl+= / Ctrl+- / Ctrl+0: UI scale " + std::to_string(int(std::lround(viz::ui_scale() * 100))) + "%");
-  ui::wrapped("F2: the source pane, Ctrl+B: this sidebar");
   ImGui::PopStyleColor();
   ImGui::End();
 }
