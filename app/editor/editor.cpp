@@ -441,16 +441,20 @@ void view_mode(Editor& e, RungEdit& r, const std::string& rung, const std::strin
   viz::ui_log::place("button", "edit " + rung, ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
                      ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
   ImGui::SameLine();
+  // Where the highlight starts: below the header comment a pane of a few lines (1280x720) may not reach it.
+  const std::vector<std::string_view> lines = split_lines(r.text);
+  const std::vector<bool> focus = focus_lines(lines, fns);
+  const auto first = std::find(focus.begin(), focus.end(), true);
+  const std::string from = first == focus.end() ? "" : " (from line " + std::to_string(first - focus.begin() + 1) + ")";
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
   ui::wrapped(r.edited ? file + ", edited (not the shipped source: Edit, then Reset, brings it back); highlighted: "
-                         "the code this view draws"
+                         "the code this view draws" + from
                        : (hooks().shipped_path ? hooks().shipped_path(rung) : file) +
-                             ", embedded at build time; highlighted: the code this view draws");
+                             ", embedded at build time; highlighted: the code this view draws" + from);
   ImGui::PopStyleColor();
   ImGui::BeginChild("source", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImGui::PushFont(mono());
-  const std::vector<std::string_view> lines = split_lines(r.text);
-  draw_numbered(lines, focus_lines(lines, fns));
+  draw_numbered(lines, focus);
   ImGui::PopFont();
   ImGui::EndChild();
 }
