@@ -43,6 +43,8 @@ struct Row {
   double ratio = 0;      // against `baseline`
   std::string baseline;  // "copy 4.31 TB/s", "unfused", "torch"
 };
+// TFLOP/s of `flops` done in `ms` milliseconds, as Row::tflops holds it; 0 where no time was measured.
+inline double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
 
 std::string format_table(const std::vector<Row>& rows);
 

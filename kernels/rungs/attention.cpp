@@ -302,7 +302,7 @@ bench::Row bench_row(const char* variant, const Shape& s, const bench::Timing& t
   row.shape = s.text();
   row.ms = t.median_ms;
   const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * s.d;
-  row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+  row.tflops = bench::tflops(flops, t.median_ms);
   row.gbs = t.median_ms > 0 ? bytes / (t.median_ms * 1e-3) / 1e9 : 0;  // the counted traffic / time
   return row;
 }

@@ -395,7 +395,7 @@ std::vector<bench::Row> bench_entry(Backend b, bool quick) {
     row.shape = s.text();
     row.ms = t.median_ms;
     const double flops = 4.0 * double(s.bh()) * double(s.lq) * double(s.lk) * d;
-    row.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+    row.tflops = bench::tflops(flops, t.median_ms);
     row.baseline = "none (the teaching variant; `fast` is the one to time)";
     rows.push_back(row);
   }

@@ -731,7 +731,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
       r.shape = flash_attention::fast_bench_shape_text(s) + " bf16 dq=" + (det ? "deterministic" : "atomic") + " " +
                 (d == 256 ? "wgmma-d256" : fast_backward_path_name(path));  // d = 256: one kernel for both wgmma paths
       r.ms = t.median_ms;
-      r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+      r.tflops = bench::tflops(flops, t.median_ms);
       // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.
       r.gbs = t.median_ms > 0 ? 8.0 * double(p.B) * p.H * L * d * 2 / (t.median_ms * 1e-3) / 1e9 : 0;
       r.ratio = 0;  // the peers (PyTorch's flash and cuDNN backward) are timed by bench/torch_flash_backward.py

@@ -480,7 +480,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
     r.variant = "fast";
     r.shape = fast_bench_shape_text(s) + " bf16 " + fast_path_name(fast_kernel_for(path, p));
     r.ms = t.median_ms;
-    r.tflops = t.median_ms > 0 ? flops / (t.median_ms * 1e-3) / 1e12 : 0;
+    r.tflops = bench::tflops(flops, t.median_ms);
     // Q and O once each, K and V once each at H_kv heads: the fewest bytes (K/V are re-read per query
     // block from L2).
     const double kv_share = double(kv_heads(p)) / p.H;
