@@ -101,27 +101,50 @@ __device__ __forceinline__ void add_pair(float* dst, float a, float b) {
 }
 
 // ---- [SECTION] preprocess and convert -----------------------------------------------------------------
-// One warp per row: D = rowsum(dO ∘ O) in fp32; the dQ accumulator's row set to 0 (atomic mode).
+// D = rowsum(dO o O) in fp32 and, in the atomic mode, the dQ accumulator's row set to 0. Both this and the convert
+// below are memory-bound (at the bench's sizes 469 MB between them), so every access is 16 bytes wide: d / 8
+// threads a row (8, 16 or 32: aligned groups within a warp), each with one load of 8 values of O and of dO and two
+// float4 stores of zeros; the group's partial sums added by shuffles. Every pointer is 16-byte aligned (the
+// params' check) and d is a multiple of 8. No thread leaves early: the shuffles need the whole warp.
 template <class T>
 __global__ void bwd_preprocess(const T* __restrict__ o, const T* __restrict__ dout, float* __restrict__ drow,
                                float* __restrict__ dq_accum, int64_t rows, int d) {
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x & 31;
-  if (row >= rows) return;  // the whole warp
+  const int per_row = d / 8;
+  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t row = t / per_row;
+  const int c = int(t % per_row) * 8;
   float acc = 0.f;
-  for (int c = lane; c < d; c += 32) acc = fmaf(float(dout[row * d + c]), float(o[row * d + c]), acc);
+  if (row < rows) {
+    const uint4 ov = __ldg(reinterpret_cast<const uint4*>(o + row * d + c));
+    const uint4 dv = __ldg(reinterpret_cast<const uint4*>(dout + row * d + c));
+    const T* oe = reinterpret_cast<const T*>(&ov);
+    const T* de = reinterpret_cast<const T*>(&dv);
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) drow[row] = acc;
-  if (dq_accum)
-    for (int c = lane; c < d; c += 32) dq_accum[row * d + c] = 0.f;
+    for (int i = 0; i < 8; ++i) acc = fmaf(float(de[i]), float(oe[i]), acc);
+    if (dq_accum) {
+      float4* z = reinterpret_cast<float4*>(dq_accum + row * d + c);
+      z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+      z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+  for (int off = per_row / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (row < rows && c == 0) drow[row] = acc;
 }
 
-// dQ = scale * accumulator, rounded to T.
+// dQ = scale * accumulator, rounded to T: four values a thread and step, a float4 load and an 8-byte store
+// (n4 = elements / 4; the element count is a multiple of d).
 template <class T>
-__global__ void bwd_convert_dq(const float* __restrict__ acc, T* __restrict__ dq, float scale, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    dq[i] = from_float<T>(scale * acc[i]);
+__global__ void bwd_convert_dq(const float4* __restrict__ acc, T* __restrict__ dq, float scale, int64_t n4) {
+  struct alignas(8) Four { T v[4]; };
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
+    const float4 a = acc[i];
+    Four f;
+    f.v[0] = from_float<T>(scale * a.x);
+    f.v[1] = from_float<T>(scale * a.y);
+    f.v[2] = from_float<T>(scale * a.z);
+    f.v[3] = from_float<T>(scale * a.w);
+    reinterpret_cast<Four*>(dq)[i] = f;
+  }
 }
 
 // ---- [SECTION] the main kernel: one CTA per K/V tile ---------------------------------------------------
@@ -424,8 +447,9 @@ template <class T>
 void launch_preprocess(const FastBackwardParams& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Lq;
   const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
+  const int64_t threads = rows * (p.d / 8);
   cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
-               dim3(unsigned((rows + 7) / 8)), dim3(256), 0, 0, static_cast<const T*>(p.o),
+               dim3(unsigned((threads + 255) / 256)), dim3(256), 0, 0, static_cast<const T*>(p.o),
                static_cast<const T*>(p.dout), p.drow, fast_backward_dq_by_pass(p) ? nullptr : p.dq_accum, rows, p.d);
 }
 
@@ -508,8 +532,8 @@ void launch_all(const FastBackwardParams& p) {
   }
   if (wgmma) launch_wgmma_main(p, true);
   else if constexpr (D != 256) launch_mma_main<T, D>(p, true);
-  cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D), dim3(256), 0, 0,
-               p.dq_accum, static_cast<T*>(p.dq), p.scale, rows * D);
+  cuda::launch("flash_bwd_fast_convert_dq", bwd_convert_dq<T>, elementwise_grid(rows * D / 4), dim3(256), 0, 0,
+               reinterpret_cast<const float4*>(p.dq_accum), static_cast<T*>(p.dq), p.scale, rows * D / 4);
 }
 
 template <class T>
