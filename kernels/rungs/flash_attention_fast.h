@@ -257,7 +257,7 @@ inline bool fast_path_tma(FastPath path) {
 // persistent kernel's static order, take the one-block-per-tile TMA kernel with the late rescale
 // (wgmma-late), as does d = 256 non-causal; elsewhere the persistent kernel: at d = 64 on 192 query rows
 // without the mask (1.04x to 1.17x over 128 rows) and on 128 rows with it (192 rows read 0.86x to 1.08x
-// there), at d = 128 with two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to
+// there; up to Lq = 512 two Q tiles and the late rescale, 1.053x and 1.058x in two sessions), at d = 128 with two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to
 // L = 8192), at d = 256 with the late rescale (one Q tile: no room for two). Other paths: themselves.
 inline bool fast_persistent_pays(const FastParams& p) {
   return p.d == 256 ? p.causal && p.Lq <= 4096 : !p.causal || p.Lq <= 8192;
@@ -265,7 +265,8 @@ inline bool fast_persistent_pays(const FastParams& p) {
 inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
   if (path != FastPath::WgmmaByShape) return path;
   if (!fast_persistent_pays(p)) return FastPath::WgmmaLate;
-  if (p.d == 64) return p.causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192;
+  if (p.d == 64 && p.causal) return p.Lq <= 512 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistent;
+  if (p.d == 64) return FastPath::WgmmaPersistentM192;
   return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
 }
 // f(Tr{}) for the TMA tiles with options kQBufs, kLate (kBlockM64 rows at d = 64) at head dim d (64, 128 or

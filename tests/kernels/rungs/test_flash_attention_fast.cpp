@@ -597,7 +597,8 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
 
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
 // The default on sm_90a picks its kernel by shape (as measured, docs/perf-log.md): the persistent kernel
-// (d = 64 on 192 query rows without the mask and plain with it, d = 128 two Q tiles + late rescale, d = 256
+// (d = 64 on 192 query rows without the mask and plain with it, there two Q tiles + late rescale up to L = 512,
+// d = 128 two Q tiles + late rescale, d = 256
 // late rescale) but on long causal rows
 // (Lq > 8192; d = 256: Lq > 4096) and d = 256 non-causal, which take the TMA kernel with the late rescale;
 // every named path stays itself.
@@ -608,8 +609,10 @@ TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
     return fast_kernel_for(FastPath::WgmmaByShape, p);
   };
   for (bool causal : {false, true}) {
-    for (int L : {512, 4096, 8192}) {
+    EXPECT_EQ(kernel(512, 64, causal), causal ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentM192);
+    for (int L : {513, 4096, 8192})
       EXPECT_EQ(kernel(L, 64, causal), causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192);
+    for (int L : {512, 4096, 8192}) {
       EXPECT_EQ(kernel(L, 128, causal), FastPath::WgmmaPersistentQ2Late);
     }
     EXPECT_EQ(kernel(16384, 64, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentM192);
