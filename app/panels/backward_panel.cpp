@@ -91,7 +91,8 @@ class BackwardPanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
-    if (valid_) notice(r_.notice);
+    // On the Timeline tab the line says what its recording shows, not what this rung's study found.
+    if (valid_) notice(params_.get_text("view") == "inside" ? inside_.notice(params_) : r_.notice);
     ImGui::PushItemWidth(96);
     ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "kv_tile", "seed"}, &control_error_, 12);
     ImGui::PopItemWidth();

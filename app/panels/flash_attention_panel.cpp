@@ -112,7 +112,8 @@ class FlashAttentionPanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
-    if (valid_) notice(res_.notice);
+    // On the Timeline tab the line says what its recording shows, not what this rung's study found.
+    if (valid_) notice(params_.get_text("view") == "inside" ? inside_.notice(params_) : res_.notice);
     ImGui::PushItemWidth(90);
     ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "qblock", "magnitude", "seed"},
                   &control_error_, 12);

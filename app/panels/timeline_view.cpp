@@ -165,6 +165,14 @@ struct TimelineView::State {
   std::string rec_error, rec_control_error;
   bool rec_params_set = false;
 
+  // The recording the panel's `recording` parameter names (--set recording=NAME), once per change of it.
+  void follow(const ParamValues& p) {
+    if (p.get_text("recording") == param_seen) return;
+    param_seen = p.get_text("recording");
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].name == param_seen) select(int(i));
+  }
+
   void set_entries(std::vector<Entry> e) {
     entries = std::move(e);
     recs.clear();
@@ -402,6 +410,13 @@ std::string TimelineView::notice() const {
   return s_->notice;
 }
 
+std::string TimelineView::notice(const ParamValues& p) const {
+  if (s_->entries.empty()) return "";
+  s_->follow(p);
+  if (s_->selected < 0) s_->select(0);
+  return notice();
+}
+
 void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   State& s = *s_;
   if (!s.load_error.empty()) {
@@ -409,11 +424,7 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
     return;
   }
   if (s.entries.empty()) return;
-  if (p && p->get_text("recording") != s.param_seen) {  // --set recording=NAME, or the first frame
-    s.param_seen = p->get_text("recording");
-    for (size_t i = 0; i < s.entries.size(); ++i)
-      if (s.entries[i].name == s.param_seen) s.select(int(i));
-  }
+  if (p) s.follow(*p);
   s.in_panel = p != nullptr;
   s.phase = p ? p->get_text("phase") : "all";
   s.clicked.clear();
@@ -439,7 +450,7 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   ImGui::BeginGroup();
   s.draw_summary(beside ? side : avail);
   ImGui::EndGroup();
-  app::notice(s.notice);  // the study's line under the "Notice: " label, as every panel's
+  if (!s.in_panel) app::notice(s.notice);  // in a panel, its notice line at the top says it (notice(p))
   s.draw_provenance(ctx);
   s.draw_record(ctx);
   ImGui::PopID();

@@ -63,6 +63,9 @@ class TimelineView {
   // The selected recording (nullptr while there is none) and the notice drawn for it.
   const timeline::Recording* selected() const;
   std::string notice() const;
+  // In a panel: the notice for the recording its parameters pick, which the panel's own notice line shows
+  // while this view's tab is open (the view then draws none of its own, standalone it does).
+  std::string notice(const ParamValues& p) const;
 
  private:
   struct State;
