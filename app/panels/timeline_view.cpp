@@ -150,6 +150,7 @@ struct TimelineView::State {
   bool aligned = true;
   viz::TimeWindow window;
   bool window_valid = false;
+  float lane_height = 24;  // pixels at UI scale 1: up to twice that where the view has the room (fit_lanes)
 
   std::string built_key;
   std::vector<viz::LaneRow> rows;
@@ -205,6 +206,8 @@ struct TimelineView::State {
   void draw_picker();
   void draw_provenance(const AppContext& ctx);
   void draw_record(const AppContext& ctx);
+  viz::LaneChartOptions lane_options() const;
+  void fit_lanes(float room);
   void draw_lanes(float width);
   void draw_key(float width);
   void tooltip(const viz::LaneHover& h) const;
@@ -438,6 +441,7 @@ void TimelineView::draw(AppContext& ctx, ParamValues* p) {
   const float avail = ImGui::GetContentRegionAvail().x, gap = ui::px(18), side = ui::px(320);
   const bool beside = avail >= ui::px(620) + side + gap;
   const float left = beside ? avail - side - gap : avail;
+  s.fit_lanes(ImGui::GetWindowHeight() - ImGui::GetCursorPosY());
   ImGui::BeginGroup();
   s.draw_lanes(left);
   s.draw_key(left);
@@ -571,14 +575,31 @@ void TimelineView::State::draw_record(const AppContext& ctx) {
 }
 
 // [SECTION] The lanes, the key, the tooltip ------------------------------------------------------------------
-void TimelineView::State::draw_lanes(float width) {
+viz::LaneChartOptions TimelineView::State::lane_options() const {
   viz::LaneChartOptions o;
   o.lo = lo, o.hi = hi;
   o.min_span = 100;  // ns
   o.axis_unit = 1000;
   o.axis_label = "µs";
-  o.lane_height = 24;
+  o.lane_height = lane_height;
   o.audit_name = "timeline lanes";
+  return o;
+}
+
+// Lanes taller, up to twice, where the view has the room below the picker (measured at scroll 0, so scrolling
+// does not resize them): at 4K with UI scale 2 the chart at its usual height took a fifth of the panel's height
+// and left the rest under the key empty. Room is kept for the overview, the key and the lines under it.
+void TimelineView::State::fit_lanes(float room) {
+  viz::LaneChartOptions o = lane_options();
+  o.lane_height = 24;
+  const float base = viz::lane_chart_height(rows, o);
+  if (!(base > 0)) return;
+  const float spare = room - ui::px(190) - base;
+  lane_height = std::floor(24 * std::clamp(1 + spare / base, 1.0f, 2.0f));
+}
+
+void TimelineView::State::draw_lanes(float width) {
+  const viz::LaneChartOptions o = lane_options();
   // The whole span, the window on it; a click there moves the window.
   viz::LaneChartOptions ov = o;
   ov.overview = true;
