@@ -6,6 +6,10 @@
 # KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
 # `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
 # with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
+# Keep the steps in this order (as `all` runs them): `bench` rewrites docs/perf/h200.json in the tree, and a `test`
+# after it fails RecordedPeers.TheEmbeddedFileParsesAndIsTheSourceTrees (the build embedded the file before);
+# `window` after `test` meets the slow CUDA + GL start-up that follows the suite's deliberate faults (below), so
+# on a machine that ran `test`, run the window tests in a fresh call first (seen 2026-12-05: 1 of 15 finished).
 # Run `test` in a call that has NOT sourced x-env.sh. `test` is the whole suite in three ctest runs, each ending
 # in a JUnit file: the tests that draw (kl_viz, kl_app: EGL, most of them through the kernel-ladder binary) at
 # -j$KL_EGL_JOBS (default 4) with no CUDA test beside them; then kl_kernels at -j$(nproc) (the fast-kernel sweeps
