@@ -101,7 +101,8 @@ class MeasurePanel : public Panel {
         seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
       }
     }
-    notice(study::measure_notice(results_));
+    // On the Peers tab the line says what the record shows; elsewhere what this run found (or what Run does).
+    notice(params_.get_text("view") == "peers" ? peers::notice(peers::embedded()) : study::measure_notice(results_));
     draw_controls(b);
     ui::error_box(results_.error);
     if (!results_.points.empty()) draw_machine();

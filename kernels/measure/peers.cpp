@@ -315,6 +315,50 @@ Span ratio_span(const Section& s, size_t col, bool (*keep)(const Row&)) {
   return sp;
 }
 
+// [SECTION] the notice --------------------------------------------------------------------------------------
+namespace {
+// The peer the ladder is held against in a section: the one with the highest figures (geometric mean of the
+// ratios' inverse, over the rows both have), so "ahead" is said of the strongest (cuDNN, Triton), not the weakest.
+size_t strongest_peer(const Section& s) {
+  size_t best = 0;
+  double best_gm = -1;
+  for (size_t c : s.peer_columns()) {
+    double logs = 0;
+    int n = 0;
+    for (const Row& row : s.rows)
+      if (const std::optional<double> r = ratio(row, c)) logs -= std::log(*r), ++n;
+    const double gm = n ? std::exp(logs / n) : -1;
+    if (gm > best_gm) best_gm = gm, best = c;
+  }
+  return best;
+}
+std::string section_word(const Section& s) {
+  if (s.id == "flash-forward") return "forward shapes";
+  if (s.id == "flash-backward") return "backward shapes";
+  if (s.id == "memory") return "memory-bound rows";
+  return s.title.substr(0, s.title.find(" ("));
+}
+}  // namespace
+
+std::string notice(const Recorded& r) {
+  std::string out = "Recorded on " + r.device + ", " + r.date + ": the ladder";
+  bool first = true;
+  for (const Section& s : r.sections) {
+    if (s.peer_columns().empty()) continue;
+    const size_t c = strongest_peer(s);
+    int n = 0, ahead_n = 0;
+    for (const Row& row : s.rows)
+      if (const std::optional<double> v = ratio(row, c)) ++n, ahead_n += ahead(*v, s.ratio_digits);
+    if (n == 0) continue;
+    const Span sp = ratio_span(s, c);
+    out += std::string(first ? "" : ";") + " ahead of " + s.columns[c].name + " at " + std::to_string(ahead_n) +
+           " of " + std::to_string(n) + " " + section_word(s) + " (" + format_ratio(s, sp.lo) + "x to " +
+           format_ratio(s, sp.hi) + "x)";
+    first = false;
+  }
+  return out + ". Each table: green ahead, red behind.";
+}
+
 // [SECTION] the live figures -------------------------------------------------------------------------------
 std::vector<std::optional<double>> live_ladder(const Section& s, const measure::Results& live) {
   std::vector<std::optional<double>> out(s.rows.size());

@@ -101,6 +101,11 @@ struct Span {
 Span value_span(const Section& s, size_t col, bool (*keep)(const Row&) = nullptr);
 Span ratio_span(const Section& s, size_t col, bool (*keep)(const Row&) = nullptr);
 
+// What to notice in the record, for the Peers tab's notice line: per section, at how many rows the ladder is
+// ahead of its strongest peer and the span of the ratios ("Recorded on NVIDIA H200, 2026-12-05: the ladder
+// ahead of cuDNN at 18 of 42 forward shapes (0.77x to 1.15x); ...").
+std::string notice(const Recorded& r);
+
 // The live figures of this machine's Measure run where a recorded row has the same shape: for the
 // flash-forward section, the TFLOP/s of the `fast` point with the same B, H, L, d and causal flag
 // (multi-head rows only: the Measure view times no grouped-query shape); nullopt elsewhere, and all

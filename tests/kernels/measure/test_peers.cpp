@@ -5,6 +5,7 @@
 // back (where python3 is installed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <fstream>
@@ -194,6 +195,32 @@ TEST(RecordedPeers, RatiosAreTheLaddersOverThePeersAndAheadIsAsShown) {
   EXPECT_EQ(peers::short_shape(gqa), "d=128 L=16384 Hkv=2 causal");
   const peers::Section& mem = *peers::embedded().find("memory");
   EXPECT_EQ(peers::short_shape(mem.rows[0]), "vector add fast n=2^26");
+}
+
+// The Peers tab's notice: per section, against the peer with the highest figures (cuDNN for attention, not
+// PyTorch's flash backend, which the ladder is ahead of everywhere), the rows read ahead as the table colours them.
+TEST(RecordedPeers, TheNoticeCountsAheadOfTheStrongestPeer) {
+  const peers::Recorded& r = peers::embedded();
+  const std::string n = peers::notice(r);
+  EXPECT_EQ(n.rfind("Recorded on " + r.device + ", " + r.date + ": the ladder ahead of ", 0), 0u) << n;
+  for (const char* id : {"flash-forward", "flash-backward"}) {
+    const peers::Section& s = *r.find(id);
+    size_t cudnn = 0;
+    for (size_t c = 0; c < s.columns.size(); ++c)
+      if (s.columns[c].id == "cudnn") cudnn = c;
+    ASSERT_GT(cudnn, 0u) << id;
+    int ahead = 0, n_rows = 0;
+    double lo = 1e9, hi = 0;
+    for (const peers::Row& row : s.rows) {
+      const double v = *peers::ratio(row, cudnn);
+      ++n_rows, ahead += peers::ahead(v, s.ratio_digits), lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    const std::string want = "ahead of cuDNN at " + std::to_string(ahead) + " of " + std::to_string(n_rows) + " " +
+                             (std::string(id) == "flash-forward" ? "forward" : "backward") + " shapes (" +
+                             peers::format_ratio(s, lo) + "x to " + peers::format_ratio(s, hi) + "x)";
+    EXPECT_NE(n.find(want), std::string::npos) << want << "\nin: " << n;
+  }
+  EXPECT_EQ(n.find("PyTorch flash"), std::string::npos) << n;
 }
 
 TEST(RecordedPeers, ShapeKeyReadsEveryField) {
