@@ -253,6 +253,19 @@ std::string ui_wording(const std::string& message) {
   return head + ": " + rest;
 }
 
+void begin_not_here(bool off) {
+  if (!off) return;
+  ImGui::BeginGroup();
+  ImGui::BeginDisabled();
+}
+
+void end_not_here(bool off, const char* why) {
+  if (!off) return;
+  ImGui::EndDisabled();
+  ImGui::EndGroup();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", why);
+}
+
 void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::string* error, float gap) {
   bool first = true;
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;

@@ -19,6 +19,10 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error);
 // next line where the next control would leave the window's content region; the caller sets the item
 // width (in pixels at UI scale 1: it is scaled with the UI).
 void param_row(ParamValues& p, std::initializer_list<const char*> keys, std::string* error, float gap = -1.0f);
+// Around controls that do not apply to what is shown (off: nothing happens): drawn disabled, in one group whose
+// hover shows `why`.
+void begin_not_here(bool off);
+void end_not_here(bool off, const char* why);
 // Width param_control() takes for `key` with the current item width (label and steppers included).
 float param_width(const ParamValues& p, const std::string& key);
 // What a panel's result depends on, as one text: the backend, then the values of `keys`

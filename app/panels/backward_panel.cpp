@@ -93,9 +93,14 @@ class BackwardPanel : public Panel {
     }
     // On the Timeline tab the line says what its recording shows, not what this rung's study found.
     if (valid_) notice(params_.get_text("view") == "inside" ? inside_.notice(params_) : r_.notice);
+    // On the Timeline tab the controls set nothing it draws (a recording of the fast kernel): greyed out there.
+    const bool recorded = params_.get_text("view") == "inside";
+    ui::begin_not_here(recorded);
     ImGui::PushItemWidth(96);
     ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "kv_tile", "seed"}, &control_error_, 12);
     ImGui::PopItemWidth();
+    ui::end_not_here(recorded, "These set the teaching kernel of the other tabs; the Timeline tab draws a recording of the\n"
+                               "fast kernel made on the GPU machine (pick it with Recording).");
     ui::error_box(control_error_);
     if (!run_error_.empty()) {
       ui::error_box(run_error_);
