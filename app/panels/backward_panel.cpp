@@ -91,10 +91,10 @@ class BackwardPanel : public Panel {
       computed_key_ = key;
       compute(b);
     }
-    // On the Timeline tab the line says what its recording shows, not what this rung's study found.
-    if (valid_) notice(params_.get_text("view") == "inside" ? inside_.notice(params_) : r_.notice);
-    // On the Timeline tab the controls set nothing it draws (a recording of the fast kernel): greyed out there.
+    // On the Timeline tab (a recording of the fast kernel) the notice line says what the recording shows, not
+    // what this rung's study found, and the controls, which set nothing it draws, are greyed out.
     const bool recorded = params_.get_text("view") == "inside";
+    if (valid_) notice(recorded ? inside_.notice(params_) : r_.notice);
     ui::begin_not_here(recorded);
     ImGui::PushItemWidth(96);
     ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "kv_tile", "seed"}, &control_error_, 12);
