@@ -99,8 +99,7 @@ class BackwardPanel : public Panel {
     ImGui::PushItemWidth(96);
     ui::param_row(params_, {"lq", "lk", "d", "causal", "block_m", "block_n", "kv_tile", "seed"}, &control_error_, 12);
     ImGui::PopItemWidth();
-    ui::end_not_here(recorded, "These set the teaching kernel of the other tabs; the Timeline tab draws a recording of the\n"
-                               "fast kernel made on the GPU machine (pick it with Recording).");
+    ui::end_not_here(recorded, TimelineView::kPanelControlsNote);
     ui::error_box(control_error_);
     if (!run_error_.empty()) {
       ui::error_box(run_error_);

@@ -66,6 +66,10 @@ class TimelineView {
   // In a panel: the notice for the recording its parameters pick, which the panel's own notice line shows
   // while this view's tab is open (the view then draws none of its own, standalone it does).
   std::string notice(const ParamValues& p) const;
+  // The hover of a panel's controls, greyed out on this view's tab: they set nothing it draws.
+  static constexpr const char* kPanelControlsNote =
+      "These set the teaching kernel of the other tabs; the Timeline tab draws a recording of the\n"
+      "fast kernel made on the GPU machine (pick it with Recording).";
 
  private:
   struct State;
