@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -39,8 +40,28 @@ Timing summarize(std::vector<double> ms) {
 
 }  // namespace
 
+double warmup_ms_from_env() {
+  const char* env = std::getenv("KL_BENCH_WARMUP_MS");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  const double ms = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !(ms >= 0 && ms <= 10000))
+    throw InputError(out_of_range_message("KL_BENCH_WARMUP_MS", env, "[0, 10000] milliseconds"));
+  return ms;
+}
+
 Timing time(Backend b, const std::function<void()>& fn, int warmup, int iterations) {
   for (int i = 0; i < warmup; ++i) fn();
+#ifdef KL_HAS_CUDA
+  if (b == Backend::Cuda) {
+    const double warm_ms = warmup_ms_from_env();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < warm_ms) {
+      for (int i = 0; i < 4; ++i) fn();
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize in the timed warm-up");
+    }
+  }
+#endif
   std::vector<double> ms;
   ms.reserve(size_t(iterations));
   if (b == Backend::Cpu) {

@@ -18,7 +18,13 @@ struct Timing {
 // Runs fn `warmup` times, then `iterations` times each timed on its own; fn launches work on the
 // default stream (CUDA) or runs it (CPU). On CUDA the timed loop is queued behind a 10 ms spin kernel
 // (detail::enqueue_spin), so the host's launch overhead is not timed, only the GPU's work.
+// On CUDA, with KL_BENCH_WARMUP_MS set (warmup_ms_from_env), fn also runs until that many milliseconds have
+// passed before the timed loop: a row timed right after long, heavy rows otherwise meets the clocks those left
+// (docs/perf-log.md: a 0.23 ms row read 17% slower after the d = 256 L = 16384 rows than alone).
 Timing time(Backend b, const std::function<void()>& fn, int warmup = 5, int iterations = 30);
+// KL_BENCH_WARMUP_MS: unset or empty 0 (the warm-up is `warmup` runs alone); a number of milliseconds in
+// [0, 10000], else an InputError naming the variable, its value and the range.
+double warmup_ms_from_env();
 
 // How many (input, output) sets a timed loop rotates through so that no launch finds the data of the one
 // before it in the L2 cache: enough sets to span 4x the L2, 1 when one set already does. Without it, a

@@ -74,5 +74,27 @@ TEST(Bench, SpinHoldsTheGpuAndTheTimedWorkStillTimesOnlyItself) {
 }
 #endif
 
+// KL_BENCH_WARMUP_MS: unset 0; a number of milliseconds in [0, 10000]; anything else one line naming the variable,
+// the value and the range.
+TEST(Bench, WarmupMillisecondsFromTheEnvironment) {
+  unsetenv("KL_BENCH_WARMUP_MS");
+  EXPECT_EQ(bench::warmup_ms_from_env(), 0.0);
+  setenv("KL_BENCH_WARMUP_MS", "150", 1);
+  EXPECT_EQ(bench::warmup_ms_from_env(), 150.0);
+  for (const char* bad : {"-1", "10001", "fast", "12ms", "nan"}) {
+    setenv("KL_BENCH_WARMUP_MS", bad, 1);
+    try {
+      bench::warmup_ms_from_env();
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("KL_BENCH_WARMUP_MS"), std::string::npos) << m;
+      EXPECT_NE(m.find(bad), std::string::npos) << m;
+      EXPECT_NE(m.find("[0, 10000]"), std::string::npos) << m;
+    }
+  }
+  unsetenv("KL_BENCH_WARMUP_MS");
+}
+
 }  // namespace
 }  // namespace kl
