@@ -22,11 +22,11 @@ void notice(const std::string& text) {
   ImGui::TextUnformatted("Notice:");
   ImGui::PopStyleColor();
   ImGui::SameLine();
-  ImGui::PushTextWrapPos(right - ImGui::GetWindowPos().x - pad);
+  // Broken between words only (ui::wrapped_at): Dear ImGui's own wrap breaks after a '.', which split
+  // "0.981x" as "0." / "981x" across the band's lines.
   ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(245, 245, 245, 255));
-  ImGui::TextUnformatted(text.c_str());
+  ui::wrapped_at(text, right - ImGui::GetCursorScreenPos().x - pad);
   ImGui::PopStyleColor();
-  ImGui::PopTextWrapPos();
   ImGui::EndGroup();
   const float bottom = ImGui::GetItemRectMax().y;
   dl->ChannelsSetCurrent(0);
@@ -63,9 +63,7 @@ void checks_summary(const std::vector<study::Check>& checks) {
   ImGui::PopStyleColor();
   if (ImGui::IsItemHovered()) {
     ImGui::BeginTooltip();
-    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.0f);
-    ImGui::TextUnformatted(list.c_str());
-    ImGui::PopTextWrapPos();
+    ui::wrapped_at(list, ImGui::GetFontSize() * 40.0f);
     ImGui::EndTooltip();
   }
 }

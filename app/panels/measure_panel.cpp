@@ -413,12 +413,12 @@ class MeasurePanel : public Panel {
   void draw_ceiling_tab() {
     const std::vector<TableRow> rows = table_rows();
     const std::string ceilings = measure::ceilings_sentence(results_);
-    ImGui::PushTextWrapPos(0.0f);
-    if (!ceilings.empty()) ImGui::TextDisabled("ceilings measured in this run: %s", ceilings.c_str());
-    ImGui::TextDisabled("%s", measure::cold_sentence(results_).c_str());
+    // Between words only (ui::wrapped_colored): these sentences are mostly numbers ("3.01 TB/s").
+    const unsigned dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    if (!ceilings.empty()) ui::wrapped_colored(dim, "ceilings measured in this run: " + ceilings);
+    ui::wrapped_colored(dim, measure::cold_sentence(results_));
     const std::string launch = measure::launch_sentence(results_);
-    if (!launch.empty()) ImGui::TextDisabled("%s", launch.c_str());
-    ImGui::PopTextWrapPos();
+    if (!launch.empty()) ui::wrapped_colored(dim, launch);
     draw_table(rows, std::min(ImGui::GetContentRegionAvail().x, std::max(table_width(rows), ui::px(340.0f))));
   }
 

@@ -241,9 +241,7 @@ class VectorAddPanel : public Panel {
       ImGui::Text("x = %g   y = %g   out = %g", r.x[size_t(element)], r.y[size_t(element)], out);
       ImGui::Text("stored by pid %d (recorded)", writer);
     } else {
-      ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + ui::px(420));
-      ImGui::TextUnformatted(r.past_n_tooltip.c_str());
-      ImGui::PopTextWrapPos();
+      ui::wrapped_at(r.past_n_tooltip, ui::px(420));
     }
     if (raster_.lanes_per_cell > 1) ImGui::TextDisabled("(first of the cell's %" PRId64 " elements)", raster_.lanes_per_cell);
     ImGui::EndTooltip();

@@ -4,6 +4,7 @@
 // memory refusal, the ImGui stacks it left open are unwound, and the next frames render.
 #include <gtest/gtest.h>
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/notice.h"
 #include "app/panel.h"
 #include "app/shell.h"
 #include "app/ui.h"
@@ -221,6 +223,33 @@ TEST(Shell, WrappingNeverBreaksANumber) {
   }
   ImGui::Render();
   host->end_frame();
+}
+
+// The notice band wraps as ui::wrapped does, between words only: at every width its lines (as Dear ImGui logs the
+// text it draws) keep each number whole, where its own wrap split "0.981x" as "0." / "981x" (seen on the
+// Measure tab's Peers notice at 1920x1080), and there is more than one line where the text cannot fit one.
+TEST(Shell, TheNoticeBreaksBetweenWordsOnly) {
+  auto host = host_or_fail();
+  ASSERT_TRUE(host);
+  const std::string text = "ahead of cuDNN at 19 of 42 forward shapes (0.77x to 1.15x), of its strongest peer at 0.981x "
+                           "and 1.0x at d = 128 from L = 2048";
+  for (float width = 260; width < 900; width += 23) {
+    ASSERT_TRUE(host->begin_frame());
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(width, 400));
+    ImGui::Begin("notice-wrap", nullptr, ImGuiWindowFlags_NoDecoration);
+    ImGui::LogToBuffer();
+    app::notice(text);
+    const std::string logged = GImGui->LogBuffer.c_str();
+    ImGui::LogFinish();
+    ImGui::End();
+    ImGui::Render();
+    host->end_frame();
+    for (const char* number : {"(0.77x", "1.15x),", "0.981x", "1.0x", "2048"})
+      EXPECT_NE(logged.find(number), std::string::npos) << number << " split at width " << width << ":\n" << logged;
+    if (ImGui::CalcTextSize(("Notice: " + text).c_str()).x > width)
+      EXPECT_NE(logged.find('\n', logged.find("ahead")), std::string::npos) << "one line at width " << width;
+  }
 }
 
 // Reset parameters is one undo step, a control's change another; undo takes them back newest first.
