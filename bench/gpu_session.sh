@@ -2,7 +2,9 @@
 # One batch on a GPU machine: build (cuda preset), every test, the benchmarks with their peers
 # (PyTorch in the same run), compute-sanitizer over every CUDA kernel on small shapes, and the tour
 # rendered through NVIDIA's EGL. Logs go to $OUT (default ./gpu-out), at most 8 files.
-#   bench/gpu_session.sh [build|test|window|bench|measure|sanitize|tour|all]...   (default: all)
+#   bench/gpu_session.sh [build|test|window|bench|measure|sanitize|tour|profile|all]...   (default: all)
+# `profile` (not in `all`): Nsight Compute on the backward's and the forward's kernels beside cuDNN's, summarised
+# (bench/ncu_profile.sh, bench/ncu_summary.py; $OUT/ncu).
 # KL_CMAKE_ARGS adds configure arguments (e.g. -DKL_ICON_PNG_DIR=... where rsvg-convert is missing).
 # `window` needs an X server (the .devx kit's x-env.sh): the window, layout-audit and driven tests again
 # with the CUDA backend, and the README's window shots (real GLFW windows through NVIDIA's GLX).
@@ -147,5 +149,10 @@ if has sanitize; then
   done
   grep -cE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitizer.txt" | sed 's/^/clean runs: /' | tee -a "$out/summary.txt"
   grep -vE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitizer.txt" | head -20 >> "$out/summary.txt"
+fi
+if [[ " $steps " == *" profile "* ]]; then
+  log "ncu profiles"
+  OUT=$out bash bench/ncu_profile.sh "$bin" 2>&1 | tee "$out/ncu-summary.txt" | grep -E "^==|Duration|^stalls|^shared" >> "$out/summary.txt"
+  tar czf "$out/ncu.tgz" -C "$out" ncu && rm -rf "$out/ncu"
 fi
 log "done $(date -u)"
