@@ -324,6 +324,8 @@ void wrapped_colored(unsigned color, const std::string& text) {
   ImGui::PopStyleColor();
 }
 
+void wrapped_dim(const std::string& text) { wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), text); }
+
 ColumnsLayout columns_or_stack(int n, float min_width) {
   ColumnsLayout c;
   const float avail = ImGui::GetContentRegionAvail().x, gap = ImGui::GetStyle().ItemSpacing.x;

@@ -44,6 +44,7 @@ void wrapped(const std::string& text);
 // breaks); a word wider than a line alone is split where it must.
 std::vector<std::string> wrap_lines(const std::string& text, float width);
 void wrapped_colored(unsigned color, const std::string& text);  // IM_COL32
+void wrapped_dim(const std::string& text);  // in the style's disabled-text colour (captions, provenance)
 void wrapped_at(const std::string& text, float width);  // wrapped at `width` pixels from the cursor
 // A sentence a panel shows for what just happened or what to beware of (an export's path, a warning),
 // wrapped in `color`, and logged as "note PANEL TEXT" the first time it shows (tests of the window read it).

@@ -155,8 +155,6 @@ const ImU32 kFocusBg = IM_COL32(70, 70, 20, 160), kErrorBg = IM_COL32(120, 30, 3
             kWarning = IM_COL32(242, 204, 102, 255), kOk = IM_COL32(120, 220, 120, 255), kAdded = IM_COL32(90, 190, 110, 255),
             kMatch = IM_COL32(150, 120, 30, 150), kMatchCurrent = IM_COL32(230, 170, 40, 200);
 
-void dim(const std::string& text) { ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), text); }
-
 // [SECTION] Actions ---------------------------------------------------------------------------------
 void forget_undo() {
   // Dear ImGui keeps one text field's undo history and reuses it when that field is activated again;
@@ -896,7 +894,7 @@ void draw_kernel_source(const Panel::SourceFocus& focus) {
     ui::wrapped("no embedded source for " + focus.file);
     return;
   }
-  dim("kernels/rungs/" + focus.file + ": the recorded kernel's source in this build, read-only; highlighted: " +
+  ui::wrapped_dim("kernels/rungs/" + focus.file + ": the recorded kernel's source in this build, read-only; highlighted: " +
       focus.highlighted);
   const std::vector<std::string_view> lines = split_lines(text);
   const std::vector<bool> lit = stamp_lines(lines, focus.stamps);
@@ -941,7 +939,7 @@ void draw_pane(Editor& e, Panel& panel, const AppContext& ctx, const std::string
   std::string info = file + (r.edited ? ", edited: +" + std::to_string(d.summary.added) + " -" +
                                             std::to_string(d.summary.removed) + " lines against the shipped source, kept until Reset"
                                       : ": the shipped source; edits are kept until Reset");
-  dim(info);
+  ui::wrapped_dim(info);
   if (!r.bug.empty()) ui::wrapped_colored(kWarning, "bug '" + r.bug + "': " + r.bug_sentence);
   if (e.find_open && !e.diff) find_bar(e, derive(e, rung, r, functions));
   const ImVec2 avail = ImGui::GetContentRegionAvail();

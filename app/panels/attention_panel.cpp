@@ -79,14 +79,13 @@ class AttentionPanel : public Panel {
     draw_budget(ctx);
     if (!run_error_.empty()) {
       ui::error_box(run_error_);
-      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                          "Nothing ran: the kernel was refused before launch. Lower Lk or d, or climb to rung 5.");
+      ui::wrapped_dim("Nothing ran: the kernel was refused before launch. Lower Lk or d, or climb to rung 5.");
       return;
     }
     if (!valid_) return;
     for (const as::Line* l : {&res_.check, &res_.rowsum, &res_.unfused}) ui::status_line(l->label.c_str(), l->text, l->ok);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), res_.traffic_line);
-    if (!res_.p_scale_note.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), "P's " + res_.p_scale_note);
+    ui::wrapped_dim(res_.traffic_line);
+    if (!res_.p_scale_note.empty()) ui::wrapped_dim("P's " + res_.p_scale_note);
     draw_matrices();
     // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
     draw_memory_access(b, "attention", params_);
@@ -278,7 +277,7 @@ class AttentionPanel : public Panel {
     const viz::HeatmapHover hs = labelled(spo, 0, l1, "s", s_map_, s_tex_, h2);
     const viz::HeatmapHover hp = labelled(spo, 1, l2, "p", p_map_, p_tex_, h2);
     const viz::HeatmapHover ho = labelled(spo, 2, l3, "o", o_map_, o_tex_, h2);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), mask);
+    ui::wrapped_dim(mask);
     int hover_row = -1, hover_col = -1;
     for (const viz::HeatmapHover* h : {&hs, &hp})
       if (h->active) hover_row = h->row, hover_col = h->col;

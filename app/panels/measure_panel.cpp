@@ -220,8 +220,7 @@ class MeasurePanel : public Panel {
   // Before a run, what Run does (in a tab, not the notice's place).
   bool has_points() const {
     if (!results_.points.empty()) return true;
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                        "No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
+    ui::wrapped_dim("No measurement yet. Run measures every kernel against the ceilings (quick: a few seconds).");
     return false;
   }
 
@@ -229,8 +228,7 @@ class MeasurePanel : public Panel {
   // ratio table's tab.
   void draw_machine() {
     const measure::Machine& m = results_.machine;
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                        m.device + "  |  " + m.backend + " backend  |  " + m.date + (m.quick ? "  |  quick sizes" : ""));
+    ui::wrapped_dim(m.device + "  |  " + m.backend + " backend  |  " + m.date + (m.quick ? "  |  quick sizes" : ""));
     if (m.cpu_figures) ui::note(IM_COL32(242, 204, 102, 255), noise_sentence());
   }
 
@@ -413,12 +411,11 @@ class MeasurePanel : public Panel {
   void draw_ceiling_tab() {
     const std::vector<TableRow> rows = table_rows();
     const std::string ceilings = measure::ceilings_sentence(results_);
-    // Between words only (ui::wrapped_colored): these sentences are mostly numbers ("3.01 TB/s").
-    const unsigned dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-    if (!ceilings.empty()) ui::wrapped_colored(dim, "ceilings measured in this run: " + ceilings);
-    ui::wrapped_colored(dim, measure::cold_sentence(results_));
+    // Between words only (ui::wrapped_dim): these sentences are mostly numbers ("3.01 TB/s").
+    if (!ceilings.empty()) ui::wrapped_dim("ceilings measured in this run: " + ceilings);
+    ui::wrapped_dim(measure::cold_sentence(results_));
     const std::string launch = measure::launch_sentence(results_);
-    if (!launch.empty()) ui::wrapped_colored(dim, launch);
+    if (!launch.empty()) ui::wrapped_dim(launch);
     draw_table(rows, std::min(ImGui::GetContentRegionAvail().x, std::max(table_width(rows), ui::px(340.0f))));
   }
 
@@ -512,8 +509,7 @@ class MeasurePanel : public Panel {
       return;
     }
     ui::wrapped(peers::caption(*rec));
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                        "Harness: " + rec->harness + ". Ratios: the ladder's figure over the peer's; green: 1.00 or more "
+    ui::wrapped_dim("Harness: " + rec->harness + ". Ratios: the ladder's figure over the peer's; green: 1.00 or more "
                         "(ahead), red: below (behind).");
     for (size_t i = 0; i < rec->sections.size(); ++i) {
       ImGui::PushID(int(i));
@@ -534,7 +530,7 @@ class MeasurePanel : public Panel {
     const bool has_live = std::any_of(live.begin(), live.end(), [](const std::optional<double>& v) { return bool(v); });
     ImGui::Spacing();
     ui::wrapped(s.title + " (" + s.unit + ")");
-    if (!s.note.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), s.note);
+    if (!s.note.empty()) ui::wrapped_dim(s.note);
     std::vector<std::string> headers = {"shape"};
     for (const peers::Column& c : s.columns) headers.push_back(c.name);
     const std::vector<size_t> peer_cols = s.peer_columns();

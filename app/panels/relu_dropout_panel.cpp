@@ -77,7 +77,7 @@ class ReluDropoutPanel : public Panel {
 
     const study::ReluDropoutResult& r = result_;
     ui::wrapped(r.formula_line);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.philox_line);
+    ui::wrapped_dim(r.philox_line);
     // The checks in one line where they pass (a failing one in full): the mask and its rate below stay in
     // sight on a 1280x720 projector; hover the line for every check's sentence.
     std::vector<study::Check> checks = study::relu_dropout_report(r).checks;
@@ -166,7 +166,7 @@ class ReluDropoutPanel : public Panel {
     ui::section("Drop rate against p");
     ui::wrapped(r.rate_line);
     ui::status_line("this seed's rate inside the interval:", r.rate_inside.sentence, r.rate_inside.pass);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.seeds_line);
+    ui::wrapped_dim(r.seeds_line);
     // The title and key above the plot, so no legend box covers the last seeds' points.
     ui::wrapped(r.rate_title);
     swatch(kRateColour, "per seed", right, 18);
@@ -207,7 +207,7 @@ class ReluDropoutPanel : public Panel {
   void draw_fusion(Backend b, const study::ReluDropoutResult& r, float w, float h) {
     ui::section(b == Backend::Cpu ? "What fusion saves (CPU figures: not what a GPU does)" : "What fusion saves (measured on the GPU)");
     if (!r.gpu_line.empty()) ui::wrapped_colored(IM_COL32(242, 204, 102, 255), r.gpu_line);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.fusion_line);
+    ui::wrapped_dim(r.fusion_line);
     const float right = ImGui::GetCursorScreenPos().x + w;
     swatch(kFusedColour, "fused: 8 B/elem", right);
     swatch(kUnfusedColour, "unfused: 16 B/elem", right, 14);

@@ -126,13 +126,13 @@ class SoftmaxPanel : public Panel {
     ui::column_begin(cols, 0);
     ui::wrapped_colored(IM_COL32(235, 94, 79, 255), r.buggy_caption);
     viz::HeatmapHover hb = buggy_map_.draw("buggy", buggy_tex_, ImVec2(img_w, map_h), fresh_);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.buggy_written);
+    ui::wrapped_dim(r.buggy_written);
     if (!r.buggy_unwritten.empty()) ui::wrapped_colored(IM_COL32(242, 89, 77, 255), r.buggy_unwritten);
     ui::column_end();
     ui::column_begin(cols, 1);
     ui::wrapped_colored(IM_COL32(89, 179, 240, 255), r.fixed_caption);
     viz::HeatmapHover hf = fixed_map_.draw("fixed", fixed_tex_, ImVec2(img_w, map_h), fresh_);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.fixed_written);
+    ui::wrapped_dim(r.fixed_written);
     ui::column_end();
     if (hb.active) tooltip(hb.row, hb.col, true);
     if (hf.active) tooltip(hf.row, hf.col, false);
@@ -141,7 +141,7 @@ class SoftmaxPanel : public Panel {
     ui::status_line("buggy matches reference:", r.buggy.sentence, r.buggy.pass);
     ui::status_line("fixed matches reference:", r.fixed.sentence, r.fixed.pass);
     if (!r.nonfinite_sentence.empty()) ui::wrapped_colored(IM_COL32(255, 150, 130, 255), r.nonfinite_sentence);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.inputs_sentence);
+    ui::wrapped_dim(r.inputs_sentence);
 
     // Row sums (left) and the max abs diff over n_cols (right), one above the other where the panel is
     // narrow; the panel scrolls vertically where they do not fit.
@@ -273,7 +273,7 @@ class SoftmaxPanel : public Panel {
     ui::status_line("online matches reference (this row):", r.check.sentence, r.check.pass);
 
     ui::section("The row, chunk by chunk");
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), "synthetic input: a rising wave plus noise");
+    ui::wrapped_dim("synthetic input: a rising wave plus noise");
     const float avail = ImGui::GetContentRegionAvail().x;
     row_map_.set_scale({viz::ColorScale::Kind::Diverging, -r.row_absmax, r.row_absmax, "x value"});
     row_map_.set_grid(r.chunk < n ? r.chunk : 0, 0);

@@ -528,7 +528,7 @@ void TimelineView::State::draw_record(const AppContext& ctx) {
   if (kernel.empty() || ctx.backend.backend != Backend::Cuda) return;
   std::string why;
   if (!timeline::can_record(&why)) {
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), "Record now: " + why + ".");
+    ui::wrapped_dim("Record now: " + why + ".");
     return;
   }
   if (!rec_params_set) {  // the controls start at the first recording's shape

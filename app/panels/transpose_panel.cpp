@@ -80,7 +80,7 @@ class TransposePanel : public Panel {
     if (!valid_) return;
 
     const ts::TransposeResult& r = result_;
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.grid_line);
+    ui::wrapped_dim(r.grid_line);
     if (!r.source_line.empty()) ui::wrapped_colored(IM_COL32(255, 190, 120, 255), r.source_line);
     draw_checks(r);
     // The warp's view first (on a 1280x720 projector under the source pane it starts above the fold), then the
@@ -166,9 +166,9 @@ class TransposePanel : public Panel {
   }
 
   void draw_speed(const ts::TransposeResult& r) {
-    if (!r.speed_line.empty()) ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.speed_line);
+    if (!r.speed_line.empty()) ui::wrapped_dim(r.speed_line);
     if (!r.measured && !r.recorded) return;
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.speed_source);
+    ui::wrapped_dim(r.speed_source);
     std::vector<viz::Bar> bars;
     if (r.measured) bars.push_back({"copy", r.copy_gbs, IM_COL32(150, 150, 160, 255)});
     for (Variant v : transpose::kVariants)
@@ -190,7 +190,7 @@ class TransposePanel : public Panel {
     std::snprintf(title, sizeof title, "A warp on the matrix: %s, program %" PRId64 " (tile %" PRId64 ", %" PRId64 "), warp %d",
                   transpose::variant_name(r.shown), r.program, r.program_x, r.program_y, r.warp);
     ui::section(title);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.warp_line);
+    ui::wrapped_dim(r.warp_line);
     const ui::ColumnsLayout c = ui::columns_or_stack(2, 300.0f);
     ui::column_begin(c, 0);
     // in: the program's tile at in's rows 32 by, columns 32 bx.
@@ -202,8 +202,7 @@ class TransposePanel : public Panel {
     tile_view("out", k.warp_stores.empty() ? nullptr : &k.warp_stores[0], r.cols, r.rows, r.program_x * 32,
               r.program_y * 32, c.width);
     ui::column_end();
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                        "colour: the lane that asked for the element (lane 0 red .. lane 31 violet); amber: the rest of "
+    ui::wrapped_dim("colour: the lane that asked for the element (lane 0 red .. lane 31 violet); amber: the rest of "
                         "a 32-byte sector the request moves; grey: the tile's other elements; dark: past the edge");
   }
 
@@ -288,13 +287,11 @@ class TransposePanel : public Panel {
     const ts::KernelCosts& k = r.of(r.shown);
     ui::section("Shared-memory banks: the tile's requests of this warp");
     if (!k.uses_tile) {
-      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                          std::string(transpose::variant_name(r.shown)) +
+      ui::wrapped_dim(std::string(transpose::variant_name(r.shown)) +
                               " uses no shared memory: pick variant tiled or padded to see its tile's banks");
       return;
     }
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                        "each column is a bank (4-byte word w is in bank w % 32); each box one word asked of it, "
+    ui::wrapped_dim("each column is a bank (4-byte word w is in bank w % 32); each box one word asked of it, "
                         "coloured by the first lane asking; a bank serves one word per pass, so the tallest "
                         "column is the passes the request takes");
     // The warp's first store into the tile and its first load from it.

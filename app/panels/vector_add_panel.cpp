@@ -65,7 +65,7 @@ class VectorAddPanel : public Panel {
 
     const study::VectorAddResult& r = result_;
     ui::wrapped(r.grid_line);
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.block_line);
+    ui::wrapped_dim(r.block_line);
     ui::status_line("matches reference:", r.matches_reference.sentence, r.matches_reference.pass);
     ui::status_line("trace:", r.trace_check.sentence, r.trace_check.pass);
     // Issue 31: sectors per request of this rung's main loads and stores (app/panels/memory_access_view.h).
@@ -80,7 +80,7 @@ class VectorAddPanel : public Panel {
                   r.past_n_label.c_str(),
                   r.accessed_past_n ? ";  lined row: the program whose access went past the end (the strip below "
                                       "marks the offset)" : "");
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), caption);
+    ui::wrapped_dim(caption);
     pid_key(r.grid);
     const float axis_w = ImGui::CalcTextSize("pid 0000000").x + ui::px(8);
     const float avail = ImGui::GetContentRegionAvail().x - ui::px(110) - axis_w;
@@ -101,7 +101,7 @@ class VectorAddPanel : public Panel {
     }
 
     ui::section("The tail program, offset by offset");
-    ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled), r.tail_line);
+    ui::wrapped_dim(r.tail_line);
     ImGui::SetCursorPosX(ImGui::GetCursorPosX() + axis_w);
     // The strip shares the grid's scale and its colour bar (set_colorbar(false) in the constructor).
     viz::HeatmapHover th = tail_map_.draw("tail", tail_tex_, ImVec2(img_w, ui::px(28)), fresh_);
@@ -118,8 +118,7 @@ class VectorAddPanel : public Panel {
     if (programs <= 12) {
       ImGui::TextDisabled("pid:");
     } else {  // the explanation on its own (wrapped) line, the twelve swatches after it
-      ui::wrapped_colored(ImGui::GetColorU32(ImGuiCol_TextDisabled),
-                          "pid mod 12 (colours repeat every 12 programs; hover a cell for its pid):");
+      ui::wrapped_dim("pid mod 12 (colours repeat every 12 programs; hover a cell for its pid):");
       programs = 12;
     }
     const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
