@@ -12,9 +12,11 @@ torch is imported on first use (require()), so a script that imports this module
 fails with one line instead of a traceback.
 """
 import importlib
+import os
 import statistics
 import subprocess
 import sys
+import time
 
 torch = None  # set by require()
 
@@ -76,12 +78,36 @@ def require(script, modules=("torch",)):
     return loaded
 
 
+def warmup_ms_from_env():
+    """KL_BENCH_WARMUP_MS as `kernel-ladder bench` reads it (bench::warmup_ms_from_env): unset or empty 0, else
+    milliseconds in [0, 10000] for which time_ms runs fn before its timed runs; anything else exits 2 with one
+    line naming the variable, its value and the range."""
+    text = os.environ.get("KL_BENCH_WARMUP_MS", "")
+    if not text:
+        return 0.0
+    try:
+        ms = float(text)
+    except ValueError:
+        ms = -1.0
+    if not 0 <= ms <= 10000:
+        print(f"KL_BENCH_WARMUP_MS={text} is out of range: allowed [0, 10000] milliseconds", file=sys.stderr)
+        sys.exit(2)
+    return ms
+
+
 def time_ms(fn, warmup=5, iters=30):
     """Median of `iters` event-timed runs of fn, queued behind a ~10 ms spin on the GPU (as `kernel-ladder
-    bench` does), so the interpreter's launch overhead never falls inside a timed interval."""
+    bench` does), so the interpreter's launch overhead never falls inside a timed interval. With
+    KL_BENCH_WARMUP_MS set, fn first runs for that many milliseconds, as the ladder's bench does."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    warm_ms = warmup_ms_from_env()
+    t0 = time.monotonic()
+    while (time.monotonic() - t0) * 1e3 < warm_ms:
+        for _ in range(4):
+            fn()
+        torch.cuda.synchronize()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
     torch.cuda._sleep(20_000_000)  # 2e7 GPU cycles: ~10 ms at the H200's 1.98 GHz
     for start, end in events:

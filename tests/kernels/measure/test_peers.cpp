@@ -439,5 +439,21 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
   EXPECT_NE(out.find("needs --bench"), std::string::npos) << out;
 }
 
+// [SECTION] bench/peers_common.py reads KL_BENCH_WARMUP_MS as the ladder's bench does ----------------------------
+TEST(PeersCommon, WarmupMillisecondsFromTheEnvironment) {
+  std::string out;
+  if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string read = " python3 -c \"import sys; sys.path.insert(0, '" + source_root() +
+                           "/bench'); import peers_common as pc; print(pc.warmup_ms_from_env())\"";
+  ASSERT_EQ(test::run_shell("env -u KL_BENCH_WARMUP_MS" + read, &out), 0) << out;
+  EXPECT_EQ(out, "0.0\n");
+  ASSERT_EQ(test::run_shell("KL_BENCH_WARMUP_MS=250" + read, &out), 0) << out;
+  EXPECT_EQ(out, "250.0\n");
+  for (const char* bad : {"abc", "-1", "20000", "nan"}) {
+    EXPECT_EQ(test::run_shell(std::string("KL_BENCH_WARMUP_MS=") + bad + read, &out), 2) << bad;
+    EXPECT_EQ(out, std::string("KL_BENCH_WARMUP_MS=") + bad + " is out of range: allowed [0, 10000] milliseconds\n");
+  }
+}
+
 }  // namespace
 }  // namespace kl
