@@ -19,9 +19,10 @@ struct Timing {
 // default stream (CUDA) or runs it (CPU). On CUDA the timed loop is queued behind a 10 ms spin kernel
 // (detail::enqueue_spin), so the host's launch overhead is not timed, only the GPU's work.
 // On CUDA, with KL_BENCH_WARMUP_MS set (warmup_ms_from_env), fn also runs until that many milliseconds have
-// passed before the timed loop. For a measurement not yet made: a 0.23 ms row read 17% slower right after the
-// d = 256 L = 16384 rows than alone (docs/perf-log.md); if what those rows leave behind (the clocks, most likely)
-// is the cause, a timed warm-up removes it.
+// passed before the timed loop, so the row is timed in the state a sustained run leaves the GPU in: the fast
+// attention kernels hold an H100 at its power cap (1.4-1.74 GHz against 1.98 GHz for a short row after idle,
+// docs/perf-log.md, 2026-12-06), so without it a short row reads its boosted figure, and with it every row
+// its sustained one. bench/peers_common.py reads the same variable for the peers.
 Timing time(Backend b, const std::function<void()>& fn, int warmup = 5, int iterations = 30);
 // KL_BENCH_WARMUP_MS: unset or empty 0 (the warm-up is `warmup` runs alone); a number of milliseconds in
 // [0, 10000], else an InputError naming the variable, its value and the range.
