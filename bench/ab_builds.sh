@@ -13,8 +13,8 @@
 # A B C C B A: each tree first or last once), and bench/ab_ratios.py prints each row's B / A (and C / B, C / A)
 # from the mean of each tree's two runs, with the geometric mean, minimum and maximum by head dimension and dQ
 # mode and over all rows. Logs into $OUT (default ./gpu-out): ab_<tree><pass>.json (tree 1, 2, 3; pass a, b),
-# ab_ratios.txt; when the call is cut short, `python3 bench/ab_ratios.py OUT` on the CPU machine reads what was
-# written.
+# ab_ratios.txt, clocks.csv (nvidia-smi beside the benches, in one line by bench/clocks_summary.py); when the
+# call is cut short, `python3 bench/ab_ratios.py OUT` on the CPU machine reads what was written.
 set -uo pipefail
 usage() { echo "usage: $0 [--build] [--tests REGEX] [--rung RUNG] DIR_A DIR_B [DIR_C]" >&2; exit 2; }
 build=0 tests="" rung=flash-attention dirs=()
@@ -64,10 +64,16 @@ fi
 order=()
 for i in "${!dirs[@]}"; do order+=("$((i + 1))a"); done
 for (( i = ${#dirs[@]} - 1; i >= 0; i-- )); do order+=("$((i + 1))b"); done
+# The GPU's clocks and power while the benches run (bench/clocks_summary.py's line at the end).
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv -lms 100 \
+  > "$out/clocks.csv" 2>&1 &
+smi=$!
 for run in "${order[@]}"; do
   dir=${dirs[$(( ${run:0:1} - 1 ))]}
   timeout 300 "$dir/build-cuda/kernel-ladder" bench "$rung" --backend cuda --json "$out/ab_$run.json" \
     > "$out/ab_$run.txt" 2>&1
   echo "bench $run ($dir) rc=$? ($(( $(date +%s) - t0 )) s)"
 done
+kill $smi 2>/dev/null
 python3 "$(dirname "$0")/ab_ratios.py" "$out" | tee "$out/ab_ratios.txt"
+python3 "$(dirname "$0")/clocks_summary.py" "$out/clocks.csv" "clocks under the benches"

@@ -94,14 +94,25 @@ if has window; then
 fi
 if has bench; then
   log "bench"
+  mkdir -p "$out/peers"
+  # The GPU's clocks and power beside each side (bench/clocks_summary.py: one line each): these kernels reach the
+  # power cap, so the two sides' figures compare only where their clocks do.
+  clocks() { nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv -lms 100 \
+               > "$out/peers/clocks-$1.csv" 2>&1 & }
+  clocks ladder; smi=$!
   timeout 600 "$bin" bench --backend cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
+  kill $smi 2>/dev/null
   tail -60 "$out/bench.txt" >> "$out/summary.txt"
   log "peers"
-  mkdir -p "$out/peers"
+  clocks peers; smi=$!
   { timeout 300 python3 bench/torch_softmax.py
     timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json" --out "$out/peers/flash.json"
     timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json" --out "$out/peers/backward.json"
     timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"; } > "$out/peers.txt" 2>&1
+  kill $smi 2>/dev/null
+  for side in ladder peers; do
+    python3 bench/clocks_summary.py "$out/peers/clocks-$side.csv" "clocks under the $side" | tee -a "$out/summary.txt"
+  done
   # The recorded results, from this session's bench and peers alone: docs/perf/h200.json written in this tree
   # and the peers table of docs/fast-kernels.md regenerated from it (`--target readme-peers-table`), both
   # copied flat to $out (recorded-h200.json, recorded-fast-kernels.md: the device tool brings back no folder

@@ -455,5 +455,27 @@ TEST(PeersCommon, WarmupMillisecondsFromTheEnvironment) {
   }
 }
 
+// [SECTION] bench/clocks_summary.py: one line on the clocks and power beside a bench ---------------------------------
+TEST(ClocksSummaryScript, OneLineFromNvidiaSmisCsv) {
+  std::string out;
+  if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string csv = test::tmp_dir() + "/clocks.csv";
+  // As nvidia-smi writes it (driver 580: the reasons column under its newer name), with a line cut short.
+  std::ofstream(csv) << "timestamp, clocks.current.sm [MHz], power.draw [W], clocks_event_reasons.active\n"
+                        "2026/12/06 03:56:50.891, 1980 MHz, 236.10 W, 0x0000000000000000\n"
+                        "2026/12/06 03:56:50.991, 1980 MHz, 240.00 W, 0x0000000000000000\n"
+                        "2026/12/06 03:56:51.091, 1590 MHz, 700.00 W, 0x0000000000000004\n"
+                        "2026/12/06 03:56:51.191, 1410 MHz, 708.00 W, 0x0000000000000004\n"
+                        "2026/12/06 03:56:51.291, 1\n";
+  const std::string script = "python3 " + source_root() + "/bench/clocks_summary.py ";
+  ASSERT_EQ(test::run_shell(script + csv + " 'clocks under the ladder'", &out), 0) << out;
+  EXPECT_EQ(out,
+            "clocks under the ladder: 4 samples, SM clock median 1785 MHz (10th percentile 1410, 1410 to 1980), "
+            "power median 470 W (max 708), held by the power cap in 50% of samples\n");
+  std::ofstream(csv) << "timestamp, clocks.current.sm [MHz]\n";
+  EXPECT_EQ(test::run_shell(script + csv, &out), 1);
+  EXPECT_EQ(out, csv + ": no nvidia-smi sample in it\n");
+}
+
 }  // namespace
 }  // namespace kl
