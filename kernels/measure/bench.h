@@ -19,10 +19,10 @@ struct Timing {
 // default stream (CUDA) or runs it (CPU). On CUDA the timed loop is queued behind a 10 ms spin kernel
 // (detail::enqueue_spin), so the host's launch overhead is not timed, only the GPU's work.
 // On CUDA, with KL_BENCH_WARMUP_MS set (warmup_ms_from_env), fn also runs until that many milliseconds have
-// passed before the timed loop, so the row is timed in the state a sustained run leaves the GPU in: the fast
-// attention kernels hold an H100 at its power cap (1.4-1.74 GHz against 1.98 GHz for a short row after idle,
-// docs/perf-log.md, 2026-12-06), so without it a short row reads its boosted figure, and with it every row
-// its sustained one. bench/peers_common.py reads the same variable for the peers.
+// passed before the timed loop, so the row is timed under load rather than after idle: the fast attention
+// kernels drive an H100 into its power cap (1.4-1.74 GHz against 1.98 GHz for a short row after idle), and one
+// row read 590.9 TFLOP/s without a warm-up, 513.0 after 200 ms (docs/perf-log.md, 2026-12-06). Off by default;
+// bench/peers_common.py reads the same variable for the peers.
 Timing time(Backend b, const std::function<void()>& fn, int warmup = 5, int iterations = 30);
 // KL_BENCH_WARMUP_MS: unset or empty 0 (the warm-up is `warmup` runs alone); a number of milliseconds in
 // [0, 10000], else an InputError naming the variable, its value and the range.
