@@ -65,8 +65,7 @@ order=()
 for i in "${!dirs[@]}"; do order+=("$((i + 1))a"); done
 for (( i = ${#dirs[@]} - 1; i >= 0; i-- )); do order+=("$((i + 1))b"); done
 # The GPU's clocks and power while the benches run (bench/clocks_summary.py's line at the end).
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv -lms 100 \
-  > "$out/clocks.csv" 2>&1 &
+python3 "$(dirname "$0")/clocks_summary.py" --record "$out/clocks.csv" &
 smi=$!
 for run in "${order[@]}"; do
   dir=${dirs[$(( ${run:0:1} - 1 ))]}

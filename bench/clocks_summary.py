@@ -1,17 +1,32 @@
-"""One line on the GPU's clocks and power while a bench ran, from the log that bench/gpu_session.sh (bench) and
-bench/ab_builds.sh keep beside their runs (nvidia-smi --format=csv -lms 100, its header naming clocks.sm, power.draw
-and clocks_throttle_reasons.active among other columns):
-the SM clock's median, 10th percentile and range, the power's median and maximum, and the share of samples with the
-power cap among the reasons the clock was held down (0x4 software power cap, 0x80 hardware power brake). The fast
-attention kernels drive an H100 into its 700 W cap (docs/perf-log.md, 2026-12-06), so a bench's figures depend on
-the state the GPU was in; this line says which.
+"""The GPU's clocks and power while a bench runs: nvidia-smi's log of them (`--record`), and one line from that log
+(the SM clock's median, 10th percentile and range, the power's median and maximum, and the share of samples with
+the power cap among the reasons the clock was held down: 0x4 software power cap, 0x80 hardware power brake). The
+fast attention kernels drive an H100 into its 700 W cap (docs/perf-log.md, 2026-12-06), so a bench's figures depend
+on the state the GPU was in; this line says which. bench/gpu_session.sh (bench) and bench/ab_builds.sh use both.
+    python3 bench/clocks_summary.py --record CLOCKS.csv &   (becomes nvidia-smi, sampling every 100 ms; kill it after)
     python3 bench/clocks_summary.py CLOCKS.csv [LABEL]
 Exit code 1 where the file cannot be read or holds no sample (said in one line).
 """
+import os
 import statistics
 import sys
 
 POWER_CAP_BITS = 0x4 | 0x80  # SW power cap, HW power brake slowdown
+# What --record asks nvidia-smi for; samples() finds these columns by the names nvidia-smi's header gives them.
+QUERY = "timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active"
+
+
+def record(path):
+    """Replaces this process by nvidia-smi writing QUERY's columns to `path` every 100 ms until it is killed; where
+    there is no nvidia-smi, that is the file's one line (and the summary then finds no sample)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    try:
+        os.execvp("nvidia-smi", ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv", "-lms", "100"])
+    except OSError as e:
+        print(f"clocks_summary.py --record: cannot run nvidia-smi ({e.strerror})")
+        sys.exit(1)
 
 
 def samples(lines):
@@ -47,8 +62,10 @@ def summary(rows, label="clocks"):
 
 
 def main(argv):
-    if len(argv) not in (2, 3):
-        print("usage: clocks_summary.py CLOCKS.csv [LABEL]", file=sys.stderr)
+    if len(argv) == 3 and argv[1] == "--record":
+        record(argv[2])
+    if len(argv) not in (2, 3) or argv[1].startswith("--"):
+        print("usage: clocks_summary.py --record CLOCKS.csv | clocks_summary.py CLOCKS.csv [LABEL]", file=sys.stderr)
         return 2
     try:
         with open(argv[1]) as f:

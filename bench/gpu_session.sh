@@ -97,8 +97,7 @@ if has bench; then
   mkdir -p "$out/peers"
   # The GPU's clocks and power beside each side (bench/clocks_summary.py: one line each): these kernels reach the
   # power cap, so the two sides' figures compare only where their clocks do.
-  clocks() { nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv -lms 100 \
-               > "$out/peers/clocks-$1.csv" 2>&1 & }
+  clocks() { python3 bench/clocks_summary.py --record "$out/peers/clocks-$1.csv" & }
   clocks ladder; smi=$!
   timeout 600 "$bin" bench --backend cuda --json "$out/bench.json" > "$out/bench.txt" 2>&1
   kill $smi 2>/dev/null

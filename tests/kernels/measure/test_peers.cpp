@@ -475,6 +475,16 @@ TEST(ClocksSummaryScript, OneLineFromNvidiaSmisCsv) {
   std::ofstream(csv) << "timestamp, clocks.current.sm [MHz]\n";
   EXPECT_EQ(test::run_shell(script + csv, &out), 1);
   EXPECT_EQ(out, csv + ": no nvidia-smi sample in it\n");
+  // --record becomes nvidia-smi (here a stand-in that echoes its arguments), its output into the file.
+  const std::string bin = test::tmp_dir() + "/fake-smi";
+  test::run_shell("mkdir -p " + bin, &out);
+  std::ofstream(bin + "/nvidia-smi") << "#!/bin/sh\necho \"$@\"\n";
+  test::run_shell("chmod +x " + bin + "/nvidia-smi", &out);
+  ASSERT_EQ(test::run_shell("PATH=" + bin + ":$PATH " + script + "--record " + csv, &out), 0) << out;
+  EXPECT_EQ(read_file(csv),
+            "--query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv -lms 100\n");
+  EXPECT_EQ(test::run_shell("PATH=/nonexistent /usr/bin/python3 " + source_root() + "/bench/clocks_summary.py --record " + csv, &out), 1);
+  EXPECT_EQ(read_file(csv), "clocks_summary.py --record: cannot run nvidia-smi (No such file or directory)\n");
 }
 
 }  // namespace
