@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds of the project timed in one GPU call, each in the exact form it would ship (no switches):
-#   bench/ab_builds.sh [--build] [--tests REGEX] [--rung RUNG] DIR_A DIR_B [DIR_C]
-# DIR_A is the base; DIR_B (and DIR_C, a candidate on top of B) are source trees for other commits, made by
+#   bench/ab_builds.sh [--build] [--tests REGEX] [--rung RUNG] [--trees-only] DIR_A B [C]
+# DIR_A is the base; B (and C) the candidates, each either a source tree for another commit (made by
 # `git archive REV -- . ':!docs/tour' ':!docs/window' | tar -x -C .devrun/NAME` on the CPU machine and carried with
-# the call. RUNG: a `kernel-ladder bench` rung (default flash-attention).
+# the call) or a patch file (NAME.patch, `git format-patch` or `git diff` output): then the tree is made here, in
+# .ab/NAME, from DIR_A's files (without its builds, .git, .ab, .devrun, .devx, .devdeps, out, docs/tour, docs/window) with
+# the patch applied (`git apply`), and kept for a later call while the patch is the same. --trees-only: make those
+# trees, print where, and stop. RUNG: a `kernel-ladder bench` rung (default flash-attention).
 #   --build        builds every tree first, side by side (cuda preset; $KL_CMAKE_ARGS added, e.g.
 #                  -DKL_ICON_PNG_DIR=$PWD/.devicons where there is no rsvg-convert); else each must hold
 #                  DIR/build-cuda/kernel-ladder already
@@ -16,11 +19,12 @@
 # ab_ratios.txt, clocks.csv (nvidia-smi beside the benches, in one line by bench/clocks_summary.py); when the
 # call is cut short, `python3 bench/ab_ratios.py OUT` on the CPU machine reads what was written.
 set -uo pipefail
-usage() { echo "usage: $0 [--build] [--tests REGEX] [--rung RUNG] DIR_A DIR_B [DIR_C]" >&2; exit 2; }
-build=0 tests="" rung=flash-attention dirs=()
+usage() { echo "usage: $0 [--build] [--tests REGEX] [--rung RUNG] [--trees-only] DIR_A B [C]" >&2; exit 2; }
+build=0 tests="" rung=flash-attention dirs=() trees_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=1 ;;
+    --trees-only) trees_only=1 ;;
     --tests) [ $# -ge 2 ] || usage; tests=$2; shift ;;
     --rung) [ $# -ge 2 ] || usage; rung=$2; shift ;;
     -*) usage ;;
@@ -29,6 +33,41 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ ${#dirs[@]} -lt 2 ] || [ ${#dirs[@]} -gt 3 ]; then usage; fi
+# A candidate given as a patch: its tree, .ab/NAME, made from DIR_A's files (kept while .ab/NAME/.ab.patch is the
+# same patch, so a warm machine keeps its build).
+tree_of_patch() {  # BASE PATCH -> prints the tree's directory
+  local base=$1 patch=$2 name dst
+  local patch_abs
+  patch_abs=$(realpath "$patch")
+  name=$(basename "$patch" .patch)
+  dst=.ab/$name
+  if ! cmp -s "$patch" "$dst/.ab.patch" 2>/dev/null; then
+    rm -rf "$dst" && mkdir -p "$dst" || return 1
+    tar -C "$base" -c --exclude=./build --exclude=./build-cuda --exclude=./.git --exclude=./.ab --exclude=./.devrun \
+      --exclude=./.devx --exclude=./.devdeps --exclude=./out --exclude=./docs/tour --exclude=./docs/window . \
+      | tar -x -C "$dst" || return 1
+    # Outside any repository (GIT_CEILING_DIRECTORIES): inside the one .ab may sit in, `git apply` reads a git
+    # diff's paths from that repository's root and skips them all, exit status 0.
+    if ! (cd "$dst" && GIT_CEILING_DIRECTORIES=$(dirname "$PWD") git apply "$patch_abs"); then
+      echo "$0: $patch does not apply to $base" >&2
+      rm -rf "$dst"
+      return 1
+    fi
+    cp "$patch" "$dst/.ab.patch"
+  fi
+  echo "$dst"
+}
+[ -d "${dirs[0]}" ] || { echo "$0: DIR_A ${dirs[0]} is not a directory" >&2; exit 2; }
+for i in 1 2; do
+  [ $i -lt ${#dirs[@]} ] || break
+  if [[ ${dirs[$i]} == *.patch ]]; then
+    [ -f "${dirs[$i]}" ] || { echo "$0: no patch file ${dirs[$i]}" >&2; exit 2; }
+    dirs[$i]=$(tree_of_patch "${dirs[0]}" "${dirs[$i]}") || exit 2
+  elif [ ! -d "${dirs[$i]}" ]; then
+    echo "$0: ${dirs[$i]} is neither a directory nor a .patch file" >&2; exit 2
+  fi
+done
+if [ $trees_only = 1 ]; then printf '%s\n' "${dirs[@]}"; exit 0; fi
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 t0=$(date +%s)

@@ -487,5 +487,47 @@ TEST(ClocksSummaryScript, OneLineFromNvidiaSmisCsv) {
   EXPECT_EQ(read_file(csv), "clocks_summary.py --record: cannot run nvidia-smi (No such file or directory)\n");
 }
 
+// bench/ab_builds.sh takes a candidate as a patch: its tree made from the base's files (no builds, no docs/tour)
+// with the patch applied, also where the base is a git repository's root with the patched file committed (as on the
+// CPU machine, where `git apply` run inside .ab/NAME reads a git diff's paths from the repository's root and skips
+// them, silently), kept
+// while the patch is the same (a warm machine keeps its build), made again for another patch; a patch that does
+// not apply, or a name that is neither a tree nor a patch: one line, exit 2.
+TEST(AbBuildsScript, PatchesBecomeTreesBesideTheBase) {
+  std::string out;
+  if (test::run_shell("git --version", &out) != 0) GTEST_SKIP() << "no git here";
+  const std::string dir = test::tmp_dir() + "/ab-trees";
+  ASSERT_EQ(test::run_shell("rm -rf " + dir + " && mkdir -p " + dir + "/build-cuda " + dir + "/docs/tour && cd " + dir +
+                                " && printf 'one\\n' > a.txt && touch build-cuda/junk docs/tour/x.png && git init -q . && "
+                                "git add a.txt && git -c user.name=t -c user.email=t@t commit -qm base",
+                            &out),
+            0)
+      << out;
+  auto patch = [&](const std::string& name, const std::string& to) {
+    std::ofstream(dir + "/" + name) << "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+" << to
+                                    << "\n";  // git's form: paths from the repository's root
+  };
+  patch("c1.patch", "two");
+  const std::string script = "cd " + dir + " && bash " + source_root() + "/bench/ab_builds.sh --trees-only . ";
+  ASSERT_EQ(test::run_shell(script + "c1.patch", &out), 0) << out;
+  EXPECT_EQ(out, ".\n.ab/c1\n");
+  EXPECT_EQ(read_file(dir + "/.ab/c1/a.txt"), "two\n");
+  EXPECT_EQ(read_file(dir + "/a.txt"), "one\n");
+  EXPECT_NE(test::run_shell("test -e " + dir + "/.ab/c1/build-cuda || test -e " + dir + "/.ab/c1/docs/tour", &out), 0);
+  test::run_shell("mkdir -p " + dir + "/.ab/c1/build-cuda && touch " + dir + "/.ab/c1/build-cuda/kept", &out);
+  ASSERT_EQ(test::run_shell(script + "c1.patch", &out), 0) << out;
+  EXPECT_EQ(test::run_shell("test -e " + dir + "/.ab/c1/build-cuda/kept", &out), 0) << "the same patch: tree kept";
+  patch("c1.patch", "three");
+  ASSERT_EQ(test::run_shell(script + "c1.patch", &out), 0) << out;
+  EXPECT_EQ(read_file(dir + "/.ab/c1/a.txt"), "three\n");
+  EXPECT_NE(test::run_shell("test -e " + dir + "/.ab/c1/build-cuda/kept", &out), 0) << "another patch: tree made again";
+  std::ofstream(dir + "/bad.patch") << "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-nine\n+ten\n";
+  EXPECT_EQ(test::run_shell(script + "bad.patch 2>&1 >/dev/null | grep -c 'bad.patch does not apply to .$'", &out), 0);
+  EXPECT_EQ(out, "1\n");
+  EXPECT_EQ(test::run_shell(script + "bad.patch > /dev/null 2>&1", &out), 2);
+  EXPECT_EQ(test::run_shell(script + "nothere 2>&1", &out), 2);
+  EXPECT_EQ(out, source_root() + "/bench/ab_builds.sh: nothere is neither a directory nor a .patch file\n");
+}
+
 }  // namespace
 }  // namespace kl
