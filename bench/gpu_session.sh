@@ -107,8 +107,13 @@ if has bench; then
   { timeout 300 python3 bench/torch_softmax.py
     timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json" --out "$out/peers/flash.json"
     timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json" --out "$out/peers/backward.json"
-    timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"; } > "$out/peers.txt" 2>&1
+    timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"
+    # The forward again, the ladder's kernel and cuDNN timed in turn in one process (the same clocks for both
+    # sides of each ratio; not the record's method, beside it): its table and summary line.
+    timeout 600 python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so \
+      --out "$out/peers/interleaved.json"; } > "$out/peers.txt" 2>&1
   kill $smi 2>/dev/null
+  grep -E "^ladder / cuDNN, timed in turn|^interleaved_flash.py:" "$out/peers.txt" | tee -a "$out/summary.txt"
   for side in ladder peers; do
     python3 bench/clocks_summary.py "$out/peers/clocks-$side.csv" "clocks under the $side" | tee -a "$out/summary.txt"
   done

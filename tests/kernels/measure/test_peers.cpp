@@ -5,6 +5,8 @@
 // back (where python3 is installed).
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -528,6 +530,69 @@ TEST(AbBuildsScript, PatchesBecomeTreesBesideTheBase) {
   EXPECT_EQ(test::run_shell(script + "nothere 2>&1", &out), 2);
   EXPECT_EQ(out, source_root() + "/bench/ab_builds.sh: nothere is neither a directory nor a .patch file\n");
 }
+
+// bench/interleaved_flash.py: a library it cannot load, or a round count out of range, is one line and exit 2.
+TEST(InterleavedFlashScript, RefusesInOneLine) {
+  std::string out;
+  if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string script = "python3 " + source_root() + "/bench/interleaved_flash.py ";
+  EXPECT_EQ(test::run_shell(script + "--lib /nonexistent/libkl_ladder_c.so", &out), 2);
+  EXPECT_EQ(out.rfind("interleaved_flash.py: cannot load --lib /nonexistent/libkl_ladder_c.so (", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(test::run_shell(script + "--lib /nonexistent.so --rounds 0", &out), 2);
+  EXPECT_EQ(out, "interleaved_flash.py: --rounds=0 is out of range: allowed [1, 20]\n");
+}
+
+#ifdef KL_LADDER_C_LIB
+// The C ABI (bench/ladder_c_api.cpp) checks its input as run_fast does and answers with the one line, no device
+// needed; the kernel's name for a shape.
+TEST(LadderCApi, OneLineForBadInput) {
+  void* lib = dlopen(KL_LADDER_C_LIB, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  using Forward = int (*)(const void*, const void*, const void*, void*, int, int, int, int, int, int, char*, int);
+  using Path = int (*)(int, int, int, int, int, int, char*, int);
+  const auto forward = reinterpret_cast<Forward>(dlsym(lib, "kl_flash_forward_bf16"));
+  const auto path = reinterpret_cast<Path>(dlsym(lib, "kl_flash_forward_path"));
+  ASSERT_NE(forward, nullptr);
+  ASSERT_NE(path, nullptr);
+  char message[256];
+  EXPECT_EQ(forward(nullptr, nullptr, nullptr, nullptr, 8, 16, 0, 2048, 96, 0, message, sizeof message), 1);
+  EXPECT_STREQ(message, "d=96 is out of range: allowed {64, 128, 256} for --variant fast");
+  EXPECT_EQ(forward(nullptr, nullptr, nullptr, nullptr, 8, 16, 0, 2048, 128, 0, message, sizeof message), 1);
+  EXPECT_STREQ(message, "q=null is out of range: allowed a 16-byte aligned device pointer");
+  EXPECT_EQ(path(8, 16, 0, 2048, 128, 0, message, sizeof message), 0);
+  EXPECT_GT(std::string(message).size(), 0u);
+  dlclose(lib);
+}
+
+// The ladder's forward and cuDNN's, timed in turn in one process (--quick: L = 512, both masks, every head
+// dimension and the grouped-query rows): every row timed on both sides, twice each, and the summary line. Where
+// PyTorch or a device is missing, the script's one line, and the test skips.
+TEST(InterleavedFlashScript, TimesBothSidesInTurn) {
+  std::string out;
+  if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string json = test::tmp_dir() + "/interleaved.json";
+  const int rc = test::run_shell("python3 " + source_root() + "/bench/interleaved_flash.py --quick --rounds 2 --lib " +
+                                     KL_LADDER_C_LIB + " --out " + json + " 2>&1 >/dev/null",
+                                 &out);
+  if (rc == 2 && (out.find("needs the Python package 'torch'") != std::string::npos ||
+                  out.find("sees no CUDA device") != std::string::npos)) {
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    GTEST_SKIP() << out;
+  }
+  ASSERT_EQ(rc, 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
+  ASSERT_EQ(j["rows"].size(), 8u) << "d = 64, 128, 256 and grouped queries at L = 512, both masks";
+  for (const auto& r : j["rows"]) {
+    SCOPED_TRACE(r["shape"].get<std::string>());
+    ASSERT_FALSE(r.contains("error")) << r["error"];
+    EXPECT_EQ(r["ladder_runs_ms"].size(), 2u);
+    EXPECT_EQ(r["cudnn_runs_ms"].size(), 2u);
+    EXPECT_GT(r["ladder_over_cudnn"].get<double>(), 0.0);
+    EXPECT_FALSE(r["kernel"].get<std::string>().empty());
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace kl

@@ -1,0 +1,66 @@
+// The ladder's fast forward behind a C ABI (the shared library libkl_ladder_c.so, built with the CUDA backend), so
+// that bench/interleaved_flash.py can time it and PyTorch's cuDNN attention in one process, shape by shape, in
+// turn: the two sides then meet the same clocks (the fast kernels hold these GPUs at their power cap, so a
+// row's figure depends on what ran before it; docs/perf-log.md, 2026-12-06). The kernel is the one `kernel-ladder
+// bench flash-attention` times (run_fast: KL_FLASH_FAST_PATH, else the by-shape default), on the CUDA runtime's
+// legacy default stream, which PyTorch's default stream is.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "kernels/rungs/flash_attention_fast.h"
+
+namespace {
+
+using kl::flash_attention::FastDtype;
+using kl::flash_attention::FastParams;
+
+int fail(const std::exception& e, char* message, int size) {
+  if (message && size > 0) std::snprintf(message, size_t(size), "%s", e.what());
+  return 1;
+}
+
+FastParams params(const void* q, const void* k, const void* v, void* o, int B, int H, int H_kv, int L, int d,
+                  int causal) {
+  FastParams p;
+  p.q = q, p.k = k, p.v = v, p.o = o;
+  p.B = B, p.H = H, p.H_kv = H_kv, p.Lq = p.Lk = L, p.d = d;
+  p.scale = 1.0f / std::sqrt(float(d));
+  p.causal = causal != 0;
+  p.dtype = FastDtype::Bf16;
+  kl::flash_attention::set_contiguous_strides(p);
+  return p;
+}
+
+}  // namespace
+
+extern "C" {
+
+// o = softmax(q k^T / sqrt(d)) v for contiguous bf16 device tensors q, o [B, H, L, d] and k, v [B, H_kv, L, d]
+// (H_kv 0: H), the causal mask bottom-right (= top-left, Lq = Lk), queued on the legacy default stream. 0, or 1
+// with the error's one line in `message` (a bad parameter: its name, value and allowed range; a CUDA error).
+int kl_flash_forward_bf16(const void* q, const void* k, const void* v, void* o, int B, int H, int H_kv, int L, int d,
+                          int causal, char* message, int message_size) {
+  try {
+    kl::flash_attention::run_fast(params(q, k, v, o, B, H, H_kv, L, d, causal));
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e, message, message_size);
+  }
+}
+
+// The name of the kernel kl_flash_forward_bf16 runs for that shape (as the bench's row names it) into `name`.
+int kl_flash_forward_path(int B, int H, int H_kv, int L, int d, int causal, char* name, int name_size) {
+  try {
+    const FastParams p = params(nullptr, nullptr, nullptr, nullptr, B, H, H_kv, L, d, causal);
+    std::snprintf(name, size_t(name_size), "%s",
+                  kl::flash_attention::fast_path_name(
+                      kl::flash_attention::fast_kernel_for(kl::flash_attention::fast_path(), p)));
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e, name, name_size);
+  }
+}
+
+}  // extern "C"
