@@ -108,10 +108,12 @@ if has bench; then
     timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json" --out "$out/peers/flash.json"
     timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json" --out "$out/peers/backward.json"
     timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"
-    # The forward again, the ladder's kernel and cuDNN timed in turn in one process (the same clocks for both
-    # sides of each ratio; not the record's method, beside it): its table and summary line.
+    # The forward and the backward again, the ladder's kernels and cuDNN timed in turn in one process (the same
+    # clocks for both sides of each ratio; not the record's method, beside it): their tables and summary lines.
     timeout 600 python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so \
-      --out "$out/peers/interleaved.json"; } > "$out/peers.txt" 2>&1
+      --out "$out/peers/interleaved.json"
+    timeout 600 python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward \
+      --out "$out/peers/interleaved-backward.json"; } > "$out/peers.txt" 2>&1
   kill $smi 2>/dev/null
   grep -E "^ladder / cuDNN, timed in turn|^interleaved_flash.py:" "$out/peers.txt" | tee -a "$out/summary.txt"
   for side in ladder peers; do

@@ -15,11 +15,17 @@ build-cuda/libkl_ladder_c.so), loaded by ctypes: the kernel `kernel-ladder bench
 (KL_FLASH_FAST_PATH, else the by-shape default), on PyTorch's own tensors and default stream. The shapes are
 bench/torch_flash.py's (the ladder's bench's), inputs uniform random, bf16, scale 1/sqrt(d).
 
+--backward: the backward instead, on bench/torch_flash_backward.py's shapes (multi-head): the ladder's (dQ by
+atomics, and the deterministic mode where it runs other launches: d = 64 and 128) and cuDNN's, timed in turn the
+same way (ladder, deterministic, cuDNN, then back). The ladder's side gets O and L from PyTorch's flash forward
+(its logsumexp is the ladder's L), cuDNN's its own forward; each times the backward alone, as the two scripts do.
+
 Usage (on the GPU machine):
-  python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so [--out FILE] [--quick] [--rounds N]
-Prints one JSON object per shape, then a table (ladder / cuDNN) and a summary line: shapes at 1.0x or more,
-under 0.95x, the geometric mean. --out writes {"versions": ..., "rows": [...]}. Without the library, torch or a
-device: one line, exit 2.
+  python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so [--backward] [--out FILE] [--quick]
+                                     [--rounds N]
+Prints one JSON object per shape, then a table (ladder / cuDNN; with --backward the deterministic mode too) and a
+summary line: shapes at 1.0x or more, under 0.95x, the geometric mean. --out writes {"versions": ..., "rows":
+[...]}. Without the library, torch or a device: one line, exit 2.
 """
 import argparse
 import ctypes
@@ -46,6 +52,16 @@ def load_ladder(path):
     fwd.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 6 + [ctypes.c_char_p, ctypes.c_int]
     name.argtypes = [ctypes.c_int] * 6 + [ctypes.c_char_p, ctypes.c_int]
     fwd.restype = name.restype = ctypes.c_int
+    try:
+        bwd, bwd_name, accum = lib.kl_flash_backward_bf16, lib.kl_flash_backward_path, lib.kl_flash_backward_accum_floats
+    except AttributeError as e:
+        print(f"{SCRIPT}: --lib {path} has no backward ({e}); build it again from this tree", file=sys.stderr)
+        sys.exit(2)
+    bwd.argtypes = [ctypes.c_void_p] * 11 + [ctypes.c_int] * 7 + [ctypes.c_char_p, ctypes.c_int]
+    bwd_name.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    accum.argtypes = [ctypes.c_int] * 4
+    bwd.restype = bwd_name.restype = ctypes.c_int
+    accum.restype = ctypes.c_longlong
     return lib
 
 
@@ -72,8 +88,63 @@ def ladder_call(lib, s, torch):
     return run, kernel
 
 
+def ladder_backward_sides(lib, s, torch, q, k, v, dout):
+    """The timed calls of the ladder's backward at shape s ({"ladder": atomic dQ, "ladder_det": the deterministic
+    mode, d = 64 and 128 only}), on q, k, v, dout (bf16, [B, H, L, d]) with O and L from PyTorch's flash forward;
+    and the name of its main kernel."""
+    B, H, L, d = s["B"], s["H"], s["L"], s["d"]
+    scale = 1.0 / math.sqrt(d)
+    fwd = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, s["causal"], False, scale=scale)
+    o, lse = fwd[0].contiguous(), fwd[1].float().contiguous()
+    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+    drow = torch.empty(B * H * L, device="cuda", dtype=torch.float32)
+    accum = torch.empty(max(4, lib.kl_flash_backward_accum_floats(B, H, L, d)), device="cuda", dtype=torch.float32)
+    message = ctypes.create_string_buffer(512)
+    if lib.kl_flash_backward_path(d, message, len(message)) != 0:
+        raise RuntimeError(message.value.decode())
+    kernel = message.value.decode()
+    tensors = (q, k, v, o, dout, lse, dq, dk, dv, drow, accum)  # alive as long as the calls are
+    ptrs = tuple(t.data_ptr() for t in tensors)
+
+    def call(deterministic):
+        def run(keep=tensors):
+            if lib.kl_flash_backward_bf16(*ptrs, B, H, 0, L, d, 1 if s["causal"] else 0, deterministic, message,
+                                          len(message)) != 0:
+                raise RuntimeError(message.value.decode())
+        return run
+    sides = {"ladder": call(0)}
+    if d != 256:  # at d = 256 both modes run the same launches (the dQ pass)
+        sides["ladder_det"] = call(1)
+    return sides, kernel
+
+
+def backward_row(lib, s, rounds, torch):
+    """One --backward row: the ladder's backward (both modes) and cuDNN's, timed in turn."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(s["B"], s["H"], s["L"], s["d"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], scale=1.0 / math.sqrt(s["d"]))
+    dout = torch.randn_like(out)
+
+    def cudnn():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+    sides, kernel = ladder_backward_sides(lib, s, torch, q.detach(), k.detach(), v.detach(), dout.contiguous())
+    sides["cudnn"] = cudnn
+    row = {"kernel": kernel}
+    row.update(interleaved_row(s, sides, rounds, 2.5 * 4.0 * s["B"] * s["H"] * s["L"] * s["L"] * s["d"]
+                               * (0.5 if s["causal"] else 1.0)))
+    if "ladder_det_ms" in row:
+        row["det_over_ladder"] = row["ladder_ms"] / row["ladder_det_ms"]
+    return row
+
+
 def interleaved_row(s, sides, rounds, flops):
-    """Times each side of `sides` ({name: fn}, two) in the order A B B A per round; the row's figures."""
+    """Times each side of `sides` ({name: fn}) in their order, then the reverse, round after round (A B B A, or
+    A B C C B A); the row's figures."""
     names = list(sides)
     runs = {n: [] for n in names}
     for r in range(rounds):
@@ -88,14 +159,34 @@ def interleaved_row(s, sides, rounds, flops):
     return row
 
 
+def print_table(rows, backward):
+    sides = ("ladder", "ladder_det", "cudnn") if backward else ("ladder", "cudnn")
+    head = "ladder     det   cuDNN  ratio  det/at" if backward else "ladder   cuDNN  ratio"
+    print(f"\n{'shape':46} {'kernel':26} {head}  runs (ms: " + "; ".join(sides) + ")")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['shape']:46} refused: {r['error']}")
+            continue
+        runs = "; ".join(" ".join(f"{x:.4f}" for x in r[f"{n}_runs_ms"]) for n in sides if f"{n}_runs_ms" in r)
+        det = f"{r['ladder_det_tflops']:7.1f} " if "ladder_det_tflops" in r else "      - "
+        tail = f"  {r['det_over_ladder']:6.3f}" if "det_over_ladder" in r else ("       -" if backward else "")
+        print(f"{r['shape']:46} {r['kernel']:26} {r['ladder_tflops']:6.1f} {det if backward else ''}"
+              f"{r['cudnn_tflops']:7.1f} {r['ladder_over_cudnn']:6.3f}{tail}  {runs}")
+
+
 def summary(rows):
     ratios = [r["ladder_over_cudnn"] for r in rows if r.get("ladder_over_cudnn")]
     if not ratios:
         return "no shape timed on both sides"
     geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-    return (f"ladder / cuDNN, timed in turn: 1.0x or more at {sum(x >= 1.0 for x in ratios)} of {len(ratios)} "
+    line = (f"ladder / cuDNN, timed in turn: 1.0x or more at {sum(x >= 1.0 for x in ratios)} of {len(ratios)} "
             f"shapes, under 0.95x at {sum(x < 0.95 for x in ratios)}, from {min(ratios):.3f}x to "
             f"{max(ratios):.3f}x, geometric mean {geo:.3f}x")
+    det = [r["det_over_ladder"] for r in rows if r.get("det_over_ladder")]
+    if det:
+        line += (f"; deterministic / atomic from {min(det):.3f}x to {max(det):.3f}x, within 10% at "
+                 f"{sum(x >= 0.9 for x in det)} of {len(det)}")
+    return line
 
 
 def main():
@@ -104,6 +195,7 @@ def main():
     ap.add_argument("--out", help="write {versions, rows} as one JSON object here")
     ap.add_argument("--quick", action="store_true", help="L = 512 only (B*L = 1024)")
     ap.add_argument("--rounds", type=int, default=2, help="rounds of A B (then B A): each side timed this often")
+    ap.add_argument("--backward", action="store_true", help="the backward instead of the forward")
     args = ap.parse_args()
     if not 1 <= args.rounds <= 20:
         print(f"{SCRIPT}: --rounds={args.rounds} is out of range: allowed [1, 20]", file=sys.stderr)
@@ -115,9 +207,18 @@ def main():
     versions = tf.start(SCRIPT)
     rows = []
     for s in tf.shapes(args.quick):
+        if args.backward and s["Hkv"]:
+            continue  # the backward's bench rows and peers: multi-head attention only
         row = dict(s)
         row["shape"] = tf.shape_text(s)
         try:
+            if args.backward:
+                row.update(backward_row(lib, s, args.rounds, torch))
+                row["ladder_over_cudnn"] = row["cudnn_ms"] / row["ladder_ms"]
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                torch.cuda.empty_cache()
+                continue
             ladder, row["kernel"] = ladder_call(lib, s, torch)
             cudnn_fn, gqa = tf.sdpa_call(s, SDPBackend.CUDNN_ATTENTION)
 
@@ -133,14 +234,7 @@ def main():
         print(json.dumps(row), flush=True)
         rows.append(row)
         torch.cuda.empty_cache()
-    print(f"\n{'shape':46} {'kernel':28} {'ladder':>8} {'cuDNN':>8} {'ratio':>6}  runs (ms: ladder; cuDNN)")
-    for r in rows:
-        if "error" in r:
-            print(f"{r['shape']:46} refused: {r['error']}")
-            continue
-        runs = " ".join(f"{x:.4f}" for x in r["ladder_runs_ms"]) + "; " + " ".join(f"{x:.4f}" for x in r["cudnn_runs_ms"])
-        print(f"{r['shape']:46} {r['kernel']:28} {r['ladder_tflops']:8.1f} {r['cudnn_tflops']:8.1f} "
-              f"{r['ladder_over_cudnn']:6.3f}  {runs}")
+    print_table(rows, args.backward)
     print(summary(rows))
     if args.out:
         with open(args.out, "w") as f:

@@ -1,4 +1,4 @@
-// The ladder's fast forward behind a C ABI (the shared library libkl_ladder_c.so, built with the CUDA backend), so
+// The ladder's fast forward and backward behind a C ABI (the shared library libkl_ladder_c.so, built with the CUDA backend), so
 // that bench/interleaved_flash.py can time it and PyTorch's cuDNN attention in one process, shape by shape, in
 // turn: the two sides then meet the same clocks (the fast kernels hold these GPUs at their power cap, so a
 // row's figure depends on what ran before it; docs/perf-log.md, 2026-12-06). The kernel is the one `kernel-ladder
@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 
+#include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/rungs/flash_attention_fast.h"
 
 namespace {
@@ -57,6 +58,49 @@ int kl_flash_forward_path(int B, int H, int H_kv, int L, int d, int causal, char
     std::snprintf(name, size_t(name_size), "%s",
                   kl::flash_attention::fast_path_name(
                       kl::flash_attention::fast_kernel_for(kl::flash_attention::fast_path(), p)));
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e, name, name_size);
+  }
+}
+
+// The backward of that attention, as `kernel-ladder bench flash-attention-backward` times it (run_fast: the
+// preprocess, the main kernel and the dQ conversion or pass; KL_FLASH_BWD_PATH, else wgmma-tma where it runs):
+// dq [B, H, L, d], dk, dv [B, H_kv, L, d] (bf16) from q, k, v, o, dout (bf16) and the forward's lse [B, H, L]
+// (fp32, natural log of the scaled scores' row sums, FlashAttention's), with the workspaces drow (fp32 [B, H, L])
+// and dq_accum (fp32 [B, H, L, d] and its counters, kl_flash_backward_accum_floats; unused at d = 256). dQ by fp32
+// atomics, or with `deterministic` bitwise repeatable. 0, or 1 with the error's one line in `message`.
+int kl_flash_backward_bf16(const void* q, const void* k, const void* v, const void* o, const void* dout,
+                           const float* lse, void* dq, void* dk, void* dv, float* drow, float* dq_accum, int B, int H,
+                           int H_kv, int L, int d, int causal, int deterministic, char* message, int message_size) {
+  try {
+    namespace fb = kl::flash_attention_backward;
+    fb::FastBackwardParams p;
+    p.q = q, p.k = k, p.v = v, p.o = o, p.dout = dout, p.lse = lse;
+    p.dq = dq, p.dk = dk, p.dv = dv, p.drow = drow, p.dq_accum = dq_accum;
+    p.B = B, p.H = H, p.H_kv = H_kv, p.Lq = p.Lk = L, p.d = d;
+    p.scale = 1.0f / std::sqrt(float(d));
+    p.causal = causal != 0;
+    p.deterministic = deterministic != 0;
+    p.dtype = FastDtype::Bf16;
+    fb::run_fast(p);
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e, message, message_size);
+  }
+}
+
+// The floats dq_accum needs (0 at d = 256).
+long long kl_flash_backward_accum_floats(int B, int H, int L, int d) {
+  return d == 256 ? 0 : (long long)B * H * L * d;
+}
+
+// The name of the backward's main kernel for that head dimension (as the bench's row names it) into `name`.
+int kl_flash_backward_path(int d, char* name, int name_size) {
+  try {
+    namespace fb = kl::flash_attention_backward;
+    std::snprintf(name, size_t(name_size), "%s",
+                  d == 256 ? "wgmma-d256" : fb::fast_backward_path_name(fb::fast_backward_path()));
     return 0;
   } catch (const std::exception& e) {
     return fail(e, name, name_size);

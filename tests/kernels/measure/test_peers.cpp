@@ -562,34 +562,48 @@ TEST(LadderCApi, OneLineForBadInput) {
   EXPECT_STREQ(message, "q=null is out of range: allowed a 16-byte aligned device pointer");
   EXPECT_EQ(path(8, 16, 0, 2048, 128, 0, message, sizeof message), 0);
   EXPECT_GT(std::string(message).size(), 0u);
+  using Backward = int (*)(const void*, const void*, const void*, const void*, const void*, const float*, void*, void*,
+                           void*, float*, float*, int, int, int, int, int, int, int, char*, int);
+  const auto backward = reinterpret_cast<Backward>(dlsym(lib, "kl_flash_backward_bf16"));
+  ASSERT_NE(backward, nullptr);
+  EXPECT_EQ(backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                     8, 16, 0, 2048, 96, 0, 0, message, sizeof message),
+            1);
+  EXPECT_STREQ(message, "d=96 is out of range: allowed {64, 128, 256} for --variant fast");
   dlclose(lib);
 }
 
-// The ladder's forward and cuDNN's, timed in turn in one process (--quick: L = 512, both masks, every head
-// dimension and the grouped-query rows): every row timed on both sides, twice each, and the summary line. Where
-// PyTorch or a device is missing, the script's one line, and the test skips.
+// The ladder's forward and cuDNN's, then the backwards, timed in turn in one process (--quick: L = 512, both
+// masks, every head dimension, the forward's grouped-query rows): every row timed on each side twice, the
+// backward's deterministic mode beside its default at d = 64 and 128. Where PyTorch or a device is missing, the
+// script's one line, and the test skips.
 TEST(InterleavedFlashScript, TimesBothSidesInTurn) {
   std::string out;
   if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
-  const std::string json = test::tmp_dir() + "/interleaved.json";
-  const int rc = test::run_shell("python3 " + source_root() + "/bench/interleaved_flash.py --quick --rounds 2 --lib " +
-                                     KL_LADDER_C_LIB + " --out " + json + " 2>&1 >/dev/null",
-                                 &out);
-  if (rc == 2 && (out.find("needs the Python package 'torch'") != std::string::npos ||
-                  out.find("sees no CUDA device") != std::string::npos)) {
-    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
-    GTEST_SKIP() << out;
-  }
-  ASSERT_EQ(rc, 0) << out;
-  const nlohmann::json j = nlohmann::json::parse(read_file(json));
-  ASSERT_EQ(j["rows"].size(), 8u) << "d = 64, 128, 256 and grouped queries at L = 512, both masks";
-  for (const auto& r : j["rows"]) {
-    SCOPED_TRACE(r["shape"].get<std::string>());
-    ASSERT_FALSE(r.contains("error")) << r["error"];
-    EXPECT_EQ(r["ladder_runs_ms"].size(), 2u);
-    EXPECT_EQ(r["cudnn_runs_ms"].size(), 2u);
-    EXPECT_GT(r["ladder_over_cudnn"].get<double>(), 0.0);
-    EXPECT_FALSE(r["kernel"].get<std::string>().empty());
+  for (const bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "--backward" : "forward");
+    const std::string json = test::tmp_dir() + "/interleaved.json";
+    const int rc = test::run_shell("python3 " + source_root() + "/bench/interleaved_flash.py --quick --rounds 2 --lib " +
+                                       KL_LADDER_C_LIB + (backward ? " --backward" : "") + " --out " + json +
+                                       " 2>&1 >/dev/null",
+                                   &out);
+    if (rc == 2 && (out.find("needs the Python package 'torch'") != std::string::npos ||
+                    out.find("sees no CUDA device") != std::string::npos)) {
+      EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+      GTEST_SKIP() << out;
+    }
+    ASSERT_EQ(rc, 0) << out;
+    const nlohmann::json j = nlohmann::json::parse(read_file(json));
+    ASSERT_EQ(j["rows"].size(), backward ? 6u : 8u) << "d = 64, 128, 256 (and forward: grouped queries), both masks";
+    for (const auto& r : j["rows"]) {
+      SCOPED_TRACE(r["shape"].get<std::string>());
+      ASSERT_FALSE(r.contains("error")) << r["error"];
+      EXPECT_EQ(r["ladder_runs_ms"].size(), 2u);
+      EXPECT_EQ(r["cudnn_runs_ms"].size(), 2u);
+      EXPECT_EQ(r.contains("ladder_det_runs_ms"), backward && r["d"] != 256);
+      EXPECT_GT(r["ladder_over_cudnn"].get<double>(), 0.0);
+      EXPECT_FALSE(r["kernel"].get<std::string>().empty());
+    }
   }
 }
 #endif
