@@ -4,9 +4,10 @@
 # DIR_A is the base; B (and C) the candidates, each either a source tree for another commit (made by
 # `git archive REV -- . ':!docs/tour' ':!docs/window' | tar -x -C .devrun/NAME` on the CPU machine and carried with
 # the call) or a patch file (NAME.patch, `git format-patch` or `git diff` output): then the tree is made here, in
-# .ab/NAME, from DIR_A's files (without its builds, .git, .ab, .devrun, .devx, .devdeps, out, docs/tour, docs/window) with
-# the patch applied (`git apply`), and kept for a later call while the patch is the same. --trees-only: make those
-# trees, print where, and stop. RUNG: a `kernel-ladder bench` rung (default flash-attention).
+# .ab/NAME, from DIR_A's files (without its builds, .git, .ab, .devrun, .devx, .devdeps, out, docs/tour and
+# docs/window) with the patch applied (`git apply`), and kept for a later call while the patch is the same.
+# --trees-only: make those trees, print where, and stop. RUNG: a `kernel-ladder bench` rung (default
+# flash-attention).
 #   --build        builds every tree first, side by side (cuda preset; $KL_CMAKE_ARGS added, e.g.
 #                  -DKL_ICON_PNG_DIR=$PWD/.devicons where there is no rsvg-convert); else each must hold
 #                  DIR/build-cuda/kernel-ladder already

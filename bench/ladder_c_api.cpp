@@ -1,13 +1,12 @@
-// The ladder's fast forward and backward behind a C ABI (the shared library libkl_ladder_c.so, built with the CUDA backend), so
-// that bench/interleaved_flash.py can time it and PyTorch's cuDNN attention in one process, shape by shape, in
-// turn: the two sides then meet the same clocks (the fast kernels hold these GPUs at their power cap, so a
-// row's figure depends on what ran before it; docs/perf-log.md, 2026-12-06). The kernel is the one `kernel-ladder
-// bench flash-attention` times (run_fast: KL_FLASH_FAST_PATH, else the by-shape default), on the CUDA runtime's
-// legacy default stream, which PyTorch's default stream is.
+// The ladder's fast forward and backward behind a C ABI (libkl_ladder_c.so, built with the CUDA backend), so that
+// bench/interleaved_flash.py can time them and PyTorch's cuDNN attention in one process, shape by shape, in turn:
+// the two sides then meet the same clocks (the fast kernels hold these GPUs at their power cap, so a row's figure
+// depends on what ran before it; docs/perf-log.md, 2026-12-06). The kernels are the ones `kernel-ladder bench
+// flash-attention` and `flash-attention-backward` time (run_fast: the environment's path, else the default), on
+// the CUDA runtime's legacy default stream, which PyTorch's default stream is.
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <string>
 
 #include "kernels/rungs/flash_attention_backward_fast.h"
 #include "kernels/rungs/flash_attention_fast.h"
@@ -68,8 +67,8 @@ int kl_flash_forward_path(int B, int H, int H_kv, int L, int d, int causal, char
 // preprocess, the main kernel and the dQ conversion or pass; KL_FLASH_BWD_PATH, else wgmma-tma where it runs):
 // dq [B, H, L, d], dk, dv [B, H_kv, L, d] (bf16) from q, k, v, o, dout (bf16) and the forward's lse [B, H, L]
 // (fp32, natural log of the scaled scores' row sums, FlashAttention's), with the workspaces drow (fp32 [B, H, L])
-// and dq_accum (fp32 [B, H, L, d] and its counters, kl_flash_backward_accum_floats; unused at d = 256). dQ by fp32
-// atomics, or with `deterministic` bitwise repeatable. 0, or 1 with the error's one line in `message`.
+// and dq_accum (fp32, kl_flash_backward_accum_floats of them; unused at d = 256). dQ by fp32 atomics, or with
+// `deterministic` bitwise repeatable. 0, or 1 with the error's one line in `message`.
 int kl_flash_backward_bf16(const void* q, const void* k, const void* v, const void* o, const void* dout,
                            const float* lse, void* dq, void* dk, void* dv, float* drow, float* dq_accum, int B, int H,
                            int H_kv, int L, int d, int causal, int deterministic, char* message, int message_size) {
