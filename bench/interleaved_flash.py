@@ -20,9 +20,14 @@ atomics, and the deterministic mode where it runs other launches: d = 64 and 128
 same way (ladder, deterministic, cuDNN, then back). The ladder's side gets O and L from PyTorch's flash forward
 (its logsumexp is the ladder's L), cuDNN's its own forward; each times the backward alone, as the two scripts do.
 
+--paths P1,P2,...: the forward's ladder side once per KL_FLASH_FAST_PATH value (each a kernel the bench can name,
+or auto), all timed in turn with cuDNN: which kernel a shape's default should be, each against cuDNN in the same
+clock state. --shapes PART,...: only the shapes whose row name holds one of the parts (e.g. 'd=64 causal'), as
+KL_FLASH_BENCH_SHAPES does for the bench; a part that names no shape is refused.
+
 Usage (on the GPU machine):
-  python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so [--backward] [--out FILE] [--quick]
-                                     [--rounds N]
+  python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so [--backward | --paths P1,P2,...]
+                                     [--shapes PART,...] [--out FILE] [--quick] [--rounds N]
 Prints one JSON object per shape, then a table (ladder / cuDNN; with --backward the deterministic mode too) and a
 summary line: shapes at 1.0x or more, under 0.95x, the geometric mean. --out writes {"versions": ..., "rows":
 [...]}. Without the library, torch or a device: one line, exit 2.
@@ -69,21 +74,33 @@ def shape_args(s):
     return (s["B"], s["H"], s["Hkv"] or 0, s["L"], s["d"], 1 if s["causal"] else 0)
 
 
-def ladder_call(lib, s, torch):
-    """The timed call of the ladder's forward at shape s, and the name of its kernel."""
+def on_path(path, fn):
+    """fn with KL_FLASH_FAST_PATH=path while it runs (None: the environment as it is)."""
+    if path is None:
+        return fn()
+    os.environ["KL_FLASH_FAST_PATH"] = path
+    try:
+        return fn()
+    finally:
+        del os.environ["KL_FLASH_FAST_PATH"]
+
+
+def ladder_call(lib, s, torch, path=None):
+    """The timed call of the ladder's forward at shape s (path: a KL_FLASH_FAST_PATH value, or None), and the name
+    of its kernel."""
     hkv = s["Hkv"] or s["H"]
     q = torch.rand(s["B"], s["H"], s["L"], s["d"], device="cuda", dtype=torch.bfloat16)
     k, v = (torch.rand(s["B"], hkv, s["L"], s["d"], device="cuda", dtype=torch.bfloat16) for _ in range(2))
     o = torch.empty_like(q)
     message = ctypes.create_string_buffer(512)
-    if lib.kl_flash_forward_path(*shape_args(s), message, len(message)) != 0:
+    if on_path(path, lambda: lib.kl_flash_forward_path(*shape_args(s), message, len(message))) != 0:
         raise RuntimeError(message.value.decode())
     kernel = message.value.decode()
     tensors = (q, k, v, o)  # alive as long as the call is
     ptrs = tuple(t.data_ptr() for t in tensors)
 
     def run(keep=tensors):
-        if lib.kl_flash_forward_bf16(*ptrs, *shape_args(s), message, len(message)) != 0:
+        if on_path(path, lambda: lib.kl_flash_forward_bf16(*ptrs, *shape_args(s), message, len(message))) != 0:
             raise RuntimeError(message.value.decode())
     return run, kernel
 
@@ -174,8 +191,18 @@ def print_table(rows, backward):
               f"{r['cudnn_tflops']:7.1f} {r['ladder_over_cudnn']:6.3f}{tail}  {runs}")
 
 
-def summary(rows):
-    ratios = [r["ladder_over_cudnn"] for r in rows if r.get("ladder_over_cudnn")]
+def print_paths_table(rows, paths):
+    print(f"\n{'shape':46} " + " ".join(f"{p[:24]:>24} ratio" for p in paths) + "   cuDNN  (TFLOP/s)")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['shape']:46} refused: {r['error']}")
+            continue
+        cells = " ".join(f"{r[f'ladder@{p}_tflops']:24.1f} {r[f'ladder@{p}_over_cudnn']:5.3f}" for p in paths)
+        print(f"{r['shape']:46} {cells} {r['cudnn_tflops']:7.1f}")
+
+
+def summary(rows, key="ladder_over_cudnn"):
+    ratios = [r[key] for r in rows if r.get(key)]
     if not ratios:
         return "no shape timed on both sides"
     geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
@@ -196,19 +223,33 @@ def main():
     ap.add_argument("--quick", action="store_true", help="L = 512 only (B*L = 1024)")
     ap.add_argument("--rounds", type=int, default=2, help="rounds of A B (then B A): each side timed this often")
     ap.add_argument("--backward", action="store_true", help="the backward instead of the forward")
+    ap.add_argument("--paths", help="the forward's ladder side once per KL_FLASH_FAST_PATH value (comma-separated)")
+    ap.add_argument("--shapes", help="only the shapes whose row name holds one of these parts (comma-separated)")
     args = ap.parse_args()
     if not 1 <= args.rounds <= 20:
         print(f"{SCRIPT}: --rounds={args.rounds} is out of range: allowed [1, 20]", file=sys.stderr)
+        sys.exit(2)
+    paths = [x for x in args.paths.split(",") if x] if args.paths else []
+    if args.paths is not None and (args.backward or not paths):
+        print(f"{SCRIPT}: --paths={args.paths} is out of range: allowed one or more KL_FLASH_FAST_PATH values, "
+              f"forward only (not with --backward)", file=sys.stderr)
         sys.exit(2)
     lib = load_ladder(args.lib)
     (torch,) = pc.require(SCRIPT)
     import torch_flash as tf  # the shapes and the SDPA call (imports torch)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     versions = tf.start(SCRIPT)
+    shapes = [s for s in tf.shapes(args.quick) if not (args.backward and s["Hkv"])]  # backward: multi-head only
+    if args.shapes:
+        parts = [x for x in args.shapes.split(",") if x]
+        missing = [x for x in parts if not any(x in tf.shape_text(s) for s in shapes)]
+        if missing or not parts:
+            print(f"{SCRIPT}: --shapes part '{missing[0] if missing else ''}' names no shape: allowed parts of "
+                  f"these rows' names, e.g. '{tf.shape_text(shapes[0])}'", file=sys.stderr)
+            sys.exit(2)
+        shapes = [s for s in shapes if any(x in tf.shape_text(s) for x in parts)]
     rows = []
-    for s in tf.shapes(args.quick):
-        if args.backward and s["Hkv"]:
-            continue  # the backward's bench rows and peers: multi-head attention only
+    for s in shapes:
         row = dict(s)
         row["shape"] = tf.shape_text(s)
         try:
@@ -219,23 +260,34 @@ def main():
                 rows.append(row)
                 torch.cuda.empty_cache()
                 continue
-            ladder, row["kernel"] = ladder_call(lib, s, torch)
+            sides = {}
+            for path in paths or [None]:
+                name = f"ladder@{path}" if path else "ladder"
+                sides[name], row[f"{name}_kernel" if path else "kernel"] = ladder_call(lib, s, torch, path)
             cudnn_fn, gqa = tf.sdpa_call(s, SDPBackend.CUDNN_ATTENTION)
 
             def cudnn(fn=cudnn_fn):
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     fn()
-            row.update(interleaved_row(s, {"ladder": ladder, "cudnn": cudnn}, args.rounds, tf.flops(s)))
+            sides["cudnn"] = cudnn
+            row.update(interleaved_row(s, sides, args.rounds, tf.flops(s)))
             if gqa:
                 row["gqa_cudnn"] = gqa
-            row["ladder_over_cudnn"] = row["cudnn_ms"] / row["ladder_ms"]
+            for name in sides:
+                if name != "cudnn":
+                    row[f"{name}_over_cudnn"] = row["cudnn_ms"] / row[f"{name}_ms"]
         except RuntimeError as e:  # a side that refuses the shape: its one line, the row without a ratio
             row["error"] = str(e).splitlines()[0][:200]
         print(json.dumps(row), flush=True)
         rows.append(row)
         torch.cuda.empty_cache()
-    print_table(rows, args.backward)
-    print(summary(rows))
+    if paths:
+        print_paths_table(rows, paths)
+        for path in paths:
+            print(f"ladder@{path}: " + summary(rows, f"ladder@{path}_over_cudnn"))
+    else:
+        print_table(rows, args.backward)
+        print(summary(rows))
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"versions": versions, "rows": rows, "method": "interleaved: " + pc.HARNESS}, f, indent=1)

@@ -541,6 +541,9 @@ TEST(InterleavedFlashScript, RefusesInOneLine) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_EQ(test::run_shell(script + "--lib /nonexistent.so --rounds 0", &out), 2);
   EXPECT_EQ(out, "interleaved_flash.py: --rounds=0 is out of range: allowed [1, 20]\n");
+  EXPECT_EQ(test::run_shell(script + "--lib /nonexistent.so --backward --paths wgmma-late", &out), 2);
+  EXPECT_EQ(out, "interleaved_flash.py: --paths=wgmma-late is out of range: allowed one or more KL_FLASH_FAST_PATH "
+                 "values, forward only (not with --backward)\n");
 }
 
 #ifdef KL_LADDER_C_LIB
@@ -575,18 +578,20 @@ TEST(LadderCApi, OneLineForBadInput) {
 
 // The ladder's forward and cuDNN's, then the backwards, timed in turn in one process (--quick: L = 512, both
 // masks, every head dimension, the forward's grouped-query rows): every row timed on each side twice, the
-// backward's deterministic mode beside its default at d = 64 and 128. Where PyTorch or a device is missing, the
-// script's one line, and the test skips.
+// backward's deterministic mode beside its default at d = 64 and 128; then two named forward kernels beside cuDNN
+// at the d = 64 rows alone. Where PyTorch or a device is missing, the script's one line, and the test skips.
 TEST(InterleavedFlashScript, TimesBothSidesInTurn) {
   std::string out;
   if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string json = test::tmp_dir() + "/interleaved.json";
+  auto run = [&](const std::string& options) {
+    return test::run_shell("python3 " + source_root() + "/bench/interleaved_flash.py --quick --rounds 2 --lib " +
+                               KL_LADDER_C_LIB + " " + options + " --out " + json + " 2>&1 >/dev/null",
+                           &out);
+  };
   for (const bool backward : {false, true}) {
     SCOPED_TRACE(backward ? "--backward" : "forward");
-    const std::string json = test::tmp_dir() + "/interleaved.json";
-    const int rc = test::run_shell("python3 " + source_root() + "/bench/interleaved_flash.py --quick --rounds 2 --lib " +
-                                       KL_LADDER_C_LIB + (backward ? " --backward" : "") + " --out " + json +
-                                       " 2>&1 >/dev/null",
-                                   &out);
+    const int rc = run(backward ? "--backward" : "");
     if (rc == 2 && (out.find("needs the Python package 'torch'") != std::string::npos ||
                     out.find("sees no CUDA device") != std::string::npos)) {
       EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
@@ -605,6 +610,16 @@ TEST(InterleavedFlashScript, TimesBothSidesInTurn) {
       EXPECT_FALSE(r["kernel"].get<std::string>().empty());
     }
   }
+  ASSERT_EQ(run("--paths wgmma-persistent,wgmma-persistent-m192 --shapes 'd=64 '"), 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
+  ASSERT_EQ(j["rows"].size(), 2u) << "d = 64 at L = 512, both masks";
+  for (const auto& r : j["rows"])
+    for (const char* path : {"wgmma-persistent", "wgmma-persistent-m192"}) {
+      const std::string side = std::string("ladder@") + path;
+      EXPECT_EQ(r[side + "_kernel"], path);
+      EXPECT_EQ(r[side + "_runs_ms"].size(), 2u);
+      EXPECT_GT(r[side + "_over_cudnn"].get<double>(), 0.0);
+    }
 }
 #endif
 
