@@ -159,6 +159,26 @@ def backward_row(lib, s, rounds, torch):
     return row
 
 
+def forward_row(lib, s, rounds, torch, paths):
+    """One forward row: the ladder's kernel (or each of `paths`, KL_FLASH_FAST_PATH values) and cuDNN's, in turn."""
+    import torch_flash as tf
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    row, sides = {}, {}
+    for path in paths or [None]:
+        name = f"ladder@{path}" if path else "ladder"
+        sides[name], row[f"{name}_kernel" if path else "kernel"] = ladder_call(lib, s, torch, path)
+    cudnn_fn, gqa = tf.sdpa_call(s, SDPBackend.CUDNN_ATTENTION)
+
+    def cudnn():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            cudnn_fn()
+    sides["cudnn"] = cudnn
+    row.update(interleaved_row(s, sides, rounds, tf.flops(s)))
+    if gqa:
+        row["gqa_cudnn"] = gqa
+    return row
+
+
 def interleaved_row(s, sides, rounds, flops):
     """Times each side of `sides` ({name: fn}) in their order, then the reverse, round after round (A B B A, or
     A B C C B A); the row's figures."""
@@ -237,7 +257,6 @@ def main():
     lib = load_ladder(args.lib)
     (torch,) = pc.require(SCRIPT)
     import torch_flash as tf  # the shapes and the SDPA call (imports torch)
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     versions = tf.start(SCRIPT)
     shapes = [s for s in tf.shapes(args.quick) if not (args.backward and s["Hkv"])]  # backward: multi-head only
     if args.shapes:
@@ -255,27 +274,12 @@ def main():
         try:
             if args.backward:
                 row.update(backward_row(lib, s, args.rounds, torch))
-                row["ladder_over_cudnn"] = row["cudnn_ms"] / row["ladder_ms"]
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-                torch.cuda.empty_cache()
-                continue
-            sides = {}
-            for path in paths or [None]:
-                name = f"ladder@{path}" if path else "ladder"
-                sides[name], row[f"{name}_kernel" if path else "kernel"] = ladder_call(lib, s, torch, path)
-            cudnn_fn, gqa = tf.sdpa_call(s, SDPBackend.CUDNN_ATTENTION)
-
-            def cudnn(fn=cudnn_fn):
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    fn()
-            sides["cudnn"] = cudnn
-            row.update(interleaved_row(s, sides, args.rounds, tf.flops(s)))
-            if gqa:
-                row["gqa_cudnn"] = gqa
-            for name in sides:
-                if name != "cudnn":
-                    row[f"{name}_over_cudnn"] = row["cudnn_ms"] / row[f"{name}_ms"]
+            else:
+                row.update(forward_row(lib, s, args.rounds, torch, paths))
+            # Each ladder side against cuDNN (the deterministic mode against the default instead: det_over_ladder).
+            for name in [k[:-3] for k in list(row) if k.startswith("ladder") and k.endswith("_ms")
+                         and not k.endswith("_runs_ms") and k != "ladder_det_ms"]:
+                row[f"{name}_over_cudnn"] = row["cudnn_ms"] / row[f"{name}_ms"]
         except RuntimeError as e:  # a side that refuses the shape: its one line, the row without a ratio
             row["error"] = str(e).splitlines()[0][:200]
         print(json.dumps(row), flush=True)
