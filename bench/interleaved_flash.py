@@ -136,24 +136,19 @@ def ladder_backward_sides(lib, s, torch, q, k, v, dout):
 
 
 def backward_row(lib, s, rounds, torch):
-    """One --backward row: the ladder's backward (both modes) and cuDNN's, timed in turn."""
-    import torch.nn.functional as F
+    """One --backward row: the ladder's backward (both modes) and cuDNN's (bench/torch_flash_backward.py's call),
+    timed in turn on the same inputs."""
+    import torch_flash_backward as tfb
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(s["B"], s["H"], s["L"], s["d"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
-               for _ in range(3))
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], scale=1.0 / math.sqrt(s["d"]))
-    dout = torch.randn_like(out)
+    cudnn_fn, (q, k, v, dout) = tfb.sdpa_backward_call(s, SDPBackend.CUDNN_ATTENTION)
 
     def cudnn():
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+            cudnn_fn()
     sides, kernel = ladder_backward_sides(lib, s, torch, q.detach(), k.detach(), v.detach(), dout.contiguous())
     sides["cudnn"] = cudnn
     row = {"kernel": kernel}
-    row.update(interleaved_row(s, sides, rounds, 2.5 * 4.0 * s["B"] * s["H"] * s["L"] * s["L"] * s["d"]
-                               * (0.5 if s["causal"] else 1.0)))
+    row.update(interleaved_row(sides, rounds, tfb.flops(s)))
     if "ladder_det_ms" in row:
         row["det_over_ladder"] = row["ladder_ms"] / row["ladder_det_ms"]
     return row
@@ -173,13 +168,13 @@ def forward_row(lib, s, rounds, torch, paths):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             cudnn_fn()
     sides["cudnn"] = cudnn
-    row.update(interleaved_row(s, sides, rounds, tf.flops(s)))
+    row.update(interleaved_row(sides, rounds, tf.flops(s)))
     if gqa:
         row["gqa_cudnn"] = gqa
     return row
 
 
-def interleaved_row(s, sides, rounds, flops):
+def interleaved_row(sides, rounds, flops):
     """Times each side of `sides` ({name: fn}) in their order, then the reverse, round after round (A B B A, or
     A B C C B A); the row's figures."""
     names = list(sides)

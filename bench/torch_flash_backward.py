@@ -39,16 +39,24 @@ def flops(s):
     return 2.5 * tf.flops(s)
 
 
-def time_sdpa_backward(s, backend, warmup, iters):
-    """Median ms of the backward alone at shape s with `backend` forced (the forward once, before)."""
+def sdpa_backward_call(s, backend):
+    """The backward alone at shape s with `backend` forced, as a call to time inside sdpa_kernel(backend) (the
+    forward run once, here, its graph kept), and the tensors it differentiates at: (q, k, v, dout)."""
     torch.manual_seed(0)
     q, k, v = (torch.randn(s["B"], s["H"], s["L"], s["d"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
                for _ in range(3))
     scale = 1.0 / math.sqrt(s["d"])
     with sdpa_kernel(backend):
         out = F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], scale=scale)
-        dout = torch.randn_like(out)
-        return pc.time_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), warmup, iters), {}
+    dout = torch.randn_like(out)
+    return (lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)), (q, k, v, dout)
+
+
+def time_sdpa_backward(s, backend, warmup, iters):
+    """Median ms of the backward alone at shape s with `backend` forced (the forward once, before)."""
+    fn, _ = sdpa_backward_call(s, backend)
+    with sdpa_kernel(backend):
+        return pc.time_ms(fn, warmup, iters), {}
 
 
 SHAPE_RE = re.compile(r"L=(\d+)\s+d=(\d+)\s+(non-causal|causal).*dq=(atomic|deterministic)")
