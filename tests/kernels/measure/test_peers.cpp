@@ -492,9 +492,8 @@ TEST(ClocksSummaryScript, OneLineFromNvidiaSmisCsv) {
 // bench/ab_builds.sh takes a candidate as a patch: its tree made from the base's files (no builds, no docs/tour)
 // with the patch applied, also where the base is a git repository's root with the patched file committed (as on the
 // CPU machine, where `git apply` run inside .ab/NAME reads a git diff's paths from the repository's root and skips
-// them, silently), kept
-// while the patch is the same (a warm machine keeps its build), made again for another patch; a patch that does
-// not apply, or a name that is neither a tree nor a patch: one line, exit 2.
+// them, silently), kept while the patch is the same (a warm machine keeps its build), made again for another patch;
+// a patch that does not apply, or a name that is neither a tree nor a patch: one line, exit 2.
 TEST(AbBuildsScript, PatchesBecomeTreesBesideTheBase) {
   std::string out;
   if (test::run_shell("git --version", &out) != 0) GTEST_SKIP() << "no git here";
