@@ -251,21 +251,29 @@ inline bool fast_path_tma(FastPath path) {
   return path == FastPath::Wgmma || path == FastPath::WgmmaLate || path == FastPath::WgmmaByShape ||
          fast_path_persistent(path);
 }
-// The kernel WgmmaByShape runs for p, as measured on the H200 (docs/perf-log.md, "two Q tiles and the late
-// rescale", two sessions of 2026-12-01, and "192 query rows at d = 64", 2026-12-02): long causal rows
-// (Lq > 8192; d = 256: Lq > 4096), whose uneven tiles the hardware's block scheduler balances better than the
-// persistent kernel's static order, take the one-block-per-tile TMA kernel with the late rescale
-// (wgmma-late), as does d = 256 non-causal; elsewhere the persistent kernel: at d = 64 on 192 query rows
-// without the mask (1.04x to 1.17x over 128 rows) and on 128 rows with it (192 rows read 0.86x to 1.08x
-// there; up to Lq = 512 two Q tiles and the late rescale, 1.053x and 1.058x in two sessions), at d = 128 with two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to
-// L = 8192), at d = 256 with the late rescale (one Q tile: no room for two). Other paths: themselves.
+// The kernel WgmmaByShape runs for p, as measured (docs/perf-log.md: "two Q tiles and the late rescale", H200,
+// 2026-12-01; "192 query rows at d = 64", H200, 2026-12-02; the by-shape default checked in turn with cuDNN,
+// 2026-12-06): long causal rows (Lq > 8192; d = 256: Lq > 4096), whose uneven tiles the hardware's block
+// scheduler balances better than the persistent kernel's static order, take the one-block-per-tile TMA kernel
+// with the late rescale (wgmma-late), as does d = 256 non-causal past Lq = 2048; elsewhere the persistent
+// kernel:
+//   d = 64: 192 query rows without the mask (1.04x to 1.17x over 128 rows) and with it from Lq = 1025 to 4096
+//     (1.07x at 4096 on both boards, about 1.01x at 2048); with the mask up to Lq = 512 two Q tiles and the
+//     late rescale (1.05x), else 128 rows (192 rows read 0.79x to 0.98x there);
+//   d = 128: two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192);
+//   d = 256: the late rescale (one Q tile: no room for two), also without the mask up to Lq = 2048 (1.01x to
+//     1.07x over wgmma-late).
+// Other paths: themselves.
 inline bool fast_persistent_pays(const FastParams& p) {
-  return p.d == 256 ? p.causal && p.Lq <= 4096 : !p.causal || p.Lq <= 8192;
+  return p.d == 256 ? p.Lq <= (p.causal ? 4096 : 2048) : !p.causal || p.Lq <= 8192;
 }
 inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
   if (path != FastPath::WgmmaByShape) return path;
   if (!fast_persistent_pays(p)) return FastPath::WgmmaLate;
-  if (p.d == 64 && p.causal) return p.Lq <= 512 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistent;
+  if (p.d == 64 && p.causal) {
+    if (p.Lq <= 512) return FastPath::WgmmaPersistentQ2Late;
+    return p.Lq > 1024 && p.Lq <= 4096 ? FastPath::WgmmaPersistentM192 : FastPath::WgmmaPersistent;
+  }
   if (p.d == 64) return FastPath::WgmmaPersistentM192;
   return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
 }

@@ -597,11 +597,10 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
 
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
 // The default on sm_90a picks its kernel by shape (as measured, docs/perf-log.md): the persistent kernel
-// (d = 64 on 192 query rows without the mask and plain with it, there two Q tiles + late rescale up to L = 512,
-// d = 128 two Q tiles + late rescale, d = 256
-// late rescale) but on long causal rows
-// (Lq > 8192; d = 256: Lq > 4096) and d = 256 non-causal, which take the TMA kernel with the late rescale;
-// every named path stays itself.
+// (d = 64 on 192 query rows without the mask and from L = 1025 to 4096 with it, else 128 rows, there two Q
+// tiles + late rescale up to L = 512; d = 128 two Q tiles + late rescale; d = 256 late rescale) but on long
+// causal rows (Lq > 8192; d = 256: Lq > 4096) and d = 256 non-causal past Lq = 2048, which take the TMA kernel
+// with the late rescale; every named path stays itself.
 TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
   auto kernel = [](int L, int d, bool causal) {
     FastParams p;
@@ -610,18 +609,21 @@ TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
   };
   for (bool causal : {false, true}) {
     EXPECT_EQ(kernel(512, 64, causal), causal ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentM192);
-    for (int L : {513, 4096, 8192})
+    for (int L : {513, 1024, 8192})
       EXPECT_EQ(kernel(L, 64, causal), causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192);
+    for (int L : {1025, 2048, 4096}) EXPECT_EQ(kernel(L, 64, causal), FastPath::WgmmaPersistentM192);
     for (int L : {512, 4096, 8192}) {
       EXPECT_EQ(kernel(L, 128, causal), FastPath::WgmmaPersistentQ2Late);
     }
+    EXPECT_EQ(kernel(4097, 64, causal), causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192);
     EXPECT_EQ(kernel(16384, 64, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentM192);
     EXPECT_EQ(kernel(8193, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2Late);
     EXPECT_EQ(kernel(16384, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2Late);
+    EXPECT_EQ(kernel(2048, 256, causal), FastPath::WgmmaPersistentLate);
   }
   EXPECT_EQ(kernel(4096, 256, true), FastPath::WgmmaPersistentLate);
   EXPECT_EQ(kernel(4097, 256, true), FastPath::WgmmaLate);
-  EXPECT_EQ(kernel(1024, 256, false), FastPath::WgmmaLate);
+  EXPECT_EQ(kernel(2049, 256, false), FastPath::WgmmaLate);
   FastParams p;
   p.Lq = 512, p.d = 64;
   for (FastPath named : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaLate, FastPath::WgmmaPersistentLate})
