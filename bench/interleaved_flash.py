@@ -20,6 +20,9 @@ atomics, and the deterministic mode where it runs other launches: d = 64 and 128
 same way (ladder, deterministic, cuDNN, then back). The ladder's side gets O and L from PyTorch's flash forward
 (its logsumexp is the ladder's L), cuDNN's its own forward; each times the backward alone, as the two scripts do.
 
+PyTorch's flash backend is timed in the same turn (its figure is the record's "flash" column): where it refuses a
+shape, the row says so (flash_error) and the other sides are timed as before; not with --paths.
+
 --paths P1,P2,...: the forward's ladder side once per KL_FLASH_FAST_PATH value (each a kernel the bench can name,
 or auto), all timed in turn with cuDNN: which kernel a shape's default should be, each against cuDNN in the same
 clock state. --shapes PART,...: only the shapes whose row name holds one of the parts (e.g. 'd=64 causal'), as
@@ -29,8 +32,9 @@ Usage (on the GPU machine):
   python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so [--backward | --paths P1,P2,...]
                                      [--shapes PART,...] [--out FILE] [--quick] [--rounds N]
 Prints one JSON object per shape, then a table (ladder / cuDNN; with --backward the deterministic mode too) and a
-summary line: shapes at 1.0x or more, under 0.95x, the geometric mean. --out writes {"versions": ..., "rows":
-[...]}. Without the library, torch or a device: one line, exit 2.
+summary line: shapes at 1.0x or more, under 0.95x, the geometric mean. --out writes {"versions": ..., "quick": ...,
+"method": ..., "rows": [...]}, which bench/record_peers.py takes as --interleaved (--interleaved-backward). Without
+the library, torch or a device: one line, exit 2.
 """
 import argparse
 import ctypes
@@ -148,6 +152,7 @@ def backward_row(lib, s, rounds, torch):
     sides, kernel = ladder_backward_sides(lib, s, torch, q.detach(), k.detach(), v.detach(), dout.contiguous())
     sides["cudnn"] = cudnn
     row = {"kernel": kernel}
+    flash_side(sides, row, lambda: tfb.sdpa_backward_call(s, SDPBackend.FLASH_ATTENTION)[0])
     row.update(interleaved_row(sides, rounds, tfb.flops(s)))
     if "ladder_det_ms" in row:
         row["det_over_ladder"] = row["ladder_ms"] / row["ladder_det_ms"]
@@ -168,10 +173,32 @@ def forward_row(lib, s, rounds, torch, paths):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             cudnn_fn()
     sides["cudnn"] = cudnn
+    if not paths:
+        flash_side(sides, row, lambda: tf.sdpa_call(s, SDPBackend.FLASH_ATTENTION)[0])
     row.update(interleaved_row(sides, rounds, tf.flops(s)))
     if gqa:
         row["gqa_cudnn"] = gqa
     return row
+
+
+def flash_side(sides, row, make):
+    """Adds PyTorch's flash backend to `sides` ("flash": make() is its call, run once here inside sdpa_kernel), or
+    its refusal's first line to row["flash_error"]."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            fn = make()
+            fn()
+            torch.cuda.synchronize()
+    except RuntimeError as e:  # the backend does not take this shape (head dim, grouped queries) in this build
+        row["flash_error"] = str(e).splitlines()[0][:200]
+        return
+
+    def flash():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            fn()
+    sides["flash"] = flash
 
 
 def interleaved_row(sides, rounds, flops):
@@ -192,8 +219,8 @@ def interleaved_row(sides, rounds, flops):
 
 
 def print_table(rows, backward):
-    sides = ("ladder", "ladder_det", "cudnn") if backward else ("ladder", "cudnn")
-    head = "ladder     det   cuDNN  ratio  det/at" if backward else "ladder   cuDNN  ratio"
+    sides = ("ladder", "ladder_det", "cudnn", "flash") if backward else ("ladder", "cudnn", "flash")
+    head = "ladder     det   cuDNN  flash  ratio  det/at" if backward else "ladder   cuDNN  flash  ratio"
     print(f"\n{'shape':46} {'kernel':26} {head}  runs (ms: " + "; ".join(sides) + ")")
     for r in rows:
         if "error" in r:
@@ -201,9 +228,10 @@ def print_table(rows, backward):
             continue
         runs = "; ".join(" ".join(f"{x:.4f}" for x in r[f"{n}_runs_ms"]) for n in sides if f"{n}_runs_ms" in r)
         det = f"{r['ladder_det_tflops']:7.1f} " if "ladder_det_tflops" in r else "      - "
+        flash = f"{r['flash_tflops']:6.1f}" if "flash_tflops" in r else "     -"
         tail = f"  {r['det_over_ladder']:6.3f}" if "det_over_ladder" in r else ("       -" if backward else "")
         print(f"{r['shape']:46} {r['kernel']:26} {r['ladder_tflops']:6.1f} {det if backward else ''}"
-              f"{r['cudnn_tflops']:7.1f} {r['ladder_over_cudnn']:6.3f}{tail}  {runs}")
+              f"{r['cudnn_tflops']:7.1f} {flash} {r['ladder_over_cudnn']:6.3f}{tail}  {runs}")
 
 
 def print_paths_table(rows, paths):
@@ -289,7 +317,8 @@ def main():
         print(summary(rows))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"versions": versions, "rows": rows, "method": "interleaved: " + pc.HARNESS}, f, indent=1)
+            json.dump({"versions": versions, "quick": args.quick, "backward": args.backward, "rows": rows,
+                       "method": "interleaved: " + pc.HARNESS}, f, indent=1)
 
 
 if __name__ == "__main__":
