@@ -108,8 +108,9 @@ if has bench; then
     timeout 600 python3 bench/torch_flash.py --ladder-json "$out/bench.json" --out "$out/peers/flash.json"
     timeout 600 python3 bench/torch_flash_backward.py --ladder-json "$out/bench.json" --out "$out/peers/backward.json"
     timeout 600 python3 bench/triton_peers.py --json "$out/peers/triton.json"
-    # The forward and the backward again, the ladder's kernels and cuDNN timed in turn in one process (the same
-    # clocks for both sides of each ratio; not the record's method, beside it): their tables and summary lines.
+    # The forward and the backward again, the ladder's kernels, PyTorch flash and cuDNN timed in turn in one
+    # process (the same clocks for every side of a ratio): the record's figures; the two scripts above, each side
+    # minutes apart in its own process, stay beside them in peers.txt.
     timeout 600 python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so \
       --out "$out/peers/interleaved.json"
     timeout 600 python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward \
@@ -124,9 +125,9 @@ if has bench; then
   # copied flat to $out (recorded-h200.json, recorded-fast-kernels.md: the device tool brings back no folder
   # nested deeper than one level), to be committed as they are.
   log "recorded peers -> docs/perf/h200.json and docs/fast-kernels.md ($out/recorded-*)"
-  if python3 bench/record_peers.py --bench "$out/bench.json" --flash "$out/peers/flash.json" \
-      --backward "$out/peers/backward.json" --triton "$out/peers/triton.json" --out docs/perf/h200.json 2>&1 \
-      | tee -a "$out/summary.txt" && cmake --build --preset cuda --target readme-peers-table > /dev/null 2>&1; then
+  if python3 bench/record_peers.py --bench "$out/bench.json" --interleaved "$out/peers/interleaved.json" \
+      --interleaved-backward "$out/peers/interleaved-backward.json" --triton "$out/peers/triton.json" \
+      --out docs/perf/h200.json 2>&1 | tee -a "$out/summary.txt" && cmake --build --preset cuda --target readme-peers-table > /dev/null 2>&1; then
     cp docs/perf/h200.json "$out/recorded-h200.json" && cp docs/fast-kernels.md "$out/recorded-fast-kernels.md"
   else
     log "recording failed: docs/perf/h200.json and docs/fast-kernels.md left as they were"

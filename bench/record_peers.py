@@ -10,6 +10,9 @@ Inputs (each one optional; a section is written where its inputs are given):
   --flash FILE      `bench/torch_flash.py --ladder-json BENCH --out FILE`: PyTorch SDPA forward, flash and cuDNN
   --backward FILE   `bench/torch_flash_backward.py --ladder-json BENCH --out FILE`: their backward
   --triton FILE     `bench/triton_peers.py --json FILE`: Triton's and torch's vector add, ReLU + dropout, softmax
+  --interleaved FILE           `bench/interleaved_flash.py --lib ... --out FILE`: the forward's ladder, PyTorch
+                               flash and cuDNN timed in turn in one process (instead of --flash; no --bench needed)
+  --interleaved-backward FILE  the same with --backward (instead of --backward)
 
 Sections written:
   flash-forward   TFLOP/s, the ladder's `fast` against PyTorch flash and cuDNN (--bench and --flash)
@@ -17,13 +20,17 @@ Sections written:
                   against PyTorch flash and cuDNN backward (--bench and --backward), at the head dimensions
                   the ladder's backward was benched at
   A shape the ladder has no figure for (a row its bench did not print) is kept, its value null ("-").
+  From --interleaved / --interleaved-backward each row's figures are that script's, all sides of a shape timed
+  back to back in the same clock state (bench/gpu_session.sh bench records these); a side it has no figure for
+  (a refusal) is null.
   memory          of copy (GB/s over a device-to-device copy of the same bytes, same run), vector add
                   fast, ReLU + dropout fused and softmax fixed against Triton and torch (--bench and --triton);
                   the three transposes (rung 1½) with no peer
 
 Usage (on the GPU machine, after the session's bench step; bench/gpu_session.sh bench runs it):
-  python3 bench/record_peers.py --bench bench.json --flash flash.json --backward backward.json \\
-      --triton triton.json --out docs/perf/h200.json [--date YYYY-MM-DD]
+  python3 bench/record_peers.py --bench bench.json --interleaved interleaved.json \\
+      --interleaved-backward interleaved-backward.json --triton triton.json --out docs/perf/h200.json [--date YYYY-MM-DD]
+  (or --flash flash.json --backward backward.json: the ladder's figures from the bench, the peers' from a later process)
 Then `cmake --build --preset default --target readme-peers-table` rewrites the peers table of docs/fast-kernels.md from it.
 Exit code 2 with one line for a missing or malformed input.
 """
@@ -151,6 +158,49 @@ def backward_section(bench, peers, run):
             "rows": rows}
 
 
+INTERLEAVED_RUN = ("python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so{}: the ladder, PyTorch flash "
+                   "and cuDNN timed in turn, shape by shape, in one process")
+
+
+def interleaved_rows(doc, what, path, backward):
+    """The rows of bench/interleaved_flash.py's --out, checked to be the forward's (backward=False) or the backward's."""
+    rows = rows_of(doc, what, path)
+    is_backward = doc.get("backward", any("ladder_det_ms" in r for r in rows)) if isinstance(doc, dict) else False
+    if is_backward != backward:
+        raise Refused(f"{what} {path}: expected interleaved_flash.py's output {'with' if backward else 'without'} "
+                      "--backward")
+    if any("ladder_tflops" not in r and "error" not in r for r in rows):
+        raise Refused(f"{what} {path}: a row without the ladder's figure (a --paths run? record the default's)")
+    return rows
+
+
+def kernels_of(rows):
+    names = []
+    for r in rows:
+        if r.get("kernel") and r["kernel"] not in names:
+            names.append(r["kernel"])
+    return ", ".join(names) if names else "fast"
+
+
+def forward_interleaved(rows, run):
+    sec = forward_section({"rows": []}, [], run)
+    sec["title"] = f"FlashAttention forward (fast: {kernels_of(rows)}) against PyTorch SDPA"
+    sec["rows"] = [{"shape": r["shape"], "values": [rounded(r.get(k), 1) for k in
+                                                    ("ladder_tflops", "flash_tflops", "cudnn_tflops")]} for r in rows]
+    return sec
+
+
+def backward_interleaved(rows, run):
+    sec = backward_section({"rows": []}, [], run)
+    sec["title"] = f"FlashAttention backward (fast: {kernels_of(rows)}) against PyTorch SDPA's backward"
+    # At d = 256 both modes run the same launches (the dQ pass): one figure, in both columns.
+    sec["rows"] = [{"shape": r["shape"], "values": [rounded(r.get("ladder_tflops"), 1),
+                                                    rounded(r.get("ladder_det_tflops", r.get("ladder_tflops")), 1),
+                                                    rounded(r.get("flash_tflops"), 1), rounded(r.get("cudnn_tflops"), 1)]}
+                   for r in rows]
+    return sec
+
+
 MEMORY = [  # (bench kernel, bench variant, triton_peers op, name in the table)
     ("vector-add", "fast", "vector-add", "vector add fast"),
     ("relu-dropout", "fused", "relu-dropout", "ReLU + dropout fused"),
@@ -230,6 +280,16 @@ def build(args):
         path = getattr(args, opt)
         if path and bench is None:
             raise Refused(f"{what} {path}: needs --bench (the ladder's figures from the same run)")
+    for a, b in (("flash", "interleaved"), ("backward", "interleaved_backward")):
+        if getattr(args, a) and getattr(args, b):
+            raise Refused(f"--{a} and --{b.replace('_', '-')}: give one of them (both write the same section)")
+    quick = bool(bench.get("quick")) if bench is not None else False
+    if args.interleaved:
+        doc = load(args.interleaved, "--interleaved")
+        docs.append(doc)
+        sections.append(forward_interleaved(interleaved_rows(doc, "--interleaved", args.interleaved, False),
+                                            INTERLEAVED_RUN.format("")))
+        quick = quick or bool(doc.get("quick"))
     if args.flash:
         doc = load(args.flash, "--flash")
         docs.append(doc)
@@ -242,6 +302,12 @@ def build(args):
         sections.append(backward_section(bench, rows_of(doc, "--backward", args.backward),
                                          "kernel-ladder bench --backend cuda --json; python3 "
                                          "bench/torch_flash_backward.py --ladder-json"))
+    if args.interleaved_backward:
+        doc = load(args.interleaved_backward, "--interleaved-backward")
+        docs.append(doc)
+        sections.append(backward_interleaved(interleaved_rows(doc, "--interleaved-backward", args.interleaved_backward,
+                                                              True), INTERLEAVED_RUN.format(" --backward")))
+        quick = quick or bool(doc.get("quick"))
     if args.triton:
         doc = load(args.triton, "--triton")
         if not isinstance(doc, dict) or not isinstance(doc.get("peers"), list):
@@ -250,14 +316,15 @@ def build(args):
         sections.append(memory_section(bench, doc, "kernel-ladder bench --backend cuda --json; python3 "
                                                    "bench/triton_peers.py --json"))
     if not sections:
-        raise Refused("no section to write: give --bench with at least one of --flash, --backward, --triton")
+        raise Refused("no section to write: give --bench with at least one of --flash, --backward, --triton, or "
+                      "--interleaved / --interleaved-backward")
     v = versions_of(*docs)
     return {"schema": 1, "about": ABOUT,
             "date": args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "device": v.get("device"), "driver": v.get("driver"), "cuda": v.get("cuda"), "torch": v.get("torch"),
             "cudnn": v.get("cudnn"), "triton": v.get("triton"), "harness": v.get("harness") or HARNESS,
             "source": "one GPU session (bench/gpu_session.sh bench): every section from the same session",
-            "quick": bool(bench.get("quick")), "sections": sections}
+            "quick": quick, "sections": sections}
 
 
 def dump(doc):
@@ -294,6 +361,8 @@ def main():
     ap.add_argument("--flash", help="bench/torch_flash.py --out")
     ap.add_argument("--backward", help="bench/torch_flash_backward.py --out")
     ap.add_argument("--triton", help="bench/triton_peers.py --json")
+    ap.add_argument("--interleaved", help="bench/interleaved_flash.py --out (the forward; instead of --flash)")
+    ap.add_argument("--interleaved-backward", help="bench/interleaved_flash.py --backward --out (instead of --backward)")
     ap.add_argument("--date", help="the session's date, YYYY-MM-DD (default: today, UTC)")
     ap.add_argument("--out", required=True, help="the recorded results to write (docs/perf/h200.json)")
     args = ap.parse_args()

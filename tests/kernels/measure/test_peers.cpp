@@ -441,6 +441,68 @@ TEST(RecordPeersScript, ItsOutputParsesWithTheSessionsFiguresAndVersions) {
   EXPECT_NE(out.find("needs --bench"), std::string::npos) << out;
 }
 
+// The record's flash sections from bench/interleaved_flash.py's outputs (every side of a shape timed in turn in one
+// process): each row's figures as that script wrote them, d = 256's one backward figure in both ladder columns, a
+// refused side null; a --paths run, the backward's file given as the forward's, or both methods for one section:
+// one line, exit 2.
+TEST(RecordPeersScript, InterleavedRowsAreTheFlashSections) {
+  std::string out;
+  if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
+  const std::string dir = test::tmp_dir() + "/record-interleaved";
+  test::run_shell("mkdir -p " + dir, &out);
+  const nlohmann::json versions = {{"device", "NVIDIA H200"}, {"torch", "2.11.0+cu130"}, {"cudnn", "9.19.0"}};
+  const nlohmann::json forward = {
+      {"versions", versions}, {"quick", false}, {"backward", false},
+      {"rows",
+       {{{"shape", "B=4 H=16 L=4096 d=128 non-causal bf16"}, {"kernel", "wgmma-persistent-q2-late"},
+         {"ladder_tflops", 660.94}, {"cudnn_tflops", 650.61}, {"flash_tflops", 360.02}},
+        {{"shape", "B=4 H=16 Hkv=2 L=4096 d=128 causal bf16"}, {"kernel", "wgmma-persistent-q2-late"},
+         {"ladder_tflops", 615.2}, {"cudnn_tflops", 578.2}, {"flash_error", "refused"}}}}};
+  const nlohmann::json backward = {
+      {"versions", versions}, {"quick", false}, {"backward", true},
+      {"rows",
+       {{{"shape", "B=4 H=16 L=4096 d=128 causal bf16"}, {"kernel", "wgmma-tma"}, {"ladder_tflops", 437.7},
+         {"ladder_det_tflops", 365.1}, {"cudnn_tflops", 463.4}, {"flash_tflops", 300.0}},
+        {{"shape", "B=4 H=8 L=4096 d=256 causal bf16"}, {"kernel", "wgmma-d256"}, {"ladder_tflops", 289.04},
+         {"cudnn_tflops", 359.0}, {"flash_tflops", 210.0}}}}};
+  const nlohmann::json paths = {
+      {"versions", versions},
+      {"rows", {{{"shape", "B=4 H=16 L=4096 d=128 causal bf16"}, {"ladder@wgmma_tflops", 500.0}, {"cudnn_tflops", 1.0}}}}};
+  std::ofstream(dir + "/fwd.json") << forward.dump();
+  std::ofstream(dir + "/bwd.json") << backward.dump();
+  std::ofstream(dir + "/paths.json") << paths.dump();
+  const std::string script = "python3 " + source_root() + "/bench/record_peers.py --date 2026-12-06 ";
+  ASSERT_EQ(test::run_shell(script + "--interleaved " + dir + "/fwd.json --interleaved-backward " + dir +
+                                "/bwd.json --out " + dir + "/h200.json",
+                            &out),
+            0)
+      << out;
+  const peers::Recorded r = peers::parse(read_file(dir + "/h200.json"), "h200.json");
+  const peers::Section& fw = *r.find("flash-forward");
+  ASSERT_EQ(fw.rows.size(), 2u);
+  EXPECT_EQ(*fw.rows[0].values[0], 660.9);
+  EXPECT_EQ(*fw.rows[0].values[1], 360.0) << "PyTorch flash, timed in the same turn";
+  EXPECT_EQ(*fw.rows[0].values[2], 650.6);
+  EXPECT_FALSE(fw.rows[1].values[1].has_value()) << "a refused side is null";
+  EXPECT_NE(fw.title.find("wgmma-persistent-q2-late"), std::string::npos) << fw.title;
+  const peers::Section& bw = *r.find("flash-backward");
+  ASSERT_EQ(bw.rows.size(), 2u);
+  EXPECT_EQ(*bw.rows[0].values[0], 437.7);
+  EXPECT_EQ(*bw.rows[0].values[1], 365.1);
+  EXPECT_EQ(*bw.rows[0].values[3], 463.4);
+  EXPECT_EQ(*bw.rows[1].values[0], 289.0);
+  EXPECT_EQ(*bw.rows[1].values[1], 289.0) << "d = 256: both modes are the same launches";
+  EXPECT_EQ(*bw.rows[1].values[2], 210.0);
+  for (const std::string& bad :
+       {"--interleaved " + dir + "/bwd.json", "--interleaved " + dir + "/paths.json",
+        "--interleaved-backward " + dir + "/fwd.json", "--bench x --flash x --interleaved " + dir + "/fwd.json"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(test::run_shell(script + bad + " --out " + dir + "/x.json", &out), 2);
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_EQ(out.rfind("record_peers.py: --", 0), 0u) << out;
+  }
+}
+
 // [SECTION] bench/peers_common.py reads KL_BENCH_WARMUP_MS as the ladder's bench does ----------------------------
 TEST(PeersCommon, WarmupMillisecondsFromTheEnvironment) {
   std::string out;
@@ -575,10 +637,10 @@ TEST(LadderCApi, OneLineForBadInput) {
   dlclose(lib);
 }
 
-// The ladder's forward and cuDNN's, then the backwards, timed in turn in one process (--quick: L = 512, both
-// masks, every head dimension, the forward's grouped-query rows): every row timed on each side twice, the
-// backward's deterministic mode beside its default at d = 64 and 128; then two named forward kernels beside cuDNN
-// at the d = 64 rows alone. Where PyTorch or a device is missing, the script's one line, and the test skips.
+// The ladder's forward, cuDNN's and PyTorch flash's, then the backwards, timed in turn in one process (--quick:
+// L = 512, both masks, every head dimension, the forward's grouped-query rows): every row timed on each side twice,
+// the backward's deterministic mode beside its default at d = 64 and 128; then two named forward kernels beside
+// cuDNN at the d = 64 rows alone. Where PyTorch or a device is missing, the script's one line, and the test skips.
 TEST(InterleavedFlashScript, TimesBothSidesInTurn) {
   std::string out;
   if (test::run_shell("python3 --version", &out) != 0) GTEST_SKIP() << "no python3 here (the GPU machine has it)";
@@ -604,6 +666,8 @@ TEST(InterleavedFlashScript, TimesBothSidesInTurn) {
       ASSERT_FALSE(r.contains("error")) << r["error"];
       EXPECT_EQ(r["ladder_runs_ms"].size(), 2u);
       EXPECT_EQ(r["cudnn_runs_ms"].size(), 2u);
+      EXPECT_FALSE(r.contains("flash_error")) << r["flash_error"];
+      EXPECT_EQ(r["flash_runs_ms"].size(), 2u) << "PyTorch flash in the same turn";
       EXPECT_EQ(r.contains("ladder_det_runs_ms"), backward && r["d"] != 256);
       EXPECT_GT(r["ladder_over_cudnn"].get<double>(), 0.0);
       EXPECT_FALSE(r["kernel"].get<std::string>().empty());
