@@ -279,8 +279,8 @@ TEST(FlashAttentionStudy, PastRungFoursWallRungFourIsRefusedAndSaid) {
 // The shared-memory budget bars follow the fast kernel the default takes at the shape (the panel's line under the
 // bars names the same one). At d = 256 the tiles d = 128 uses do not fit (teaching 64 x 64: 279296 bytes; the d =
 // 128 default without the mask, wgmma-persistent-q2-late, 128 x 128 in 2 stages with 2 Q tiles: 384 KiB + 1 KiB +
-// 12 mbarriers), the ones taken do (64 x 32 is the default; wgmma-late's 128 x 80 in 2 stages: 224 KiB + 1 KiB +
-// 9 mbarriers), each bar the sum of its parts.
+// 12 mbarriers), the ones taken do (64 x 32 is the default; wgmma-persistent-late's 128 x 80 in 2 stages: 224 KiB
+// + 1 KiB + 10 mbarriers; past L = 2048 without the mask wgmma-late's, 9 mbarriers), each bar the sum of its parts.
 attention::Shape shape_d(int d, int64_t l = 48) {
   attention::Shape s;
   s.lq = s.lk = l;
@@ -304,8 +304,9 @@ TEST(FlashAttentionStudy, BudgetBarsSayWhyTheTilesShrinkAtD256) {
   EXPECT_TRUE(has(v[1].label, "64 x 64"));
   EXPECT_EQ(v[1].total, 279296);
   EXPECT_FALSE(v[1].fits);
-  EXPECT_TRUE(has(v[2].label, "fast wgmma-late 128 x 80, 2 stages (the H100/H200 default at this shape)")) << v[2].label;
-  EXPECT_EQ(v[2].total, 224 * 1024 + 1024 + 8 * 9);
+  EXPECT_TRUE(has(v[2].label, "fast wgmma-persistent-late 128 x 80, 2 stages (the H100/H200 default at this shape)"))
+      << v[2].label;
+  EXPECT_EQ(v[2].total, 224 * 1024 + 1024 + 8 * 10);  // its own mbarriers: an empty Q one besides the full
   EXPECT_TRUE(v[2].fits);
   EXPECT_EQ(v[2].parts[0].bytes, 64 * 1024);   // Q: 128 rows x 256 x 2 bytes
   EXPECT_EQ(v[2].parts[1].bytes, 80 * 1024);   // K: 2 stages x 80 keys x 256 x 2 bytes
@@ -317,12 +318,15 @@ TEST(FlashAttentionStudy, BudgetBarsSayWhyTheTilesShrinkAtD256) {
   EXPECT_TRUE(has(c, "272.8 KiB")) << c;  // 279296 bytes
   EXPECT_TRUE(has(c, "385.1 KiB")) << c;  // 384 KiB + 1 KiB + 96 bytes
   EXPECT_TRUE(has(c, "64 x 32")) << c;
-  EXPECT_TRUE(has(c, "(wgmma-late) keeps 128 x 80 in 2 stages with one Q tile (225.1 KiB)")) << c;
-  // With the mask at d = 256 up to L = 4096 the default is the persistent kernel (one Q tile, the late rescale):
-  // its bar counts its own mbarriers (an empty Q one besides the full).
+  EXPECT_TRUE(has(c, "(wgmma-persistent-late) keeps 128 x 80 in 2 stages with one Q tile (225.1 KiB)")) << c;
+  // The same with the mask (up to L = 4096); without it past L = 2048 the one-block-per-tile kernel, one mbarrier
+  // fewer.
   const std::vector<Budget> causal = budgets(shape_d(256), true, 16, 16, limit);
   EXPECT_TRUE(has(causal[2].label, "fast wgmma-persistent-late 128 x 80")) << causal[2].label;
   EXPECT_EQ(causal[2].total, 224 * 1024 + 1024 + 8 * 10);
+  const std::vector<Budget> long_rows = budgets(shape_d(256, 4096), false, 16, 16, limit);
+  EXPECT_TRUE(has(long_rows[2].label, "fast wgmma-late 128 x 80")) << long_rows[2].label;
+  EXPECT_EQ(long_rows[2].total, 224 * 1024 + 1024 + 8 * 9);
   // At d = 128: the teaching tile and the default's (two Q tiles), both fitting; no carried-over bars.
   const std::vector<Budget> w = budgets(shape_d(128), false, 64, 64, limit);
   ASSERT_EQ(w.size(), 2u);
