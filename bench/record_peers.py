@@ -183,6 +183,7 @@ def kernels_of(rows):
 
 
 def forward_interleaved(rows, run):
+    """The flash-forward section with forward_section's columns and note, its rows from the runs in turn."""
     sec = forward_section({"rows": []}, [], run)
     sec["title"] = f"FlashAttention forward (fast: {kernels_of(rows)}) against PyTorch SDPA"
     sec["rows"] = [{"shape": r["shape"], "values": [rounded(r.get(k), 1) for k in
@@ -191,6 +192,7 @@ def forward_interleaved(rows, run):
 
 
 def backward_interleaved(rows, run):
+    """The flash-backward section with backward_section's columns and note, its rows from the runs in turn."""
     sec = backward_section({"rows": []}, [], run)
     sec["title"] = f"FlashAttention backward (fast: {kernels_of(rows)}) against PyTorch SDPA's backward"
     # At d = 256 both modes run the same launches (the dQ pass): one figure, in both columns.
