@@ -259,7 +259,7 @@ inline bool fast_path_tma(FastPath path) {
 // kernel:
 //   d = 64: 192 query rows without the mask (1.04x to 1.17x over 128 rows) and with it from Lq = 1025 to 4096
 //     (1.07x at 4096 on both boards, about 1.01x at 2048); with the mask up to Lq = 512 two Q tiles and the
-//     late rescale (1.05x), else 128 rows (192 rows read 0.79x to 0.98x there);
+//     late rescale (1.05x), else 128 rows (192 rows read 0.87x to 0.99x of them there);
 //   d = 128: two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192);
 //   d = 256: the late rescale (one Q tile: no room for two), also without the mask up to Lq = 2048 (1.01x to
 //     1.07x over wgmma-late).
