@@ -21,14 +21,20 @@ int fail(const std::exception& e, char* message, int size) {
   return 1;
 }
 
-FastParams params(const void* q, const void* k, const void* v, void* o, int B, int H, int H_kv, int L, int d,
-                  int causal) {
-  FastParams p;
-  p.q = q, p.k = k, p.v = v, p.o = o;
+// The shape both directions' parameters share (FastParams, FastBackwardParams): Lq = Lk = L, scale 1/sqrt(d), bf16.
+template <class P>
+void set_shape(P& p, int B, int H, int H_kv, int L, int d, int causal) {
   p.B = B, p.H = H, p.H_kv = H_kv, p.Lq = p.Lk = L, p.d = d;
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = causal != 0;
   p.dtype = FastDtype::Bf16;
+}
+
+FastParams params(const void* q, const void* k, const void* v, void* o, int B, int H, int H_kv, int L, int d,
+                  int causal) {
+  FastParams p;
+  p.q = q, p.k = k, p.v = v, p.o = o;
+  set_shape(p, B, H, H_kv, L, d, causal);
   kl::flash_attention::set_contiguous_strides(p);
   return p;
 }
@@ -77,11 +83,8 @@ int kl_flash_backward_bf16(const void* q, const void* k, const void* v, const vo
     fb::FastBackwardParams p;
     p.q = q, p.k = k, p.v = v, p.o = o, p.dout = dout, p.lse = lse;
     p.dq = dq, p.dk = dk, p.dv = dv, p.drow = drow, p.dq_accum = dq_accum;
-    p.B = B, p.H = H, p.H_kv = H_kv, p.Lq = p.Lk = L, p.d = d;
-    p.scale = 1.0f / std::sqrt(float(d));
-    p.causal = causal != 0;
+    set_shape(p, B, H, H_kv, L, d, causal);
     p.deterministic = deterministic != 0;
-    p.dtype = FastDtype::Bf16;
     fb::run_fast(p);
     return 0;
   } catch (const std::exception& e) {
@@ -98,8 +101,7 @@ long long kl_flash_backward_accum_floats(int B, int H, int L, int d) {
 int kl_flash_backward_path(int d, char* name, int name_size) {
   try {
     namespace fb = kl::flash_attention_backward;
-    std::snprintf(name, size_t(name_size), "%s",
-                  d == 256 ? "wgmma-d256" : fb::fast_backward_path_name(fb::fast_backward_path()));
+    std::snprintf(name, size_t(name_size), "%s", fb::fast_backward_kernel_name(fb::fast_backward_path(), d));
     return 0;
   } catch (const std::exception& e) {
     return fail(e, name, name_size);

@@ -753,7 +753,7 @@ std::vector<bench::Row> bench_fast(Backend b, bool quick) {
       r.kernel = "flash-attention-backward";
       r.variant = "fast";
       r.shape = flash_attention::fast_bench_shape_text(s) + " bf16 dq=" + (det ? "deterministic" : "atomic") + " " +
-                (d == 256 ? "wgmma-d256" : fast_backward_path_name(path));  // d = 256: one kernel for both wgmma paths
+                fast_backward_kernel_name(path, d);
       r.ms = t.median_ms;
       r.tflops = bench::tflops(flops, t.median_ms);
       // Q, K, V, O, dO read once, dQ, dK, dV written once (bf16): the fewest bytes.

@@ -182,6 +182,11 @@ inline const char* fast_backward_path_name(FastBackwardPath path) {
          : path == FastBackwardPath::MmaSync   ? "mma.sync"
                                                : "auto";
 }
+// The main kernel `path` runs at head dimension d, as the bench's rows and bench/ladder_c_api.cpp name it: at d = 256
+// "wgmma-d256", the one kernel both wgmma paths run there.
+inline const char* fast_backward_kernel_name(FastBackwardPath path, int d) {
+  return d == 256 ? "wgmma-d256" : fast_backward_path_name(path);
+}
 
 struct FastBackwardParams {
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;  // dtype
