@@ -143,14 +143,10 @@ def backward_row(lib, s, rounds, torch):
     """One --backward row: the ladder's backward (both modes) and cuDNN's (bench/torch_flash_backward.py's call),
     timed in turn on the same inputs."""
     import torch_flash_backward as tfb
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     cudnn_fn, (q, k, v, dout) = tfb.sdpa_backward_call(s, SDPBackend.CUDNN_ATTENTION)
-
-    def cudnn():
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            cudnn_fn()
     sides, kernel = ladder_backward_sides(lib, s, torch, q.detach(), k.detach(), v.detach(), dout.contiguous())
-    sides["cudnn"] = cudnn
+    sides["cudnn"] = in_backend(SDPBackend.CUDNN_ATTENTION, cudnn_fn)
     row = {"kernel": kernel}
     flash_side(sides, row, lambda: tfb.sdpa_backward_call(s, SDPBackend.FLASH_ATTENTION)[0])
     row.update(interleaved_row(sides, rounds, tfb.flops(s)))
@@ -162,23 +158,29 @@ def backward_row(lib, s, rounds, torch):
 def forward_row(lib, s, rounds, torch, paths):
     """One forward row: the ladder's kernel (or each of `paths`, KL_FLASH_FAST_PATH values) and cuDNN's, in turn."""
     import torch_flash as tf
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     row, sides = {}, {}
     for path in paths or [None]:
         name = f"ladder@{path}" if path else "ladder"
         sides[name], row[f"{name}_kernel" if path else "kernel"] = ladder_call(lib, s, torch, path)
     cudnn_fn, gqa = tf.sdpa_call(s, SDPBackend.CUDNN_ATTENTION)
-
-    def cudnn():
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            cudnn_fn()
-    sides["cudnn"] = cudnn
+    sides["cudnn"] = in_backend(SDPBackend.CUDNN_ATTENTION, cudnn_fn)
     if not paths:
         flash_side(sides, row, lambda: tf.sdpa_call(s, SDPBackend.FLASH_ATTENTION)[0])
     row.update(interleaved_row(sides, rounds, tf.flops(s)))
     if gqa:
         row["gqa_cudnn"] = gqa
     return row
+
+
+def in_backend(backend, fn):
+    """fn as a call that runs it inside sdpa_kernel(backend) each time (PyTorch's SDPA with that backend forced)."""
+    from torch.nn.attention import sdpa_kernel
+
+    def call():
+        with sdpa_kernel(backend):
+            fn()
+    return call
 
 
 def flash_side(sides, row, make):
@@ -194,11 +196,7 @@ def flash_side(sides, row, make):
     except RuntimeError as e:  # the backend does not take this shape (head dim, grouped queries) in this build
         row["flash_error"] = str(e).splitlines()[0][:200]
         return
-
-    def flash():
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            fn()
-    sides["flash"] = flash
+    sides["flash"] = in_backend(SDPBackend.FLASH_ATTENTION, fn)
 
 
 def interleaved_row(sides, rounds, flops):
