@@ -127,7 +127,8 @@ if has bench; then
   log "recorded peers -> docs/perf/h200.json and docs/fast-kernels.md ($out/recorded-*)"
   if python3 bench/record_peers.py --bench "$out/bench.json" --interleaved "$out/peers/interleaved.json" \
       --interleaved-backward "$out/peers/interleaved-backward.json" --triton "$out/peers/triton.json" \
-      --out docs/perf/h200.json 2>&1 | tee -a "$out/summary.txt" && cmake --build --preset cuda --target readme-peers-table > /dev/null 2>&1; then
+      --out docs/perf/h200.json 2>&1 | tee -a "$out/summary.txt" \
+      && cmake --build --preset cuda --target readme-peers-table > /dev/null 2>&1; then
     cp docs/perf/h200.json "$out/recorded-h200.json" && cp docs/fast-kernels.md "$out/recorded-fast-kernels.md"
   else
     log "recording failed: docs/perf/h200.json and docs/fast-kernels.md left as they were"
