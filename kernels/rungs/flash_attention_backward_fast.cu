@@ -172,7 +172,8 @@ __device__ __forceinline__ void bwd_body(const FastBackwardParams& p) {
   T* sP = sdO + 2 * BM * D;
   T* sdS = sP + BM * BN;
 
-  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;  // kGqa: h is the kv head
+  const BwdCta cta = main_cta(p);  // kGqa: h is the kv head; the launch order: bwd_main_cta
+  const int n_block = cta.tile, h = cta.h, b = cta.b;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int wr = warp & 3, wc = warp >> 2, g = lane >> 2, t = lane & 3;
   const HeadsFor<kGqa, T, D, true> hp(p, b, h);  // kGqa: q, dout, lse, drow at the group's first query head

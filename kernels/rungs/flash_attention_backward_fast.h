@@ -3,7 +3,8 @@
 // (kernels/rungs/flash_attention_backward.h); what differs is how it runs:
 //   1. preprocess (one warp per query row): D = rowsum(dO ∘ O) in fp32 and, in the default mode, the
 //      fp32 dQ accumulator set to 0.
-//   2. the main kernel: one CTA per (K/V tile j of kBlockN keys, batch, head); K_j, V_j stay in shared
+//   2. the main kernel: one CTA per (K/V tile j of kBlockN keys, batch, head; started in bwd_main_cta's order,
+//      under the causal mask from Lq = 2048 heaviest tiles first); K_j, V_j stay in shared
 //      memory while the CTA walks the query tiles i of kBlockM rows (causal: from the first tile that
 //      sees a key of tile j; the tiles entirely above the diagonal are never loaded), Q_i and dO_i
 //      streamed with cp.async, two stages (tile i+1 in flight while tile i is computed). Per step, on
@@ -223,6 +224,48 @@ KL_FA_HD int first_query_tile(int n_block, int Lq, int Lk, int block_m, int bloc
   if (first_row <= 0) return 0;
   if (first_row >= Lq) return flash_attention::ceil_div(Lq, block_m);
   return int(first_row / block_m);
+}
+
+// The order the dK/dV kernels' CTAs start in under the causal mask, from Lq = 2048 (FlashAttention-3's longest-first
+// backward schedule, SingleTileBwdLPTScheduler). The hardware starts CTAs in linear block order. In the grid's own
+// order (tile fastest, then head, then batch) each head's CTAs start together, its heaviest (tile 0, which sees
+// every query tile) first, so near the end the last heads' heaviest CTAs start with little work left beside them
+// and run on alone: 3% to 7% over the work spread evenly, in a greedy model of 132 SMs at the bench's causal
+// shapes. Instead the linear index walks sections of `section` units (a unit: one (batch, kv head) of the grid),
+// the tile the slow index inside a section: every unit's tile 0 first, so each section ends on its lightest tiles
+// (the model: within 2%), and a section holds few enough units (bwd_l2_section) that the Q, dO and dQ accumulator
+// rows their CTAs share stay in the L2. Measured on an H100 (docs/perf-log.md, 2026-12-06): 1.01x-1.06x at d = 128
+// causal from L = 2048 to 8192 in two calls; at L = 512 and 1024 the order lost 3% to 9% (those CTAs run a few
+// steps each, and the section's heaviest tiles then all start together), so shorter rows keep the grid's order
+// (section = 1), as does every row without the mask (its CTAs all alike).
+struct BwdCtaAt {
+  int tile, unit;  // the tile index along the grid's x, and the unit: y + gridDim.y z
+};
+KL_FA_HD BwdCtaAt bwd_cta_in_order(int linear, int tiles, int units, int section) {
+  const int per = section * tiles, s = linear / per, r = linear - s * per;
+  const int first = s * section, n = units - first < section ? units - first : section;  // the last may be short
+  return {r / n, first + r % n};
+}
+// The units a section takes: the largest power of two (at most `units`) whose shared bytes, unit_bytes each, fit
+// 40 MiB of the L2 (FlashAttention-3's figure for the H100's 50 MiB); at least 1.
+KL_FA_HD int bwd_l2_section(int64_t unit_bytes, int units) {
+  constexpr int64_t kBudget = int64_t(40) << 20;
+  int s = 1;
+  while (2 * s <= units && 2 * s * unit_bytes <= kBudget) s *= 2;
+  return s;
+}
+constexpr int kBwdOrderFromLq = 2048;  // causal rows from this length take the sections' order
+// The dK/dV kernels' CTA at linear block index `linear` of their grid (tiles, kv heads, B): its K/V tile, (kv) head
+// and batch. A unit's shared bytes: its query heads' Q and dO (2 bytes) and fp32 dQ accumulator rows.
+struct BwdCta {
+  int tile, h, b;
+};
+KL_FA_HD BwdCta bwd_main_cta(const FastBackwardParams& p, int linear, int tiles, int heads, int batches) {
+  const int units = heads * batches;
+  const int64_t unit_bytes = int64_t(p.H / heads) * p.Lq * p.d * (2 + 2 + 4);
+  const BwdCtaAt at = bwd_cta_in_order(linear, tiles, units,
+                                       p.causal && p.Lq >= kBwdOrderFromLq ? bwd_l2_section(unit_bytes, units) : 1);
+  return {at.tile, at.unit % heads, at.unit / heads};
 }
 
 // True when some (row, key) pair of query tile m_block and K/V tile n_block that exists (row < Lq) is

@@ -51,7 +51,8 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   float* sLse = reinterpret_cast<float*>(smem_raw + (sdSt + kSqBytes - raw));  // [2][BM]: L as stored, 0 past Lq
   float* sD = sLse + 2 * BM;                                                  // [2][BM]: D, 0 past Lq
 
-  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const BwdCta cta = main_cta(p);  // the launch order (bwd_main_cta): causal from Lq = 2048, heaviest tiles first
+  const int n_block = cta.tile, h = cta.h, b = cta.b;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const HeadsFor<kGqa, T, D, true> hp(p, b, h);  // kGqa: h is the kv head; q, dout, L, D its group's first head's
   const int n0 = n_block * BN;

@@ -9,6 +9,15 @@
 
 namespace kl::flash_attention_backward {
 
+// This CTA's place in the launch order (bwd_main_cta in the header): the dK/dV kernels' (K/V tile, kv head, batch),
+// from the linear block index.
+__device__ __forceinline__ int linear_block() {
+  return int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+}
+__device__ __forceinline__ BwdCta main_cta(const FastBackwardParams& p) {
+  return bwd_main_cta(p, linear_block(), int(gridDim.x), int(gridDim.y), int(gridDim.z));
+}
+
 // The (batch b, head h) slices of FastBackwardParams' contiguous [B, H, L, d] tensors (the header's layout):
 // q, dout, dq [Lq][D]; k, v, dk, dv [Lk][D]; lse, drow [Lq]; dq_accum [Lq][D] fp32. The inputs' slices are
 // members, set up once at the kernel's start; the outputs' are computed from p where they are written: dk, dv

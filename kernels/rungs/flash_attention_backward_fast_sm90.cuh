@@ -272,11 +272,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kTma: [2] stages of Tr::kDqStageBytes (dQ, fp32)
   const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTma: [2] mbarriers, Q_i and dO_i of a stage
 
-  const int n_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const BwdCta cta = main_cta(p);  // the launch order (bwd_main_cta): causal from Lq = 2048, heaviest tiles first
+  const int n_block = cta.tile, h = cta.h, b = cta.b;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   using timeline::Phase;
   typename RecorderFor<Trace>::type rec(trace, wg, (tid & 127) == 0);
-  const int tile = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  const int tile = linear_block();
   rec.mark(Phase::Setup, timeline::kNoStep, tile);
   const HeadsFor<kGqa, T, D, true> hp(p, b, h);  // kGqa: h is the kv head; q, dout, L, D its group's first head's
   const int n0 = n_block * BN;

@@ -951,6 +951,50 @@ TEST(FlashAttentionBackwardFastHost, FirstQueryTileIsTheFirstThatSeesTheBlock) {
             }
 }
 
+// The launch order: every (tile, unit) once; section 1 the grid's own order; inside a section, the tile the slow
+// index, so each section's first CTAs are its units' tile 0 (the heaviest, for the dK/dV kernels).
+TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPerSection) {
+  for (int tiles : {1, 3, 16})
+    for (int units : {1, 5, 8, 13})
+      for (int section : {1, 2, 4, 8, 16}) {
+        std::vector<int> seen(size_t(tiles * units), 0);
+        for (int i = 0; i < tiles * units; ++i) {
+          const BwdCtaAt at = bwd_cta_in_order(i, tiles, units, section);
+          ASSERT_TRUE(at.tile >= 0 && at.tile < tiles && at.unit >= 0 && at.unit < units)
+              << "i=" << i << " tiles=" << tiles << " units=" << units << " section=" << section;
+          ++seen[size_t(at.unit * tiles + at.tile)];
+          if (section == 1) EXPECT_TRUE(at.tile == i % tiles && at.unit == i / tiles) << "i=" << i;
+          const int first = i / (section * tiles) * section;  // the section's first unit
+          const int n = std::min(section, units - first);
+          EXPECT_EQ(at.unit / section * section, first) << "i=" << i;
+          EXPECT_EQ(at.tile, (i - first * tiles) / n) << "i=" << i << " tiles=" << tiles << " units=" << units;
+        }
+        for (int c : seen) ASSERT_EQ(c, 1) << "tiles=" << tiles << " units=" << units << " section=" << section;
+      }
+  // Sections: the largest power of two of units fitting 40 MiB. d = 128, L = 2048 (Q, dO, dQ: 2 MiB a head):
+  // 16 heads; L = 16384: 2; a unit past the budget: 1; never more than the units.
+  FastBackwardParams p;
+  p.B = 8, p.H = 16, p.Lq = p.Lk = 2048, p.d = 128, p.causal = true;
+  EXPECT_EQ(bwd_l2_section(int64_t(p.Lq) * p.d * 8, 128), 16);
+  EXPECT_EQ(bwd_l2_section(int64_t(16384) * 128 * 8, 16), 2);
+  EXPECT_EQ(bwd_l2_section(int64_t(64) << 20, 16), 1);
+  EXPECT_EQ(bwd_l2_section(1024, 6), 4);
+  // The dK/dV kernels under the mask: CTA 16 of the grid (16 tiles, 16 heads, 8 batches) is tile 1 of head 0
+  // (the section's 16 heads take tile 0 first); without the mask, tile 0 of head 1 (the grid's order).
+  BwdCta c = bwd_main_cta(p, 16, 16, 16, 8);
+  EXPECT_TRUE(c.tile == 1 && c.h == 0 && c.b == 0) << c.tile << " " << c.h << " " << c.b;
+  c = bwd_main_cta(p, 17, 16, 16, 8);
+  EXPECT_TRUE(c.tile == 1 && c.h == 1 && c.b == 0) << c.tile << " " << c.h << " " << c.b;
+  c = bwd_main_cta(p, 16 * 16 + 3, 16, 16, 8);  // the second section: batch 1
+  EXPECT_TRUE(c.tile == 0 && c.h == 3 && c.b == 1) << c.tile << " " << c.h << " " << c.b;
+  p.causal = false;
+  c = bwd_main_cta(p, 16, 16, 16, 8);
+  EXPECT_TRUE(c.tile == 0 && c.h == 1 && c.b == 0) << c.tile << " " << c.h << " " << c.b;
+  p.causal = true, p.Lq = p.Lk = 1024;  // causal rows shorter than kBwdOrderFromLq: the grid's order too
+  c = bwd_main_cta(p, 16, 16, 16, 8);
+  EXPECT_TRUE(c.tile == 0 && c.h == 1 && c.b == 0) << c.tile << " " << c.h << " " << c.b;
+}
+
 // ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------
 // ldmatrix.x4 and mma.m16n8k16 as the PTX ISA defines them (g = lane / 4, t = lane % 4): matrix i's row r
 // comes from the address of lane 8i + r; register i of lane l holds matrix i's (row l/4, columns 2(l%4)..+1),
