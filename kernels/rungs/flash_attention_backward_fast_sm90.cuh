@@ -71,9 +71,6 @@ using namespace flash_attention::sm90_detail;
 __device__ __forceinline__ void st_shared_v2_f32(uint32_t addr, float a, float b) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(a), "f"(b) : "memory");
 }
-__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
 
 __device__ __forceinline__ void st_shared_u16(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(static_cast<unsigned short>(v & 0xFFFFu)) : "memory");
@@ -110,17 +107,6 @@ __device__ __forceinline__ void bulk_tensor_reduce_add_3d(const CUtensorMap* map
                "r"(src), "r"(x), "r"(y), "r"(z)
                : "memory");
 #endif
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// This thread's bulk groups but the newest N have finished reading shared memory.
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-// This thread's bulk groups but the newest N have completed (their global writes done).
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // 4 bytes from global to shared memory, asynchronously (cp.async group); valid false: 4 zero bytes, nothing read.

@@ -144,6 +144,7 @@ struct FastTraitsSm90Tma {
   static constexpr int kThreads = kNWarps * 32 + 128;
   static constexpr int kQBufs = 1;
   static constexpr bool kLateRescale = false;
+  static constexpr bool kStoreOByTma = false;
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // setmaxnreg: 128 x 24 + 256 x 240 <= 64 Ki
 };
 // The TMA tiles with options, for the persistent paths and wgmma-late: kQBufs Q tiles in shared memory.
@@ -160,6 +161,9 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static_assert(kBlockM_ == 128 || (kBlockM_ == 192 && kHeadDim_ == 64), "192 query rows: d = 64 only");
   static constexpr int kQBufs = kQBufs_;
   static constexpr bool kLateRescale = kLateRescale_;
+  // The persistent kernel writes O through a shared-memory tile of its own and bulk tensor stores, which the
+  // consumers do not wait for: at d = 128 with two Q tiles, whose 192 KiB leave room for the 32 KiB.
+  static constexpr bool kStoreOByTma = kQBufs_ == 2 && kHeadDim_ == 128;
   static constexpr int kStages = kQBufs_ == 2 && kHeadDim_ == 128 ? 2 : FastTraitsSm90Tma<kHeadDim_>::kStages;
   static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
   static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
@@ -169,10 +173,16 @@ template <class Tr>
 constexpr auto fast_q_tiles(int) -> decltype(Tr::kQBufs) { return Tr::kQBufs; }
 template <class Tr>
 constexpr int fast_q_tiles(long) { return 1; }
+// Whether the traits write O through shared memory and bulk tensor stores (kStoreOByTma), else false.
+template <class Tr>
+constexpr auto fast_o_staged(int) -> decltype(Tr::kStoreOByTma) { return Tr::kStoreOByTma; }
+template <class Tr>
+constexpr bool fast_o_staged(long) { return false; }
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
-  // kQBufs x Q tile + kStages x (K tile + V tile), 2-byte elements.
-  return int64_t(fast_q_tiles<Tr>(0) * Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) * Tr::kHeadDim * 2;
+  // kQBufs x Q tile + kStages x (K tile + V tile) (+ the O tile where it is staged), 2-byte elements.
+  return int64_t((fast_q_tiles<Tr>(0) + (fast_o_staged<Tr>(0) ? 1 : 0)) * Tr::kBlockM + 2 * Tr::kStages * Tr::kBlockN) *
+         Tr::kHeadDim * 2;
 }
 
 // The head dimensions the fast kernels take.
@@ -183,6 +193,7 @@ inline bool fast_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
 struct FastTileShape {
   int head_dim = 0, block_m = 0, block_n = 0, warps = 0, stages = 0, q_tiles = 1;
   int64_t smem_bytes = 0;
+  int o_tiles = 0;  // 1 where O goes out through a shared-memory tile (kStoreOByTma)
 };
 // Which kernel runs: wgmma on sm_90 (H100/H200), mma.sync elsewhere (fast_path() below says which). Each
 // path a user can pick (KL_FLASH_FAST_PATH) is the by-shape default somewhere, or the baseline the timeline
@@ -302,7 +313,7 @@ inline FastTileShape fast_tile_shape(int d, FastPath path = FastPath::MmaSync) {
   auto make = [](auto tr) {
     using Tr = decltype(tr);
     return FastTileShape{Tr::kHeadDim, Tr::kBlockM, Tr::kBlockN, Tr::kNWarps, Tr::kStages, fast_q_tiles<Tr>(0),
-                         fast_smem_bytes<Tr>()};
+                         fast_smem_bytes<Tr>(), fast_o_staged<Tr>(0) ? 1 : 0};
   };
   if (fast_path_persistent(path) && fast_head_dim(d)) return with_persistent_traits(path, d, make);
   const bool tma = fast_path_tma(path);

@@ -155,6 +155,22 @@ struct WarpgroupState {
   // Epilogue: O / l (0 where the row saw nothing), rounded to T, rows < Lq stored. d >= 128: 8 bytes a lane
   // (store_row_pairs_v2, whole sectors); d = 64 keeps 4-byte stores, which measured 1-3% faster there causal
   // (docs/perf-log.md, 2026-12-05).
+  // The same values into this warpgroup's 64 rows (wg) of the O tile at sO in shared memory, laid out as Q's
+  // (64-column panels of kBlockM rows, 128-byte swizzle: chunk c of row r at c ^ (r % 8)), as a bulk tensor
+  // store reads it. Each warp instruction writes 8 rows x 16 bytes, one 16-byte chunk per row on distinct banks.
+  __device__ __forceinline__ void store_staged(uint32_t sO, int wg, int warp, int lane) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float lr = quad_sum(l[r]);
+      const float inv_l = lr > 0.f ? 1.f / lr : 0.f;
+      const int row = 64 * wg + 16 * warp + (lane >> 2) + 8 * r;  // in the tile
+      const uint32_t srow = sO + uint32_t(row) * 128 + 4 * (lane & 3);
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j)
+        st_shared_u32(srow + (j >> 3) * (kBlockM * 128) + (((j & 7) ^ (row & 7)) << 4),
+                      pack2<T>(acc_o[4 * j + 2 * r] * inv_l, acc_o[4 * j + 2 * r + 1] * inv_l));
+    }
+  }
   __device__ __forceinline__ void store(T* o, const FastParams& p, int lane) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -209,7 +225,8 @@ struct TmaBarriers {
 };
 
 // The TMA kernels' shared memory from a 1024-byte aligned start (the launch asks for 1 KiB of slack):
-// Tr::kQBufs Q tiles, kStages K tiles, kStages V tiles, then the mbarriers (TmaBarriers).
+// Tr::kQBufs Q tiles, kStages K tiles, kStages V tiles, the O tile where Tr::kStoreOByTma, then the mbarriers
+// (TmaBarriers).
 template <class Tr>
 struct TmaSmem {
   static constexpr int kQBufs = fast_q_tiles<Tr>(0), kStages = Tr::kStages;
@@ -219,7 +236,8 @@ struct TmaSmem {
   __device__ uint32_t q(int i = 0) const { return base + i * kQBytes; }
   __device__ uint32_t k(int s = 0) const { return base + kQBufs * kQBytes + s * kKVBytes; }
   __device__ uint32_t v(int s = 0) const { return k(kStages) + s * kKVBytes; }
-  __device__ TmaBarriers<kStages, kQBufs> bars() const { return {v(kStages)}; }
+  __device__ uint32_t o() const { return v(kStages); }
+  __device__ TmaBarriers<kStages, kQBufs> bars() const { return {o() + (fast_o_staged<Tr>(0) ? kQBytes : 0u)}; }
 };
 
 // The consumer warpgroups of the TMA kernel (below): wait for a stage, take the turn, issue, release.
@@ -230,9 +248,12 @@ struct TmaSmem {
 // Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase. rec marks the phases (timeline
 // recording; NoRecord: nothing), `tile` naming the work tile (persistent_tile()'s index) and each mark's step
 // the K/V tile the phase works on.
+// tm_o: O's tensor map (boxes of 64 rows), read where the persistent kernel stores O by bulk tensor stores
+// (Tr::kStoreOByTma).
 template <class T, class Tr, bool kPersistent = false, class Rec = NoRecord>
 __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0, int qb,
-                                        uint32_t q_phase, const TmaSmem<Tr>& sm, Rec& rec, int tile) {
+                                        uint32_t q_phase, const TmaSmem<Tr>& sm, Rec& rec, int tile,
+                                        const CUtensorMap* tm_o = nullptr) {
   constexpr int kHeadDim = Tr::kHeadDim, kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
   const auto bar = sm.bars();
@@ -358,7 +379,26 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     if (kPersistent) release(empty_v(sl));
   }
   rec.mark(timeline::Phase::Epilogue, timeline::kNoStep, tile);
-  w.store(o, p, lane);
+  if constexpr (kPersistent && Tr::kStoreOByTma) {
+    // O through this warpgroup's rows of the O tile and one bulk tensor store per 64-column panel, which the
+    // warpgroup's first thread issues and nobody waits for here: the next tile's epilogue waits until they have
+    // read the rows (and the block's end until they completed), so the stores drain while the next tile's
+    // products run. Named barriers 3 and 4 (1 and 2 are the turns) hold each warpgroup's 128 threads.
+    const bool issuer = (threadIdx.x & 127) == 0;
+    if (issuer) bulk_wait_read<0>();
+    named_bar_sync(3 + wg, 128);
+    w.store_staged(sm.o(), wg, warp, lane);
+    fence_proxy_async();  // the stores (generic proxy) before the bulk copy (async proxy) reads them
+    named_bar_sync(3 + wg, 128);
+    if (issuer) {
+#pragma unroll
+      for (int cb = 0; cb < kHeadDim / 64; ++cb)
+        tma_store_4d(tm_o, sm.o() + cb * kBlockM * 128 + wg * 64 * 128, cb * 64, m0 + 64 * wg, h, b);
+      bulk_commit();
+    }
+  } else {
+    w.store(o, p, lane);
+  }
 }
 
 // ---- [SECTION] the TMA kernel: bulk tensor copies, a producer, two consumer warpgroups in turn -----------
@@ -540,8 +580,8 @@ __device__ __forceinline__ void produce_persistent(const CUtensorMap* tm_q, cons
 // lane wg, the producer the last lane.
 template <class T, class Tr, class Trace>
 __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, const CUtensorMap* tm_k,
-                                                    const CUtensorMap* tm_v, const FastParams& p, int kv_group,
-                                                    const Trace& trace) {
+                                                    const CUtensorMap* tm_v, const CUtensorMap* tm_o,
+                                                    const FastParams& p, int kv_group, const Trace& trace) {
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kStages = Tr::kStages;
   static_assert((kBlockM == 128 || kBlockM == 192) && Tr::kNWarps == kBlockM / 16, "consumer warpgroups of 64 rows");
   constexpr int kConsumerWarps = Tr::kNWarps, kQBufs = TmaSmem<Tr>::kQBufs;
@@ -588,8 +628,11 @@ __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, con
       const PersistentTile pt = persistent_tile(tile, n_m, p.H, p.B, p.causal);
       const int n_tiles = key_tiles_for_block(pt.m_block, p.Lq, p.Lk, kBlockM, kBlockN, p.causal);
       consume<T, Tr, true>(p, pt.m_block, pt.h, pt.b, n_tiles, it, j % kQBufs, uint32_t(j / kQBufs) & 1u, sm, rec,
-                           tile);
+                           tile, tm_o);
       if (n_tiles > 0) it += n_tiles, ++j;
+    }
+    if constexpr (Tr::kStoreOByTma) {
+      if ((threadIdx.x & 127) == 0) bulk_wait<0>();  // the last O stores, before the block's shared memory goes
     }
     if (wg == 0) {
       rec.mark(Phase::WaitTurn, timeline::kNoStep, -1);
@@ -601,9 +644,10 @@ __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, con
 template <class T, class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                                      const __grid_constant__ CUtensorMap tm_v, const FastParams p, const int kv_group) {
+                                      const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
+                                      const FastParams p, const int kv_group) {
 #ifdef KL_FA_SM90A
-  fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, NoTrace{});
+  fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, &tm_o, p, kv_group, NoTrace{});
 #endif
 }
 // The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names.
@@ -611,10 +655,11 @@ template <class T, class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_persistent_traced_kernel(const __grid_constant__ CUtensorMap tm_q,
                                              const __grid_constant__ CUtensorMap tm_k,
-                                             const __grid_constant__ CUtensorMap tm_v, const FastParams p,
+                                             const __grid_constant__ CUtensorMap tm_v,
+                                             const __grid_constant__ CUtensorMap tm_o, const FastParams p,
                                              const int kv_group, const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, p, kv_group, trace);
+  fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, &tm_o, p, kv_group, trace);
 #endif
 }
 
@@ -714,8 +759,11 @@ std::string persistent_launch_name(bool half) {
 // tensor map cannot be made. kTraced: the instrumented kernel (bf16 only; the caller checks) with *trace.
 template <class Tr, bool kTraced = false>
 bool launch_persistent(const FastParams& p, const timeline::TraceArgs* trace = nullptr) {
-  CUtensorMap mq, mk, mv;
+  CUtensorMap mq, mk, mv, mo{};  // mo: O's map in boxes of 64 rows, where the kernel stores O by it
   if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
+  if (Tr::kStoreOByTma && !make_tensor_map(&mo, p.o, p.dtype, p.d, p.Lq, p.H, p.B, p.o_row_stride, p.o_head_stride,
+                                           p.o_batch_stride, 64))
+    return false;
   if (persistent_tiles<Tr>(p) > int64_t(INT32_MAX)) return false;  // the tile index is an int
   const dim3 grid(persistent_grid<Tr>(p));
   const bool half = p.dtype == FastDtype::Fp16;
@@ -724,11 +772,11 @@ bool launch_persistent(const FastParams& p, const timeline::TraceArgs* trace = n
   if constexpr (kTraced) {
     check_register_pool<Tr>((name + "_traced").c_str(), flash_fwd_wgmma_persistent_traced_kernel<__nv_bfloat16, Tr>);
     cuda::launch((name + "_traced").c_str(), flash_fwd_wgmma_persistent_traced_kernel<__nv_bfloat16, Tr>, grid,
-                 dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p), *trace);
+                 dim3(Tr::kThreads), smem, 0, mq, mk, mv, mo, p, kv_group(p), *trace);
   } else {
     auto* kernel =
         half ? flash_fwd_wgmma_persistent_kernel<__half, Tr> : flash_fwd_wgmma_persistent_kernel<__nv_bfloat16, Tr>;
-    cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, p, kv_group(p));
+    cuda::launch(name.c_str(), kernel, grid, dim3(Tr::kThreads), smem, 0, mq, mk, mv, mo, p, kv_group(p));
   }
   return true;
 }

@@ -221,7 +221,7 @@ Budget teaching_budget(std::string label, int bm, int bn, int d, int64_t limit) 
 std::string tile_text(int bm, int bn) { return std::to_string(bm) + " x " + std::to_string(bn); }
 
 // A fast kernel's layout (flash_attention_fast_sm90.cuh, launch_tma and launch_persistent): q_tiles Q tiles,
-// kStages K tiles, kStages V tiles (2-byte elements, rows of d), then 1 KiB of alignment slack and 8-byte
+// kStages K tiles, kStages V tiles, o_tiles O tiles (2-byte elements, rows of d), then 1 KiB of alignment slack and 8-byte
 // mbarriers (TmaBarriers: 4 kStages + 2 q_tiles; the one-block-per-tile kernel has no empty_q: one fewer).
 // `kernel` with the tiles it takes at head dim tiles_d (d, or 128 for the tiles d = 128 takes).
 Budget fast_budget(fa::FastPath kernel, int tiles_d, int d, int64_t limit, const std::string& why) {
@@ -233,8 +233,9 @@ Budget fast_budget(fa::FastPath kernel, int tiles_d, int d, int64_t limit, const
   const std::string x = " x " + std::to_string(s);
   b.parts = {{q > 1 ? "Q x " + std::to_string(q) : "Q", q * t.block_m * d * 2},
              {"K" + x, s * t.block_n * d * 2},
-             {"V" + x, s * t.block_n * d * 2},
-             {"align, mbarriers", 1024 + 8 * barriers}};
+             {"V" + x, s * t.block_n * d * 2}};
+  if (t.o_tiles > 0) b.parts.push_back({"O", t.o_tiles * t.block_m * d * 2});
+  b.parts.push_back({"align, mbarriers", 1024 + 8 * barriers});
   for (const BudgetPart& p : b.parts) b.total += p.bytes;
   b.limit = limit;
   b.fits = b.total <= limit;

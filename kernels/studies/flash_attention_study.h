@@ -81,7 +81,8 @@ IoView io_view(Backend b, const attention::Shape& s, bool causal, int block_m, i
 // [SECTION] The shared-memory budget: why the tiles shrink at d = 256 ---------------------------------------
 // One bar: a tile's shared memory by part, against the per-block limit.
 struct BudgetPart {
-  std::string name;  // "Q", "K", "V", "S/P", "O", "m, l, alpha"; fast: "Q" (or "Q x 2"), "K x 2", "V x 2", "align, mbarriers"
+  std::string name;  // "Q", "K", "V", "S/P", "O", "m, l, alpha"; fast: "Q" (or "Q x 2"), "K x 2", "V x 2", "O"
+                     // (where O goes out by bulk tensor stores), "align, mbarriers"
   int64_t bytes = 0;
 };
 struct Budget {
