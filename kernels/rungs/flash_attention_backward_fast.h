@@ -255,6 +255,8 @@ KL_FA_HD int bwd_l2_section(int64_t unit_bytes, int units) {
   return s;
 }
 constexpr int kBwdOrderFromLq = 2048;  // causal rows from this length take the sections' order
+// Whether the dK/dV kernels take the sections' order for p (else the grid's).
+KL_FA_HD bool bwd_main_reorders(const FastBackwardParams& p) { return p.causal && p.Lq >= kBwdOrderFromLq; }
 // The dK/dV kernels' CTA at linear block index `linear` of their grid (tiles, kv heads, B): its K/V tile, (kv) head
 // and batch. A unit's shared bytes: its query heads' Q and dO (2 bytes) and fp32 dQ accumulator rows.
 struct BwdCta {
@@ -263,8 +265,7 @@ struct BwdCta {
 KL_FA_HD BwdCta bwd_main_cta(const FastBackwardParams& p, int linear, int tiles, int heads, int batches) {
   const int units = heads * batches;
   const int64_t unit_bytes = int64_t(p.H / heads) * p.Lq * p.d * (2 + 2 + 4);
-  const BwdCtaAt at = bwd_cta_in_order(linear, tiles, units,
-                                       p.causal && p.Lq >= kBwdOrderFromLq ? bwd_l2_section(unit_bytes, units) : 1);
+  const BwdCtaAt at = bwd_cta_in_order(linear, tiles, units, bwd_main_reorders(p) ? bwd_l2_section(unit_bytes, units) : 1);
   return {at.tile, at.unit % heads, at.unit / heads};
 }
 
