@@ -63,7 +63,8 @@ TEST(TimelineStudy, TheEmbeddedRecordingIsTheDocsFileAndLoads) {
     for (size_t c = 0; c < a.ctas.size(); ++c)
       for (size_t l = 0; l < a.ctas[c].lanes.size(); ++l)
         EXPECT_EQ(a.ctas[c].lanes[l].events.size(), b.ctas[c].lanes[l].events.size());
-    EXPECT_EQ(a.device, "NVIDIA H200");
+    EXPECT_EQ(a.device, f.recordings[0].device) << "one machine made them all";
+    EXPECT_TRUE(a.device.find("H100") != std::string::npos || a.device.find("H200") != std::string::npos) << a.device;
     EXPECT_TRUE(a.same_output) << i;
   }
   // What the view lists: the forward's four recordings by name, the backward's two (its default, and the wgmma
@@ -231,9 +232,9 @@ TEST(TimelineStudy, TheEmbeddedNoticeComparesTheDefaultWithOneCtaPerTile) {
             std::to_string(p.tiles_min) + "-" + std::to_string(p.tiles_max) + " tiles",
         "Measured: " + fixed(p.tflops, 0) + " against " + fixed(w.tflops, 0) + " TFLOP/s."})
     EXPECT_NE(n.find(part), std::string::npos) << "'" << part << "' not in: " << n;
-  // The recording's numbers as the perf log states them (the fourth session of 2026-12-05): 90% against 85%,
-  // 619 against 576 TFLOP/s.
-  EXPECT_EQ(pct(p.tensor_share), "90%");
+  // The recording's numbers as the perf log states them (the fifth session of 2026-12-06, on an H100): 91%
+  // against 85%, 620 against 569 TFLOP/s.
+  EXPECT_EQ(pct(p.tensor_share), "91%");
   EXPECT_EQ(pct(w.tensor_share), "85%");
   EXPECT_LT(w.tflops, p.tflops);
   // The backward: its default (wgmma-tma) against the wgmma kernel it replaced, and what the default's
