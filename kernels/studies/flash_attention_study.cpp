@@ -262,8 +262,12 @@ std::vector<Budget> budgets(const attention::Shape& s, bool causal, int block_m,
 std::string budget_caption(const attention::Shape& s, bool causal, int64_t limit) {
   char buf[800];
   if (s.d != 256) {
-    std::snprintf(buf, sizeof buf, "Shared memory per block, by part, against the limit of %s. Try d=256: the "
-                  "tiles d=128 uses no longer fit.", kib_text(double(limit)).c_str());
+    const int d = int(s.d);
+    const bool o_staged = fa::fast_head_dim(d) && fa::fast_tile_shape(d, default_kernel(s, causal, d)).o_tiles > 0;
+    std::snprintf(buf, sizeof buf, "Shared memory per block, by part, against the limit of %s.%s Try d=256: the "
+                  "tiles d=128 uses no longer fit.", kib_text(double(limit)).c_str(),
+                  o_staged ? " O: the fast kernel writes its output tile here first, so that one thread's bulk "
+                             "copies (TMA) store it while the next tile's products run." : "");
     return buf;
   }
   const auto [dm, dn] = fa::default_tiles(128);
