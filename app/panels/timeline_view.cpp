@@ -69,6 +69,8 @@ ImU32 phase_color(Phase p) {
     case Phase::WaitDQ: return IM_COL32(40, 124, 72, 255);
     case Phase::AddDQ: return IM_COL32(214, 66, 150, 255);
     case Phase::WaitDVDK: return IM_COL32(36, 108, 92, 255);
+    case Phase::WaitOFree: return IM_COL32(150, 56, 56, 255);
+    case Phase::StoreO: return IM_COL32(255, 150, 120, 255);
     default: return IM_COL32(90, 90, 90, 255);
   }
 }

@@ -50,6 +50,8 @@ const PhaseInfo kPhases[] = {
     {Phase::WaitDQ, "wait-dq", "wait for dV, dK and dQ", PhaseKind::Wait},
     {Phase::AddDQ, "add-dq", "add dQ into the fp32 accumulator", PhaseKind::Compute},
     {Phase::WaitDVDK, "wait-dvdk", "wait for dV and dK", PhaseKind::Wait},
+    {Phase::WaitOFree, "wait-o-free", "wait until the last stores have read the O tile", PhaseKind::Wait},
+    {Phase::StoreO, "store-o", "issue O's bulk stores (TMA) after the warpgroup's barrier", PhaseKind::Load},
 };
 static_assert(sizeof(kPhases) / sizeof(kPhases[0]) == size_t(Phase::Done), "one entry per phase, in order");
 

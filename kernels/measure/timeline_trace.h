@@ -58,6 +58,8 @@ enum class Phase : uint8_t {
   WaitDQ,       // backward: waiting for dV, dK and dQ (one wait retires the three)
   AddDQ,        // backward: dQ into the fp32 accumulator (atomics, or the bulk path's staging and adds)
   WaitDVDK,     // backward, deterministic mode (no dQ here): waiting for dV and dK
+  WaitOFree,    // consumer, O by bulk stores: waiting until the last tile's stores have read the O tile
+  StoreO,       // consumer, O by bulk stores: the warpgroup's barrier, then its rows' bulk tensor stores issued
   Done,         // the lane finished: the end of its last phase
   Count
 };

@@ -153,6 +153,8 @@ const Names kNames[] = {
     {Phase::WaitDQ, "wait dV, dK, dQ", "waiting for dV, dK and dQ"},
     {Phase::AddDQ, "add dQ", "adding dQ into fp32"},
     {Phase::WaitDVDK, "wait dV, dK", "waiting for dV and dK"},
+    {Phase::WaitOFree, "wait O free", "waiting for the O tile to be free"},
+    {Phase::StoreO, "store O", "issuing O's bulk stores"},
 };
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Phase::Done), "one entry per phase, in order");
 
