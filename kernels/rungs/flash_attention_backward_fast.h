@@ -265,7 +265,8 @@ struct BwdCta {
 KL_FA_HD BwdCta bwd_main_cta(const FastBackwardParams& p, int linear, int tiles, int heads, int batches) {
   const int units = heads * batches;
   const int64_t unit_bytes = int64_t(p.H / heads) * p.Lq * p.d * (2 + 2 + 4);
-  const BwdCtaAt at = bwd_cta_in_order(linear, tiles, units, bwd_main_reorders(p) ? bwd_l2_section(unit_bytes, units) : 1);
+  const int section = bwd_main_reorders(p) ? bwd_l2_section(unit_bytes, units) : 1;
+  const BwdCtaAt at = bwd_cta_in_order(linear, tiles, units, section);
   return {at.tile, at.unit % heads, at.unit / heads};
 }
 

@@ -648,8 +648,8 @@ __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, con
 template <class T, class Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                                      const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
-                                      const FastParams p, const int kv_group) {
+                                      const __grid_constant__ CUtensorMap tm_v,
+                                      const __grid_constant__ CUtensorMap tm_o, const FastParams p, const int kv_group) {
 #ifdef KL_FA_SM90A
   fwd_persistent_body<T, Tr>(&tm_q, &tm_k, &tm_v, &tm_o, p, kv_group, NoTrace{});
 #endif

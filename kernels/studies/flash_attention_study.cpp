@@ -221,8 +221,9 @@ Budget teaching_budget(std::string label, int bm, int bn, int d, int64_t limit) 
 std::string tile_text(int bm, int bn) { return std::to_string(bm) + " x " + std::to_string(bn); }
 
 // A fast kernel's layout (flash_attention_fast_sm90.cuh, launch_tma and launch_persistent): q_tiles Q tiles,
-// kStages K tiles, kStages V tiles, o_tiles O tiles (2-byte elements, rows of d), then 1 KiB of alignment slack and 8-byte
-// mbarriers (TmaBarriers: 4 kStages + 2 q_tiles; the one-block-per-tile kernel has no empty_q: one fewer).
+// kStages K tiles, kStages V tiles, o_tiles O tiles (2-byte elements, rows of d), then 1 KiB of alignment slack
+// and 8-byte mbarriers (TmaBarriers: 4 kStages + 2 q_tiles; the one-block-per-tile kernel has no empty_q: one
+// fewer).
 // `kernel` with the tiles it takes at head dim tiles_d (d, or 128 for the tiles d = 128 takes).
 Budget fast_budget(fa::FastPath kernel, int tiles_d, int d, int64_t limit, const std::string& why) {
   const fa::FastTileShape t = fa::fast_tile_shape(tiles_d, kernel);
