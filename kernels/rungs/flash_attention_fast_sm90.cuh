@@ -152,6 +152,11 @@ struct WarpgroupState {
     }
   }
 
+  // 1 / l of this thread's row r (0 or 1) over its quad, 0 where the row saw no key (its O is then 0).
+  __device__ __forceinline__ float inv_row_sum(int r) const {
+    const float lr = quad_sum(l[r]);
+    return lr > 0.f ? 1.f / lr : 0.f;
+  }
   // Epilogue: O / l (0 where the row saw nothing), rounded to T, rows < Lq stored. d >= 128: 8 bytes a lane
   // (store_row_pairs_v2, whole sectors); d = 64 keeps 4-byte stores, which measured 1-3% faster there causal
   // (docs/perf-log.md, 2026-12-05).
@@ -161,8 +166,7 @@ struct WarpgroupState {
   __device__ __forceinline__ void store_staged(uint32_t sO, int wg, int warp, int lane) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float lr = quad_sum(l[r]);
-      const float inv_l = lr > 0.f ? 1.f / lr : 0.f;
+      const float inv_l = inv_row_sum(r);
       const int row = 64 * wg + 16 * warp + (lane >> 2) + 8 * r;  // in the tile
       const uint32_t srow = sO + uint32_t(row) * 128 + 4 * (lane & 3);
 #pragma unroll
@@ -174,8 +178,7 @@ struct WarpgroupState {
   __device__ __forceinline__ void store(T* o, const FastParams& p, int lane) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float lr = quad_sum(l[r]);
-      const float inv_l = lr > 0.f ? 1.f / lr : 0.f;
+      const float inv_l = inv_row_sum(r);
       const int row = row_g + 8 * r;
       T* orow = o + int64_t(row) * p.o_row_stride;
       auto pair = [&](int j) { return pack2<T>(acc_o[4 * j + 2 * r] * inv_l, acc_o[4 * j + 2 * r + 1] * inv_l); };
