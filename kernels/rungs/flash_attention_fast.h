@@ -154,7 +154,9 @@ struct FastTraitsSm90Tma {
 // paths): O is rescaled by the last softmax's alpha after S of the next tile is issued, while the tensor
 // cores compute it, instead of before (FlashAttention-3's order); the same arithmetic in the same order on O.
 // kBlockM_ 192 (wgmma-persistent-m192, d = 64 only, FlashAttention-3's tile there): three consumer warpgroups
-// of 64 rows taking turns in a ring, 512 threads, setmaxnreg 24 / 160 (128 x 24 + 384 x 160 <= 64 Ki).
+// of 64 rows taking turns in a ring, 512 threads, setmaxnreg 24 / 160 (128 x 24 + 384 x 160 <= 64 Ki), and two
+// Q tiles (2 x 24 KiB + 3 x 32 KiB = 144 KiB): with one, the next tile's Q could only load after the third
+// warpgroup's last S, and the first warpgroup waited for it (0.2-1.5 us a tile in the recorded timeline).
 template <int kHeadDim_, int kQBufs_ = 1, bool kLateRescale_ = false, int kBlockM_ = 128>
 struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static_assert(kQBufs_ == 1 || (kQBufs_ == 2 && kHeadDim_ < 256), "d = 256 has shared memory for one Q tile");
@@ -162,8 +164,9 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static constexpr int kQBufs = kQBufs_;
   static constexpr bool kLateRescale = kLateRescale_;
   // The persistent kernel writes O through a shared-memory tile of its own and bulk tensor stores, which the
-  // consumers do not wait for: at d = 128 with two Q tiles, whose 192 KiB leave room for the 32 KiB.
-  static constexpr bool kStoreOByTma = kQBufs_ == 2 && kHeadDim_ == 128;
+  // consumers do not wait for: at d = 128 with two Q tiles, whose 192 KiB leave room for the 32 KiB, and on
+  // 192 query rows at d = 64 (two Q tiles and three K/V stages, 144 KiB: room for O's 24 KiB).
+  static constexpr bool kStoreOByTma = (kQBufs_ == 2 && kHeadDim_ == 128) || kBlockM_ == 192;
   static constexpr int kStages = kQBufs_ == 2 && kHeadDim_ == 128 ? 2 : FastTraitsSm90Tma<kHeadDim_>::kStages;
   static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
   static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
@@ -210,7 +213,8 @@ struct FastTileShape {
 //     the next tile's loads under the current epilogue), in persistent_tile()'s order, causal tiles handed
 //     out in a snake (persistent_index); Wgmma's tiles: d = 64 causal up to Lq = 8192.
 //   WgmmaPersistentM192 (wgmma-persistent-m192): at d = 64 the persistent kernel on 192 query rows over
-//     three consumer warpgroups (elsewhere the same kernel as wgmma-persistent): d = 64 without the mask.
+//     three consumer warpgroups and two Q tiles (elsewhere the same kernel as wgmma-persistent): d = 64 without
+//     the mask.
 //   WgmmaPersistentQ2Late (wgmma-persistent-q2-late): the persistent kernel with two Q tiles
 //     (FastTraitsSm90TmaOpt; a tile's first S does not wait for its Q; d = 256: one Q tile) and the late
 //     rescale: d = 128, but long causal rows.
@@ -268,7 +272,8 @@ inline bool fast_path_tma(FastPath path) {
 // scheduler balances better than the persistent kernel's static order, take the one-block-per-tile TMA kernel
 // with the late rescale (wgmma-late), as does d = 256 non-causal past Lq = 2048; elsewhere the persistent
 // kernel:
-//   d = 64: 192 query rows without the mask (1.04x to 1.17x over 128 rows) and with it from Lq = 1025 to 4096
+//   d = 64: 192 query rows without the mask (1.04x to 1.17x over 128 rows; its two Q tiles and O by bulk stores
+//     1.09x at Lq = 512, 1.04x at 1024, in turn with cuDNN, H100, 2026-12-06) and with it from Lq = 1025 to 4096
 //     (1.07x at 4096 on both boards, about 1.01x at 2048); with the mask up to Lq = 512 two Q tiles and the
 //     late rescale (1.05x), else 128 rows (192 rows read 0.87x to 0.99x of them there);
 //   d = 128: two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192);
@@ -305,7 +310,8 @@ auto with_persistent_traits(FastPath path, int d, F&& f) {
   switch (path) {
     case FastPath::WgmmaPersistentQ2Late: return with_tma_opt<2, true>(d, f);
     case FastPath::WgmmaPersistentLate: return with_tma_opt<1, true>(d, f);
-    case FastPath::WgmmaPersistentM192: return with_tma_opt<1, false, 192>(d, f);
+    case FastPath::WgmmaPersistentM192:
+      return d == 64 ? f(FastTraitsSm90TmaOpt<64, 2, false, 192>{}) : with_tma_opt<1, false>(d, f);
     default: return with_tma_opt<1, false>(d, f);
   }
 }

@@ -385,17 +385,18 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     // O through this warpgroup's rows of the O tile and one bulk tensor store per 64-column panel, which the
     // warpgroup's first thread issues and nobody waits for here: the next tile's epilogue waits until they have
     // read the rows (and the block's end until they completed), so the stores drain while the next tile's
-    // products run. Named barriers 3 and 4 (1 and 2 are the turns) hold each warpgroup's 128 threads. The
-    // recording splits it in three: the wait for the tile, O / l into it (the epilogue), the stores' issue.
+    // products run. Named barriers kWGs + 1 + wg (1 .. kWGs are the turns) hold each warpgroup's 128 threads.
+    // The recording splits it in three: the wait for the tile, O / l into it (the epilogue), the stores' issue.
+    constexpr int kWGs = Tr::kNWarps / 4;
     const bool issuer = (threadIdx.x & 127) == 0;
     rec.mark(timeline::Phase::WaitOFree, timeline::kNoStep, tile);
     if (issuer) bulk_wait_read<0>();
-    named_bar_sync(3 + wg, 128);
+    named_bar_sync(kWGs + 1 + wg, 128);
     rec.mark(timeline::Phase::Epilogue, timeline::kNoStep, tile);
     w.store_staged(sm.o(), wg, warp, lane);
     fence_proxy_async();  // the stores (generic proxy) before the bulk copy (async proxy) reads them
     rec.mark(timeline::Phase::StoreO, timeline::kNoStep, tile);
-    named_bar_sync(3 + wg, 128);
+    named_bar_sync(kWGs + 1 + wg, 128);
     if (issuer) {
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)

@@ -897,8 +897,10 @@ TEST(FlashAttentionFastHost, TileShapes) {
     EXPECT_EQ(t.head_dim, d);
     EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
     EXPECT_EQ(t.block_n % 16, 0);
-    EXPECT_EQ(t.q_tiles, path == FastPath::WgmmaPersistentQ2Late && d < 256 ? 2 : 1);
-    EXPECT_EQ(t.o_tiles, path == FastPath::WgmmaPersistentQ2Late && d == 128 ? 1 : 0);
+    const bool two_q =
+        (path == FastPath::WgmmaPersistentQ2Late && d < 256) || (d == 64 && path == FastPath::WgmmaPersistentM192);
+    EXPECT_EQ(t.q_tiles, two_q ? 2 : 1);
+    EXPECT_EQ(t.o_tiles, (path == FastPath::WgmmaPersistentQ2Late && d == 128) || t.block_m == 192 ? 1 : 0);
     EXPECT_EQ(t.smem_bytes, int64_t((t.q_tiles + t.o_tiles) * t.block_m + 2 * t.stages * t.block_n) * d * 2);
     // Fits the H100/H200 opt-in limit (the wgmma kernels ask for 1 KiB more to align their tiles, and
     // room for their mbarriers).
@@ -919,11 +921,13 @@ TEST(FlashAttentionFastHost, TileShapes) {
   const FastTileShape q2 = fast_tile_shape(128, FastPath::WgmmaPersistentQ2Late);
   EXPECT_EQ(q2.stages, 2);
   EXPECT_EQ(q2.smem_bytes, 224 * 1024);
-  // m192 at d = 64: three warpgroups of 64 rows, Q 24 KiB + 3 x 32 KiB.
+  // m192 at d = 64: three warpgroups of 64 rows, two Q tiles of 24 KiB + 3 x 32 KiB, and O's 24 KiB for its
+  // stores.
   const FastTileShape m192 = fast_tile_shape(64, FastPath::WgmmaPersistentM192);
   EXPECT_EQ(m192.block_m, 192);
   EXPECT_EQ(m192.warps, 12);
-  EXPECT_EQ(m192.smem_bytes, 120 * 1024);
+  EXPECT_EQ(m192.q_tiles, 2);
+  EXPECT_EQ(m192.smem_bytes, 168 * 1024);
   EXPECT_EQ(fast_tile_shape(128, FastPath::WgmmaPersistentM192).block_m, 128);
   const FastTileShape m = fast_tile_shape(256, FastPath::MmaSync);
   EXPECT_EQ(m.block_n, 32);
