@@ -293,11 +293,11 @@ inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
   if (p.d == 64) return FastPath::WgmmaPersistentM192;
   return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
 }
-// f(Tr{}) for the TMA tiles with options kQBufs, kLate (kBlockM64 rows at d = 64) at head dim d (64, 128 or
-// 256; d = 256 has room for one Q tile only).
-template <int kQBufs, bool kLate, int kBlockM64 = 128, class F>
+// f(Tr{}) for the 128-row TMA tiles with options kQBufs, kLate at head dim d (64, 128 or 256; d = 256 has room
+// for one Q tile only).
+template <int kQBufs, bool kLate, class F>
 auto with_tma_opt(int d, F&& f) {
-  if (d == 64) return f(FastTraitsSm90TmaOpt<64, kQBufs, kLate, kBlockM64>{});
+  if (d == 64) return f(FastTraitsSm90TmaOpt<64, kQBufs, kLate>{});
   if (d == 128) return f(FastTraitsSm90TmaOpt<128, kQBufs, kLate>{});
   return f(FastTraitsSm90TmaOpt<256, 1, kLate>{});
 }
