@@ -181,6 +181,9 @@ template <class Tr>
 constexpr auto fast_o_staged(int) -> decltype(Tr::kStoreOByTma) { return Tr::kStoreOByTma; }
 template <class Tr>
 constexpr bool fast_o_staged(long) { return false; }
+// The rows of one bulk store of O: a warp's 16 on 192 rows (each warp stores its own), a warpgroup's 64 elsewhere.
+template <class Tr>
+constexpr int fast_o_box_rows() { return Tr::kBlockM == 192 ? 16 : 64; }
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
   // kQBufs x Q tile + kStages x (K tile + V tile) (+ the O tile where it is staged), 2-byte elements.

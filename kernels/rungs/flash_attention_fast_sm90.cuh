@@ -251,8 +251,8 @@ struct TmaSmem {
 // Q tile qb (of Tr::kQBufs) and waits for its full_q in phase q_phase. rec marks the phases (timeline
 // recording; NoRecord: nothing), `tile` naming the work tile (persistent_tile()'s index) and each mark's step
 // the K/V tile the phase works on.
-// tm_o: O's tensor map (boxes of 64 rows), read where the persistent kernel stores O by bulk tensor stores
-// (Tr::kStoreOByTma).
+// tm_o: O's tensor map (boxes of fast_o_box_rows<Tr>() rows), read where the persistent kernel stores O by bulk
+// tensor stores (Tr::kStoreOByTma).
 template <class T, class Tr, bool kPersistent = false, class Rec = NoRecord>
 __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h, int b, int n_tiles, int it0, int qb,
                                         uint32_t q_phase, const TmaSmem<Tr>& sm, Rec& rec, int tile,
@@ -382,25 +382,34 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     if (kPersistent) release(empty_v(sl));
   }
   if constexpr (kPersistent && Tr::kStoreOByTma) {
-    // O through this warpgroup's rows of the O tile and one bulk tensor store per 64-column panel, which the
-    // warpgroup's first thread issues and nobody waits for here: the next tile's epilogue waits until they have
-    // read the rows (and the block's end until they completed), so the stores drain while the next tile's
-    // products run. Named barriers kWGs + 1 + wg (1 .. kWGs are the turns) hold each warpgroup's 128 threads.
-    // The recording splits it in three: the wait for the tile, O / l into it (the epilogue), the stores' issue.
-    constexpr int kWGs = Tr::kNWarps / 4;
-    const bool issuer = (threadIdx.x & 127) == 0;
+    // O through this warpgroup's rows of the O tile and one bulk tensor store per 64-column panel, which nobody
+    // waits for here: the next tile's epilogue waits until they have read the rows (and the block's end until
+    // they completed), so the stores drain while the next tile's products run. On 192 rows each warp writes,
+    // fences and stores its own 16 rows (its first lane issues), so a warp-level sync replaces the warpgroup's
+    // barriers; on 128 rows the warpgroup's first thread stores its 64 rows after named barrier kWGs + 1 + wg
+    // (1 .. kWGs are the turns). The recording splits it in three: the wait for the rows, O / l into them (the
+    // epilogue), the stores' issue.
+    constexpr int kWGs = Tr::kNWarps / 4, kBoxRows = fast_o_box_rows<Tr>();
+    const bool issuer = kBoxRows == 16 ? lane == 0 : (threadIdx.x & 127) == 0;
+    auto sync_rows = [&] {
+      if constexpr (kBoxRows == 16)
+        __syncwarp();
+      else
+        named_bar_sync(kWGs + 1 + wg, 128);
+    };
     rec.mark(timeline::Phase::WaitOFree, timeline::kNoStep, tile);
     if (issuer) bulk_wait_read<0>();
-    named_bar_sync(kWGs + 1 + wg, 128);
+    sync_rows();
     rec.mark(timeline::Phase::Epilogue, timeline::kNoStep, tile);
     w.store_staged(sm.o(), wg, warp, lane);
     fence_proxy_async();  // the stores (generic proxy) before the bulk copy (async proxy) reads them
     rec.mark(timeline::Phase::StoreO, timeline::kNoStep, tile);
-    named_bar_sync(kWGs + 1 + wg, 128);
+    sync_rows();
     if (issuer) {
+      const int row = 64 * wg + (kBoxRows == 16 ? 16 * warp : 0);  // the issuer's first row in the tile
 #pragma unroll
       for (int cb = 0; cb < kHeadDim / 64; ++cb)
-        tma_store_4d(tm_o, sm.o() + cb * kBlockM * 128 + wg * 64 * 128, cb * 64, m0 + 64 * wg, h, b);
+        tma_store_4d(tm_o, sm.o() + cb * kBlockM * 128 + row * 128, cb * 64, m0 + row, h, b);
       bulk_commit();
     }
   } else {
@@ -640,7 +649,8 @@ __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, con
       if (n_tiles > 0) it += n_tiles, ++j;
     }
     if constexpr (Tr::kStoreOByTma) {
-      if ((threadIdx.x & 127) == 0) bulk_wait<0>();  // the last O stores, before the block's shared memory goes
+      // the last O stores (each issuer's), before the block's shared memory goes
+      if ((threadIdx.x & (fast_o_box_rows<Tr>() == 16 ? 31 : 127)) == 0) bulk_wait<0>();
     }
     if (wg == 0) {
       rec.mark(Phase::WaitTurn, timeline::kNoStep, -1);
@@ -767,10 +777,10 @@ std::string persistent_launch_name(bool half) {
 // tensor map cannot be made. kTraced: the instrumented kernel (bf16 only; the caller checks) with *trace.
 template <class Tr, bool kTraced = false>
 bool launch_persistent(const FastParams& p, const timeline::TraceArgs* trace = nullptr) {
-  CUtensorMap mq, mk, mv, mo{};  // mo: O's map in boxes of 64 rows, where the kernel stores O by it
+  CUtensorMap mq, mk, mv, mo{};  // mo: O's map in boxes of fast_o_box_rows<Tr>() rows, where the kernel stores O by it
   if (!make_qkv_maps<Tr>(p, &mq, &mk, &mv)) return false;
   if (Tr::kStoreOByTma && !make_tensor_map(&mo, p.o, p.dtype, p.d, p.Lq, p.H, p.B, p.o_row_stride, p.o_head_stride,
-                                           p.o_batch_stride, 64))
+                                           p.o_batch_stride, fast_o_box_rows<Tr>()))
     return false;
   if (persistent_tiles<Tr>(p) > int64_t(INT32_MAX)) return false;  // the tile index is an int
   const dim3 grid(persistent_grid<Tr>(p));
