@@ -172,8 +172,9 @@ TEST(MeasurePanel, ShotWithoutRunShowsNoPlotsYet) {
 }
 
 // The recorded peers are drawn before any run: the ratios in the ahead and behind colours (the recorded
-// forward has both: ahead of PyTorch flash everywhere, behind cuDNN at most shapes). Neither colour is
-// drawn anywhere else in the view before a run.
+// forward has both: ahead of PyTorch flash everywhere, behind cuDNN at some shapes: four of the fifteen rows
+// drawn at 1280x720 in the record of 2026-12-06, about 5 pixels of glyph cores each). Neither colour is drawn
+// anywhere else in the view before a run.
 TEST(MeasurePanel, RecordedPeersAreDrawnWithAheadAndBehindColours) {
   const std::string file = test::tmp_dir() + "/measure-peers.png";
   std::string out;
@@ -185,7 +186,7 @@ TEST(MeasurePanel, RecordedPeersAreDrawnWithAheadAndBehindColours) {
   const int ahead = count_colour(rgba, rgb(app::kAheadColour, 0), rgb(app::kAheadColour, 1), rgb(app::kAheadColour, 2), 2);
   const int behind = count_colour(rgba, rgb(app::kBehindColour, 0), rgb(app::kBehindColour, 1), rgb(app::kBehindColour, 2), 2);
   EXPECT_GT(ahead, 40) << "no ratio drawn as ahead";  // none without the section (text: only its glyphs' cores match)
-  EXPECT_GT(behind, 40) << "no ratio drawn as behind";
+  EXPECT_GT(behind, 10) << "no ratio drawn as behind";
   // The colours follow the reading: 1.00 as shown is ahead, below it behind.
   EXPECT_EQ(app::standing_colour(1.10, 2), app::kAheadColour);
   EXPECT_EQ(app::standing_colour(0.996, 2), app::kAheadColour);
