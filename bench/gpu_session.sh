@@ -130,9 +130,12 @@ if has bench; then
   if python3 bench/record_peers.py --bench "$out/bench.json" --interleaved "$out/peers/interleaved.json" \
       --interleaved-backward "$out/peers/interleaved-backward.json" --triton "$out/peers/triton.json" \
       --out docs/perf/h200.json 2>&1 | tee -a "$out/summary.txt" \
-      && cmake --build --preset cuda --target readme-peers-table > /dev/null 2>&1; then
+      && cmake --build --preset cuda --target readme-peers-table > "$out/readme-table.log" 2>&1; then
     cp docs/perf/h200.json "$out/recorded-h200.json" && cp docs/fast-kernels.md "$out/recorded-fast-kernels.md"
+    rm -f "$out/readme-table.log"
   else
+    # Why, in the summary (2026-12-06: the build tree's compiler launcher, ccache, was not on this call's PATH).
+    tail -5 "$out/readme-table.log" 2>/dev/null | tee -a "$out/summary.txt"
     log "recording failed: docs/perf/h200.json and docs/fast-kernels.md left as they were"
     git checkout -- docs/perf/h200.json docs/fast-kernels.md 2>/dev/null
   fi
