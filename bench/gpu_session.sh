@@ -134,7 +134,8 @@ if has bench; then
     cp docs/perf/h200.json "$out/recorded-h200.json" && cp docs/fast-kernels.md "$out/recorded-fast-kernels.md"
     rm -f "$out/readme-table.log"
   else
-    # Why, in the summary (2026-12-06: the build tree's compiler launcher, ccache, was not on this call's PATH).
+    # Why, in the summary (2026-12-06 it failed, most likely because the build tree's compiler launcher, ccache,
+    # was not on that call's PATH).
     tail -5 "$out/readme-table.log" 2>/dev/null | tee -a "$out/summary.txt"
     log "recording failed: docs/perf/h200.json and docs/fast-kernels.md left as they were"
     git checkout -- docs/perf/h200.json docs/fast-kernels.md 2>/dev/null
