@@ -80,7 +80,7 @@ if [ $build = 1 ]; then
       > "$out/build_$((i + 1)).log" 2>&1 &
   done
   wait
-  grep -hE "spill stores|C751" "$out"/build_*.log | grep -v " 0 bytes spill" | head
+  grep -hE "spill stores|C75[0-9][0-9]" "$out"/build_*.log | grep -v " 0 bytes spill" | head
   echo "build $(( $(date +%s) - t0 )) s"
 fi
 for d in "${dirs[@]}"; do

@@ -43,9 +43,9 @@ if has build; then
   log "build"
   { cmake --preset cuda ${KL_CMAKE_ARGS:-} && cmake --build --preset cuda -j"$(nproc)"; } > "$out/build.log" 2>&1 \
     || { tail -60 "$out/build.log" | tee -a "$out/summary.txt"; exit 1; }
-  # Spills, and ptxas's C751x lines (wgmma serialised, or a warpgroup.wait it injected): each costs a kernel its
+  # Spills, and ptxas's C75xx lines (wgmma serialised, or a warpgroup.wait it injected): each costs a kernel its
   # overlap of products and softmax (2026-12-06: C7515 made a candidate 0.73x of main).
-  grep -E "spill|registers|C751[0-9]" "$out/build.log" | sort | uniq -c | sort -rn | head -20 >> "$out/summary.txt"
+  grep -E "spill|registers|C75[0-9][0-9]" "$out/build.log" | sort | uniq -c | sort -rn | head -20 >> "$out/summary.txt"
   rm -f "$out/build.log"
 fi
 if has test; then
