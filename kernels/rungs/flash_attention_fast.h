@@ -184,6 +184,10 @@ constexpr bool fast_o_staged(long) { return false; }
 // The rows of one bulk store of O: a warp's 16 on 192 rows (each warp stores its own), a warpgroup's 64 elsewhere.
 template <class Tr>
 constexpr int fast_o_box_rows() { return Tr::kBlockM == 192 ? 16 : 64; }
+// The threads that issue those stores and wait for them, those whose index has these low bits clear: each warp's
+// first lane on 192 rows, each warpgroup's first thread elsewhere.
+template <class Tr>
+constexpr int fast_o_issuer_mask() { return fast_o_box_rows<Tr>() == 16 ? 31 : 127; }
 template <class Tr>
 constexpr int64_t fast_smem_bytes() {
   // kQBufs x Q tile + kStages x (K tile + V tile) (+ the O tile where it is staged), 2-byte elements.

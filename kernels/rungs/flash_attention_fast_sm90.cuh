@@ -390,7 +390,7 @@ __device__ __forceinline__ void consume(const FastParams& p, int m_block, int h,
     // (1 .. kWGs are the turns). The recording splits it in three: the wait for the rows, O / l into them (the
     // epilogue), the stores' issue.
     constexpr int kWGs = Tr::kNWarps / 4, kBoxRows = fast_o_box_rows<Tr>();
-    const bool issuer = kBoxRows == 16 ? lane == 0 : (threadIdx.x & 127) == 0;
+    const bool issuer = (threadIdx.x & fast_o_issuer_mask<Tr>()) == 0;
     auto sync_rows = [&] {
       if constexpr (kBoxRows == 16)
         __syncwarp();
@@ -650,7 +650,7 @@ __device__ __forceinline__ void fwd_persistent_body(const CUtensorMap* tm_q, con
     }
     if constexpr (Tr::kStoreOByTma) {
       // the last O stores (each issuer's), before the block's shared memory goes
-      if ((threadIdx.x & (fast_o_box_rows<Tr>() == 16 ? 31 : 127)) == 0) bulk_wait<0>();
+      if ((threadIdx.x & fast_o_issuer_mask<Tr>()) == 0) bulk_wait<0>();
     }
     if (wg == 0) {
       rec.mark(Phase::WaitTurn, timeline::kNoStep, -1);
