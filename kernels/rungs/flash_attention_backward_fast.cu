@@ -615,12 +615,12 @@ FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, co
     forward_state(tq, tk, tv, to, tlse, p);
   }
   const size_t nq = q.data.size(), nk = k.data.size(), rows = nq / size_t(p.d);
-  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, fast_backward_dq_by_pass(p) ? 0 : nq);
+  Buffer<float> drow(Backend::Cuda, rows), accum(Backend::Cuda, p.d == 256 ? 0 : nq);
   Buffer<T> dq(Backend::Cuda, nq), dk(Backend::Cuda, nk), dv(Backend::Cuda, nk);
   for (Buffer<T>* b : {&dq, &dk, &dv}) b->fill_bytes(0xFF);  // 0xFFFF is NaN in bf16 and fp16
   p.q = tq.data(), p.k = tk.data(), p.v = tv.data(), p.o = to.data(), p.dout = tdo.data(), p.lse = tlse.data();
   p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data();
-  p.dq_accum = fast_backward_dq_by_pass(p) ? nullptr : accum.data();
+  p.dq_accum = p.d == 256 ? nullptr : accum.data();
   run_fast(p);
   Buffer<float> fq, fk, fv;
   to_float(dq, fq);

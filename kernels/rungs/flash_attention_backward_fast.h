@@ -78,6 +78,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -212,7 +213,23 @@ KL_FA_HD int kv_heads(const FastBackwardParams& p) { return p.H_kv > 0 ? p.H_kv 
 KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < p.H; }
 // Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode, and both
 // modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by atomics (docs/perf-log.md).
-inline bool fast_backward_dq_by_pass(const FastBackwardParams& p) { return p.deterministic || p.d == 256; }
+// Candidate (KL_BWD_WS=1 in the environment): the warp-role main kernel (flash_attention_backward_fast_ws_sm90.cuh)
+// instead of wgmma-tma's for plain heads at d = 64 and 128, and in the deterministic mode with its dQ adds in turn
+// (ordered_dq below) instead of the dQ pass, where the caller gave the accumulator.
+inline bool fast_backward_ws_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("KL_BWD_WS");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  return on;
+}
+inline bool fast_backward_ws_ordered(const FastBackwardParams& p) {
+  return p.deterministic && p.d != 256 && !grouped_query(p) && p.path == FastBackwardPath::WgmmaTma &&
+         p.dq_accum != nullptr && fast_backward_ws_enabled();
+}
+inline bool fast_backward_dq_by_pass(const FastBackwardParams& p) {
+  return p.d == 256 || (p.deterministic && !fast_backward_ws_ordered(p));
+}
 
 // ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
 // The first query tile (of block_m rows) with a row that sees a key of K/V tile n_block (causal,
@@ -276,6 +293,66 @@ KL_FA_HD BwdCta bwd_main_cta(const FastBackwardParams& p, int linear, int tiles,
 KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk, int block_m, int block_n,
                                        bool causal) {
   return flash_attention::tile_needs_mask(m_block, n_block, Lq, Lk, block_m, block_n, causal);
+}
+
+// ---- [SECTION] the deterministic mode's ordered dQ adds (candidate, KL_BWD_WS; pure index logic, CPU-tested) --
+// FlashAttention-3's deterministic mode: the main kernel keeps its dQ adds (bulk tensor reduce-adds of each step's
+// dS K_j) and every query tile's adds arrive in one fixed order of the K/V CTAs, so the fp32 sums, and dQ, are the
+// same bits run after run. Each query tile has a turn counter per consumer warpgroup; the CTA whose rank at tile m
+// is r waits until the counter reads r, adds, waits for its adds to complete and counts it up; the warp-role
+// kernel (flash_attention_backward_fast_ws_sm90.cuh) does this in a warp of its own. The order is the order in
+// which the CTAs reach the tile when they run side by side:
+//   causal: every CTA starts at its first tile (first_query_tile), later key tiles later down the rows, so at
+//           each tile the highest key tile arrives first: descending j (FlashAttention-3's order).
+//   rotated (no mask, a head's K/V tiles no more than the SMs, at least as many query tiles): CTA j starts at
+//           query tile shift * j (shift = M / N) and wraps around, so at each tile the CTAs arrive one after
+//           another `shift` steps apart: the rank is the number of CTAs that reached it at an earlier step.
+//   ascending (no mask otherwise): every CTA from tile 0, ascending j: each waits for the one before.
+// A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
+// index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
+// wait: causal with more K/V tiles than SMs launches them last key tile first (`reverse`).
+enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
+struct OrderedDq {
+  OrderedDqMode mode = OrderedDqMode::Ascending;
+  int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
+  int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
+};
+// The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
+// device of `sms` multiprocessors (one CTA each).
+KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, bool causal, int sms) {
+  const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
+  OrderedDq o;
+  if (causal) {
+    o.mode = OrderedDqMode::Causal;
+    o.reverse = N > sms ? 1 : 0;
+  } else if (N <= sms && M >= N && N > 1) {
+    o.mode = OrderedDqMode::Rotated;
+    o.shift = M / N;
+  }
+  return o;
+}
+// The query tile CTA j starts at (its first; m_first: first_query_tile's) and walks from, wrapping at M.
+KL_FA_HD int ordered_dq_start(const OrderedDq& o, int j, int m_first, int M) {
+  return o.mode == OrderedDqMode::Rotated ? (o.shift * j) % M : m_first;
+}
+// The rank of K/V tile j among the CTAs that add into query tile m: its turn, 0 for the first.
+KL_FA_HD int ordered_dq_rank(const OrderedDq& o, int m, int j, int Lq, int Lk, int block_m, int block_n) {
+  const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
+  if (o.mode == OrderedDqMode::Causal) {  // contributors 0 .. jmax: the key tiles some row of tile m sees
+    const int64_t last_row = (int64_t(m) + 1) * block_m < Lq ? (int64_t(m) + 1) * block_m : int64_t(Lq);
+    const int64_t seen = last_row + Lk - Lq;  // keys 0 .. seen - 1 are seen by a row of the tile
+    const int64_t tiles = (seen + block_n - 1) / block_n;
+    return int((tiles < N ? tiles : N) - 1 - j);
+  }
+  if (o.mode == OrderedDqMode::Ascending) return j;
+  // Rotated: CTA k reaches tile m at step (m - s k) mod M; count the k whose step comes before j's, i.e. whose
+  // start s k lies in the cyclic interval (s j, s j + a] where a is j's step.
+  const int s = o.shift, a = ((m - s * j) % M + M) % M, hi = s * j + a;
+  const int end = hi < M - 1 ? hi : M - 1;
+  int rank = (end / s < N - 1 ? end / s : N - 1) - j;
+  if (rank < 0) rank = 0;
+  if (hi >= M) rank += ((hi - M) / s + 1 < N ? (hi - M) / s + 1 : N);
+  return rank;
 }
 
 // ---- [SECTION] fragment addressing: where each lane points ldmatrix.x4 (pure index logic, CPU-tested) ----

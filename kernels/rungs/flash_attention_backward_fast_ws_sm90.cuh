@@ -1,0 +1,306 @@
+// Rung 6, fast variant, Hopper path: the FlashAttention backward's main kernel with warp roles (candidate,
+// KL_BWD_WS=1; FlashAttention-3's structure): the wgmma-tma kernel's products, softmax and dQ staging
+// (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0
+// loads Q_i, dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages
+// ahead, and whose warp 1 adds each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), so no
+// consumer thread issues a copy or waits for one. The producer gives its registers to the consumers (setmaxnreg
+// 24 / 240). No block barrier per step: the consumers meet each other at a named barrier before and after dS
+// goes to shared memory, a stage's Q_i / dO_i / L_i / D_i is handed back on an mbarrier, and the dQ staging
+// is handed to warp 1 and back on named barriers (per warpgroup and stage).
+// kOrdered (the deterministic mode): warp 1 adds each query tile in its turn (the header's ordered_dq: a turn
+// counter per query tile and warpgroup, FlashAttention-3's order), waiting there instead of in a consumer.
+#pragma once
+#include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
+
+namespace kl::flash_attention_backward {
+namespace sm90_bwd {
+
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(ptr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(int* ptr, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(ptr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+// Named barriers: 1, 2 the epilogue's (store_dk_dv_staged, per consumer warpgroup); 3 the consumers'; 4 + 2 cw +
+// stage: consumer warpgroup cw's dQ staged (its 128 threads arrive, warp 1 waits); 8 + 2 cw + stage: the stage
+// read by warp 1's adds (warp 1 arrives, the warpgroup waits).
+constexpr int kWsBarConsumers = 3, kWsBarDqFull = 4, kWsBarDqEmpty = 8;
+constexpr int kWsThreads = 384, kWsProducerRegs = 24, kWsConsumerRegs = 240;
+
+template <class T, int kHeadDim, bool kOrdered>
+__device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const CUtensorMap* tm_dq,
+                                            const CUtensorMap* tm_q, const CUtensorMap* tm_do, int* turns,
+                                            const OrderedDq& order) {
+  using Tr = FastBackwardTraitsSm90<kHeadDim>;
+  constexpr bool kWide = kHeadDim == 64;
+  constexpr int D = kHeadDim, BM = Tr::kBlockMTma, BN = Tr::kBlockN;
+  constexpr int kJ = BM / 8, kKq = BM / 16;
+  constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
+  constexpr float kLog2e = 1.4426950408889634f;
+  constexpr int kDqRegs = 32;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t sK = (raw + 1023u) & ~1023u;
+  const uint32_t sV = sK + kKBytes;
+  const uint32_t sQ = sV + kKBytes;       // [2] stages
+  const uint32_t sdO = sQ + 2 * kQBytes;  // [2] stages
+  const uint32_t sdS = sdO + 2 * kQBytes;
+  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L as stored, 0 past Lq
+  float* sD = sLse + 2 * BM;                                                   // [2][BM]
+  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // [2] stages of Tr::kDqStageBytes
+  const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);
+  auto full_bar = [&](int st) { return sBar + 8 * st; };        // Q_i, dO_i, L_i, D_i of a stage landed
+  auto empty_bar = [&](int st) { return sBar + 16 + 8 * st; };  // the stage read by both consumer warpgroups
+
+  // The CTA: kOrdered in the grid's order (its K/V tile reversed where the plan says), else main_cta's.
+  BwdCta cta;
+  if constexpr (kOrdered)
+    cta = {order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x), int(blockIdx.y), int(blockIdx.z)};
+  else
+    cta = main_cta(p);
+  const int n_block = cta.tile, h = cta.h, b = cta.b;
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const HeadsFor<false, T, D, true> hp(p, b, h);
+  const int n0 = n_block * BN;
+  const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
+  const int m_blocks = ceil_div(p.Lq, BM);
+  const int steps = m_blocks > m_first ? m_blocks - m_first : 0;
+  // The query tile of step s: m_first + s, or (kOrdered) rotated to start at ordered_dq_start.
+  const int start = kOrdered ? ordered_dq_start(order, n_block, m_first, m_blocks) : m_first;
+  auto tile_of = [&](int s) {
+    const int m = start + s;
+    return kOrdered && m >= m_blocks ? m - m_blocks : m;
+  };
+
+  if (tid == 0) {
+    mbar_init(full_bar(0), 33);  // warp 0's first lane (with the copies' bytes) and its 32 lanes' cp.async
+    mbar_init(full_bar(1), 33);
+    mbar_init(empty_bar(0), 2);  // one thread of each consumer warpgroup
+    mbar_init(empty_bar(1), 2);
+    fence_mbar_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // ---- the producer warpgroup
+    setmaxnreg_dec<kWsProducerRegs>();
+    if (warp == 0) {  // loads
+      for (int s = 0; s < steps; ++s) {
+        const int st = s & 1, m = tile_of(s);
+        if (s >= 2) mbar_wait(empty_bar(st), uint32_t(((s - 2) >> 1) & 1));
+        if (lane == 0) {
+          mbar_arrive_expect_tx(full_bar(st), 2 * kQBytes);
+#pragma unroll
+          for (int c = 0; c < D / 64; ++c) {
+            tma_load_4d(sQ + st * kQBytes + c * (BM * 128), tm_q, full_bar(st), 64 * c, m * BM, h, b);
+            tma_load_4d(sdO + st * kQBytes + c * (BM * 128), tm_do, full_bar(st), 64 * c, m * BM, h, b);
+          }
+        }
+#pragma unroll
+        for (int r = lane; r < BM; r += 32) {
+          const int i = m * BM + r;
+          const bool in = i < p.Lq;  // rows past Lq: zeros (their Q and dO rows are zeros too)
+          cp_async_4(smem_u32(sLse + st * BM + r), hp.lse + (in ? i : 0), in);
+          cp_async_4(smem_u32(sD + st * BM + r), hp.drow + (in ? i : 0), in);
+        }
+        cp_async_mbar_arrive_noinc(full_bar(st));
+      }
+    } else if (warp == 1) {  // dQ adds
+      for (int s = 0; s < steps; ++s) {
+        const int st = s & 1, mt = tile_of(s);
+        // kOrdered: the tile's counters (one per consumer warpgroup) and this CTA's turn there.
+        int* turn = kOrdered ? turns + (hp.bh * m_blocks + mt) * 2 : nullptr;
+        const int rank = kOrdered ? ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN) : 0;
+        bool added[2] = {false, false};
+#pragma unroll
+        for (int cw = 0; cw < 2; ++cw) {
+          named_bar_sync(kWsBarDqFull + 2 * cw + st, 160);
+          const int row0 = kWide ? mt * BM + 64 * cw : mt * BM;
+          added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
+          if (lane == 0 && added[cw]) {
+            if constexpr (kOrdered) {
+              while (ld_acquire_gpu(turn + cw) != rank) {
+              }
+              fence_proxy_async_global();
+            }
+            const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(cw, 0, 0);
+#pragma unroll
+            for (int box = 0; box < 2; ++box)
+              bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box,
+                                        row0, int(hp.bh));
+            bulk_commit();
+          }
+        }
+        if (lane == 0) {
+          if constexpr (kOrdered) {  // the adds completed (so the next in turn adds after them), then the turns
+            bulk_wait<0>();
+            fence_proxy_async_global();
+#pragma unroll
+            for (int cw = 0; cw < 2; ++cw)
+              if (added[cw]) red_release_gpu_add(turn + cw, 1);
+          } else {
+            bulk_wait_read<0>();
+          }
+        }
+        __syncwarp();
+        if (s + 2 < steps) {  // stage st free for the consumers' step s + 2
+          named_bar_arrive(kWsBarDqEmpty + st, 160);
+          named_bar_arrive(kWsBarDqEmpty + 2 + st, 160);
+        }
+      }
+      if (lane == 0) bulk_wait<0>();  // the adds completed before the CTA goes
+    }
+    return;
+  }
+
+  // ---- the consumer warpgroups: cw owns keys n0 + 64 cw .. + 63
+  setmaxnreg_inc<kWsConsumerRegs>();
+  const int cw = wg - 1, ct = tid - 128, g = lane >> 2, t4 = lane & 3;
+  const int key_row = n0 + 64 * cw + 16 * warp + g;
+  const float scale_log2 = p.scale * kLog2e;
+  float acc_dk[D / 2], acc_dv[D / 2];
+  zero(acc_dk);
+  zero(acc_dv);
+  if (steps > 0) {
+    load_tile<T, BN, D, 256>(sK, hp.k, D, n0, p.Lk, ct);
+    load_tile<T, BN, D, 256>(sV, hp.v, D, n0, p.Lk, ct);
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_bar_sync(kWsBarConsumers, 256);
+    const uint32_t sKw = sK + cw * 64 * 128, sVw = sV + cw * 64 * 128;
+    for (int s = 0; s < steps; ++s) {
+      const int st = s & 1, m = tile_of(s);
+      mbar_wait(full_bar(st), uint32_t((s >> 1) & 1));
+      const uint32_t sQs = sQ + st * kQBytes, sdOs = sdO + st * kQBytes;
+
+      float acc_s[BM / 2], acc_dp[BM / 2];
+      fence_regs(acc_s);
+      fence_regs(acc_dp);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+        wgmma_ss<T, BM>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
+      }
+      wgmma_commit();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+        wgmma_ss<T, BM>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      fence_regs(acc_s);
+
+      const float* lse_s = sLse + st * BM;
+      const float* d_s = sD + st * BM;
+      const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+        l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+          if (mask && !key_visible(m * BM + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
+            pv = 0.f;
+          acc_s[4 * j + e] = pv;
+        }
+      }
+      wgmma_wait<0>();
+      fence_regs(acc_dp);
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
+      }
+
+      uint32_t p_frag[kKq][4], ds_frag[kKq][4];
+      pack_a<T>(p_frag, acc_s);
+      pack_a<T>(ds_frag, acc_dp);
+      fence_regs(acc_dv);
+      fence_regs(acc_dk);
+      fence_regs(p_frag);
+      fence_regs(ds_frag);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+        wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
+      wgmma_commit();
+
+      // dS^T into sdS as dS [query][key], once both warpgroups' previous dQ products (which read it) are done.
+      named_bar_sync(kWsBarConsumers, 256);
+#pragma unroll
+      for (int kk = 0; kk < kKq; ++kk)
+        stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(cw, warp, lane, kk, BM), ds_frag[kk]);
+      fence_proxy_async();
+      named_bar_sync(kWsBarConsumers, 256);  // all of dS is in shared memory
+
+      float acc_dq[kDqRegs];
+      fence_regs(acc_dq);
+      wgmma_fence();
+      if constexpr (kWide) {
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + cw * (64 * 128) + (kk & 3) * 32, 16, 1024),
+                             make_desc(sK + kk * 16 * 128, BN * 128, 1024), kk > 0);
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
+                             make_desc(sK + cw * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(acc_dq);
+      fence_regs(acc_dv);
+      fence_regs(acc_dk);
+      fence_regs(p_frag);
+      fence_regs(ds_frag);
+      if ((ct & 127) == 0) mbar_arrive(empty_bar(st));  // this warpgroup is done with the stage's tiles
+
+      // dQ staged in stage st, once warp 1's adds of step s - 2 have read it; then handed to warp 1.
+      if (s >= 2) named_bar_sync(kWsBarDqEmpty + 2 * cw + st, 160);
+      const uint32_t st_base = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes);
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int j = 0; j < kDqRegs / 4; ++j)
+          st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(cw, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
+                           acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+      fence_proxy_async();
+      named_bar_arrive(kWsBarDqFull + 2 * cw + st, 160);
+    }
+    named_bar_sync(kWsBarConsumers, 256);  // both warpgroups past their last products' reads of the stages
+  }
+  static_assert(4 * kQBytes >= 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
+  store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * cw, p.Lk, sQ + cw * (256 * D), cw, warp,
+                           lane, p.scale);
+}
+
+template <class T, int kHeadDim, bool kOrdered>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    flash_bwd_ws_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
+                        const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int* turns,
+                        const OrderedDq order) {
+#ifdef KL_FA_SM90A
+  bwd_ws_body<T, kHeadDim, kOrdered>(p, &tm_dq, &tm_q, &tm_do, turns, order);
+#endif
+}
+
+}  // namespace sm90_bwd
+}  // namespace kl::flash_attention_backward
