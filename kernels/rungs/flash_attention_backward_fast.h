@@ -316,6 +316,7 @@ struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
   int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
   int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
+  int flags = 0;    // experiment (KL_BWD_WS_FLAGS): 1 no turn waits, 2 no wait for the adds' completion
 };
 // The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
 // device of `sms` multiprocessors (one CTA each).

@@ -3,6 +3,8 @@
 // its dQ adds as they come or (the deterministic mode) in turn.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include "kernels/rungs/flash_attention_backward_fast_ws_sm90.cuh"
 #include "kernels/runtime/backend.h"
 
@@ -40,8 +42,14 @@ void launch_ws_typed(const FastBackwardParams& p, const MainChoice& c, cudaStrea
   }
   const int M = ceil_div(p.Lq, Tr::kBlockMTma);
   int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
-  const OrderedDq order =
+  OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
+  static const int flags = [] {  // experiment switches (the plan's `flags`; 4: ascending turns, no rotation)
+    const char* e = std::getenv("KL_BWD_WS_FLAGS");
+    return e ? std::atoi(e) : 0;
+  }();
+  order.flags = flags & 3;
+  if ((flags & 4) && !p.causal) order = OrderedDq{OrderedDqMode::Ascending, 0, 0, flags & 3};
   cuda::launch(name.c_str(), flash_bwd_ws_kernel<T, D, true>, grid, block, smem, stream, c.dq, c.q, c.dout, p, turns,
                order);
 }

@@ -128,7 +128,7 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
           added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
           if (lane == 0 && added[cw]) {
             if constexpr (kOrdered) {
-              while (ld_acquire_gpu(turn + cw) != rank) {
+              while (!(order.flags & 1) && ld_acquire_gpu(turn + cw) != rank) {
               }
               fence_proxy_async_global();
             }
@@ -142,7 +142,8 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
         }
         if (lane == 0) {
           if constexpr (kOrdered) {  // the adds completed (so the next in turn adds after them), then the turns
-            bulk_wait<0>();
+            if (order.flags & 2) bulk_wait_read<0>();
+            else bulk_wait<0>();
             fence_proxy_async_global();
 #pragma unroll
             for (int cw = 0; cw < 2; ++cw)
