@@ -153,10 +153,12 @@ struct BackwardJob : Job {
     const size_t n = size_t(p.B) * p.H * p.Lq * p.d, rows = size_t(p.B) * p.H * p.Lq;
     for (Buffer<Bf16>* b : {&q, &k, &v, &o, &dout, &dq, &dk_plain, &dv_plain, &dk_traced, &dv_traced})
       b->resize(Backend::Cuda, n);
-    lse.resize(Backend::Cuda, rows), drow.resize(Backend::Cuda, rows), accum.resize(Backend::Cuda, atomic ? n : 1);
+    lse.resize(Backend::Cuda, rows), drow.resize(Backend::Cuda, rows), accum.resize(Backend::Cuda, atomic ? n : 0);
     fill(q, 1u), fill(k, 2u), fill(v, 3u), fill(dout, 4u);
     p.q = q.data(), p.k = k.data(), p.v = v.data(), p.o = o.data(), p.dout = dout.data(), p.lse = lse.data();
-    p.dq = dq.data(), p.drow = drow.data(), p.dq_accum = accum.data();
+    // The deterministic mode records its dK/dV kernel alone: no accumulator, so no shape takes the ordered adds
+    // (fast_backward_ordered_dq), whose kernel has no instrumented build.
+    p.dq = dq.data(), p.drow = drow.data(), p.dq_accum = atomic ? accum.data() : nullptr;
     set_outputs(dk_traced, dv_traced);
     const FastBackwardTracedShape s = fast_backward_traced_shape(p, atomic);  // refuses before the forward runs
     fast_forward_state(p, o.data(), lse.data());

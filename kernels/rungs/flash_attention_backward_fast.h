@@ -20,9 +20,11 @@
 //   atomics (the default, as FlashAttention): every K/V CTA adds its dS K_j into dQ_i with fp32
 //            atomicAdd. The order of the adds varies between runs, so dQ may differ in its last bits
 //            from run to run; dK and dV do not.
-//   deterministic: the main kernel skips dQ, and a separate pass (one CTA per query tile, looping over
-//            the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps dQ_i in registers: no
-//            atomics, bitwise the same run after run, at the price of computing S and dP twice.
+//   deterministic: bitwise the same run after run, two ways. The main kernel skips dQ, and a separate pass (one
+//            CTA per query tile, looping over the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps
+//            dQ_i in registers: no atomics, at the price of computing S and dP twice. Or, on wgmma-tma with plain
+//            heads at d = 64 and 128 from Lq, Lk = 2048 (fast_backward_ordered_dq), the warp-role kernel adds dQ
+//            in one fixed order per query tile (FlashAttention-3's way; ordered_dq below).
 //   At d = 256 both modes run the second way (fast_backward_dq_by_pass): there the wgmma dQ pass after the dK/dV
 //            kernel measured 1.12x-1.17x the kernel that added dQ by atomics (docs/perf-log.md).
 // Causal masks are bottom-right aligned (query i sees key j <= i + Lk - Lq); rows that see no key have
@@ -48,7 +50,7 @@
 //            per-thread atomics; L_i and D_i by 4-byte cp.async; dK_j and dV_j written out through shared memory
 //            with 16-byte stores (1.00x-1.11x, geometric mean 1.04x). In the deterministic mode it runs this kernel
 //            without its dQ part (its loads: 1.00x-1.07x the wgmma kernel's there) and, beside it, the wgmma dQ
-//            pass.
+//            pass; from Lq, Lk = 2048 on plain heads the ordered kernel instead (fast_backward_ordered_dq).
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
 //            (128 each), P^T and dS^T through shared memory, and beside it the wgmma dQ pass, in both dQ modes. Its dQ
@@ -78,7 +80,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -211,24 +212,20 @@ struct FastBackwardParams {
 // kernels run).
 KL_FA_HD int kv_heads(const FastBackwardParams& p) { return p.H_kv > 0 ? p.H_kv : p.H; }
 KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < p.H; }
-// Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode, and both
-// modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by atomics (docs/perf-log.md).
-// Candidate (KL_BWD_WS=1 in the environment): the warp-role main kernel (flash_attention_backward_fast_ws_sm90.cuh)
-// instead of wgmma-tma's for plain heads at d = 64 and 128, and in the deterministic mode with its dQ adds in turn
-// (ordered_dq below) instead of the dQ pass, where the caller gave the accumulator.
-inline bool fast_backward_ws_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("KL_BWD_WS");
-    return e != nullptr && std::string(e) == "1";
-  }();
-  return on;
-}
-inline bool fast_backward_ws_ordered(const FastBackwardParams& p) {
+// Whether the deterministic mode adds dQ in turn (ordered_dq below; flash_attention_backward_fast_ordered_sm90.cuh)
+// instead of by the dQ pass: on wgmma-tma (p.path as run_fast resolves it), plain heads, d = 64 and 128, Lq and
+// Lk from kBwdOrderedFromL, where the caller gave the accumulator. There it measured 0.97x-1.21x the pass on an
+// H100 (1.10x geometric mean over the 16 such bench rows); below, 0.84x-1.03x (docs/perf-log.md).
+constexpr int kBwdOrderedFromL = 2048;
+inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
   return p.deterministic && p.d != 256 && !grouped_query(p) && p.path == FastBackwardPath::WgmmaTma &&
-         p.dq_accum != nullptr && fast_backward_ws_enabled();
+         p.dq_accum != nullptr && p.Lq >= kBwdOrderedFromL && p.Lk >= kBwdOrderedFromL;
 }
+// Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode where its adds
+// are not ordered, and both modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by
+// atomics (docs/perf-log.md).
 inline bool fast_backward_dq_by_pass(const FastBackwardParams& p) {
-  return p.d == 256 || (p.deterministic && !fast_backward_ws_ordered(p));
+  return p.d == 256 || (p.deterministic && !fast_backward_ordered_dq(p));
 }
 
 // ---- [SECTION] pure index logic, shared by the kernels and the CPU tests ------------------------------
@@ -295,12 +292,12 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
   return flash_attention::tile_needs_mask(m_block, n_block, Lq, Lk, block_m, block_n, causal);
 }
 
-// ---- [SECTION] the deterministic mode's ordered dQ adds (candidate, KL_BWD_WS; pure index logic, CPU-tested) --
+// ---- [SECTION] the deterministic mode's ordered dQ adds (pure index logic, CPU-tested) ---------------------
 // FlashAttention-3's deterministic mode: the main kernel keeps its dQ adds (bulk tensor reduce-adds of each step's
 // dS K_j) and every query tile's adds arrive in one fixed order of the K/V CTAs, so the fp32 sums, and dQ, are the
 // same bits run after run. Each query tile has a turn counter per consumer warpgroup; the CTA whose rank at tile m
 // is r waits until the counter reads r, adds, waits for its adds to complete and counts it up; the warp-role
-// kernel (flash_attention_backward_fast_ws_sm90.cuh) does this in a warp of its own. The order is the order in
+// kernel (flash_attention_backward_fast_ordered_sm90.cuh) does this in a warp of its own. The order is the order in
 // which the CTAs reach the tile when they run side by side:
 //   causal: every CTA starts at its first tile (first_query_tile), later key tiles later down the rows, so at
 //           each tile the highest key tile arrives first: descending j (FlashAttention-3's order).
@@ -316,7 +313,6 @@ struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
   int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
   int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
-  int flags = 0;    // experiment (KL_BWD_WS_FLAGS): 1 no turn waits, 2 no wait for the adds' completion
 };
 // The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
 // device of `sms` multiprocessors (one CTA each).

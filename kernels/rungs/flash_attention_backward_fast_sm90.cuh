@@ -726,9 +726,9 @@ size_t main_smem(MainKind kind) {
   return size_t(kind == MainKind::Tma || kind == MainKind::DkDvTma ? Tr::kSmemBytesTma : Tr::kSmemBytes);
 }
 
-// Candidate (fast_backward_ws_enabled): the warp-role kernel for plain heads where choose_main picked wgmma-tma
-// (flash_attention_backward_fast_ws.sm90a.cu); the deterministic mode's adds in turn (fast_backward_ws_ordered).
-void launch_ws_main(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream);
+// The deterministic mode's kernel with its dQ adds in turn (fast_backward_ordered_dq(p); c: wgmma-tma's maps),
+// flash_attention_backward_fast_ordered.sm90a.cu.
+void launch_ordered_main(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream);
 
 // The main kernel launch_wgmma_main runs, as choose_main picks it. kGqa (p.H_kv < p.H): grid (ceil(Lk / 128),
 // H_kv, B), the grouped-query kernels, the launch named as the others with "_gqa" appended; instantiated by
@@ -740,8 +740,8 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
-  if (!kGqa && c.kind == MainKind::Tma && fast_backward_ws_enabled())
-    launch_ws_main(p, c, stream);
+  if (!kGqa && c.kind == MainKind::Tma && fast_backward_ordered_dq(p))
+    launch_ordered_main(p, c, stream);
   else if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::DkDvTma)

@@ -374,13 +374,9 @@ void bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims =
       const FastHostResult x = run_case(c, in), y = run_case(c, in);
       EXPECT_EQ(0, std::memcmp(x.dk.data.data(), y.dk.data.data(), x.dk.data.size() * sizeof(float)));
       EXPECT_EQ(0, std::memcmp(x.dv.data.data(), y.dv.data.data(), x.dv.data.size() * sizeof(float)));
-      // dK and dV: the same arithmetic in both modes (the main kernel with and without its dQ part); with the
-      // warp-role candidate (KL_BWD_WS=1) the deterministic mode's CTAs may walk their query tiles from another
-      // start (ordered_dq_start), so the fp32 sums differ in order, and the outputs by a rounding step.
-      const bool ordered = fast_backward_ws_enabled() && path == FastBackwardPath::WgmmaTma && d != 256;
-      const double same = ordered ? (c.dtype == "bf16" ? 1e-2 : 2e-3) : 1e-6;
-      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), same);
-      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), same);
+      // dK and dV: the same arithmetic in both modes (the main kernel with and without its dQ part).
+      EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(x.dk.data.begin(), x.dk.data.end())), 1e-6);
+      EXPECT_LT(test::rel_err(a.dv.data, std::vector<double>(x.dv.data.begin(), x.dv.data.end())), 1e-6);
       const std::vector<double> det(a.dq.data.begin(), a.dq.data.end());
       EXPECT_LT(test::rel_err(x.dq.data, det), c.dtype == "bf16" ? 1e-2 : 2e-3);
       // At d = 256 both modes run the dQ pass (fast_backward_dq_by_pass): dQ bit for bit the same.
@@ -613,7 +609,6 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsWgmmasBitForBit) {
         c.scale = 1.0f / std::sqrt(float(d));
         c.deterministic = true;
         SCOPED_TRACE(c.text());
-        if (group == 1 && fast_backward_ws_enabled()) continue;  // the candidate's own mode: tested below
         const auto [w, x] = on_wgmma_then_tma(c);
         EXPECT_EQ(x.dk.data, w.dk.data);
         EXPECT_EQ(x.dv.data, w.dv.data);
@@ -623,22 +618,35 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsWgmmasBitForBit) {
   grouped_query_sweep(FastBackwardPath::WgmmaTma, true);
 }
 
-TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsBitwiseRepeatable) {
+// The deterministic mode's ordered adds (fast_backward_ordered_dq: wgmma-tma, plain heads, Lq and Lk from 2048; on
+// an H100/H200 the plans rotated without the mask, causal in launch order): against the float64 reference with
+// tails on both lengths (one tile past, Lq != Lk both ways), bf16 and fp16.
+TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqAgainstTheReference) {
   KL_REQUIRE_WGMMA();
-  bitwise_repeatable(FastBackwardPath::WgmmaTma);
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (auto [Lq, Lk] : {std::pair<int, int>{2049, 2177}, {2177, 2049}}) {
+          Case c;
+          c.B = 1, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.dtype = dtype;
+          c.deterministic = true, c.path = FastBackwardPath::WgmmaTma;
+          check_case(c);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
 }
 
-// More K/V tiles than the device has SMs (Lk = 17000: 133 tiles of 128 keys, an H200 has 132): with the candidate
-// the ordered plan falls back to ascending turns without the mask and to launching the last key tile first under
-// it. On inputs too long for the float64 reference: the same bits twice, and against the atomic mode to fp32
-// summation order.
-TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicLongKeyRows) {
+// The ordered adds run after run: the same bits (dQ, dK, dV), and against the atomic mode dQ to fp32 summation
+// order, dK and dV to a rounding step (the ordered kernel's CTAs may walk their query tiles from another start,
+// ordered_dq_start, so the fp32 sums of dK and dV differ in order too). Lk = 17000 is 133 tiles of 128 keys, more
+// than an H200's 132 SMs: ascending turns without the mask, the last key tile launched first under it; on
+// inputs too long for the float64 reference.
+TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
   KL_REQUIRE_WGMMA();
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      for (auto [Lq, Lk] : {std::pair<int, int>{130, 17000}, {17000, 17000}}) {
+      for (auto [B, H, Lq, Lk] : {std::array<int, 4>{2, 2, 2100, 3000}, {1, 1, 17000, 17000}}) {
         Case c;
-        c.B = 1, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+        c.B = B, c.H = H, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
         c.path = FastBackwardPath::WgmmaTma;
         SCOPED_TRACE(c.text());
         const Inputs in = rounded_inputs(c);
@@ -646,6 +654,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicLongKeyRows) {
         const FastHostResult a = run_case(c, in), b = run_case(c, in);
         EXPECT_EQ(0, std::memcmp(a.dq.data.data(), b.dq.data.data(), a.dq.data.size() * sizeof(float)));
         EXPECT_EQ(0, std::memcmp(a.dk.data.data(), b.dk.data.data(), a.dk.data.size() * sizeof(float)));
+        EXPECT_EQ(0, std::memcmp(a.dv.data.data(), b.dv.data.data(), a.dv.data.size() * sizeof(float)));
         c.deterministic = false;
         const FastHostResult x = run_case(c, in);
         EXPECT_LT(test::rel_err(a.dq.data, std::vector<double>(x.dq.data.begin(), x.dq.data.end())), 1e-2);
@@ -1032,7 +1041,7 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 }
 
 // ---- [SECTION] CPU: the deterministic mode's ordered dQ adds, simulated ---------------------------------
-// The warp-role kernel's protocol (flash_attention_backward_fast_ws_sm90.cuh, kOrdered) over whole launches: B * H
+// The ordered kernel's protocol (flash_attention_backward_fast_ordered_sm90.cuh) over whole launches: B * H
 // heads of N K/V CTAs, started in grid order (x fastest; `reverse` maps column x to tile N - 1 - x) as slots free
 // on `sms` multiprocessors, one CTA each. A CTA walks its tiles from ordered_dq_start (wrapping at M); its dQ warp
 // waits for its turn at each tile in that order, adds, and counts the turn up. Every resident CTA takes one action

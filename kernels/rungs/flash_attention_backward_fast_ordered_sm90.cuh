@@ -1,14 +1,22 @@
-// Rung 6, fast variant, Hopper path: the FlashAttention backward's main kernel with warp roles (candidate,
-// KL_BWD_WS=1; FlashAttention-3's structure): the wgmma-tma kernel's products, softmax and dQ staging
-// (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0
-// loads Q_i, dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages
-// ahead, and whose warp 1 adds each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), so no
-// consumer thread issues a copy or waits for one. The producer gives its registers to the consumers (setmaxnreg
-// 24 / 240). No block barrier per step: the consumers meet each other at a named barrier before and after dS
-// goes to shared memory, a stage's Q_i / dO_i / L_i / D_i is handed back on an mbarrier, and the dQ staging
-// is handed to warp 1 and back on named barriers (per warpgroup and stage).
-// kOrdered (the deterministic mode): warp 1 adds each query tile in its turn (the header's ordered_dq: a turn
-// counter per query tile and warpgroup, FlashAttention-3's order), waiting there instead of in a consumer.
+// Rung 6, fast variant, Hopper path: the deterministic mode's main kernel with
+// its dQ adds in turn (fast_backward_ordered_dq: wgmma-tma, plain heads, d = 64
+// and 128, Lq and Lk from 2048; the header's ordered_dq), in FlashAttention-3's
+// warp roles: the wgmma-tma kernel's products, softmax and dQ staging
+// (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a
+// producer warpgroup whose warp 0 loads Q_i, dO_i (bulk tensor copies), L_i and
+// D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and
+// whose warp 1 adds each step's staged dQ into the fp32 accumulator (bulk
+// tensor reduce-adds), each query tile's adds when the tile's turn counter
+// reads this CTA's rank, then waits for them to complete and counts the turn
+// up: the waits fall in that warp, not in a consumer (the wgmma-tma kernel
+// waiting for turns in its issuing thread measured 0.77x-0.85x the dQ pass at d
+// = 64, docs/perf-log.md). The producer gives its registers to the consumers
+// (setmaxnreg 24 / 240). No block barrier per step: the consumers meet at a
+// named barrier before and after dS goes to shared memory, a stage's Q_i / dO_i
+// / L_i / D_i goes back to warp 0 on an mbarrier, and the dQ staging to warp 1
+// and back on named barriers (per warpgroup and stage). The same warp roles in
+// the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over the d = 64
+// and 128 rows: not kept.
 #pragma once
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
@@ -18,28 +26,27 @@ namespace sm90_bwd {
 __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
+__device__ __forceinline__ int ld_acquire_gpu(const int *ptr) {
   int v;
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(ptr) : "memory");
   return v;
 }
-__device__ __forceinline__ void red_release_gpu_add(int* ptr, int v) {
+__device__ __forceinline__ void red_release_gpu_add(int *ptr, int v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(ptr), "r"(v) : "memory");
 }
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
-// Named barriers: 1, 2 the epilogue's (store_dk_dv_staged, per consumer warpgroup); 3 the consumers'; 4 + 2 cw +
-// stage: consumer warpgroup cw's dQ staged (its 128 threads arrive, warp 1 waits); 8 + 2 cw + stage: the stage
+// Named barriers: 1, 2 the epilogue's (store_dk_dv_staged, per consumer
+// warpgroup); 3 the consumers'; 4 + 2 cw + stage: consumer warpgroup cw's dQ
+// staged (its 128 threads arrive, warp 1 waits); 8 + 2 cw + stage: the stage
 // read by warp 1's adds (warp 1 arrives, the warpgroup waits).
-constexpr int kWsBarConsumers = 3, kWsBarDqFull = 4, kWsBarDqEmpty = 8;
-constexpr int kWsThreads = 384, kWsProducerRegs = 24, kWsConsumerRegs = 240;
+constexpr int kOrderedBarConsumers = 3, kOrderedBarDqFull = 4, kOrderedBarDqEmpty = 8;
+constexpr int kOrderedThreads = 384, kOrderedProducerRegs = 24, kOrderedConsumerRegs = 240;
 
-template <class T, int kHeadDim, bool kOrdered>
-__device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const CUtensorMap* tm_dq,
-                                            const CUtensorMap* tm_q, const CUtensorMap* tm_do, int* turns,
-                                            const OrderedDq& order) {
+template <class T, int kHeadDim>
+__device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, const CUtensorMap *tm_dq,
+                                                 const CUtensorMap *tm_q, const CUtensorMap *tm_do, int *turns,
+                                                 const OrderedDq &order) {
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr bool kWide = kHeadDim == 64;
   constexpr int D = kHeadDim, BM = Tr::kBlockMTma, BN = Tr::kBlockN;
@@ -55,19 +62,17 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
   const uint32_t sQ = sV + kKBytes;       // [2] stages
   const uint32_t sdO = sQ + 2 * kQBytes;  // [2] stages
   const uint32_t sdS = sdO + 2 * kQBytes;
-  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L as stored, 0 past Lq
-  float* sD = sLse + 2 * BM;                                                   // [2][BM]
-  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // [2] stages of Tr::kDqStageBytes
+  float *sLse = reinterpret_cast<float *>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L as stored, 0 past Lq
+  float *sD = sLse + 2 * BM;                                                   // [2][BM]
+  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;                            // [2] stages of Tr::kDqStageBytes
   const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);
   auto full_bar = [&](int st) { return sBar + 8 * st; };        // Q_i, dO_i, L_i, D_i of a stage landed
   auto empty_bar = [&](int st) { return sBar + 16 + 8 * st; };  // the stage read by both consumer warpgroups
 
-  // The CTA: kOrdered in the grid's order (its K/V tile reversed where the plan says), else main_cta's.
-  BwdCta cta;
-  if constexpr (kOrdered)
-    cta = {order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x), int(blockIdx.y), int(blockIdx.z)};
-  else
-    cta = main_cta(p);
+  // The CTA in the grid's order (its K/V tile reversed where the plan says: the
+  // waits then point at CTAs started earlier), not bwd_main_cta's
+  // heaviest-first order, whose waits could point at CTAs not yet started.
+  const BwdCta cta{order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x), int(blockIdx.y), int(blockIdx.z)};
   const int n_block = cta.tile, h = cta.h, b = cta.b;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
   const HeadsFor<false, T, D, true> hp(p, b, h);
@@ -75,15 +80,16 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
   const int steps = m_blocks > m_first ? m_blocks - m_first : 0;
-  // The query tile of step s: m_first + s, or (kOrdered) rotated to start at ordered_dq_start.
-  const int start = kOrdered ? ordered_dq_start(order, n_block, m_first, m_blocks) : m_first;
+  // The query tile of step s: from ordered_dq_start, wrapping at m_blocks.
+  const int start = ordered_dq_start(order, n_block, m_first, m_blocks);
   auto tile_of = [&](int s) {
     const int m = start + s;
-    return kOrdered && m >= m_blocks ? m - m_blocks : m;
+    return m >= m_blocks ? m - m_blocks : m;
   };
 
   if (tid == 0) {
-    mbar_init(full_bar(0), 33);  // warp 0's first lane (with the copies' bytes) and its 32 lanes' cp.async
+    mbar_init(full_bar(0), 33);  // warp 0's first lane (with the copies' bytes)
+                                 // and its 32 lanes' cp.async
     mbar_init(full_bar(1), 33);
     mbar_init(empty_bar(0), 2);  // one thread of each consumer warpgroup
     mbar_init(empty_bar(1), 2);
@@ -92,7 +98,7 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
   __syncthreads();
 
   if (wg == 0) {  // ---- the producer warpgroup
-    setmaxnreg_dec<kWsProducerRegs>();
+    setmaxnreg_dec<kOrderedProducerRegs>();
     if (warp == 0) {  // loads
       for (int s = 0; s < steps; ++s) {
         const int st = s & 1, m = tile_of(s);
@@ -117,54 +123,49 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
     } else if (warp == 1) {  // dQ adds
       for (int s = 0; s < steps; ++s) {
         const int st = s & 1, mt = tile_of(s);
-        // kOrdered: the tile's counters (one per consumer warpgroup) and this CTA's turn there.
-        int* turn = kOrdered ? turns + (hp.bh * m_blocks + mt) * 2 : nullptr;
-        const int rank = kOrdered ? ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN) : 0;
+        // The tile's counters (one per consumer warpgroup) and this CTA's turn
+        // there.
+        int *turn = turns + (hp.bh * m_blocks + mt) * 2;
+        const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
         bool added[2] = {false, false};
 #pragma unroll
         for (int cw = 0; cw < 2; ++cw) {
-          named_bar_sync(kWsBarDqFull + 2 * cw + st, 160);
+          named_bar_sync(kOrderedBarDqFull + 2 * cw + st, 160);
           const int row0 = kWide ? mt * BM + 64 * cw : mt * BM;
-          added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
+          added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all
+                                    // lie past Lq (no add)
           if (lane == 0 && added[cw]) {
-            if constexpr (kOrdered) {
-              while (!(order.flags & 1) && ld_acquire_gpu(turn + cw) != rank) {
-              }
-              fence_proxy_async_global();
+            while (ld_acquire_gpu(turn + cw) != rank) {
             }
+            fence_proxy_async_global();
             const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(cw, 0, 0);
 #pragma unroll
             for (int box = 0; box < 2; ++box)
-              bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box,
-                                        row0, int(hp.bh));
+              bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box, row0,
+                                        int(hp.bh));
             bulk_commit();
           }
         }
-        if (lane == 0) {
-          if constexpr (kOrdered) {  // the adds completed (so the next in turn adds after them), then the turns
-            if (order.flags & 2) bulk_wait_read<0>();
-            else bulk_wait<0>();
-            fence_proxy_async_global();
+        if (lane == 0) {  // the adds completed (so the next in turn adds after
+                          // them), then the turns counted up
+          bulk_wait<0>();
+          fence_proxy_async_global();
 #pragma unroll
-            for (int cw = 0; cw < 2; ++cw)
-              if (added[cw]) red_release_gpu_add(turn + cw, 1);
-          } else {
-            bulk_wait_read<0>();
-          }
+          for (int cw = 0; cw < 2; ++cw)
+            if (added[cw]) red_release_gpu_add(turn + cw, 1);
         }
         __syncwarp();
         if (s + 2 < steps) {  // stage st free for the consumers' step s + 2
-          named_bar_arrive(kWsBarDqEmpty + st, 160);
-          named_bar_arrive(kWsBarDqEmpty + 2 + st, 160);
+          named_bar_arrive(kOrderedBarDqEmpty + st, 160);
+          named_bar_arrive(kOrderedBarDqEmpty + 2 + st, 160);
         }
       }
-      if (lane == 0) bulk_wait<0>();  // the adds completed before the CTA goes
     }
     return;
   }
 
   // ---- the consumer warpgroups: cw owns keys n0 + 64 cw .. + 63
-  setmaxnreg_inc<kWsConsumerRegs>();
+  setmaxnreg_inc<kOrderedConsumerRegs>();
   const int cw = wg - 1, ct = tid - 128, g = lane >> 2, t4 = lane & 3;
   const int key_row = n0 + 64 * cw + 16 * warp + g;
   const float scale_log2 = p.scale * kLog2e;
@@ -177,7 +178,7 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
     cp_async_commit();
     cp_async_wait<0>();
     fence_proxy_async();
-    named_bar_sync(kWsBarConsumers, 256);
+    named_bar_sync(kOrderedBarConsumers, 256);
     const uint32_t sKw = sK + cw * 64 * 128, sVw = sV + cw * 64 * 128;
     for (int s = 0; s < steps; ++s) {
       const int st = s & 1, m = tile_of(s);
@@ -203,12 +204,12 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
       wgmma_wait<1>();
       fence_regs(acc_s);
 
-      const float* lse_s = sLse + st * BM;
-      const float* d_s = sD + st * BM;
+      const float *lse_s = sLse + st * BM;
+      const float *d_s = sD + st * BM;
       const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+        float2 l2 = *reinterpret_cast<const float2 *>(lse_s + 8 * j + 2 * t4);
         l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -222,9 +223,10 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
       fence_regs(acc_dp);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
+        const float2 d2 = *reinterpret_cast<const float2 *>(d_s + 8 * j + 2 * t4);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
+        for (int e = 0; e < 4; ++e)
+          acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
       }
 
       uint32_t p_frag[kKq][4], ds_frag[kKq][4];
@@ -243,13 +245,15 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
         wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
       wgmma_commit();
 
-      // dS^T into sdS as dS [query][key], once both warpgroups' previous dQ products (which read it) are done.
-      named_bar_sync(kWsBarConsumers, 256);
+      // dS^T into sdS as dS [query][key], once both warpgroups' previous dQ
+      // products (which read it) are done.
+      named_bar_sync(kOrderedBarConsumers, 256);
 #pragma unroll
       for (int kk = 0; kk < kKq; ++kk)
         stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(cw, warp, lane, kk, BM), ds_frag[kk]);
       fence_proxy_async();
-      named_bar_sync(kWsBarConsumers, 256);  // all of dS is in shared memory
+      named_bar_sync(kOrderedBarConsumers,
+                     256);  // all of dS is in shared memory
 
       float acc_dq[kDqRegs];
       fence_regs(acc_dq);
@@ -257,7 +261,8 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
       if constexpr (kWide) {
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk)
-          wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + cw * (64 * 128) + (kk & 3) * 32, 16, 1024),
+          wgmma_ss_tb<T, 64>(acc_dq,
+                             make_desc(sdS + (kk >> 2) * (BM * 128) + cw * (64 * 128) + (kk & 3) * 32, 16, 1024),
                              make_desc(sK + kk * 16 * 128, BN * 128, 1024), kk > 0);
       } else {
 #pragma unroll
@@ -274,8 +279,9 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
       fence_regs(ds_frag);
       if ((ct & 127) == 0) mbar_arrive(empty_bar(st));  // this warpgroup is done with the stage's tiles
 
-      // dQ staged in stage st, once warp 1's adds of step s - 2 have read it; then handed to warp 1.
-      if (s >= 2) named_bar_sync(kWsBarDqEmpty + 2 * cw + st, 160);
+      // dQ staged in stage st, once warp 1's adds of step s - 2 have read it;
+      // then handed to warp 1.
+      if (s >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
       const uint32_t st_base = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes);
 #pragma unroll
       for (int r = 0; r < 2; ++r)
@@ -284,22 +290,23 @@ __device__ __forceinline__ void bwd_ws_body(const FastBackwardParams& p, const C
           st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(cw, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
                            acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
       fence_proxy_async();
-      named_bar_arrive(kWsBarDqFull + 2 * cw + st, 160);
+      named_bar_arrive(kOrderedBarDqFull + 2 * cw + st, 160);
     }
-    named_bar_sync(kWsBarConsumers, 256);  // both warpgroups past their last products' reads of the stages
+    named_bar_sync(kOrderedBarConsumers,
+                   256);  // both warpgroups past their last products' reads of the stages
   }
   static_assert(4 * kQBytes >= 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
-  store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * cw, p.Lk, sQ + cw * (256 * D), cw, warp,
-                           lane, p.scale);
+  store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * cw, p.Lk, sQ + cw * (256 * D), cw, warp, lane,
+                           p.scale);
 }
 
-template <class T, int kHeadDim, bool kOrdered>
-__global__ void __launch_bounds__(kWsThreads, 1)
-    flash_bwd_ws_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
-                        const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int* turns,
-                        const OrderedDq order) {
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(kOrderedThreads, 1)
+    flash_bwd_ordered_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
+                             const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int *turns,
+                             const OrderedDq order) {
 #ifdef KL_FA_SM90A
-  bwd_ws_body<T, kHeadDim, kOrdered>(p, &tm_dq, &tm_q, &tm_do, turns, order);
+  bwd_ordered_body<T, kHeadDim>(p, &tm_dq, &tm_q, &tm_do, turns, order);
 #endif
 }
 
