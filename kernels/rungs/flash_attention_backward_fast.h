@@ -307,9 +307,7 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 //   ascending (no mask otherwise): every CTA from tile 0, ascending j: each waits for the one before.
 // A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
 // index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
-// wait: causal launches them last key tile first (`reverse`), so every wait is for a CTA started earlier (in
-// the grid's order a head's heavy first CTAs, started as the head before finishes, waited for its light last
-// ones, started after them: 0.77x of the atomic mode at d = 64, L = 16384, docs/perf-log.md).
+// wait: causal with more K/V tiles than SMs launches them last key tile first (`reverse`).
 enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
 struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
@@ -321,9 +319,9 @@ struct OrderedDq {
 KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, bool causal, int sms) {
   const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
   OrderedDq o;
-  if (causal) {  // launched last key tile first at every size: a CTA's waits then point at CTAs started before it
+  if (causal) {
     o.mode = OrderedDqMode::Causal;
-    o.reverse = 1;
+    o.reverse = N > sms ? 1 : 0;
   } else if (N <= sms && M >= N && N > 1) {
     o.mode = OrderedDqMode::Rotated;
     o.shift = M / N;

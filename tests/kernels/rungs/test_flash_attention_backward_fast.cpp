@@ -1123,7 +1123,6 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).mode, OrderedDqMode::Rotated);
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).shift, 2);
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).reverse, 1);
-  EXPECT_EQ(ordered_dq_plan(16384, 16384, 128, BN, true, 132).reverse, 1);
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, false, 132).mode, OrderedDqMode::Ascending);
 }
 
