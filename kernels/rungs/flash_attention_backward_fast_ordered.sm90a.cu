@@ -1,6 +1,5 @@
-// Rung 6, fast variant, Hopper path: the deterministic mode's kernel with its
-// dQ adds in turn, plain heads at d = 64 and 128, bf16 and fp16 (the kernel and
-// its design in kernels/rungs/flash_attention_backward_fast_ordered_sm90.cuh;
+// Rung 6, fast variant, Hopper path: the deterministic mode's kernel with its dQ adds in turn, plain heads at d = 64
+// and 128, bf16 and fp16 (the kernel and its design in kernels/rungs/flash_attention_backward_fast_ordered_sm90.cuh;
 // where it runs: fast_backward_ordered_dq).
 #include <cuda_runtime.h>
 
@@ -11,10 +10,10 @@ namespace kl::flash_attention_backward {
 namespace sm90_bwd {
 
 namespace {
-// The turn counters, [B * H][M][2] int32, zeroed on `stream` before each
-// launch; one buffer for the process, grown as shapes need.
-int *turn_counters(int64_t count, cudaStream_t stream) {
-  static int *buf = nullptr;
+// The turn counters, [B * H][M][2] int32, zeroed on `stream` before each launch; one buffer for the process, grown
+// as shapes need (one ordered launch in flight at a time: run_fast launches it on one stream; cudaFree waits).
+int* turn_counters(int64_t count, cudaStream_t stream) {
+  static int* buf = nullptr;
   static int64_t cap = 0;
   if (count > cap) {
     if (buf) KL_CUDA_CHECK(cudaFree(buf));
@@ -28,12 +27,12 @@ int *turn_counters(int64_t count, cudaStream_t stream) {
 }
 
 template <class T, int D>
-void launch_ordered_typed(const FastBackwardParams &p, const MainChoice &c, cudaStream_t stream) {
+void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream) {
   using Tr = FastBackwardTraitsSm90<D>;
   const std::string name = std::string("flash_bwd_ordered_") + (D == 64 ? "d64" : "d128") +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16");
   const int M = ceil_div(p.Lq, Tr::kBlockMTma);
-  int *turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
+  int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
   const OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
   cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D>, main_grid<D>(p), dim3(kOrderedThreads),
@@ -41,7 +40,7 @@ void launch_ordered_typed(const FastBackwardParams &p, const MainChoice &c, cuda
 }
 }  // namespace
 
-void launch_ordered_main(const FastBackwardParams &p, const MainChoice &c, cudaStream_t stream) {
+void launch_ordered_main(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream) {
   const bool half = p.dtype == FastDtype::Fp16;
   if (p.d == 64)
     half ? launch_ordered_typed<__half, 64>(p, c, stream) : launch_ordered_typed<__nv_bfloat16, 64>(p, c, stream);

@@ -1,22 +1,16 @@
-// Rung 6, fast variant, Hopper path: the deterministic mode's main kernel with
-// its dQ adds in turn (fast_backward_ordered_dq: wgmma-tma, plain heads, d = 64
-// and 128, Lq and Lk from 2048; the header's ordered_dq), in FlashAttention-3's
-// warp roles: the wgmma-tma kernel's products, softmax and dQ staging
-// (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a
-// producer warpgroup whose warp 0 loads Q_i, dO_i (bulk tensor copies), L_i and
-// D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and
-// whose warp 1 adds each step's staged dQ into the fp32 accumulator (bulk
-// tensor reduce-adds), each query tile's adds when the tile's turn counter
-// reads this CTA's rank, then waits for them to complete and counts the turn
-// up: the waits fall in that warp, not in a consumer (the wgmma-tma kernel
-// waiting for turns in its issuing thread measured 0.77x-0.85x the dQ pass at d
-// = 64, docs/perf-log.md). The producer gives its registers to the consumers
-// (setmaxnreg 24 / 240). No block barrier per step: the consumers meet at a
-// named barrier before and after dS goes to shared memory, a stage's Q_i / dO_i
-// / L_i / D_i goes back to warp 0 on an mbarrier, and the dQ staging to warp 1
-// and back on named barriers (per warpgroup and stage). The same warp roles in
-// the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over the d = 64
-// and 128 rows: not kept.
+// Rung 6, fast variant, Hopper path: the deterministic mode's main kernel with its dQ adds in turn
+// (fast_backward_ordered_dq: wgmma-tma, plain heads, d = 64 and 128, Lq and Lk from 2048; the header's ordered_dq), in
+// FlashAttention-3's warp roles: the wgmma-tma kernel's products, softmax and dQ staging
+// (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0 loads Q_i,
+// dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and whose
+// warp 1 adds each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), each query tile's adds when
+// the tile's turn counter reads this CTA's rank, then waits for them to complete and counts the turn up: the waits fall
+// in that warp, not in a consumer (the wgmma-tma kernel waiting for turns in its issuing thread measured 0.77x-0.85x
+// the dQ pass at d = 64, docs/perf-log.md). The producer gives its registers to the consumers (setmaxnreg 24 / 240). No
+// block barrier per step: the consumers meet at a named barrier before and after dS goes to shared memory, a stage's
+// Q_i / dO_i / L_i / D_i goes back to warp 0 on an mbarrier, and the dQ staging to warp 1 and back on named barriers
+// (per warpgroup and stage). The same warp roles in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over
+// the d = 64 and 128 rows: not kept.
 #pragma once
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
@@ -26,27 +20,26 @@ namespace sm90_bwd {
 __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ int ld_acquire_gpu(const int *ptr) {
+__device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
   int v;
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(ptr) : "memory");
   return v;
 }
-__device__ __forceinline__ void red_release_gpu_add(int *ptr, int v) {
+__device__ __forceinline__ void red_release_gpu_add(int* ptr, int v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(ptr), "r"(v) : "memory");
 }
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
-// Named barriers: 1, 2 the epilogue's (store_dk_dv_staged, per consumer
-// warpgroup); 3 the consumers'; 4 + 2 cw + stage: consumer warpgroup cw's dQ
-// staged (its 128 threads arrive, warp 1 waits); 8 + 2 cw + stage: the stage
-// read by warp 1's adds (warp 1 arrives, the warpgroup waits).
+// Named barriers: 1, 2 the epilogue's (store_dk_dv_staged, per consumer warpgroup); 3 the consumers'; 4 + 2 cw + stage:
+// consumer warpgroup cw's dQ staged (its 128 threads arrive, warp 1 waits); 8 + 2 cw + stage: the stage read by warp
+// 1's adds (warp 1 arrives, the warpgroup waits).
 constexpr int kOrderedBarConsumers = 3, kOrderedBarDqFull = 4, kOrderedBarDqEmpty = 8;
 constexpr int kOrderedThreads = 384, kOrderedProducerRegs = 24, kOrderedConsumerRegs = 240;
 
 template <class T, int kHeadDim>
-__device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, const CUtensorMap *tm_dq,
-                                                 const CUtensorMap *tm_q, const CUtensorMap *tm_do, int *turns,
-                                                 const OrderedDq &order) {
+__device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, const CUtensorMap* tm_dq,
+                                                 const CUtensorMap* tm_q, const CUtensorMap* tm_do, int* turns,
+                                                 const OrderedDq& order) {
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr bool kWide = kHeadDim == 64;
   constexpr int D = kHeadDim, BM = Tr::kBlockMTma, BN = Tr::kBlockN;
@@ -62,16 +55,15 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
   const uint32_t sQ = sV + kKBytes;       // [2] stages
   const uint32_t sdO = sQ + 2 * kQBytes;  // [2] stages
   const uint32_t sdS = sdO + 2 * kQBytes;
-  float *sLse = reinterpret_cast<float *>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L as stored, 0 past Lq
-  float *sD = sLse + 2 * BM;                                                   // [2][BM]
-  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;                            // [2] stages of Tr::kDqStageBytes
+  float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L as stored, 0 past Lq
+  float* sD = sLse + 2 * BM;                                                  // [2][BM]
+  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;                           // [2] stages of Tr::kDqStageBytes
   const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);
   auto full_bar = [&](int st) { return sBar + 8 * st; };        // Q_i, dO_i, L_i, D_i of a stage landed
   auto empty_bar = [&](int st) { return sBar + 16 + 8 * st; };  // the stage read by both consumer warpgroups
 
-  // The CTA in the grid's order (its K/V tile reversed where the plan says: the
-  // waits then point at CTAs started earlier), not bwd_main_cta's
-  // heaviest-first order, whose waits could point at CTAs not yet started.
+  // The CTA in the grid's order (its K/V tile reversed where the plan says: the waits then point at CTAs started
+  // earlier), not bwd_main_cta's heaviest-first order, whose waits could point at CTAs not yet started.
   const BwdCta cta{order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x), int(blockIdx.y), int(blockIdx.z)};
   const int n_block = cta.tile, h = cta.h, b = cta.b;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
@@ -88,8 +80,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
   };
 
   if (tid == 0) {
-    mbar_init(full_bar(0), 33);  // warp 0's first lane (with the copies' bytes)
-                                 // and its 32 lanes' cp.async
+    mbar_init(full_bar(0), 33);  // warp 0's first lane (with the copies' bytes) and its 32 lanes' cp.async
     mbar_init(full_bar(1), 33);
     mbar_init(empty_bar(0), 2);  // one thread of each consumer warpgroup
     mbar_init(empty_bar(1), 2);
@@ -123,17 +114,15 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
     } else if (warp == 1) {  // dQ adds
       for (int s = 0; s < steps; ++s) {
         const int st = s & 1, mt = tile_of(s);
-        // The tile's counters (one per consumer warpgroup) and this CTA's turn
-        // there.
-        int *turn = turns + (hp.bh * m_blocks + mt) * 2;
+        // The tile's counters (one per consumer warpgroup) and this CTA's turn there.
+        int* turn = turns + (hp.bh * m_blocks + mt) * 2;
         const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
         bool added[2] = {false, false};
 #pragma unroll
         for (int cw = 0; cw < 2; ++cw) {
           named_bar_sync(kOrderedBarDqFull + 2 * cw + st, 160);
           const int row0 = kWide ? mt * BM + 64 * cw : mt * BM;
-          added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all
-                                    // lie past Lq (no add)
+          added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
           if (lane == 0 && added[cw]) {
             while (ld_acquire_gpu(turn + cw) != rank) {
             }
@@ -146,8 +135,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
             bulk_commit();
           }
         }
-        if (lane == 0) {  // the adds completed (so the next in turn adds after
-                          // them), then the turns counted up
+        if (lane == 0) {  // the adds completed (so the next in turn adds after them), then the turns counted up
           bulk_wait<0>();
           fence_proxy_async_global();
 #pragma unroll
@@ -204,12 +192,12 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
       wgmma_wait<1>();
       fence_regs(acc_s);
 
-      const float *lse_s = sLse + st * BM;
-      const float *d_s = sD + st * BM;
+      const float* lse_s = sLse + st * BM;
+      const float* d_s = sD + st * BM;
       const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        float2 l2 = *reinterpret_cast<const float2 *>(lse_s + 8 * j + 2 * t4);
+        float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
         l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -223,7 +211,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
       fence_regs(acc_dp);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        const float2 d2 = *reinterpret_cast<const float2 *>(d_s + 8 * j + 2 * t4);
+        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
@@ -245,8 +233,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
         wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
       wgmma_commit();
 
-      // dS^T into sdS as dS [query][key], once both warpgroups' previous dQ
-      // products (which read it) are done.
+      // dS^T into sdS as dS [query][key], once both warpgroups' previous dQ products (which read it) are done.
       named_bar_sync(kOrderedBarConsumers, 256);
 #pragma unroll
       for (int kk = 0; kk < kKq; ++kk)
@@ -279,8 +266,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
       fence_regs(ds_frag);
       if ((ct & 127) == 0) mbar_arrive(empty_bar(st));  // this warpgroup is done with the stage's tiles
 
-      // dQ staged in stage st, once warp 1's adds of step s - 2 have read it;
-      // then handed to warp 1.
+      // dQ staged in stage st, once warp 1's adds of step s - 2 have read it; then handed to warp 1.
       if (s >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
       const uint32_t st_base = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes);
 #pragma unroll
@@ -303,7 +289,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams &p, co
 template <class T, int kHeadDim>
 __global__ void __launch_bounds__(kOrderedThreads, 1)
     flash_bwd_ordered_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
-                             const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int *turns,
+                             const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int* turns,
                              const OrderedDq order) {
 #ifdef KL_FA_SM90A
   bwd_ordered_body<T, kHeadDim>(p, &tm_dq, &tm_q, &tm_do, turns, order);
