@@ -43,10 +43,9 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
   constexpr bool kWide = kHeadDim == 64;
   constexpr int D = kHeadDim, BM = Tr::kBlockMTma, BN = Tr::kBlockN;
-  constexpr int kJ = BM / 8, kKq = BM / 16;
+  constexpr int kKq = BM / 16;
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
   constexpr float kLog2e = 1.4426950408889634f;
-  constexpr int kDqRegs = 32;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -177,45 +176,15 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
       fence_regs(acc_s);
       fence_regs(acc_dp);
       wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-        wgmma_ss<T, BM>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-        wgmma_ss<T, BM>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
+      issue_keys_by_queries<T, D, BM, BN>(acc_s, sKw, sQs);
+      issue_keys_by_queries<T, D, BM, BN>(acc_dp, sVw, sdOs);
       wgmma_wait<1>();
       fence_regs(acc_s);
-
-      const float* lse_s = sLse + st * BM;
-      const float* d_s = sD + st * BM;
       const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
-        l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
-          if (mask && !key_visible(m * BM + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
-            pv = 0.f;
-          acc_s[4 * j + e] = pv;
-        }
-      }
+      softmax_p<BM, true>(acc_s, sLse + st * BM, scale_log2, mask, m * BM, key_row, t4, p);
       wgmma_wait<0>();
       fence_regs(acc_dp);
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
-      }
+      ds_from_dp<BM>(acc_dp, acc_s, sD + st * BM, t4);
 
       uint32_t p_frag[kKq][4], ds_frag[kKq][4];
       pack_a<T>(p_frag, acc_s);
@@ -224,40 +193,17 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
       fence_regs(acc_dk);
       fence_regs(p_frag);
       fence_regs(ds_frag);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
-      wgmma_commit();
+      issue_dv_dk<T, D, BM>(acc_dv, acc_dk, p_frag, ds_frag, sdOs, sQs);
 
-      // dS^T into sdS as dS [query][key], once both warpgroups' previous dQ products (which read it) are done.
+      // dS^T into sdS, once both warpgroups' previous dQ products (which read it) are done; then all of it there.
       named_bar_sync(kOrderedBarConsumers, 256);
-#pragma unroll
-      for (int kk = 0; kk < kKq; ++kk)
-        stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(cw, warp, lane, kk, BM), ds_frag[kk]);
+      store_ds_transposed<BM>(sdS, ds_frag, cw, warp, lane);
       fence_proxy_async();
-      named_bar_sync(kOrderedBarConsumers,
-                     256);  // all of dS is in shared memory
+      named_bar_sync(kOrderedBarConsumers, 256);
 
-      float acc_dq[kDqRegs];
+      float acc_dq[32];
       fence_regs(acc_dq);
-      wgmma_fence();
-      if constexpr (kWide) {
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk)
-          wgmma_ss_tb<T, 64>(acc_dq,
-                             make_desc(sdS + (kk >> 2) * (BM * 128) + cw * (64 * 128) + (kk & 3) * 32, 16, 1024),
-                             make_desc(sK + kk * 16 * 128, BN * 128, 1024), kk > 0);
-      } else {
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk)
-          wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
-                             make_desc(sK + cw * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
-      }
-      wgmma_commit();
+      issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, cw);
       wgmma_wait<0>();
       fence_regs(acc_dq);
       fence_regs(acc_dv);
@@ -268,18 +214,10 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
 
       // dQ staged in stage st, once warp 1's adds of step s - 2 have read it; then handed to warp 1.
       if (s >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
-      const uint32_t st_base = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes);
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int j = 0; j < kDqRegs / 4; ++j)
-          st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(cw, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
-                           acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
-      fence_proxy_async();
+      stage_dq(sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes), acc_dq, cw, warp, g, t4);
       named_bar_arrive(kOrderedBarDqFull + 2 * cw + st, 160);
     }
-    named_bar_sync(kOrderedBarConsumers,
-                   256);  // both warpgroups past their last products' reads of the stages
+    named_bar_sync(kOrderedBarConsumers, 256);  // both warpgroups past their last products' reads of the stages
   }
   static_assert(4 * kQBytes >= 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
   store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * cw, p.Lk, sQ + cw * (256 * D), cw, warp, lane,

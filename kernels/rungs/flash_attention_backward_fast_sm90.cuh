@@ -207,6 +207,115 @@ __device__ __forceinline__ void store_dk_dv_staged(T* dk, T* dv, const float (&a
   }
 }
 
+// ---- [SECTION] a step's pieces (the main kernel below and the ordered kernel of
+// flash_attention_backward_fast_ordered_sm90.cuh): warpgroup wg's 64 keys against a step of BM query rows -------
+// acc (64 keys x BM queries) = A_w B^T over k = D, committed as one group: S^T from this warpgroup's K_j rows (sA)
+// and the stage's Q_i (sB), dP^T from V_j and dO_i. The caller fences acc and the wgmma queue before.
+template <class T, int D, int BM, int BN>
+__device__ __forceinline__ void issue_keys_by_queries(float (&acc)[BM / 2], uint32_t sA, uint32_t sB) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+    wgmma_ss<T, BM>(acc, make_desc(sA + off_k, 16, 1024), make_desc(sB + off_q, 16, 1024), kk > 0);
+  }
+  wgmma_commit();
+}
+
+// P^T = exp2(S^T * scale log2(e) - L log2(e)) in place; pairs that `mask` and key_visible rule out are 0 (the Lk
+// tail, the causal diagonal). lse_s: the stage's L, as stored (kRawL: converted here, lse_log2) or already
+// L log2(e); row0: the step's first query row; key_row: this thread's first key.
+template <int BM, bool kRawL>
+__device__ __forceinline__ void softmax_p(float (&acc_s)[BM / 2], const float* lse_s, float scale_log2, bool mask,
+                                          int row0, int key_row, int t4, const FastBackwardParams& p) {
+#pragma unroll
+  for (int j = 0; j < BM / 8; ++j) {
+    float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
+    if constexpr (kRawL) l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+      if (mask && !key_visible(row0 + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
+        pv = 0.f;
+      acc_s[4 * j + e] = pv;
+    }
+  }
+}
+
+// dS^T = P^T o (dP^T - D) in place of dP^T (d_s: the stage's D).
+template <int BM>
+__device__ __forceinline__ void ds_from_dp(float (&acc_dp)[BM / 2], const float (&acc_s)[BM / 2], const float* d_s,
+                                           int t4) {
+#pragma unroll
+  for (int j = 0; j < BM / 8; ++j) {
+    const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
+  }
+}
+
+// dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's BM queries; dO, Q MN-major), fenced and committed as one group.
+template <class T, int D, int BM>
+__device__ __forceinline__ void issue_dv_dk(float (&acc_dv)[D / 2], float (&acc_dk)[D / 2],
+                                            const uint32_t (&p_frag)[BM / 16][4], const uint32_t (&ds_frag)[BM / 16][4],
+                                            uint32_t sdOs, uint32_t sQs) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BM / 16; ++kk)
+    wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
+#pragma unroll
+  for (int kk = 0; kk < BM / 16; ++kk)
+    wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
+  wgmma_commit();
+}
+
+// dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K) by four transposing 8 x 8 matrix stores
+// per k-step: ds_frag[kk][r] holds (key +8 (r & 1), queries 8 (2 kk + r / 2) + 2t, +1).
+template <int BM>
+__device__ __forceinline__ void store_ds_transposed(uint32_t sdS, const uint32_t (&ds_frag)[BM / 16][4], int wg,
+                                                    int warp, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < BM / 16; ++kk)
+    stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk, BM), ds_frag[kk]);
+}
+
+// This warpgroup's part of dQ_i = dS K_j (64 x 64 fp32, committed as one group): kWide (d = 64, 128 rows a step)
+// rows 64 wg .. (A: dS's rows from 64 wg, in both 64-key blocks), all 64 columns over all 128 keys; d = 128 columns
+// 64 wg .. over all 128 keys; d = 64 at 64 rows all 64 columns over this warpgroup's 64 keys (k-steps 4 wg ..).
+template <class T, int D, int BM, int BN, bool kWide>
+__device__ __forceinline__ void issue_dq_product(float (&acc_dq)[32], uint32_t sdS, uint32_t sK, int wg) {
+  wgmma_fence();
+  if constexpr (kWide) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + wg * (64 * 128) + (kk & 3) * 32, 16, 1024),
+                         make_desc(sK + kk * 16 * 128, BN * 128, 1024), kk > 0);
+  } else if constexpr (D == 128) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
+                         make_desc(sK + wg * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + wg * (BM * 128) + kk * 32, 16, 1024),
+                         make_desc(sK + (4 * wg + kk) * 16 * 128, BN * 128, 1024), kk > 0);
+  }
+  wgmma_commit();
+}
+
+// This warpgroup's dQ_i part staged at st_base (a dQ stage) for the bulk reduce-adds: column group j at the j-th
+// store, straight from the accumulator (no selects): a half-warp's stores (rows g .. g + 3) meet two to a bank
+// (WgmmaTmaDqStagingLayout); then fenced for the bulk copies' reads.
+__device__ __forceinline__ void stage_dq(uint32_t st_base, const float (&acc_dq)[32], int wg, int warp, int g, int t4) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
+                       acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
+  fence_proxy_async();
+}
+
 // ---- [SECTION] the main kernel ---------------------------------------------------------------------------
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
@@ -240,7 +349,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   constexpr int D = kHeadDim, BM = kTma ? Tr::kBlockMTma : Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
   static_assert((BM == 64 || (kWide && BM == 128)) && BN == 128 && kThreads == 256,
                 "two warpgroups of 64 keys, 64 query rows a step (128 at d = 64 on wgmma-tma)");
-  constexpr int kJ = BM / 8, kKq = BM / 16;  // the 8-query column groups of S^T, dP^T; the k16 steps over queries
+  constexpr int kKq = BM / 16;  // the k16 steps over queries
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
   constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
   constexpr int kDqRegs = 32;
@@ -425,19 +534,9 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       fence_regs(acc_s);
       fence_regs(acc_dp);
       wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-        wgmma_ss<T, BM>(acc_s, make_desc(sKw + off_k, 16, 1024), make_desc(sQs + off_q, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
+      issue_keys_by_queries<T, D, BM, BN>(acc_s, sKw, sQs);
       rec.mark(Phase::IssueDP, m, tile);
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t off_k = (kk >> 2) * (BN * 128) + (kk & 3) * 32, off_q = (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-        wgmma_ss<T, BM>(acc_dp, make_desc(sVw + off_k, 16, 1024), make_desc(sdOs + off_q, 16, 1024), kk > 0);
-      }
-      wgmma_commit();
+      issue_keys_by_queries<T, D, BM, BN>(acc_dp, sVw, sdOs);
       rec.mark(Phase::WaitS, m, tile);
       wgmma_wait<1>();  // S^T landed; dP^T may still run
       fence_regs(acc_s);
@@ -447,28 +546,12 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       const float* lse_s = sLse + stage * BM;
       const float* d_s = sD + stage * BM;
       const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * j + 2 * t4);
-        if constexpr (kTma) l2 = make_float2(lse_log2(l2.x), lse_log2(l2.y));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float pv = fast_exp2(fmaf(acc_s[4 * j + e], scale_log2, -((e & 1) ? l2.y : l2.x)));
-          if (mask && !key_visible(m * BM + 8 * j + 2 * t4 + (e & 1), key_row + 8 * (e >> 1), p.Lq, p.Lk, p.causal))
-            pv = 0.f;
-          acc_s[4 * j + e] = pv;
-        }
-      }
+      softmax_p<BM, kTma>(acc_s, lse_s, scale_log2, mask, m * BM, key_row, t4, p);
       rec.mark(Phase::WaitDP, m, tile);
       wgmma_wait<0>();
       fence_regs(acc_dp);
       rec.mark(Phase::DS, m, tile);
-#pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        const float2 d2 = *reinterpret_cast<const float2*>(d_s + 8 * j + 2 * t4);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dp[4 * j + e] = acc_s[4 * j + e] * (acc_dp[4 * j + e] - ((e & 1) ? d2.y : d2.x));
-      }
+      ds_from_dp<BM>(acc_dp, acc_s, d_s, t4);
 
       // dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's BM queries; dO, Q MN-major).
       uint32_t p_frag[kKq][4], ds_frag[kKq][4];
@@ -479,14 +562,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
       fence_regs(p_frag);
       fence_regs(ds_frag);
       rec.mark(Phase::IssueDVDK, m, tile);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        wgmma_rs<T, D>(acc_dv, p_frag[kk], make_desc(sdOs + kk * 16 * 128, BM * 128, 1024));
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        wgmma_rs<T, D>(acc_dk, ds_frag[kk], make_desc(sQs + kk * 16 * 128, BM * 128, 1024));
-      wgmma_commit();
+      issue_dv_dk<T, D, BM>(acc_dv, acc_dk, p_frag, ds_frag, sdOs, sQs);
 
       if constexpr (kAtomicDq) {
         // dS^T's registers into sdS as dS [query][key] (K-major for the A of dS K): ds_frag[kk][r] holds (key +8
@@ -494,9 +570,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         // else one 16-bit element each.
         rec.mark(Phase::StoreDS, m, tile);
         if constexpr (kTma) {
-#pragma unroll
-          for (int kk = 0; kk < kKq; ++kk)
-            stmatrix_x4_trans(sdS + wgmma_frag::ds_stmatrix_byte(wg, warp, lane, kk, BM), ds_frag[kk]);
+          store_ds_transposed<BM>(sdS, ds_frag, wg, warp, lane);
         } else {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk)
@@ -518,26 +592,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         float acc_dq[kDqRegs];
         rec.mark(Phase::IssueDQ, m, tile);
         fence_regs(acc_dq);
-        wgmma_fence();
-        if constexpr (kWide) {  // rows 64 wg .. (A: dS's rows from 64 wg, in both 64-key blocks), all 64 columns
-                                // over all 128 keys
-#pragma unroll
-          for (int kk = 0; kk < BN / 16; ++kk)
-            wgmma_ss_tb<T, 64>(acc_dq,
-                               make_desc(sdS + (kk >> 2) * (BM * 128) + wg * (64 * 128) + (kk & 3) * 32, 16, 1024),
-                               make_desc(sK + kk * 16 * 128, BN * 128, 1024), kk > 0);
-        } else if constexpr (D == 128) {  // columns 64 wg .. over all 128 keys
-#pragma unroll
-          for (int kk = 0; kk < BN / 16; ++kk)
-            wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024),
-                               make_desc(sK + wg * (BN * 128) + kk * 16 * 128, BN * 128, 1024), kk > 0);
-        } else {  // all 64 columns over this warpgroup's 64 keys (k-steps 4 wg ..)
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-            wgmma_ss_tb<T, 64>(acc_dq, make_desc(sdS + wg * (BM * 128) + kk * 32, 16, 1024),
-                               make_desc(sK + (4 * wg + kk) * 16 * 128, BN * 128, 1024), kk > 0);
-        }
-        wgmma_commit();
+        issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, wg);
         rec.mark(Phase::WaitDQ, m, tile);
         wgmma_wait<0>();
         fence_regs(acc_dq);
@@ -548,18 +603,9 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         rec.mark(Phase::AddDQ, m, tile);
         if constexpr (kTma) {
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
-          // barrier); the next step's first barrier publishes it, and its issuers add it.
-          // Column group j at the j-th store, straight from the accumulator (no selects): a half-warp's stores
-          // (rows g .. g + 3) meet two to a bank (WgmmaTmaDqStagingLayout).
-          // kWide: the same stores, the warpgroup's block being its 64 rows of the tile's 128 (all 64 columns).
-          const uint32_t st_base = sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes);
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-#pragma unroll
-            for (int j = 0; j < kDqRegs / 4; ++j)
-              st_shared_v2_f32(st_base + wgmma_frag::dq_stage_byte(wg, 16 * warp + g + 8 * r, 8 * j + 2 * t4),
-                               acc_dq[4 * j + 2 * r], acc_dq[4 * j + 2 * r + 1]);
-          fence_proxy_async();  // these generic writes, before the bulk unit reads them
+          // barrier); the next step's first barrier publishes it, and its issuers add it. kWide: the same stores,
+          // the warpgroup's block being its 64 rows of the tile's 128 (all 64 columns).
+          stage_dq(sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes), acc_dq, wg, warp, g, t4);
         } else {
           const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll

@@ -355,6 +355,13 @@ void causal_rows_that_see_little(FastBackwardPath path, std::initializer_list<in
       }
 }
 
+// dQ, dK and dV of two runs the same bits.
+void expect_same_bits(const FastHostResult& a, const FastHostResult& b) {
+  EXPECT_EQ(0, std::memcmp(a.dq.data.data(), b.dq.data.data(), a.dq.data.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(a.dk.data.data(), b.dk.data.data(), a.dk.data.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(a.dv.data.data(), b.dv.data.data(), a.dv.data.size() * sizeof(float)));
+}
+
 // The deterministic mode gives the same bits run after run (dQ included); the atomic mode's dK and dV do
 // too (one CTA owns each), and its dQ agrees with the deterministic one to fp32 summation order.
 void bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims = {64, 128}) {
@@ -367,9 +374,7 @@ void bitwise_repeatable(FastBackwardPath path, std::initializer_list<int> dims =
       const Inputs in = rounded_inputs(c);
       c.deterministic = true;
       const FastHostResult a = run_case(c, in), b = run_case(c, in);
-      EXPECT_EQ(0, std::memcmp(a.dq.data.data(), b.dq.data.data(), a.dq.data.size() * sizeof(float)));
-      EXPECT_EQ(0, std::memcmp(a.dk.data.data(), b.dk.data.data(), a.dk.data.size() * sizeof(float)));
-      EXPECT_EQ(0, std::memcmp(a.dv.data.data(), b.dv.data.data(), a.dv.data.size() * sizeof(float)));
+      expect_same_bits(a, b);
       c.deterministic = false;
       const FastHostResult x = run_case(c, in), y = run_case(c, in);
       EXPECT_EQ(0, std::memcmp(x.dk.data.data(), y.dk.data.data(), x.dk.data.size() * sizeof(float)));
@@ -652,9 +657,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
         const Inputs in = rounded_inputs(c);
         c.deterministic = true;
         const FastHostResult a = run_case(c, in), b = run_case(c, in);
-        EXPECT_EQ(0, std::memcmp(a.dq.data.data(), b.dq.data.data(), a.dq.data.size() * sizeof(float)));
-        EXPECT_EQ(0, std::memcmp(a.dk.data.data(), b.dk.data.data(), a.dk.data.size() * sizeof(float)));
-        EXPECT_EQ(0, std::memcmp(a.dv.data.data(), b.dv.data.data(), a.dv.data.size() * sizeof(float)));
+        expect_same_bits(a, b);
         c.deterministic = false;
         const FastHostResult x = run_case(c, in);
         EXPECT_LT(test::rel_err(a.dq.data, std::vector<double>(x.dq.data.begin(), x.dq.data.end())), 1e-2);
