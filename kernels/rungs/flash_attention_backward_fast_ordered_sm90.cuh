@@ -187,12 +187,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
       ds_from_dp<BM>(acc_dp, acc_s, sD + st * BM, t4);
 
       uint32_t p_frag[kKq][4], ds_frag[kKq][4];
-      pack_a<T>(p_frag, acc_s);
-      pack_a<T>(ds_frag, acc_dp);
-      fence_regs(acc_dv);
-      fence_regs(acc_dk);
-      fence_regs(p_frag);
-      fence_regs(ds_frag);
+      pack_p_ds<T, D, BM>(p_frag, ds_frag, acc_s, acc_dp, acc_dv, acc_dk);
       issue_dv_dk<T, D, BM>(acc_dv, acc_dk, p_frag, ds_frag, sdOs, sQs);
 
       // dS^T into sdS, once both warpgroups' previous dQ products (which read it) are done; then all of it there.

@@ -253,6 +253,20 @@ __device__ __forceinline__ void ds_from_dp(float (&acc_dp)[BM / 2], const float 
   }
 }
 
+// P^T and dS^T rounded to T as the A fragments of dV's and dK's products (pack_a), and every register those products
+// touch fenced, so the compiler keeps them in place while the products run.
+template <class T, int D, int BM>
+__device__ __forceinline__ void pack_p_ds(uint32_t (&p_frag)[BM / 16][4], uint32_t (&ds_frag)[BM / 16][4],
+                                          const float (&acc_s)[BM / 2], const float (&acc_dp)[BM / 2],
+                                          float (&acc_dv)[D / 2], float (&acc_dk)[D / 2]) {
+  pack_a<T>(p_frag, acc_s);
+  pack_a<T>(ds_frag, acc_dp);
+  fence_regs(acc_dv);
+  fence_regs(acc_dk);
+  fence_regs(p_frag);
+  fence_regs(ds_frag);
+}
+
 // dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's BM queries; dO, Q MN-major), fenced and committed as one group.
 template <class T, int D, int BM>
 __device__ __forceinline__ void issue_dv_dk(float (&acc_dv)[D / 2], float (&acc_dk)[D / 2],
@@ -555,12 +569,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
 
       // dV_j += P^T dO_i, dK_j += dS^T Q_i (k = the step's BM queries; dO, Q MN-major).
       uint32_t p_frag[kKq][4], ds_frag[kKq][4];
-      pack_a<T>(p_frag, acc_s);
-      pack_a<T>(ds_frag, acc_dp);
-      fence_regs(acc_dv);
-      fence_regs(acc_dk);
-      fence_regs(p_frag);
-      fence_regs(ds_frag);
+      pack_p_ds<T, D, BM>(p_frag, ds_frag, acc_s, acc_dp, acc_dv, acc_dk);
       rec.mark(Phase::IssueDVDK, m, tile);
       issue_dv_dk<T, D, BM>(acc_dv, acc_dk, p_frag, ds_frag, sdOs, sQs);
 
