@@ -307,7 +307,10 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 //   ascending (no mask otherwise): every CTA from tile 0, ascending j: each waits for the one before.
 // A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
 // index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
-// wait: causal with more K/V tiles than SMs launches them last key tile first (`reverse`).
+// wait: causal with more K/V tiles than SMs launches them last key tile first (`reverse`). Rotated, and causal in
+// the grid's order, rely on a head's CTAs being resident together once the heads before have finished (N <= the
+// SMs), as FlashAttention-3's deterministic mode does: on a GPU whose SMs other work holds (another kernel beside it,
+// an MPS limit) such a launch waits until they free. Ascending and `reverse` wait only for CTAs started earlier.
 enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
 struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;

@@ -3,6 +3,8 @@
 // where it runs: fast_backward_ordered_dq).
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 #include "kernels/rungs/flash_attention_backward_fast_ordered_sm90.cuh"
 #include "kernels/runtime/backend.h"
 
@@ -11,7 +13,13 @@ namespace sm90_bwd {
 
 namespace {
 // The turn counters, [B * H][M][2] int32, zeroed on `stream` before each launch; one buffer for the process, grown
-// as shapes need (one ordered launch in flight at a time: run_fast launches it on one stream; cudaFree waits).
+// as shapes need (cudaFree waits for the device). The caller holds counters_mutex() from here to the launch, so
+// each launch's zeroing and kernel follow each other on the stream (run_fast's, the legacy default stream, which
+// runs them in that order across host threads: the Measure worker's bench and a panel's run).
+std::mutex& counters_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
 int* turn_counters(int64_t count, cudaStream_t stream) {
   static int* buf = nullptr;
   static int64_t cap = 0;
@@ -32,6 +40,7 @@ void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cuda
   const std::string name = std::string("flash_bwd_ordered_") + (D == 64 ? "d64" : "d128") +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16");
   const int M = ceil_div(p.Lq, Tr::kBlockMTma);
+  const std::lock_guard<std::mutex> lock(counters_mutex());
   int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
   const OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
