@@ -307,10 +307,15 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 //   ascending (no mask otherwise): every CTA from tile 0, ascending j: each waits for the one before.
 // A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
 // index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
-// wait: causal with more K/V tiles than SMs launches them last key tile first (`reverse`). Rotated, and causal in
-// the grid's order, rely on a head's CTAs being resident together once the heads before have finished (N <= the
-// SMs), as FlashAttention-3's deterministic mode does: on a GPU whose SMs other work holds (another kernel beside it,
-// an MPS limit) such a launch waits until they free. Ascending and `reverse` wait only for CTAs started earlier.
+// wait: causal launches them last key tile first (`reverse`) where a head's K/V tiles outnumber a quarter of the
+// SMs (always where they outnumber the SMs). In the grid's order a head's heavy CTAs (low key tiles, first in the
+// grid) wait at every tile for its light ones (first in each tile's order), which start only as SMs free: where a
+// wave holds fewer than four heads that costs more than `reverse`'s tail of heavy CTAs (d = 64, L = 16384: 0.75x
+// of the atomic mode in the grid's order, 0.93x reversed; at L = 4096 reversed read 1% to 2% slower; H100,
+// docs/perf-log.md, 2026-12-07). Rotated, and causal in the grid's order, rely on a head's CTAs being resident
+// together once the heads before have finished (N <= the SMs), as FlashAttention-3's deterministic mode does: on a
+// GPU whose SMs other work holds (another kernel beside it, an MPS limit) such a launch waits until they free.
+// Ascending and `reverse` wait only for CTAs started earlier.
 enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
 struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
@@ -324,7 +329,7 @@ KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, boo
   OrderedDq o;
   if (causal) {
     o.mode = OrderedDqMode::Causal;
-    o.reverse = N > sms ? 1 : 0;
+    o.reverse = 4 * N > sms ? 1 : 0;
   } else if (N <= sms && M >= N && N > 1) {
     o.mode = OrderedDqMode::Rotated;
     o.shift = M / N;

@@ -1126,6 +1126,8 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).mode, OrderedDqMode::Rotated);
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).shift, 2);
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).reverse, 1);
+  EXPECT_EQ(ordered_dq_plan(8192, 8192, 64, BN, true, 132).reverse, 1);  // 64 K/V tiles: a wave holds two heads
+  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).reverse, 0);  // 32: four heads, the grid's order
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, false, 132).mode, OrderedDqMode::Ascending);
 }
 
