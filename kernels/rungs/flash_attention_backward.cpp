@@ -434,8 +434,10 @@ ParamSpec param::block_n() {
 ParamSpec param::dtype() { return flash_attention::param::dtype(); }
 ParamSpec param::deterministic() {
   return bool_param("deterministic", false,
-                    "--variant fast: dQ by a separate pass per query tile, bitwise repeatable (0: fp32 atomics, "
-                    "except at d = 256, where the pass is the faster and runs either way)");
+                    "--variant fast: dQ bitwise repeatable, by a separate pass per query tile or, on an "
+                    "H100/H200 from Lq, Lk = 2048 at d = 64 and 128 (heads not grouped), by the K/V tiles' adds "
+                    "in a fixed order (0: fp32 atomics, except at d = 256, where the pass is the faster and runs "
+                    "either way)");
 }
 
 namespace {
