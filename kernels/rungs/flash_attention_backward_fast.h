@@ -305,6 +305,10 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 //           query tile shift * j (shift = M / N) and wraps around, so at each tile the CTAs arrive one after
 //           another `shift` steps apart: the rank is the number of CTAs that reached it at an earlier step.
 //   ascending (no mask otherwise): every CTA from tile 0, ascending j: each waits for the one before.
+// Rotated launches gangs (`gang` = SMs / N of them, all resident at once): CTA (j, g) takes K/V tile j of heads g,
+// g + gangs, ..., so a head's N CTAs start it together as they finish the head before, where one head a CTA
+// (grid (N, H, B)) starts them as SMs free, and a head's early CTAs wait at their turns for its late ones (gangs
+// measured 1.02x-1.05x at d = 64, L = 2048 and 4096, 0.99x-1.02x elsewhere, on an H100: docs/perf-log.md).
 // A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
 // index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
 // wait: causal launches them last key tile first (`reverse`) where a head's K/V tiles outnumber a quarter of the
@@ -321,6 +325,7 @@ struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
   int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
   int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
+  int gang = 0;     // Rotated: the launch's gangs of N CTAs (sms / N), each taking heads in turn; 0: one head a CTA
 };
 // The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
 // device of `sms` multiprocessors (one CTA each).
@@ -333,6 +338,7 @@ KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, boo
   } else if (N <= sms && M >= N && N > 1) {
     o.mode = OrderedDqMode::Rotated;
     o.shift = M / N;
+    o.gang = sms / N;
   }
   return o;
 }

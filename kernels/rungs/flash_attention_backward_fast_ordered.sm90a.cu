@@ -3,6 +3,7 @@
 // where it runs: fast_backward_ordered_dq).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "kernels/rungs/flash_attention_backward_fast_ordered_sm90.cuh"
@@ -44,8 +45,11 @@ void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cuda
   int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
   const OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
-  cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D>, main_grid<D>(p), dim3(kOrderedThreads),
-               main_smem<D>(MainKind::Tma), stream, c.dq, c.q, c.dout, p, turns, order);
+  const int heads = p.B * p.H;  // gangs: grid (N, gangs), at most one a head
+  const dim3 grid =
+      order.gang ? dim3(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(std::min(order.gang, heads))) : main_grid<D>(p);
+  cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D>, grid, dim3(kOrderedThreads), main_smem<D>(MainKind::Tma),
+               stream, c.dq, c.q, c.dout, p, turns, order);
 }
 }  // namespace
 

@@ -10,7 +10,10 @@
 // block barrier per step: the consumers meet at a named barrier before and after dS goes to shared memory, a stage's
 // Q_i / dO_i / L_i / D_i goes back to warp 0 on an mbarrier, and the dQ staging to warp 1 and back on named barriers
 // (per warpgroup and stage). The same warp roles in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over
-// the d = 64 and 128 rows: not kept.
+// the d = 64 and 128 rows: not kept. Without the mask (the rotated plan) the launch runs in gangs of a head's N CTAs,
+// each CTA taking its K/V tile of one head after another, so a head's CTAs start it together (one head a CTA, as
+// SMs free, measured 0.96x-0.97x of gangs at d = 64, L = 2048 and 4096, within 2% at d = 128 and from L = 8192;
+// docs/perf-log.md, 2026-12-07).
 #pragma once
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
@@ -62,21 +65,27 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   auto empty_bar = [&](int st) { return sBar + 16 + 8 * st; };  // the stage read by both consumer warpgroups
 
   // The CTA in the grid's order (its K/V tile reversed where the plan says: the waits then point at CTAs started
-  // earlier), not bwd_main_cta's heaviest-first order, whose waits could point at CTAs not yet started.
-  const BwdCta cta{order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x), int(blockIdx.y), int(blockIdx.z)};
-  const int n_block = cta.tile, h = cta.h, b = cta.b;
+  // earlier), not bwd_main_cta's heaviest-first order, whose waits could point at CTAs not yet started. With gangs
+  // (order.gang: grid (N, gangs)) CTA (j, g) takes K/V tile j of heads g, g + gangs, ... in turn, a head's N CTAs
+  // side by side; else grid (N, H, B), one head.
+  const int n_block = order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+  const int heads = p.B * p.H;
+  const int bh_first = order.gang ? int(blockIdx.y) : int(blockIdx.z) * p.H + int(blockIdx.y);
+  const int bh_stride = order.gang ? int(gridDim.y) : heads;
+  const int my_heads = bh_first < heads ? (heads - 1 - bh_first) / bh_stride + 1 : 0;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const HeadsFor<false, T, D, true> hp(p, b, h);
   const int n0 = n_block * BN;
   const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
-  const int steps = m_blocks > m_first ? m_blocks - m_first : 0;
+  const int steps = m_blocks > m_first ? m_blocks - m_first : 0;  // a head's
+  const int total = steps * my_heads;  // the CTA's steps over its heads: S counts them (stages, phases, turns)
   // The query tile of step s: from ordered_dq_start, wrapping at m_blocks.
   const int start = ordered_dq_start(order, n_block, m_first, m_blocks);
   auto tile_of = [&](int s) {
     const int m = start + s;
     return m >= m_blocks ? m - m_blocks : m;
   };
+  auto bh_at = [&](int k) { return bh_first + k * bh_stride; };  // the CTA's k-th head
 
   if (tid == 0) {
     mbar_init(full_bar(0), 33);  // warp 0's first lane (with the copies' bytes) and its 32 lanes' cp.async
@@ -89,32 +98,35 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
 
   if (wg == 0) {  // ---- the producer warpgroup
     setmaxnreg_dec<kOrderedProducerRegs>();
-    if (warp == 0) {  // loads
-      for (int s = 0; s < steps; ++s) {
-        const int st = s & 1, m = tile_of(s);
-        if (s >= 2) mbar_wait(empty_bar(st), uint32_t(((s - 2) >> 1) & 1));
+    if (warp == 0) {  // loads (the head's slices found again each step: this warp has 24 registers)
+      for (int S = 0; S < total; ++S) {
+        const int k = S / steps, s = S - k * steps, st = S & 1, m = tile_of(s);
+        const int bh = bh_at(k);
+        if (S >= 2) mbar_wait(empty_bar(st), uint32_t(((S - 2) >> 1) & 1));
         if (lane == 0) {
           mbar_arrive_expect_tx(full_bar(st), 2 * kQBytes);
 #pragma unroll
           for (int c = 0; c < D / 64; ++c) {
-            tma_load_4d(sQ + st * kQBytes + c * (BM * 128), tm_q, full_bar(st), 64 * c, m * BM, h, b);
-            tma_load_4d(sdO + st * kQBytes + c * (BM * 128), tm_do, full_bar(st), 64 * c, m * BM, h, b);
+            tma_load_4d(sQ + st * kQBytes + c * (BM * 128), tm_q, full_bar(st), 64 * c, m * BM, bh % p.H, bh / p.H);
+            tma_load_4d(sdO + st * kQBytes + c * (BM * 128), tm_do, full_bar(st), 64 * c, m * BM, bh % p.H, bh / p.H);
           }
         }
+        const int64_t row0 = int64_t(bh) * p.Lq;
 #pragma unroll
         for (int r = lane; r < BM; r += 32) {
           const int i = m * BM + r;
           const bool in = i < p.Lq;  // rows past Lq: zeros (their Q and dO rows are zeros too)
-          cp_async_4(smem_u32(sLse + st * BM + r), hp.lse + (in ? i : 0), in);
-          cp_async_4(smem_u32(sD + st * BM + r), hp.drow + (in ? i : 0), in);
+          cp_async_4(smem_u32(sLse + st * BM + r), p.lse + row0 + (in ? i : 0), in);
+          cp_async_4(smem_u32(sD + st * BM + r), p.drow + row0 + (in ? i : 0), in);
         }
         cp_async_mbar_arrive_noinc(full_bar(st));
       }
     } else if (warp == 1) {  // dQ adds
-      for (int s = 0; s < steps; ++s) {
-        const int st = s & 1, mt = tile_of(s);
+      for (int S = 0; S < total; ++S) {
+        const int k = S / steps, s = S - k * steps, st = S & 1, mt = tile_of(s);
+        const int bh = bh_at(k);
         // The tile's counters (one per consumer warpgroup) and this CTA's turn there.
-        int* turn = turns + (hp.bh * m_blocks + mt) * 2;
+        int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2;
         const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
         bool added[2] = {false, false};
 #pragma unroll
@@ -130,7 +142,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
 #pragma unroll
             for (int box = 0; box < 2; ++box)
               bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box, row0,
-                                        int(hp.bh));
+                                        bh);
             bulk_commit();
           }
         }
@@ -142,7 +154,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
             if (added[cw]) red_release_gpu_add(turn + cw, 1);
         }
         __syncwarp();
-        if (s + 2 < steps) {  // stage st free for the consumers' step s + 2
+        if (S + 2 < total) {  // stage st free for the consumers' step S + 2
           named_bar_arrive(kOrderedBarDqEmpty + st, 160);
           named_bar_arrive(kOrderedBarDqEmpty + 2 + st, 160);
         }
@@ -157,66 +169,78 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   const int key_row = n0 + 64 * cw + 16 * warp + g;
   const float scale_log2 = p.scale * kLog2e;
   float acc_dk[D / 2], acc_dv[D / 2];
-  zero(acc_dk);
-  zero(acc_dv);
-  if (steps > 0) {
-    load_tile<T, BN, D, 256>(sK, hp.k, D, n0, p.Lk, ct);
-    load_tile<T, BN, D, 256>(sV, hp.v, D, n0, p.Lk, ct);
-    cp_async_commit();
-    cp_async_wait<0>();
-    fence_proxy_async();
-    named_bar_sync(kOrderedBarConsumers, 256);
-    const uint32_t sKw = sK + cw * 64 * 128, sVw = sV + cw * 64 * 128;
-    for (int s = 0; s < steps; ++s) {
-      const int st = s & 1, m = tile_of(s);
-      mbar_wait(full_bar(st), uint32_t((s >> 1) & 1));
-      const uint32_t sQs = sQ + st * kQBytes, sdOs = sdO + st * kQBytes;
-
-      float acc_s[BM / 2], acc_dp[BM / 2];
-      fence_regs(acc_s);
-      fence_regs(acc_dp);
-      wgmma_fence();
-      issue_keys_by_queries<T, D, BM, BN>(acc_s, sKw, sQs);
-      issue_keys_by_queries<T, D, BM, BN>(acc_dp, sVw, sdOs);
-      wgmma_wait<1>();
-      fence_regs(acc_s);
-      const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
-      softmax_p<BM, true>(acc_s, sLse + st * BM, scale_log2, mask, m * BM, key_row, t4, p);
-      wgmma_wait<0>();
-      fence_regs(acc_dp);
-      ds_from_dp<BM>(acc_dp, acc_s, sD + st * BM, t4);
-
-      uint32_t p_frag[kKq][4], ds_frag[kKq][4];
-      pack_p_ds<T, D, BM>(p_frag, ds_frag, acc_s, acc_dp, acc_dv, acc_dk);
-      issue_dv_dk<T, D, BM>(acc_dv, acc_dk, p_frag, ds_frag, sdOs, sQs);
-
-      // dS^T into sdS, once both warpgroups' previous dQ products (which read it) are done; then all of it there.
-      named_bar_sync(kOrderedBarConsumers, 256);
-      store_ds_transposed<BM>(sdS, ds_frag, cw, warp, lane);
+  for (int k = 0; k < my_heads; ++k) {
+    const int bh = bh_at(k);
+    const HeadsFor<false, T, D, true> hp(p, bh / p.H, bh % p.H);
+    const bool more = k + 1 < my_heads;  // another head follows: its first stages wait for this one's epilogue
+    zero(acc_dk);
+    zero(acc_dv);
+    if (steps > 0) {
+      load_tile<T, BN, D, 256>(sK, hp.k, D, n0, p.Lk, ct);
+      load_tile<T, BN, D, 256>(sV, hp.v, D, n0, p.Lk, ct);
+      cp_async_commit();
+      cp_async_wait<0>();
       fence_proxy_async();
       named_bar_sync(kOrderedBarConsumers, 256);
+      const uint32_t sKw = sK + cw * 64 * 128, sVw = sV + cw * 64 * 128;
+      for (int s = 0; s < steps; ++s) {
+        const int S = k * steps + s, st = S & 1, m = tile_of(s);
+        mbar_wait(full_bar(st), uint32_t((S >> 1) & 1));
+        const uint32_t sQs = sQ + st * kQBytes, sdOs = sdO + st * kQBytes;
 
-      float acc_dq[32];
-      fence_regs(acc_dq);
-      issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, cw);
-      wgmma_wait<0>();
-      fence_regs(acc_dq);
-      fence_regs(acc_dv);
-      fence_regs(acc_dk);
-      fence_regs(p_frag);
-      fence_regs(ds_frag);
-      if ((ct & 127) == 0) mbar_arrive(empty_bar(st));  // this warpgroup is done with the stage's tiles
+        float acc_s[BM / 2], acc_dp[BM / 2];
+        fence_regs(acc_s);
+        fence_regs(acc_dp);
+        wgmma_fence();
+        issue_keys_by_queries<T, D, BM, BN>(acc_s, sKw, sQs);
+        issue_keys_by_queries<T, D, BM, BN>(acc_dp, sVw, sdOs);
+        wgmma_wait<1>();
+        fence_regs(acc_s);
+        const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
+        softmax_p<BM, true>(acc_s, sLse + st * BM, scale_log2, mask, m * BM, key_row, t4, p);
+        wgmma_wait<0>();
+        fence_regs(acc_dp);
+        ds_from_dp<BM>(acc_dp, acc_s, sD + st * BM, t4);
 
-      // dQ staged in stage st, once warp 1's adds of step s - 2 have read it; then handed to warp 1.
-      if (s >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
-      stage_dq(sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes), acc_dq, cw, warp, g, t4);
-      named_bar_arrive(kOrderedBarDqFull + 2 * cw + st, 160);
+        uint32_t p_frag[kKq][4], ds_frag[kKq][4];
+        pack_p_ds<T, D, BM>(p_frag, ds_frag, acc_s, acc_dp, acc_dv, acc_dk);
+        issue_dv_dk<T, D, BM>(acc_dv, acc_dk, p_frag, ds_frag, sdOs, sQs);
+
+        // dS^T into sdS, once both warpgroups' previous dQ products (which read it) are done; then all of it there.
+        named_bar_sync(kOrderedBarConsumers, 256);
+        store_ds_transposed<BM>(sdS, ds_frag, cw, warp, lane);
+        fence_proxy_async();
+        named_bar_sync(kOrderedBarConsumers, 256);
+
+        float acc_dq[32];
+        fence_regs(acc_dq);
+        issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, cw);
+        wgmma_wait<0>();
+        fence_regs(acc_dq);
+        fence_regs(acc_dv);
+        fence_regs(acc_dk);
+        fence_regs(p_frag);
+        fence_regs(ds_frag);
+        // This warpgroup is done with the stage's tiles; a head's last two stages hold its dK, dV staging below
+        // where another head follows, so they go back after it.
+        if ((ct & 127) == 0 && !(more && s + 2 >= steps)) mbar_arrive(empty_bar(st));
+
+        // dQ staged in stage st, once warp 1's adds of step S - 2 have read it; then handed to warp 1.
+        if (S >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
+        stage_dq(sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes), acc_dq, cw, warp, g, t4);
+        named_bar_arrive(kOrderedBarDqFull + 2 * cw + st, 160);
+      }
+      named_bar_sync(kOrderedBarConsumers, 256);  // both warpgroups past their last products' reads of the stages
     }
-    named_bar_sync(kOrderedBarConsumers, 256);  // both warpgroups past their last products' reads of the stages
+    static_assert(4 * kQBytes >= 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
+    store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * cw, p.Lk, sQ + cw * (256 * D), cw, warp,
+                             lane, p.scale);
+    if (more) {  // the staging read by the whole warpgroup: the head's last stages back to warp 0
+      named_bar_sync(1 + cw, 128);
+      if ((ct & 127) == 0)
+        for (int s = steps > 2 ? steps - 2 : 0; s < steps; ++s) mbar_arrive(empty_bar((k * steps + s) & 1));
+    }
   }
-  static_assert(4 * kQBytes >= 2 * 2 * 64 * D * 2, "the Q_i and dO_i stages hold both warpgroups' dK, dV");
-  store_dk_dv_staged<T, D>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, n0 + 64 * cw, p.Lk, sQ + cw * (256 * D), cw, warp, lane,
-                           p.scale);
 }
 
 template <class T, int kHeadDim>

@@ -643,13 +643,14 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqAgainstTheReference) {
 // The ordered adds run after run: the same bits (dQ, dK, dV), and against the atomic mode dQ to fp32 summation
 // order, dK and dV to a rounding step (the ordered kernel's CTAs may walk their query tiles from another start,
 // ordered_dq_start, so the fp32 sums of dK and dV differ in order too). Lk = 17000 is 133 tiles of 128 keys, more
-// than an H200's 132 SMs: ascending turns without the mask, the last key tile launched first under it; on
-// inputs too long for the float64 reference.
+// than an H200's 132 SMs: ascending turns without the mask, the last key tile launched first under it; 13 heads of
+// 2048 keys without the mask are more heads than gangs (eight gangs of 16 CTAs on 132 SMs): five take two heads in
+// turn; on inputs too long for the float64 reference.
 TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
   KL_REQUIRE_WGMMA();
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      for (auto [B, H, Lq, Lk] : {std::array<int, 4>{2, 2, 2100, 3000}, {1, 1, 17000, 17000}}) {
+      for (auto [B, H, Lq, Lk] : {std::array<int, 4>{2, 2, 2100, 3000}, {1, 1, 17000, 17000}, {1, 13, 2048, 2048}}) {
         Case c;
         c.B = B, c.H = H, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
         c.path = FastBackwardPath::WgmmaTma;
@@ -1046,7 +1047,8 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 // ---- [SECTION] CPU: the deterministic mode's ordered dQ adds, simulated ---------------------------------
 // The ordered kernel's protocol (flash_attention_backward_fast_ordered_sm90.cuh) over whole launches: B * H
 // heads of N K/V CTAs, started in grid order (x fastest; `reverse` maps column x to tile N - 1 - x) as slots free
-// on `sms` multiprocessors, one CTA each. A CTA walks its tiles from ordered_dq_start (wrapping at M); its dQ warp
+// on `sms` multiprocessors, one CTA each; with the plan's gangs, min(gang, heads) x N CTAs, CTA (j, g) taking tile j
+// of heads g, g + gangs, ... one after another. A CTA walks its tiles from ordered_dq_start (wrapping at M); its dQ warp
 // waits for its turn at each tile in that order, adds, and counts the turn up. Every resident CTA takes one action
 // per round, in an order shuffled each round. Checked, for 64- and 128-row query tiles: no launch deadlocks; each
 // query tile's counter ends at the number of K/V tiles that see it (first_query_tile), so every one of them added
@@ -1054,8 +1056,8 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   constexpr int BN = 128;
   struct Cta {
-    int head = 0, j = 0;
-    std::vector<int> tiles;
+    int j = 0;
+    std::vector<int> tiles, heads;  // the (query tile, head) of each step
     size_t next = 0;
   };
   uint32_t rng = 12345u;
@@ -1068,7 +1070,8 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
     const OrderedDq plan = ordered_dq_plan(Lq, Lk, BM, BN, causal, sms);
     SCOPED_TRACE("BM=" + std::to_string(BM) + " heads=" + std::to_string(heads) + " Lq=" + std::to_string(Lq) +
                  " Lk=" + std::to_string(Lk) + (causal ? " causal" : "") + " sms=" + std::to_string(sms) +
-                 " mode=" + std::to_string(int(plan.mode)) + " reverse=" + std::to_string(plan.reverse));
+                 " mode=" + std::to_string(int(plan.mode)) + " reverse=" + std::to_string(plan.reverse) +
+                 " gang=" + std::to_string(plan.gang));
     for (int m = 0; m < M; ++m) {
       std::vector<int> ranks;
       for (int j = 0; j < N; ++j)
@@ -1077,18 +1080,19 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
       for (size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r], int(r)) << "tile " << m;
     }
     std::vector<int> counters(size_t(heads) * M, 0);
+    const int gangs = plan.gang ? std::min(plan.gang, heads) : 0;
     auto make = [&](int linear) {
       Cta c;
-      c.head = linear / N;
       c.j = plan.reverse ? N - 1 - linear % N : linear % N;
       const int first = first_query_tile(c.j, Lq, Lk, BM, BN, causal);
       const int start = ordered_dq_start(plan, c.j, first, M);
-      for (int s = 0; s < M - first; ++s) c.tiles.push_back((start + s) % M);
+      for (int head = linear / N; head < heads; head += gangs ? gangs : heads)
+        for (int s = 0; s < M - first; ++s) c.tiles.push_back((start + s) % M), c.heads.push_back(head);
       return c;
     };
     std::vector<Cta> resident;
     int launched = 0;
-    const int total = heads * N;
+    const int total = (gangs ? gangs : heads) * N;
     for (int round = 0;; ++round) {
       while (int(resident.size()) < sms && launched < total) resident.push_back(make(launched++));
       if (resident.empty()) break;
@@ -1096,7 +1100,7 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
       for (size_t i = resident.size(); i > 1; --i) std::swap(resident[i - 1], resident[rand_below(uint32_t(i))]);
       for (Cta& c : resident) {
         if (c.next == c.tiles.size()) continue;
-        int& counter = counters[size_t(c.head) * M + c.tiles[c.next]];
+        int& counter = counters[size_t(c.heads[c.next]) * M + c.tiles[c.next]];
         if (counter != ordered_dq_rank(plan, c.tiles[c.next], c.j, Lq, Lk, BM, BN)) continue;  // not its turn yet
         ++counter;
         ++c.next;
@@ -1119,12 +1123,14 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
       for (int sms : {1, 3, 8, 132})
         for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {64, 128}, {777, 1000}, {1000, 777}, {2048, 2048},
                               {130, 2000}, {500, 17}, {17, 500}, {4096, 4096}})
-          for (int heads : {1, 3}) {
+          for (int heads : {1, 3, 7}) {
             run(BM, heads, Lq, Lk, causal, sms);
             if (::testing::Test::HasFatalFailure()) return;
           }
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).mode, OrderedDqMode::Rotated);
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).shift, 2);
+  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).gang, 4);  // 32 K/V tiles: four gangs on 132 SMs
+  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).gang, 0);
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).reverse, 1);
   EXPECT_EQ(ordered_dq_plan(8192, 8192, 64, BN, true, 132).reverse, 1);  // 64 K/V tiles: a wave holds two heads
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).reverse, 0);  // 32: four heads, the grid's order
