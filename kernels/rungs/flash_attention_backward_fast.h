@@ -308,7 +308,7 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 // Rotated launches gangs (`gang` = SMs / N of them, all resident at once): CTA (j, g) takes K/V tile j of heads g,
 // g + gangs, ..., so a head's N CTAs start it together as they finish the head before, where one head a CTA
 // (grid (N, H, B)) starts them as SMs free, and a head's early CTAs wait at their turns for its late ones (gangs
-// measured 1.02x-1.05x at d = 64, L = 2048 and 4096, 0.99x-1.02x elsewhere, on an H100: docs/perf-log.md).
+// measured 1.02x-1.05x at d = 64, L = 2048 and 4096, 0.99x-1.03x elsewhere, on an H100: docs/perf-log.md).
 // A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
 // index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
 // wait: causal launches them last key tile first (`reverse`) where a head's K/V tiles outnumber a quarter of the
