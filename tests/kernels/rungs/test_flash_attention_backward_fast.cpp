@@ -1048,8 +1048,8 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 // The ordered kernel's protocol (flash_attention_backward_fast_ordered_sm90.cuh) over whole launches: B * H
 // heads of N K/V CTAs, started in grid order (x fastest; `reverse` maps column x to tile N - 1 - x) as slots free
 // on `sms` multiprocessors, one CTA each; with the plan's gangs, min(gang, heads) x N CTAs, CTA (j, g) taking tile j
-// of heads g, g + gangs, ... one after another. A CTA walks its tiles from ordered_dq_start (wrapping at M); its dQ warp
-// waits for its turn at each tile in that order, adds, and counts the turn up. Every resident CTA takes one action
+// of heads g, g + gangs, ... one after another. A CTA walks its tiles from ordered_dq_start (wrapping at M); its dQ
+// warp waits for its turn at each tile in that order, adds, and counts the turn up. Every resident CTA takes one action
 // per round, in an order shuffled each round. Checked, for 64- and 128-row query tiles: no launch deadlocks; each
 // query tile's counter ends at the number of K/V tiles that see it (first_query_tile), so every one of them added
 // exactly once, in rank order; the ranks at a tile are 0 .. count - 1.
