@@ -678,7 +678,9 @@ std::vector<ParamSpec> record_params() {
           int_param("H", 1, 128, 16, "heads"),
           int_param("Hkv", 0, 128, 0,
                     "forward: heads of K and V (grouped-query attention), dividing H; 0: as many as H"),
-          bool_param("deterministic", false, "backward: dQ without atomics (its own pass; the main kernel skips dQ)")};
+          bool_param("deterministic", false,
+                     "backward: the deterministic mode's dK/dV kernel (dQ left to its pass), the mode's kernel below "
+                     "L = 2048; from there the mode runs the ordered kernel, which is not recorded")};
 }
 
 RecordRequest request_of(const std::string& kernel, const ParamValues& v, const std::string& path, int iterations) {
