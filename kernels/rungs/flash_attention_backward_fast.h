@@ -316,9 +316,9 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 // grid) wait at every tile for its light ones (first in each tile's order), which start only as SMs free: where a
 // wave holds fewer than four heads that costs more than `reverse`'s tail of heavy CTAs (d = 64, L = 16384: 0.75x
 // of the atomic mode in the grid's order, 0.93x reversed; at L = 4096 reversed read 1% to 2% slower; H100,
-// docs/perf-log.md, 2026-12-07). Rotated, and causal in the grid's order, rely on a head's CTAs being resident
-// together once the heads before have finished (N <= the SMs), as FlashAttention-3's deterministic mode does: on a
-// GPU whose SMs other work holds (another kernel beside it, an MPS limit) such a launch waits until they free.
+// docs/perf-log.md, 2026-12-07). Rotated (a gang's N CTAs), and causal in the grid's order, rely on a head's CTAs
+// being resident together (N <= the SMs), as FlashAttention-3's deterministic mode does: on a GPU whose SMs other
+// work holds (another kernel beside it, an MPS limit) such a launch waits until they free.
 // Ascending and `reverse` wait only for CTAs started earlier.
 enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
 struct OrderedDq {

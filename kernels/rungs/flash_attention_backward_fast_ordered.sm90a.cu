@@ -45,9 +45,8 @@ void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cuda
   int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
   const OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
-  const int heads = p.B * p.H;  // gangs: grid (N, gangs), at most one a head
-  const dim3 grid =
-      order.gang ? dim3(unsigned(ceil_div(p.Lk, Tr::kBlockN)), unsigned(std::min(order.gang, heads))) : main_grid<D>(p);
+  dim3 grid = main_grid<D>(p);  // (N, H, B); gangs: (N, gangs), at most one a head
+  if (order.gang) grid.y = unsigned(std::min(order.gang, p.B * p.H)), grid.z = 1;
   cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D>, grid, dim3(kOrderedThreads), main_smem<D>(MainKind::Tma),
                stream, c.dq, c.q, c.dout, p, turns, order);
 }
