@@ -451,7 +451,8 @@ void launch_preprocess(const FastBackwardParams& p) {
   const int64_t threads = rows * (p.d / 8);
   cuda::launch(bf16 ? "flash_bwd_fast_preprocess_bf16" : "flash_bwd_fast_preprocess_fp16", bwd_preprocess<T>,
                dim3(unsigned((threads + 255) / 256)), dim3(256), 0, 0, static_cast<const T*>(p.o),
-               static_cast<const T*>(p.dout), p.drow, fast_backward_dq_by_pass(p) ? nullptr : p.dq_accum, rows, p.d);
+               static_cast<const T*>(p.dout), p.drow,
+               fast_backward_dq_by_pass(p) || fast_backward_ordered_dq(p) ? nullptr : p.dq_accum, rows, p.d);
 }
 
 // The mma.sync main kernel (atomic_dq: with its dQ part) and the deterministic mode's dQ pass; the grouped-query
@@ -621,6 +622,7 @@ FastHostResult run_host_typed(const Array& q, const Array& k, const Array& v, co
   p.q = tq.data(), p.k = tk.data(), p.v = tv.data(), p.o = to.data(), p.dout = tdo.data(), p.lse = tlse.data();
   p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data(), p.drow = drow.data();
   p.dq_accum = p.d == 256 ? nullptr : accum.data();
+  accum.fill_bytes(0xFF);  // NaN (0xFFFFFFFF): rows the launches neither zero nor write show in dQ
   run_fast(p);
   Buffer<float> fq, fk, fv;
   to_float(dq, fq);

@@ -195,7 +195,7 @@ struct FastBackwardParams {
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;  // dtype
   const float* lse = nullptr;  // the forward's L = m + log l (natural log, scaled scores), -inf: sees nothing
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;  // dtype, written
-  float* dq_accum = nullptr;  // fp32 [B, H, Lq, d] workspace (atomic mode; unused where dQ has its own pass)
+  float* dq_accum = nullptr;  // fp32 [B, H, Lq, d] workspace (atomic mode, ordered adds; unused with a dQ pass)
   float* drow = nullptr;      // fp32 [B, H, Lq] workspace: D
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
   float scale = 0;  // finite and > 0
@@ -296,7 +296,8 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 // FlashAttention-3's deterministic mode: the main kernel keeps its dQ adds (bulk tensor reduce-adds of each step's
 // dS K_j) and every query tile's adds arrive in one fixed order of the K/V CTAs, so the fp32 sums, and dQ, are the
 // same bits run after run. Each query tile has a turn counter per consumer warpgroup; the CTA whose rank at tile m
-// is r waits until the counter reads r, adds, waits for its adds to complete and counts it up; the warp-role
+// is r waits until the counter reads r, adds (stores where r = 0: the accumulator is not zeroed beforehand, but for
+// ordered_dq_unreached_rows), waits for its adds to complete and counts it up; the warp-role
 // kernel (flash_attention_backward_fast_ordered_sm90.cuh) does this in a warp of its own. The order is the order in
 // which the CTAs reach the tile when they run side by side:
 //   causal: every CTA starts at its first tile (first_query_tile), later key tiles later down the rows, so at
@@ -341,6 +342,13 @@ KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, boo
     o.gang = sms / N;
   }
   return o;
+}
+// The query rows no CTA adds into, 0 .. this - 1 of every head (causal with Lq > Lk: the tiles before K/V tile 0's
+// first, whose rows see no key; every later tile has tile 0 among its adders). A tile's first adder stores its dQ
+// instead of adding it, so the launch zeroes only these rows of the accumulator.
+KL_FA_HD int ordered_dq_unreached_rows(int Lq, int Lk, int block_m, int block_n, bool causal) {
+  const int64_t rows = int64_t(first_query_tile(0, Lq, Lk, block_m, block_n, causal)) * block_m;
+  return int(rows < Lq ? rows : Lq);
 }
 // The query tile CTA j starts at (its first; m_first: first_query_tile's) and walks from, wrapping at M.
 KL_FA_HD int ordered_dq_start(const OrderedDq& o, int j, int m_first, int M) {

@@ -45,6 +45,12 @@ void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cuda
   int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
   const OrderedDq order =
       ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
+  // Each query tile's first in turn stores its dQ, so the preprocess left the accumulator as it was: only the rows
+  // no CTA reaches (ordered_dq_unreached_rows) are zeroed here.
+  const int unreached = ordered_dq_unreached_rows(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal);
+  if (unreached > 0)
+    KL_CUDA_CHECK(cudaMemset2DAsync(p.dq_accum, size_t(p.Lq) * D * sizeof(float), 0,
+                                    size_t(unreached) * D * sizeof(float), size_t(p.B) * p.H, stream));
   dim3 grid = main_grid<D>(p);  // (N, H, B); gangs: (N, gangs), at most one a head
   if (order.gang) grid.y = unsigned(std::min(order.gang, p.B * p.H)), grid.z = 1;
   cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D>, grid, dim3(kOrderedThreads), main_smem<D>(MainKind::Tma),

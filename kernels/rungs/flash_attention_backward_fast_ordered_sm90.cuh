@@ -4,7 +4,9 @@
 // (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0 loads Q_i,
 // dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and whose
 // warp 1 adds each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), each query tile's adds when
-// the tile's turn counter reads this CTA's rank, then waits for them to complete and counts the turn up: the waits fall
+// the tile's turn counter reads this CTA's rank, then waits for them to complete and counts the turn up (the tile's
+// first in turn, rank 0, stores instead of adding: the accumulator is not zeroed, so the preprocess skips that write,
+// 1.00x-1.07x on an H200, docs/perf-log.md, 2026-12-07): the waits fall
 // in that warp, not in a consumer (the wgmma-tma kernel waiting for turns in its issuing thread measured 0.77x-0.85x
 // the dQ pass at d = 64, docs/perf-log.md). The producer gives its registers to the consumers (setmaxnreg 24 / 240). No
 // block barrier per step: the consumers meet at a named barrier before and after dS goes to shared memory, a stage's
@@ -30,6 +32,21 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
 }
 __device__ __forceinline__ void red_release_gpu_add(int* ptr, int v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(ptr), "r"(v) : "memory");
+}
+// The box at (x, y, z) of the 3-D tensor `map` (global, fp32) = the box at `src` in shared memory where `store`,
+// else += it (bulk_tensor_reduce_add_3d), asynchronously (a bulk group of the issuing thread); elements outside the
+// tensor are not written. One predicated asm block, not a branch: the issuing warp has 24 registers.
+__device__ __forceinline__ void bulk_tensor_store_or_add_3d(const CUtensorMap* map, uint32_t src, int x, int y, int z,
+                                                            bool store) {
+#ifdef KL_FA_SM90A
+  asm volatile(
+      "{\n.reg .pred s;\nsetp.ne.b32 s, %5, 0;\n"
+      "@s cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+      "@!s cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n}\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(x), "r"(y), "r"(z), "r"(int(store))
+      : "memory");
+#endif
 }
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
@@ -128,6 +145,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         // The tile's counters (one per consumer warpgroup) and this CTA's turn there.
         int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2;
         const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
+        const bool store = rank == 0;  // the tile's first: its dQ stored (the accumulator is not zeroed)
         bool added[2] = {false, false};
 #pragma unroll
         for (int cw = 0; cw < 2; ++cw) {
@@ -141,8 +159,8 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
             const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(cw, 0, 0);
 #pragma unroll
             for (int box = 0; box < 2; ++box)
-              bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box, row0,
-                                        bh);
+              bulk_tensor_store_or_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box,
+                                          row0, bh, store);
             bulk_commit();
           }
         }

@@ -795,6 +795,8 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
+  if (!kGqa && fast_backward_ordered_dq(p) && c.kind != MainKind::Tma)  // the maps refused: the preprocess left it
+    KL_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(p.B) * p.H * p.Lq * D * sizeof(float), stream));
   if (!kGqa && c.kind == MainKind::Tma && fast_backward_ordered_dq(p))
     launch_ordered_main(p, c, stream);
   else if (c.kind == MainKind::Tma)

@@ -10,8 +10,9 @@
 //   GPU: lengths on both sides of the 64-row / 64-key tiles, Lq != Lk, causal and not, d 64 and 128 (and 256 on
 //   the wgmma paths: its own kernel, the D256 tests; refused on mma.sync),
 //   bf16 and fp16, (B, H) > 1, both dQ modes, both main kernels (mma.sync, and wgmma where the sm_90a code
-//   runs: its 64-query x 128-key tiles get their own boundary lengths); rows that see no key (dQ exactly 0); outputs poisoned with
-//   NaN before the launch; the deterministic mode bitwise repeatable, the atomic mode's dK and dV too; the
+//   runs: its 64-query x 128-key tiles get their own boundary lengths); rows that see no key (dQ exactly 0);
+//   outputs and the dQ accumulator poisoned with NaN before the launch; the deterministic mode bitwise
+//   repeatable, the atomic mode's dK and dV too; the
 //   forward's O and L given or computed; lower-rank inputs; `run` and `bench` wiring. Grouped-query attention
 //   (k, v with Hkv < H heads; the kernels of their own) in every path and both dQ modes: ratios 2, 4, 8 at
 //   d 64 and 128, bf16 and fp16, odd lengths, Lq != Lk, causal with rows and whole query tiles that see no key,
@@ -1052,7 +1053,9 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 // warp waits for its turn at each tile in that order, adds, and counts the turn up. Every resident CTA takes one action
 // per round, in an order shuffled each round. Checked, for 64- and 128-row query tiles: no launch deadlocks; each
 // query tile's counter ends at the number of K/V tiles that see it (first_query_tile), so every one of them added
-// exactly once, in rank order; the ranks at a tile are 0 .. count - 1.
+// exactly once, in rank order; the ranks at a tile are 0 .. count - 1. And the accumulator it leaves, as a count of
+// adds per tile: left as it was (garbage) but the rows ordered_dq_unreached_rows zeroes, each tile's rank 0 storing,
+// the rest adding: every tile ends at its count, and no add lands on garbage.
 TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   constexpr int BN = 128;
   struct Cta {
@@ -1080,6 +1083,11 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
       for (size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r], int(r)) << "tile " << m;
     }
     std::vector<int> counters(size_t(heads) * M, 0);
+    constexpr int kGarbage = -1000000;
+    std::vector<int> acc(size_t(heads) * M, kGarbage);
+    const int unreached = ordered_dq_unreached_rows(Lq, Lk, BM, BN, causal);
+    for (int head = 0; head < heads; ++head)
+      for (int m = 0; m * BM < unreached; ++m) acc[size_t(head) * M + m] = 0;
     const int gangs = plan.gang ? std::min(plan.gang, heads) : 0;
     auto make = [&](int linear) {
       Cta c;
@@ -1101,7 +1109,11 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
       for (Cta& c : resident) {
         if (c.next == c.tiles.size()) continue;
         int& counter = counters[size_t(c.heads[c.next]) * M + c.tiles[c.next]];
-        if (counter != ordered_dq_rank(plan, c.tiles[c.next], c.j, Lq, Lk, BM, BN)) continue;  // not its turn yet
+        const int rank = ordered_dq_rank(plan, c.tiles[c.next], c.j, Lq, Lk, BM, BN);
+        if (counter != rank) continue;  // not its turn yet
+        int& a = acc[size_t(c.heads[c.next]) * M + c.tiles[c.next]];
+        ASSERT_TRUE(rank == 0 || a >= 0) << "an add onto garbage at tile " << c.tiles[c.next];
+        a = rank == 0 ? 1 : a + 1;
         ++counter;
         ++c.next;
         moved = true;
@@ -1116,6 +1128,8 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
         int want = 0;
         for (int j = 0; j < N; ++j) want += first_query_tile(j, Lq, Lk, BM, BN, causal) <= m ? 1 : 0;
         ASSERT_EQ(counters[size_t(head) * M + m], want) << "head " << head << " tile " << m;
+        ASSERT_EQ(acc[size_t(head) * M + m], want) << "head " << head << " tile " << m;
+        ASSERT_EQ(want == 0, m * BM < unreached) << "head " << head << " tile " << m;
       }
   };
   for (int BM : {64, 128})
