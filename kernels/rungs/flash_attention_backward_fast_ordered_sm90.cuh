@@ -145,7 +145,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         // The tile's counters (one per consumer warpgroup) and this CTA's turn there.
         int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2;
         const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
-        const bool store = rank == 0;  // the tile's first: its dQ stored (the accumulator is not zeroed)
+        const bool store = order.store_first && rank == 0;  // the tile's first: its dQ stored (not zeroed before)
         bool added[2] = {false, false};
 #pragma unroll
         for (int cw = 0; cw < 2; ++cw) {
