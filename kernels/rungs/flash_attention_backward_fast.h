@@ -327,10 +327,6 @@ struct OrderedDq {
   int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
   int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
   int gang = 0;     // Rotated: the launch's gangs of N CTAs (sms / N), each taking heads in turn; 0: one head a CTA
-  // 1: each tile's first in turn stores its dQ (the launch zeroes only ordered_dq_unreached_rows). A run-time field,
-  // always 1, so that the kernel's machine code is the one measured and tested with it as a launch switch
-  // (docs/perf-log.md, 2026-12-07); 0 would need the whole accumulator zeroed.
-  int store_first = 1;
 };
 // The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
 // device of `sms` multiprocessors (one CTA each).

@@ -3,19 +3,20 @@
 // FlashAttention-3's warp roles: the wgmma-tma kernel's products, softmax and dQ staging
 // (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0 loads Q_i,
 // dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and whose
-// warp 1 adds each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), each query tile's adds when
-// the tile's turn counter reads this CTA's rank, then waits for them to complete and counts the turn up (the tile's
-// first in turn, rank 0, stores instead of adding: the accumulator is not zeroed, so the preprocess skips that write,
-// 1.00x-1.07x on an H200, docs/perf-log.md, 2026-12-07): the waits fall
-// in that warp, not in a consumer (the wgmma-tma kernel waiting for turns in its issuing thread measured 0.77x-0.85x
-// the dQ pass at d = 64, docs/perf-log.md). The producer gives its registers to the consumers (setmaxnreg 24 / 240). No
-// block barrier per step: the consumers meet at a named barrier before and after dS goes to shared memory, a stage's
-// Q_i / dO_i / L_i / D_i goes back to warp 0 on an mbarrier, and the dQ staging to warp 1 and back on named barriers
-// (per warpgroup and stage). The same warp roles in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over
-// the d = 64 and 128 rows: not kept. Without the mask (the rotated plan) the launch runs in gangs of a head's N CTAs,
-// each CTA taking its K/V tile of one head after another, so a head's CTAs start it together (one head a CTA, as
-// SMs free, measured 0.96x-0.98x of gangs at d = 64, L = 2048 and 4096, 0.98x-1.01x at d = 128 and from 8192;
-// docs/perf-log.md, 2026-12-07).
+// warps 1 and 2 add each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), warp 1 consumer
+// warpgroup 0's rows and warp 2 warpgroup 1's, each on its own turn counter per query tile: the adds when the counter
+// reads this CTA's rank, then the wait for them to complete and the turn counted up (the tile's first in turn, rank 0,
+// stores instead of adding: the accumulator is not zeroed, so the preprocess skips that write, 1.00x-1.07x on an H200;
+// the two chains side by side, not one after the other in one warp, 1.10x at d = 128 from L = 2048 on an H100;
+// docs/perf-log.md, 2026-12-07): the waits fall in those warps, not in a consumer (the wgmma-tma kernel waiting for
+// turns in its issuing thread measured 0.77x-0.85x the dQ pass at d = 64, docs/perf-log.md). The producer gives its
+// registers to the consumers (setmaxnreg 24 / 240). No block barrier per step: the consumers meet at a named barrier
+// before and after dS goes to shared memory, a stage's Q_i / dO_i / L_i / D_i goes back to warp 0 on an mbarrier, and
+// each warpgroup's dQ staging to its dQ warp and back on named barriers (per warpgroup and stage). The same warp roles
+// in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over the d = 64 and 128 rows: not kept. Without the
+// mask (the rotated plan) the launch runs in gangs of a head's N CTAs, each CTA taking its K/V tile of one head after
+// another, so a head's CTAs start it together (one head a CTA, as SMs free, measured 0.96x-0.98x of gangs at d = 64, L
+// = 2048 and 4096, 0.98x-1.01x at d = 128 and from 8192; docs/perf-log.md, 2026-12-07).
 #pragma once
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
@@ -51,8 +52,8 @@ __device__ __forceinline__ void bulk_tensor_store_or_add_3d(const CUtensorMap* m
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
 // Named barriers: 1, 2 the epilogue's (store_dk_dv_staged, per consumer warpgroup); 3 the consumers'; 4 + 2 cw + stage:
-// consumer warpgroup cw's dQ staged (its 128 threads arrive, warp 1 waits); 8 + 2 cw + stage: the stage read by warp
-// 1's adds (warp 1 arrives, the warpgroup waits).
+// consumer warpgroup cw's dQ staged (its 128 threads arrive, dQ warp 1 + cw waits); 8 + 2 cw + stage: the stage read
+// by that warp's adds (it arrives, the warpgroup waits).
 constexpr int kOrderedBarConsumers = 3, kOrderedBarDqFull = 4, kOrderedBarDqEmpty = 8;
 constexpr int kOrderedThreads = 384, kOrderedProducerRegs = 24, kOrderedConsumerRegs = 240;
 
@@ -138,45 +139,42 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         }
         cp_async_mbar_arrive_noinc(full_bar(st));
       }
-    } else if (warp == 1) {  // dQ adds
-      for (int S = 0; S < total; ++S) {
-        const int k = S / steps, s = S - k * steps, st = S & 1, mt = tile_of(s);
-        const int bh = bh_at(k);
-        // The tile's counters (one per consumer warpgroup) and this CTA's turn there.
-        int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2;
-        const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
-        const bool store = order.store_first && rank == 0;  // the tile's first: its dQ stored (not zeroed before)
-        bool added[2] = {false, false};
-#pragma unroll
-        for (int cw = 0; cw < 2; ++cw) {
-          named_bar_sync(kOrderedBarDqFull + 2 * cw + st, 160);
+    } else if (warp == 1 || warp == 2) {  // dQ adds: warp 1 consumer warpgroup 0's, warp 2 warpgroup 1's
+      // cw a compile-time constant: the 24-register warp keeps its barrier ids and staging offset as constants.
+      auto dq_adds = [&](auto cw_constant) {
+        constexpr int cw = decltype(cw_constant)::value;
+        for (int S = 0; S < total; ++S) {
+          const int k = S / steps, s = S - k * steps, st = S & 1, mt = tile_of(s);
+          const int bh = bh_at(k);
+          // The tile's counter for this warpgroup's rows and this CTA's turn there.
+          int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2 + cw;
+          const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
           const int row0 = kWide ? mt * BM + 64 * cw : mt * BM;
-          added[cw] = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
-          if (lane == 0 && added[cw]) {
-            while (ld_acquire_gpu(turn + cw) != rank) {
+          const bool added = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
+          named_bar_sync(kOrderedBarDqFull + 2 * cw + st, 160);
+          if (lane == 0 && added) {
+            while (ld_acquire_gpu(turn) != rank) {
             }
             fence_proxy_async_global();
             const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(cw, 0, 0);
+            // The tile's first in turn (rank 0) stores: the accumulator is not zeroed before.
 #pragma unroll
             for (int box = 0; box < 2; ++box)
               bulk_tensor_store_or_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box,
-                                          row0, bh, store);
+                                          row0, bh, rank == 0);
             bulk_commit();
+            bulk_wait<0>();  // the adds completed (so the next in turn adds after them), then the turn counted up
+            fence_proxy_async_global();
+            red_release_gpu_add(turn, 1);
           }
+          __syncwarp();
+          if (S + 2 < total) named_bar_arrive(kOrderedBarDqEmpty + 2 * cw + st, 160);  // stage st free for step S + 2
         }
-        if (lane == 0) {  // the adds completed (so the next in turn adds after them), then the turns counted up
-          bulk_wait<0>();
-          fence_proxy_async_global();
-#pragma unroll
-          for (int cw = 0; cw < 2; ++cw)
-            if (added[cw]) red_release_gpu_add(turn + cw, 1);
-        }
-        __syncwarp();
-        if (S + 2 < total) {  // stage st free for the consumers' step S + 2
-          named_bar_arrive(kOrderedBarDqEmpty + st, 160);
-          named_bar_arrive(kOrderedBarDqEmpty + 2 + st, 160);
-        }
-      }
+      };
+      if (warp == 1)
+        dq_adds(std::integral_constant<int, 0>{});
+      else
+        dq_adds(std::integral_constant<int, 1>{});
     }
     return;
   }
@@ -243,7 +241,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         // where another head follows, so they go back after it.
         if ((ct & 127) == 0 && !(more && s + 2 >= steps)) mbar_arrive(empty_bar(st));
 
-        // dQ staged in stage st, once warp 1's adds of step S - 2 have read it; then handed to warp 1.
+        // dQ staged in stage st, once dQ warp 1 + cw's adds of step S - 2 have read it; then handed to it.
         if (S >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
         stage_dq(sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes), acc_dq, cw, warp, g, t4);
         named_bar_arrive(kOrderedBarDqFull + 2 * cw + st, 160);

@@ -1050,12 +1050,13 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 // heads of N K/V CTAs, started in grid order (x fastest; `reverse` maps column x to tile N - 1 - x) as slots free
 // on `sms` multiprocessors, one CTA each; with the plan's gangs, min(gang, heads) x N CTAs, CTA (j, g) taking tile j
 // of heads g, g + gangs, ... one after another. A CTA walks its tiles from ordered_dq_start (wrapping at M); its dQ
-// warp waits for its turn at each tile in that order, adds, and counts the turn up. Every resident CTA takes one action
-// per round, in an order shuffled each round. Checked, for 64- and 128-row query tiles: no launch deadlocks; each
-// query tile's counter ends at the number of K/V tiles that see it (first_query_tile), so every one of them added
-// exactly once, in rank order; the ranks at a tile are 0 .. count - 1. And the accumulator it leaves, as a count of
-// adds per tile: left as it was (garbage) but the rows ordered_dq_unreached_rows zeroes, each tile's rank 0 storing,
-// the rest adding: every tile ends at its count, and no add lands on garbage.
+// warp waits for its turn at each tile in that order, adds, and counts the turn up (the kernel has two dQ warps, one
+// per consumer warpgroup, each walking the same tiles on a counter of its own: one counter stands for either). Every
+// resident CTA takes one action per round, in an order shuffled each round. Checked, for 64- and 128-row query tiles:
+// no launch deadlocks; each query tile's counter ends at the number of K/V tiles that see it (first_query_tile), so
+// every one of them added exactly once, in rank order; the ranks at a tile are 0 .. count - 1. And the accumulator it
+// leaves, as a count of adds per tile: left as it was (garbage) but the rows ordered_dq_unreached_rows zeroes, each
+// tile's rank 0 storing, the rest adding: every tile ends at its count, and no add lands on garbage.
 TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   constexpr int BN = 128;
   struct Cta {
