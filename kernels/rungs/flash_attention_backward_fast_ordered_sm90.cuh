@@ -15,8 +15,8 @@
 // each warpgroup's dQ staging to its dQ warp and back on named barriers (per warpgroup and stage). The same warp roles
 // in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over the d = 64 and 128 rows: not kept. Without the
 // mask (the rotated plan) the launch runs in gangs of a head's N CTAs, each CTA taking its K/V tile of one head after
-// another, so a head's CTAs start it together (one head a CTA, as SMs free, measured 0.96x-0.98x of gangs at d = 64, L
-// = 2048 and 4096, 0.98x-1.01x at d = 128 and from 8192; docs/perf-log.md, 2026-12-07).
+// another, so a head's CTAs start it together (one head a CTA, as SMs free, measured 0.96x-0.98x of gangs at d = 64,
+// L = 2048 and 4096, 0.98x-1.01x at d = 128 and from 8192; docs/perf-log.md, 2026-12-07).
 #pragma once
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
