@@ -300,8 +300,16 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 // ordered_dq_unreached_rows), waits for its adds to complete and counts it up; the warp-role
 // kernel (flash_attention_backward_fast_ordered_sm90.cuh) does this in a warp of its own. The order is the order in
 // which the CTAs reach the tile when they run side by side:
-//   causal: every CTA starts at its first tile (first_query_tile), later key tiles later down the rows, so at
-//           each tile the highest key tile arrives first: descending j (FlashAttention-3's order).
+//   causal pairs (under the mask, a head's K/V tiles no more than the SMs, more than one): gangs as rotated's
+//           (below), grid column x taking K/V tile x at its even heads in the causal order (next) and tile N - 1 - x
+//           at its odd heads, walked back from the last query tile: there every key tile before j sees every query
+//           tile j sees, so ascending j (rank j). A CTA's two heads together take the same steps, so the launch
+//           ends without a tail of heavy CTAs, and at either parity a CTA reaches a tile as many steps after the one
+//           before it in turn as in the causal order (1.02x-1.04x over it at d = 128 from L = 2048, 1.00x-1.03x at
+//           d = 64; H100, docs/perf-log.md, the sixteenth session).
+//   causal (under the mask otherwise): every CTA starts at its first tile (first_query_tile), later key tiles later
+//           down the rows, so at each tile the highest key tile arrives first: descending j (FlashAttention-3's
+//           order).
 //   rotated (no mask, a head's K/V tiles no more than the SMs, at least as many query tiles): CTA j starts at
 //           query tile shift * j (shift = M / N) and wraps around, so at each tile the CTAs arrive one after
 //           another `shift` steps apart: the rank is the number of CTAs that reached it at an earlier step.
@@ -311,31 +319,31 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 // (grid (N, H, B)) starts them as SMs free, and a head's early CTAs wait at their turns for its late ones (gangs
 // measured 1.02x-1.05x at d = 64, L = 2048 and 4096, 0.99x-1.03x elsewhere, on an H100: docs/perf-log.md).
 // A CTA only waits for CTAs that reach the tile at an earlier step; the hardware starts CTAs in the order of their
-// index, so the waits cannot close a cycle as long as a head's CTAs run side by side or start in the order they
-// wait: causal launches them last key tile first (`reverse`) where a head's K/V tiles outnumber a quarter of the
-// SMs (always where they outnumber the SMs). In the grid's order a head's heavy CTAs (low key tiles, first in the
-// grid) wait at every tile for its light ones (first in each tile's order), which start only as SMs free: where a
-// wave holds fewer than four heads that costs more than `reverse`'s tail of heavy CTAs (d = 64, L = 16384: 0.75x
-// of the atomic mode in the grid's order, 0.93x reversed; at L = 4096 reversed read 1% to 2% slower; H100,
-// docs/perf-log.md, 2026-12-07). Rotated (a gang's N CTAs), and causal in the grid's order, rely on a head's CTAs
-// being resident together (N <= the SMs), as FlashAttention-3's deterministic mode does: on a GPU whose SMs other
-// work holds (another kernel beside it, an MPS limit) such a launch waits until they free.
-// Ascending and `reverse` wait only for CTAs started earlier.
-enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2 };
+// index, so the waits cannot close a cycle as long as a head's CTAs run side by side (the gangs) or start in the
+// order they wait: causal launches them last key tile first (`reverse`: light CTAs first, so that the heavy ones
+// wait only for CTAs started earlier; in the grid's order they waited at every tile for light CTAs not yet started,
+// 0.75x of the atomic mode at d = 64, L = 16384 on an H100, docs/perf-log.md, 2026-12-07). The gangs rely on a
+// head's N CTAs being resident together (N <= the SMs), as FlashAttention-3's deterministic mode does: on a GPU
+// whose SMs other work holds (another kernel beside it, an MPS limit) such a launch waits until they free.
+enum class OrderedDqMode : int { Ascending = 0, Rotated = 1, Causal = 2, CausalPairs = 3 };
 struct OrderedDq {
   OrderedDqMode mode = OrderedDqMode::Ascending;
   int shift = 0;    // Rotated: CTA j starts at query tile (shift * j) mod M
   int reverse = 0;  // Causal: grid column x computes K/V tile N - 1 - x
-  int gang = 0;     // Rotated: the launch's gangs of N CTAs (sms / N), each taking heads in turn; 0: one head a CTA
+  int gang = 0;     // Rotated, CausalPairs: the launch's gangs of N CTAs (sms / N), each taking heads in turn; 0: one
+                    // head a CTA
 };
 // The plan for a launch of N = ceil(Lk / block_n) K/V tiles and M = ceil(Lq / block_m) query tiles per head on a
 // device of `sms` multiprocessors (one CTA each).
 KL_FA_HD OrderedDq ordered_dq_plan(int Lq, int Lk, int block_m, int block_n, bool causal, int sms) {
   const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
   OrderedDq o;
-  if (causal) {
+  if (causal && N <= sms && N > 1) {
+    o.mode = OrderedDqMode::CausalPairs;
+    o.gang = sms / N;
+  } else if (causal) {
     o.mode = OrderedDqMode::Causal;
-    o.reverse = 4 * N > sms ? 1 : 0;
+    o.reverse = 1;
   } else if (N <= sms && M >= N && N > 1) {
     o.mode = OrderedDqMode::Rotated;
     o.shift = M / N;
@@ -354,10 +362,28 @@ KL_FA_HD int ordered_dq_unreached_rows(int Lq, int Lk, int block_m, int block_n,
 KL_FA_HD int ordered_dq_start(const OrderedDq& o, int j, int m_first, int M) {
   return o.mode == OrderedDqMode::Rotated ? (o.shift * j) % M : m_first;
 }
-// The rank of K/V tile j among the CTAs that add into query tile m: its turn, 0 for the first.
-KL_FA_HD int ordered_dq_rank(const OrderedDq& o, int m, int j, int Lq, int Lk, int block_m, int block_n) {
+// Whether a CTA's k-th head is walked back (CausalPairs' odd heads), and the K/V tile grid column x computes there
+// (of N a head).
+KL_FA_HD bool ordered_dq_flipped(const OrderedDq& o, int k) {
+  return o.mode == OrderedDqMode::CausalPairs && (k & 1) != 0;
+}
+KL_FA_HD int ordered_dq_tile(const OrderedDq& o, int x, int k, int N) {
+  return o.reverse || ordered_dq_flipped(o, k) ? N - 1 - x : x;
+}
+// The query tile of step s of a head: from ordered_dq_start, wrapping at M; walked back: M - 1 - s.
+KL_FA_HD int ordered_dq_step_tile(int start, bool flipped, int M, int s) {
+  if (flipped) return M - 1 - s;
+  const int m = start + s;
+  return m >= M ? m - M : m;
+}
+// The rank of K/V tile j among the CTAs that add into query tile m: its turn, 0 for the first. `flipped`: a head
+// walked back, whose order is ascending j (every key tile before j sees every query tile j sees).
+KL_FA_HD int ordered_dq_rank(const OrderedDq& o, int m, int j, int Lq, int Lk, int block_m, int block_n,
+                             bool flipped = false) {
   const int N = flash_attention::ceil_div(Lk, block_n), M = flash_attention::ceil_div(Lq, block_m);
-  if (o.mode == OrderedDqMode::Causal) {  // contributors 0 .. jmax: the key tiles some row of tile m sees
+  if (flipped) return j;
+  // Causal: contributors 0 .. jmax (the key tiles some row of tile m sees), descending.
+  if (o.mode == OrderedDqMode::Causal || o.mode == OrderedDqMode::CausalPairs) {
     const int64_t last_row = (int64_t(m) + 1) * block_m < Lq ? (int64_t(m) + 1) * block_m : int64_t(Lq);
     const int64_t seen = last_row + Lk - Lq;  // keys 0 .. seen - 1 are seen by a row of the tile
     const int64_t tiles = (seen + block_n - 1) / block_n;

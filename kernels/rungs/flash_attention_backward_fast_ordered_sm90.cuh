@@ -13,10 +13,11 @@
 // registers to the consumers (setmaxnreg 24 / 240). No block barrier per step: the consumers meet at a named barrier
 // before and after dS goes to shared memory, a stage's Q_i / dO_i / L_i / D_i goes back to warp 0 on an mbarrier, and
 // each warpgroup's dQ staging to its dQ warp and back on named barriers (per warpgroup and stage). The same warp roles
-// in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over the d = 64 and 128 rows: not kept. Without the
-// mask (the rotated plan) the launch runs in gangs of a head's N CTAs, each CTA taking its K/V tile of one head after
+// in the atomic mode (no turns) measured 0.99x wgmma-tma's kernel over the d = 64 and 128 rows: not kept. Where a
+// head's N K/V tiles fit the SMs the launch runs in gangs of N CTAs, each CTA taking its K/V tile of one head after
 // another, so a head's CTAs start it together (one head a CTA, as SMs free, measured 0.96x-0.98x of gangs at d = 64,
-// L = 2048 and 4096, 0.98x-1.01x at d = 128 and from 8192; docs/perf-log.md, 2026-12-07).
+// L = 2048 and 4096, 0.98x-1.01x at d = 128 and from 8192; docs/perf-log.md, 2026-12-07); under the mask (causal
+// pairs) a CTA takes a light K/V tile at its even heads and the matching heavy one at its odd heads, walked back.
 #pragma once
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
@@ -85,24 +86,28 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   // The CTA in the grid's order (its K/V tile reversed where the plan says: the waits then point at CTAs started
   // earlier), not bwd_main_cta's heaviest-first order, whose waits could point at CTAs not yet started. With gangs
   // (order.gang: grid (N, gangs)) CTA (j, g) takes K/V tile j of heads g, g + gangs, ... in turn, a head's N CTAs
-  // side by side; else grid (N, H, B), one head.
-  const int n_block = order.reverse ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+  // side by side; else grid (N, H, B), one head. CausalPairs' gangs: column x takes tile x at its even heads and
+  // N - 1 - x, walked back, at its odd ones (ordered_dq_tile).
   const int heads = p.B * p.H;
   const int bh_first = order.gang ? int(blockIdx.y) : int(blockIdx.z) * p.H + int(blockIdx.y);
   const int bh_stride = order.gang ? int(gridDim.y) : heads;
   const int my_heads = bh_first < heads ? (heads - 1 - bh_first) / bh_stride + 1 : 0;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int n0 = n_block * BN;
-  const int m_first = first_query_tile(n_block, p.Lq, p.Lk, BM, BN, p.causal);
   const int m_blocks = ceil_div(p.Lq, BM);
-  const int steps = m_blocks > m_first ? m_blocks - m_first : 0;  // a head's
-  const int total = steps * my_heads;  // the CTA's steps over its heads: S counts them (stages, phases, turns)
-  // The query tile of step s: from ordered_dq_start, wrapping at m_blocks.
-  const int start = ordered_dq_start(order, n_block, m_first, m_blocks);
-  auto tile_of = [&](int s) {
-    const int m = start + s;
-    return m >= m_blocks ? m - m_blocks : m;
-  };
+  // The K/V tile and the steps of the CTA's even heads (0, 2, ...) and of its odd ones (the same but in CausalPairs).
+  const int j_even = ordered_dq_tile(order, int(blockIdx.x), 0, int(gridDim.x));
+  const int j_odd = ordered_dq_tile(order, int(blockIdx.x), 1, int(gridDim.x));
+  const int first_even = first_query_tile(j_even, p.Lq, p.Lk, BM, BN, p.causal);
+  const int steps_even = m_blocks > first_even ? m_blocks - first_even : 0;
+  const int first_odd = first_query_tile(j_odd, p.Lq, p.Lk, BM, BN, p.causal);
+  const int steps_odd = m_blocks > first_odd ? m_blocks - first_odd : 0;
+  // The CTA's steps over its heads: S counts them (stages, phases, turns).
+  const int total = (my_heads >> 1) * (steps_even + steps_odd) + (my_heads & 1) * steps_even;
+  auto steps_of = [&](int k) { return (k & 1) ? steps_odd : steps_even; };
+  auto n_block_of = [&](int k) { return (k & 1) ? j_odd : j_even; };
+  // The query tile of head k's step s: from ordered_dq_start, wrapping at m_blocks; CausalPairs' odd heads back.
+  const int start = ordered_dq_start(order, j_even, first_even, m_blocks);
+  auto tile_of = [&](int k, int s) { return ordered_dq_step_tile(start, ordered_dq_flipped(order, k), m_blocks, s); };
   auto bh_at = [&](int k) { return bh_first + k * bh_stride; };  // the CTA's k-th head
 
   if (tid == 0) {
@@ -117,10 +122,15 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   if (wg == 0) {  // ---- the producer warpgroup
     setmaxnreg_dec<kOrderedProducerRegs>();
     if (warp == 0) {  // loads (the head's slices found again each step: this warp has 24 registers)
-      for (int S = 0; S < total; ++S) {
-        const int k = S / steps, s = S - k * steps, st = S & 1, m = tile_of(s);
+      for (int S = 0, k = 0, s = 0; S < total; ++S, ++s) {
+        while (s == steps_of(k)) ++k, s = 0;  // the next head (a head may have no steps)
+        const int st = S & 1, m = tile_of(k, s);
         const int bh = bh_at(k);
         if (S >= 2) mbar_wait(empty_bar(st), uint32_t(((S - 2) >> 1) & 1));
+        // A head's first step also waits for the step before (the last of the head before, held until its dK, dV
+        // staging, which spans both stages, was read): a head of one step (d = 64, the last K/V tile under the
+        // mask, CausalPairs) holds only that stage, and S - 2 is then the head before's.
+        if (s == 0 && S >= 1) mbar_wait(empty_bar(st ^ 1), uint32_t(((S - 1) >> 1) & 1));
         if (lane == 0) {
           mbar_arrive_expect_tx(full_bar(st), 2 * kQBytes);
 #pragma unroll
@@ -143,12 +153,13 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
       // cw a compile-time constant: the 24-register warp keeps its barrier ids and staging offset as constants.
       auto dq_adds = [&](auto cw_constant) {
         constexpr int cw = decltype(cw_constant)::value;
-        for (int S = 0; S < total; ++S) {
-          const int k = S / steps, s = S - k * steps, st = S & 1, mt = tile_of(s);
+        for (int S = 0, k = 0, s = 0; S < total; ++S, ++s) {
+          while (s == steps_of(k)) ++k, s = 0;  // the next head (a head may have no steps)
+          const int st = S & 1, mt = tile_of(k, s);
           const int bh = bh_at(k);
           // The tile's counter for this warpgroup's rows and this CTA's turn there.
           int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2 + cw;
-          const int rank = ordered_dq_rank(order, mt, n_block, p.Lq, p.Lk, BM, BN);
+          const int rank = ordered_dq_rank(order, mt, n_block_of(k), p.Lq, p.Lk, BM, BN, ordered_dq_flipped(order, k));
           const int row0 = kWide ? mt * BM + 64 * cw : mt * BM;
           const bool added = row0 < p.Lq;  // kWide: the second warpgroup's rows may all lie past Lq (no add)
           named_bar_sync(kOrderedBarDqFull + 2 * cw + st, 160);
@@ -182,11 +193,11 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   // ---- the consumer warpgroups: cw owns keys n0 + 64 cw .. + 63
   setmaxnreg_inc<kOrderedConsumerRegs>();
   const int cw = wg - 1, ct = tid - 128, g = lane >> 2, t4 = lane & 3;
-  const int key_row = n0 + 64 * cw + 16 * warp + g;
   const float scale_log2 = p.scale * kLog2e;
   float acc_dk[D / 2], acc_dv[D / 2];
-  for (int k = 0; k < my_heads; ++k) {
-    const int bh = bh_at(k);
+  for (int k = 0, S = 0; k < my_heads; ++k) {  // S: the CTA's steps so far
+    const int bh = bh_at(k), n_block = n_block_of(k), n0 = n_block * BN, steps = steps_of(k);
+    const int key_row = n0 + 64 * cw + 16 * warp + g;
     const HeadsFor<false, T, D, true> hp(p, bh / p.H, bh % p.H);
     const bool more = k + 1 < my_heads;  // another head follows: its first stages wait for this one's epilogue
     zero(acc_dk);
@@ -199,8 +210,8 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
       fence_proxy_async();
       named_bar_sync(kOrderedBarConsumers, 256);
       const uint32_t sKw = sK + cw * 64 * 128, sVw = sV + cw * 64 * 128;
-      for (int s = 0; s < steps; ++s) {
-        const int S = k * steps + s, st = S & 1, m = tile_of(s);
+      for (int s = 0; s < steps; ++s, ++S) {
+        const int st = S & 1, m = tile_of(k, s);
         mbar_wait(full_bar(st), uint32_t((S >> 1) & 1));
         const uint32_t sQs = sQ + st * kQBytes, sdOs = sdO + st * kQBytes;
 
@@ -254,7 +265,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
     if (more) {  // the staging read by the whole warpgroup: the head's last stages back to warp 0
       named_bar_sync(1 + cw, 128);
       if ((ct & 127) == 0)
-        for (int s = steps > 2 ? steps - 2 : 0; s < steps; ++s) mbar_arrive(empty_bar((k * steps + s) & 1));
+        for (int s = steps > 2 ? steps - 2 : 0; s < steps; ++s) mbar_arrive(empty_bar((S - steps + s) & 1));
     }
   }
 }

@@ -795,9 +795,10 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
-  if (!kGqa && fast_backward_ordered_dq(p) && c.kind != MainKind::Tma)  // the maps refused: the preprocess left it
+  const bool ordered = !kGqa && fast_backward_ordered_dq(p);  // the preprocess left the accumulator as it was
+  if (ordered && c.kind != MainKind::Tma)                         // the maps refused: the atomic adds need it zeroed
     KL_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(p.B) * p.H * p.Lq * D * sizeof(float), stream));
-  if (!kGqa && c.kind == MainKind::Tma && fast_backward_ordered_dq(p))
+  if (ordered && c.kind == MainKind::Tma)
     launch_ordered_main(p, c, stream);
   else if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);

@@ -1060,8 +1060,8 @@ TEST(FlashAttentionBackwardFastHost, CtaOrderVisitsEveryTileOnceHeaviestFirstPer
 TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   constexpr int BN = 128;
   struct Cta {
-    int j = 0;
-    std::vector<int> tiles, heads;  // the (query tile, head) of each step
+    std::vector<int> tiles, heads, js;  // the (query tile, head, K/V tile) of each step
+    std::vector<bool> flipped;          // the step's head walked back (CausalPairs' odd heads)
     size_t next = 0;
   };
   uint32_t rng = 12345u;
@@ -1076,13 +1076,15 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
                  " Lk=" + std::to_string(Lk) + (causal ? " causal" : "") + " sms=" + std::to_string(sms) +
                  " mode=" + std::to_string(int(plan.mode)) + " reverse=" + std::to_string(plan.reverse) +
                  " gang=" + std::to_string(plan.gang));
-    for (int m = 0; m < M; ++m) {
-      std::vector<int> ranks;
-      for (int j = 0; j < N; ++j)
-        if (first_query_tile(j, Lq, Lk, BM, BN, causal) <= m) ranks.push_back(ordered_dq_rank(plan, m, j, Lq, Lk, BM, BN));
-      std::sort(ranks.begin(), ranks.end());
-      for (size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r], int(r)) << "tile " << m;
-    }
+    for (bool flipped : {false, true})
+      for (int m = 0; m < M; ++m) {
+        std::vector<int> ranks;
+        for (int j = 0; j < N; ++j)
+          if (first_query_tile(j, Lq, Lk, BM, BN, causal) <= m)
+            ranks.push_back(ordered_dq_rank(plan, m, j, Lq, Lk, BM, BN, flipped && ordered_dq_flipped(plan, 1)));
+        std::sort(ranks.begin(), ranks.end());
+        for (size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r], int(r)) << "tile " << m;
+      }
     std::vector<int> counters(size_t(heads) * M, 0);
     constexpr int kGarbage = -1000000;
     std::vector<int> acc(size_t(heads) * M, kGarbage);
@@ -1092,11 +1094,17 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
     const int gangs = plan.gang ? std::min(plan.gang, heads) : 0;
     auto make = [&](int linear) {
       Cta c;
-      c.j = plan.reverse ? N - 1 - linear % N : linear % N;
-      const int first = first_query_tile(c.j, Lq, Lk, BM, BN, causal);
-      const int start = ordered_dq_start(plan, c.j, first, M);
-      for (int head = linear / N; head < heads; head += gangs ? gangs : heads)
-        for (int s = 0; s < M - first; ++s) c.tiles.push_back((start + s) % M), c.heads.push_back(head);
+      int k = 0;  // the CTA's k-th head
+      for (int head = linear / N; head < heads; head += gangs ? gangs : heads, ++k) {
+        const int j = ordered_dq_tile(plan, linear % N, k, N);
+        const bool flipped = ordered_dq_flipped(plan, k);
+        const int first = first_query_tile(j, Lq, Lk, BM, BN, causal);
+        const int start = ordered_dq_start(plan, j, first, M);
+        for (int s = 0; s < M - first; ++s) {
+          c.tiles.push_back(ordered_dq_step_tile(start, flipped, M, s)), c.heads.push_back(head);
+          c.js.push_back(j), c.flipped.push_back(flipped);
+        }
+      }
       return c;
     };
     std::vector<Cta> resident;
@@ -1110,7 +1118,7 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
       for (Cta& c : resident) {
         if (c.next == c.tiles.size()) continue;
         int& counter = counters[size_t(c.heads[c.next]) * M + c.tiles[c.next]];
-        const int rank = ordered_dq_rank(plan, c.tiles[c.next], c.j, Lq, Lk, BM, BN);
+        const int rank = ordered_dq_rank(plan, c.tiles[c.next], c.js[c.next], Lq, Lk, BM, BN, c.flipped[c.next]);
         if (counter != rank) continue;  // not its turn yet
         int& a = acc[size_t(c.heads[c.next]) * M + c.tiles[c.next]];
         ASSERT_TRUE(rank == 0 || a >= 0) << "an add onto garbage at tile " << c.tiles[c.next];
@@ -1145,11 +1153,15 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).mode, OrderedDqMode::Rotated);
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).shift, 2);
   EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, false, 132).gang, 4);  // 32 K/V tiles: four gangs on 132 SMs
-  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).gang, 0);
-  EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).reverse, 1);
-  EXPECT_EQ(ordered_dq_plan(8192, 8192, 64, BN, true, 132).reverse, 1);  // 64 K/V tiles: a wave holds two heads
-  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).reverse, 0);  // 32: four heads, the grid's order
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, false, 132).mode, OrderedDqMode::Ascending);
+  // Under the mask: causal pairs in gangs where a head's K/V tiles fit the SMs (32 of them: four gangs; 64: two),
+  // else the causal order, last key tile first.
+  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).mode, OrderedDqMode::CausalPairs);
+  EXPECT_EQ(ordered_dq_plan(4096, 4096, 64, BN, true, 132).gang, 4);
+  EXPECT_EQ(ordered_dq_plan(8192, 8192, 64, BN, true, 132).gang, 2);
+  EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).mode, OrderedDqMode::Causal);
+  EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).reverse, 1);
+  EXPECT_EQ(ordered_dq_plan(64, 64, 64, BN, true, 132).mode, OrderedDqMode::Causal);  // one K/V tile
 }
 
 // ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The makespan model behind bwd-ordered-causal-pairs.patch (docs/perf-log.md, the fifteenth session of 2026-12-07).
+"""The makespan model behind the ordered backward's causal pairs (docs/perf-log.md, the fifteenth session of 2026-12-07,
+where it predicted them as a candidate, and the sixteenth, where they shipped).
 
 CTAs of unit steps on `sms` slots. A CTA for K/V tile j of a head walks its query tiles; at each tile it waits for
 the CTA before it in turn at that tile (plus `link` steps: the add's completion, the release, the acquire). Orders:
