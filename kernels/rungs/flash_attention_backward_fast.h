@@ -305,8 +305,8 @@ KL_FA_HD bool backward_tile_needs_mask(int m_block, int n_block, int Lq, int Lk,
 //           at its odd heads, walked back from the last query tile: there every key tile before j sees every query
 //           tile j sees, so ascending j (rank j). A CTA's two heads together take the same steps, so the launch
 //           ends without a tail of heavy CTAs, and at either parity a CTA reaches a tile as many steps after the one
-//           before it in turn as in the causal order (1.02x-1.04x over it at d = 128 from L = 2048, 1.00x-1.03x at
-//           d = 64; H100, docs/perf-log.md, the sixteenth session).
+//           before it in turn as in the causal order (over it, the causal rows from L = 2048: 1.028x and 1.035x at
+//           d = 128, 1.016x and 1.022x at d = 64, two runs on an H100; docs/perf-log.md, the sixteenth session).
 //   causal (under the mask otherwise): every CTA starts at its first tile (first_query_tile), later key tiles later
 //           down the rows, so at each tile the highest key tile arrives first: descending j (FlashAttention-3's
 //           order).
