@@ -796,7 +796,7 @@ void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_
   const size_t smem = main_smem<D>(c.kind);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
   const bool ordered = !kGqa && fast_backward_ordered_dq(p);  // the preprocess left the accumulator as it was
-  if (ordered && c.kind != MainKind::Tma)                         // the maps refused: the atomic adds need it zeroed
+  if (ordered && c.kind != MainKind::Tma)                     // the maps refused: the atomic adds need it zeroed
     KL_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(p.B) * p.H * p.Lq * D * sizeof(float), stream));
   if (ordered && c.kind == MainKind::Tma)
     launch_ordered_main(p, c, stream);
