@@ -625,8 +625,8 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsWgmmasBitForBit) {
 }
 
 // The deterministic mode's ordered adds (fast_backward_ordered_dq: wgmma-tma, plain heads, Lq and Lk from 2048; on
-// an H100/H200 the plans rotated without the mask, causal in launch order): against the float64 reference with
-// tails on both lengths (one tile past, Lq != Lk both ways), bf16 and fp16.
+// an H100/H200 the plans rotated without the mask, causal pairs under it): against the float64 reference with tails
+// on both lengths (one tile past, Lq != Lk both ways), bf16 and fp16.
 TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqAgainstTheReference) {
   KL_REQUIRE_WGMMA();
   for (const char* dtype : {"bf16", "fp16"})
@@ -645,8 +645,9 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqAgainstTheReference) {
 // order, dK and dV to a rounding step (the ordered kernel's CTAs may walk their query tiles from another start,
 // ordered_dq_start, so the fp32 sums of dK and dV differ in order too). Lk = 17000 is 133 tiles of 128 keys, more
 // than an H200's 132 SMs: ascending turns without the mask, the last key tile launched first under it; 13 heads of
-// 2048 keys without the mask are more heads than gangs (eight gangs of 16 CTAs on 132 SMs): five take two heads in
-// turn; on inputs too long for the float64 reference.
+// 2048 keys are more heads than gangs (eight gangs of 16 CTAs on 132 SMs): five take two heads in turn, under the
+// mask the second walked back on the paired K/V tile (at d = 64 its lightest tile a head of one step, the case that
+// once raced for the dK/dV staging); on inputs too long for the float64 reference.
 TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
   KL_REQUIRE_WGMMA();
   for (int d : {64, 128})
