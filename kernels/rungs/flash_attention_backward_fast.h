@@ -214,9 +214,11 @@ KL_FA_HD int kv_heads(const FastBackwardParams& p) { return p.H_kv > 0 ? p.H_kv 
 KL_FA_HD bool grouped_query(const FastBackwardParams& p) { return kv_heads(p) < p.H; }
 // Whether the deterministic mode adds dQ in turn (ordered_dq below; flash_attention_backward_fast_ordered_sm90.cuh)
 // instead of by the dQ pass: on wgmma-tma (p.path as run_fast resolves it), plain heads, d = 64 and 128, Lq and
-// Lk from kBwdOrderedFromL, where the caller gave the accumulator. There it measured 0.97x-1.21x the pass on an
-// H100 (1.10x geometric mean over the 16 such bench rows); below, 0.84x-1.03x (docs/perf-log.md).
-constexpr int kBwdOrderedFromL = 2048;
+// Lk from kBwdOrderedFromL, where the caller gave the accumulator. There it measured 1.05x-1.16x the pass on an
+// H100 at L = 512 and 1024 (the seventeenth session, both masks, d = 64 and 128; before the dQ adds moved to warps
+// of their own and the causal pairs it read 0.84x-1.03x there) and 0.97x-1.21x from L = 2048 (docs/perf-log.md).
+// Shorter rows, never measured, keep the pass.
+constexpr int kBwdOrderedFromL = 512;
 inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
   return p.deterministic && p.d != 256 && !grouped_query(p) && p.path == FastBackwardPath::WgmmaTma &&
          p.dq_accum != nullptr && p.Lq >= kBwdOrderedFromL && p.Lk >= kBwdOrderedFromL;

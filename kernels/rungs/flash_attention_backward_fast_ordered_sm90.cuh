@@ -1,5 +1,5 @@
 // Rung 6, fast variant, Hopper path: the deterministic mode's main kernel with its dQ adds in turn
-// (fast_backward_ordered_dq: wgmma-tma, plain heads, d = 64 and 128, Lq and Lk from 2048; the header's ordered_dq), in
+// (fast_backward_ordered_dq: wgmma-tma, plain heads, d = 64 and 128, Lq and Lk from 512; the header's ordered_dq), in
 // FlashAttention-3's warp roles: the wgmma-tma kernel's products, softmax and dQ staging
 // (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0 loads Q_i,
 // dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and whose
