@@ -665,6 +665,7 @@ void run_fast(const FastBackwardParams& p) {
         "d", "256",
         std::string("{64, 128} on the ") + fast_backward_path_name(r.path) +
             " path; d = 256 runs on the wgmma kernel only (an H100/H200 with the sm_90a build)"));
+  if (fast_backward_default_runs_ordered(r)) r.deterministic = true;
   if (r.dtype == FastDtype::Bf16) fast_bwd::run_typed<__nv_bfloat16>(r);
   else fast_bwd::run_typed<__half>(r);
 }

@@ -19,11 +19,12 @@
 // dQ's two modes (FastBackwardParams::deterministic, `--set deterministic=1` on the command line):
 //   atomics (the default, as FlashAttention): every K/V CTA adds its dS K_j into dQ_i with fp32
 //            atomicAdd. The order of the adds varies between runs, so dQ may differ in its last bits
-//            from run to run; dK and dV do not.
+//            from run to run; dK and dV do not. Where Lq and Lk are from 512 to 1023 on wgmma-tma with plain
+//            heads it runs the ordered kernel below instead (fast_backward_default_runs_ordered: faster there).
 //   deterministic: bitwise the same run after run, two ways. The main kernel skips dQ, and a separate pass (one
 //            CTA per query tile, looping over the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps
 //            dQ_i in registers: no atomics, at the price of computing S and dP twice. Or, on wgmma-tma with plain
-//            heads at d = 64 and 128 from Lq, Lk = 2048 (fast_backward_ordered_dq), the warp-role kernel adds dQ
+//            heads at d = 64 and 128 from Lq, Lk = 512 (fast_backward_ordered_dq), the warp-role kernel adds dQ
 //            in one fixed order per query tile (FlashAttention-3's way; ordered_dq below).
 //   At d = 256 both modes run the second way (fast_backward_dq_by_pass): there the wgmma dQ pass after the dK/dV
 //            kernel measured 1.12x-1.17x the kernel that added dQ by atomics (docs/perf-log.md).
@@ -200,7 +201,7 @@ struct FastBackwardParams {
   int B = 0, H = 0, Lq = 0, Lk = 0, d = 0;
   float scale = 0;  // finite and > 0
   bool causal = false;
-  bool deterministic = false;  // false: dQ by atomics (the default)
+  bool deterministic = false;  // false: dQ by atomics (the default; fast_backward_default_runs_ordered)
   FastDtype dtype = FastDtype::Bf16;
   FastBackwardPath path = FastBackwardPath::Auto;
   // Heads of k, v, dk, dv (grouped-query attention), dividing H; 0 means H. Last, so that the fields the
@@ -222,6 +223,18 @@ constexpr int kBwdOrderedFromL = 512;
 inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
   return p.deterministic && p.d != 256 && !grouped_query(p) && p.path == FastBackwardPath::WgmmaTma &&
          p.dq_accum != nullptr && p.Lq >= kBwdOrderedFromL && p.Lk >= kBwdOrderedFromL;
+}
+// Whether the default mode runs the ordered kernel too (run_fast sets p.deterministic for it; launch_wgmma_main, which
+// the timeline's recorder calls, does not): where the deterministic mode would run it and Lq and Lk are below
+// kBwdAtomicFromL. At L = 512 it measured 1.03x-1.09x the atomic kernel on an H100 (both masks, d = 64 and 128, two
+// pairs in turn; most of it the accumulator the atomic mode's preprocess zeroes and the ordered kernel's first turn
+// stores over), at L = 1024 0.99x-1.03x (geometric means 1.010x and 1.009x), at 2048 0.94x-1.03x (docs/perf-log.md,
+// the seventeenth session). There the default mode is bitwise repeatable too.
+constexpr int kBwdAtomicFromL = 1024;
+inline bool fast_backward_default_runs_ordered(const FastBackwardParams& p) {
+  FastBackwardParams det = p;
+  det.deterministic = true;
+  return !p.deterministic && p.Lq < kBwdAtomicFromL && p.Lk < kBwdAtomicFromL && fast_backward_ordered_dq(det);
 }
 // Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode where its adds
 // are not ordered, and both modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by

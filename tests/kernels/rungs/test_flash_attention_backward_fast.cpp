@@ -670,6 +670,33 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
       }
 }
 
+// The default mode from L = 512 to 1023 (plain heads, wgmma-tma): the ordered kernel, so bit for bit the
+// deterministic mode's result, run after run (Lq != Lk both ways, both masks, d = 64 and 128); at 1024 the atomic
+// kernel again, within fp32 summation order of it.
+TEST(FlashAttentionBackwardFast, WgmmaTmaDefaultModeBelow1024IsTheOrderedKernel) {
+  KL_REQUIRE_WGMMA();
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (auto [Lq, Lk] : {std::pair<int, int>{600, 1000}, {1000, 600}, {1024, 1024}}) {
+        Case c;
+        c.B = 1, c.H = 3, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
+        c.path = FastBackwardPath::WgmmaTma;
+        SCOPED_TRACE(c.text());
+        const Inputs in = rounded_inputs(c);
+        c.deterministic = true;
+        const FastHostResult det = run_case(c, in);
+        c.deterministic = false;
+        const FastHostResult a = run_case(c, in);
+        if (Lq < 1024) {
+          expect_same_bits(a, det);
+          expect_same_bits(run_case(c, in), det);
+        } else {
+          EXPECT_LT(test::rel_err(a.dq.data, std::vector<double>(det.dq.data.begin(), det.dq.data.end())), 1e-2);
+          EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(det.dk.data.begin(), det.dk.data.end())), 1e-2);
+        }
+      }
+}
+
 // ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-tma; both dQ modes ----
 TEST(FlashAttentionBackwardFast, GroupedQueryAtomicDq) {
   KL_REQUIRE_CUDA();
@@ -1164,6 +1191,41 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).mode, OrderedDqMode::Causal);
   EXPECT_EQ(ordered_dq_plan(32768, 32768, 64, BN, true, 132).reverse, 1);
   EXPECT_EQ(ordered_dq_plan(64, 64, 64, BN, true, 132).mode, OrderedDqMode::Causal);  // one K/V tile
+}
+
+// Which kernel adds dQ (pure predicates, as run_fast resolves p): the deterministic mode's ordered adds from
+// Lq, Lk = 512 on wgmma-tma with plain heads, d = 64 and 128, and an accumulator; the default mode on the same
+// kernel where both lengths are also below 1024; everything else on the pass or the atomic kernel.
+TEST(FlashAttentionBackwardFastHost, OrderedKernelRunsWhereItMeasuredFaster) {
+  float accum = 0;
+  FastBackwardParams p;
+  p.B = 1, p.H = 2, p.Lq = p.Lk = 512, p.d = 128, p.path = FastBackwardPath::WgmmaTma, p.dq_accum = &accum;
+  EXPECT_TRUE(fast_backward_default_runs_ordered(p));
+  p.Lq = 1023, p.Lk = 600;
+  EXPECT_TRUE(fast_backward_default_runs_ordered(p));
+  for (auto [Lq, Lk] : {std::pair<int, int>{1024, 600}, {600, 1024}, {511, 600}, {600, 511}, {4096, 4096}}) {
+    p.Lq = Lq, p.Lk = Lk;
+    EXPECT_FALSE(fast_backward_default_runs_ordered(p)) << Lq << " " << Lk;
+  }
+  p.Lq = p.Lk = 512;
+  FastBackwardParams q = p;
+  q.deterministic = true;  // the mode itself: the ordered kernel from 512 on
+  EXPECT_FALSE(fast_backward_default_runs_ordered(q));
+  EXPECT_TRUE(fast_backward_ordered_dq(q));
+  q.Lq = q.Lk = 16384;
+  EXPECT_TRUE(fast_backward_ordered_dq(q));
+  q.Lq = 511;
+  EXPECT_FALSE(fast_backward_ordered_dq(q));
+  EXPECT_TRUE(fast_backward_dq_by_pass(q));
+  for (auto change : std::vector<void (*)(FastBackwardParams&)>{
+           [](FastBackwardParams& x) { x.d = 256; }, [](FastBackwardParams& x) { x.H_kv = 1; },
+           [](FastBackwardParams& x) { x.path = FastBackwardPath::Wgmma; },
+           [](FastBackwardParams& x) { x.dq_accum = nullptr; }}) {
+    FastBackwardParams x = p;
+    change(x);
+    EXPECT_FALSE(fast_backward_default_runs_ordered(x));
+  }
+  EXPECT_FALSE(fast_backward_ordered_dq(p));  // the default mode's own predicate: run_fast sets deterministic
 }
 
 // ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------
