@@ -228,7 +228,7 @@ inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
 // the timeline's recorder calls, does not): where the deterministic mode would run it and Lq and Lk are below
 // kBwdAtomicFromL. At L = 512 it measured 1.03x-1.09x the atomic kernel on an H100 (both masks, d = 64 and 128, two
 // pairs in turn; most of it the accumulator the atomic mode's preprocess zeroes and the ordered kernel's first turn
-// stores over), at L = 1024 0.99x-1.03x (geometric means 1.010x and 1.009x), at 2048 0.94x-1.03x (docs/perf-log.md,
+// stores over), at L = 1024 0.99x-1.03x (geometric means 1.009x in both pairs), at 2048 0.94x-1.03x (docs/perf-log.md,
 // the seventeenth session). There the default mode is bitwise repeatable too.
 constexpr int kBwdAtomicFromL = 1024;
 inline bool fast_backward_default_runs_ordered(const FastBackwardParams& p) {
