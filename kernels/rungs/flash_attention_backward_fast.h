@@ -562,8 +562,9 @@ FastHostResult run_fast_host(const Array& q, const Array& k, const Array& v, con
 
 // `bench flash-attention-backward` rows for the fast variant: bf16, d in {64, 128, 256}, L in {512, ..., 16384}
 // with B*L = 16384 and H*d = 2048, causal and not, both dQ modes (at d = 256, where both run the same launches,
-// one row: dq=deterministic); the backward alone is timed (the
-// forward's O and L are computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
+// one row: dq=deterministic; "dq=atomic" names the default mode, which at L = 512 runs the ordered kernel as
+// dq=deterministic does, fast_backward_default_runs_ordered); the backward alone is timed (the forward's O and L are
+// computed once per shape, before). TFLOP/s count 2.5 x the forward's 4*B*H*L*L*d
 // (halved for causal), the FlashAttention papers' convention. `quick`: L = 512, B*L = 1024. The main kernel
 // is fast_backward_path()'s (KL_FLASH_BWD_PATH), named at the end of each shape ("mma.sync", "wgmma" or
 // "wgmma-tma"; at d = 256 "wgmma-d256", the kernel both wgmma paths run there; on the mma.sync path, which has
