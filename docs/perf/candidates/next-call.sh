@@ -52,10 +52,10 @@ for k in sorted({k for r in runs.values() for k in r}):
 PY
 cp /tmp/libs/C.so build-cuda/libkl_ladder_c.so
 timeout 100 ncu --profile-from-start off --clock-control none --cache-control none -k regex:'flash_bwd_ordered_kernel|flash_bwd_wgmma_tma_kernel' \
-  --section SourceCounters -o $OUT/src python3 docs/perf/diagnostics/ncu-backward-launches.py 'B=2 H=16 L=8192 d=128 causal' > $OUT/logs/ncu.log 2>&1
+  --section SourceCounters -o $OUT/src python3 docs/perf/diagnostics/ncu-backward-launches.py 'B=2 H=16 L=8192 d=128 causal,B=2 H=16 L=8192 d=128 non-causal' > $OUT/logs/ncu.log 2>&1
 el "ncu rc=$?"
 ncu --import $OUT/src.ncu-rep --page source --print-source sass --csv > $OUT/logs/src.csv 2> $OUT/logs/src.err
-python3 docs/perf/diagnostics/ncu-steps.py $OUT/logs/src.csv 1064960 >> "$S" 2>&1
+python3 docs/perf/diagnostics/ncu-steps.py $OUT/logs/src.csv 1064960 2097152 >> "$S" 2>&1
 restore
 cd $OUT && tar czf /tmp/all.tgz --exclude=all.tgz --exclude=src.ncu-rep . && mv /tmp/all.tgz $OUT/all.tgz
 el "done"
