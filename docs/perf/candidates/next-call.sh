@@ -3,8 +3,8 @@
 # Three builds of kl_ladder_c: A main, B docs/perf/candidates/bwd-softmax-mask-split-ordered.patch (the ordered
 # kernel), C bwd-softmax-mask-split-both.patch (the ordered and the wgmma / wgmma-tma kernels); the backward's GPU
 # tests on C; the 24 rows of d = 64 and 128 in turn with cuDNN, A B C C B A; Nsight Compute's source counters for C's
-# two d = 128 main kernels at L = 8192 causal (the instructions a step per consumer warp: 918 ordered, 707 atomic on
-# main). Run from the repository root on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps,
+# two d = 128 main kernels at L = 8192, both masks (the instructions a step per consumer warp under the mask: 918
+# ordered, 713 atomic on main). Run from the repository root on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps,
 # .devicons, .devrun):  source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
 T0=$SECONDS
