@@ -224,7 +224,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         wgmma_wait<1>();
         fence_regs(acc_s);
         const bool mask = backward_tile_needs_mask(m, n_block, p.Lq, p.Lk, BM, BN, p.causal);
-        softmax_p<BM, true>(acc_s, sLse + st * BM, scale_log2, mask, m * BM, key_row, t4, p);
+        softmax_p_split<BM, true>(acc_s, sLse + st * BM, scale_log2, mask, m * BM, key_row, t4, p);
         wgmma_wait<0>();
         fence_regs(acc_dp);
         ds_from_dp<BM>(acc_dp, acc_s, sD + st * BM, t4);

@@ -223,7 +223,10 @@ __device__ __forceinline__ void issue_keys_by_queries(float (&acc)[BM / 2], uint
 
 // P^T = exp2(S^T * scale log2(e) - L log2(e)) in place; pairs that `mask` and key_visible rule out are 0 (the Lk
 // tail, the causal diagonal). lse_s: the stage's L, as stored (kRawL: converted here, lse_log2) or already
-// L log2(e); row0: the step's first query row; key_row: this thread's first key.
+// L log2(e); row0: the step's first query row; key_row: this thread's first key. The wgmma and wgmma-tma kernels'
+// form: the test written per element, which their build branches to a second, masked softmax on the steps that
+// need it (softmax_p_split measured 0.96x-0.98x of it in the atomic kernel at d = 128 without the mask, two pairs
+// in turn with cuDNN on an H100: docs/perf-log.md, 2026-12-07, the eighteenth session).
 template <int BM, bool kRawL>
 __device__ __forceinline__ void softmax_p(float (&acc_s)[BM / 2], const float* lse_s, float scale_log2, bool mask,
                                           int row0, int key_row, int t4, const FastBackwardParams& p) {
@@ -239,6 +242,19 @@ __device__ __forceinline__ void softmax_p(float (&acc_s)[BM / 2], const float* l
       acc_s[4 * j + e] = pv;
     }
   }
+}
+// softmax_p with `mask` tested once, so the steps that need no mask (all but a K/V tile's diagonal and tail) run no
+// per-element test: the ordered kernel's, where ptxas had made softmax_p's tests predicated selects on every step
+// (918 instructions a step per consumer warp against the atomic kernel's 713, Nsight Compute's source counters).
+// It measured 1.03x softmax_p in the deterministic mode over the 24 rows of d = 64 and 128, 1.05x-1.12x at d = 128
+// causal from L = 2048 (docs/perf-log.md, the eighteenth session).
+template <int BM, bool kRawL>
+__device__ __forceinline__ void softmax_p_split(float (&acc_s)[BM / 2], const float* lse_s, float scale_log2, bool mask,
+                                                int row0, int key_row, int t4, const FastBackwardParams& p) {
+  if (mask)
+    softmax_p<BM, kRawL>(acc_s, lse_s, scale_log2, true, row0, key_row, t4, p);
+  else
+    softmax_p<BM, kRawL>(acc_s, lse_s, scale_log2, false, row0, key_row, t4, p);
 }
 
 // dS^T = P^T o (dP^T - D) in place of dP^T (d_s: the stage's D).
