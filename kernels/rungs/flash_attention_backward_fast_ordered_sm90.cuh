@@ -1,7 +1,8 @@
 // Rung 6, fast variant, Hopper path: the deterministic mode's main kernel with its dQ adds in turn
 // (fast_backward_ordered_dq: wgmma-tma, plain heads, d = 64 and 128, Lq and Lk from 512; the header's ordered_dq), in
 // FlashAttention-3's warp roles: the wgmma-tma kernel's products, softmax (its mask tested once a step,
-// softmax_p_split) and dQ staging (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a producer warpgroup whose warp 0 loads Q_i,
+// softmax_p_split) and dQ staging (flash_attention_backward_fast_sm90.cuh) in two consumer warpgroups, and a
+// producer warpgroup whose warp 0 loads Q_i,
 // dO_i (bulk tensor copies), L_i and D_i (4-byte cp.async tracked by the same mbarrier) two stages ahead, and whose
 // warps 1 and 2 add each step's staged dQ into the fp32 accumulator (bulk tensor reduce-adds), warp 1 consumer
 // warpgroup 0's rows and warp 2 warpgroup 1's, each on its own turn counter per query tile: the adds when the counter
