@@ -225,8 +225,8 @@ __device__ __forceinline__ void issue_keys_by_queries(float (&acc)[BM / 2], uint
 // tail, the causal diagonal). lse_s: the stage's L, as stored (kRawL: converted here, lse_log2) or already
 // L log2(e); row0: the step's first query row; key_row: this thread's first key. The wgmma and wgmma-tma kernels'
 // form: the test written per element, which their build branches to a second, masked softmax on the steps that
-// need it (softmax_p_split measured 0.96x-0.98x of it in the atomic kernel at d = 128 without the mask, two pairs
-// in turn with cuDNN on an H100: docs/perf-log.md, 2026-12-07, the eighteenth session).
+// need it (softmax_p_split measured 0.997x of it in the atomic kernel over the 24 rows of d = 64 and 128, 0.96x-1.01x
+// at d = 128 without the mask, two pairs in turn with cuDNN on an H100: docs/perf-log.md, the eighteenth session).
 template <int BM, bool kRawL>
 __device__ __forceinline__ void softmax_p(float (&acc_s)[BM / 2], const float* lse_s, float scale_log2, bool mask,
                                           int row0, int key_row, int t4, const FastBackwardParams& p) {
