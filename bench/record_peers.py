@@ -150,7 +150,7 @@ def backward_section(bench, peers, run):
                      "PyTorch SDPA's backward",
             "unit": "TFLOP/s", "value_digits": 1, "ratio_digits": 2,
             "note": "bf16, B·L = 16384, H·d = 2048; 2.5 x the forward's FLOP; ladder: the default, dQ by fp32 "
-                    "atomics (at d = 256 by its own pass, and from L = 512 to 1023 by det's ordered adds: there the "
+                    "atomics (at d = 256 by its own pass, and from L = 512 to 2047 by det's ordered adds: there the "
                     "same launches as det, bitwise repeatable), "
                     "det: --set deterministic=1",
             "run": run,

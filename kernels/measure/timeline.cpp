@@ -680,7 +680,7 @@ std::vector<ParamSpec> record_params() {
                     "forward: heads of K and V (grouped-query attention), dividing H; 0: as many as H"),
           bool_param("deterministic", false,
                      "backward: the deterministic mode's dK/dV kernel (dQ left to its pass), the mode's kernel below "
-                     "L = 2048; from there the mode runs the ordered kernel, which is not recorded")};
+                     "L = 512; from there the mode runs the ordered kernel, which is not recorded")};
 }
 
 RecordRequest request_of(const std::string& kernel, const ParamValues& v, const std::string& path, int iterations) {

@@ -19,7 +19,7 @@
 // dQ's two modes (FastBackwardParams::deterministic, `--set deterministic=1` on the command line):
 //   atomics (the default, as FlashAttention): every K/V CTA adds its dS K_j into dQ_i with fp32
 //            atomicAdd. The order of the adds varies between runs, so dQ may differ in its last bits
-//            from run to run; dK and dV do not. Where Lq and Lk are from 512 to 1023 on wgmma-tma with plain
+//            from run to run; dK and dV do not. Where Lq and Lk are from 512 to 2047 on wgmma-tma with plain
 //            heads it runs the ordered kernel below instead (fast_backward_default_runs_ordered: faster there).
 //   deterministic: bitwise the same run after run, two ways. The main kernel skips dQ, and a separate pass (one
 //            CTA per query tile, looping over the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps
@@ -228,9 +228,10 @@ inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
 // the timeline's recorder calls, does not): where the deterministic mode would run it and Lq and Lk are below
 // kBwdAtomicFromL. At L = 512 it measured 1.03x-1.09x the atomic kernel on an H100 (both masks, d = 64 and 128, two
 // pairs in turn; most of it the accumulator the atomic mode's preprocess zeroes and the ordered kernel's first turn
-// stores over), at L = 1024 0.99x-1.03x (geometric means 1.009x in both pairs), at 2048 0.94x-1.03x (docs/perf-log.md,
-// the seventeenth session). There the default mode is bitwise repeatable too.
-constexpr int kBwdAtomicFromL = 1024;
+// stores over), at L = 1024 1.005x-1.065x (geometric means 1.034x and 1.033x in two runs, the nineteenth session, after
+// its mask split), at 2048 0.96x-1.05x (geometric means 1.001x and 1.000x: the atomic kernel stays from there;
+// docs/perf-log.md). There the default mode is bitwise repeatable too.
+constexpr int kBwdAtomicFromL = 2048;
 inline bool fast_backward_default_runs_ordered(const FastBackwardParams& p) {
   FastBackwardParams det = p;
   det.deterministic = true;

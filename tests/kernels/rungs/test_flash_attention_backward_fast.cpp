@@ -670,14 +670,15 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
       }
 }
 
-// The default mode from L = 512 to 1023 (plain heads, wgmma-tma): the ordered kernel, so bit for bit the
-// deterministic mode's result, run after run (Lq != Lk both ways, both masks, d = 64 and 128); at 1024 the atomic
-// kernel again, within fp32 summation order of it.
-TEST(FlashAttentionBackwardFast, WgmmaTmaDefaultModeBelow1024IsTheOrderedKernel) {
+// The default mode from L = 512 to kBwdAtomicFromL - 1 (plain heads, wgmma-tma): the ordered kernel, so bit for bit
+// the deterministic mode's result, run after run (Lq != Lk both ways, both masks, d = 64 and 128); at kBwdAtomicFromL
+// the atomic kernel again, within fp32 summation order of it.
+TEST(FlashAttentionBackwardFast, WgmmaTmaDefaultModeBelowAtomicFromLIsTheOrderedKernel) {
   KL_REQUIRE_WGMMA();
+  constexpr int kTop = kBwdAtomicFromL;
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      for (auto [Lq, Lk] : {std::pair<int, int>{600, 1000}, {1000, 600}, {1024, 1024}}) {
+      for (auto [Lq, Lk] : {std::pair<int, int>{600, kTop - 24}, {kTop - 24, 600}, {kTop, kTop}}) {
         Case c;
         c.B = 1, c.H = 3, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
         c.path = FastBackwardPath::WgmmaTma;
@@ -687,7 +688,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDefaultModeBelow1024IsTheOrderedKernel)
         const FastHostResult det = run_case(c, in);
         c.deterministic = false;
         const FastHostResult a = run_case(c, in);
-        if (Lq < 1024) {
+        if (Lq < kTop) {
           expect_same_bits(a, det);
           expect_same_bits(run_case(c, in), det);
         } else {
@@ -1201,9 +1202,10 @@ TEST(FlashAttentionBackwardFastHost, OrderedKernelRunsWhereItMeasuredFaster) {
   FastBackwardParams p;
   p.B = 1, p.H = 2, p.Lq = p.Lk = 512, p.d = 128, p.path = FastBackwardPath::WgmmaTma, p.dq_accum = &accum;
   EXPECT_TRUE(fast_backward_default_runs_ordered(p));
-  p.Lq = 1023, p.Lk = 600;
+  p.Lq = kBwdAtomicFromL - 1, p.Lk = 600;
   EXPECT_TRUE(fast_backward_default_runs_ordered(p));
-  for (auto [Lq, Lk] : {std::pair<int, int>{1024, 600}, {600, 1024}, {511, 600}, {600, 511}, {4096, 4096}}) {
+  for (auto [Lq, Lk] : {std::pair<int, int>{kBwdAtomicFromL, 600}, {600, kBwdAtomicFromL}, {511, 600}, {600, 511},
+                        {4096, 4096}}) {
     p.Lq = Lq, p.Lk = Lk;
     EXPECT_FALSE(fast_backward_default_runs_ordered(p)) << Lq << " " << Lk;
   }
