@@ -134,6 +134,17 @@ struct FastBackwardTraitsSm90 {
   static constexpr int kDqBoxRows = 64, kDqBoxBytes = kDqBoxRows * 128;
   static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
   static constexpr int64_t kSmemBytesTma = tile_bytes(kBlockMTma) + 2 * kDqStageBytes + 64;
+  // The atomic wgmma-tma kernel at d = 128 without the mask takes kBlockM80 = 80 query rows a step (FlashAttention-3's
+  // tile there; 1.08x-1.10x the 64-row kernel from L = 2048 on an H100, docs/perf-log.md, the nineteenth session): dQ
+  // computed transposed (dQ^T = K^T dS^T, the head dimension as the wgmma's M, 64 columns a warpgroup), one dQ stage
+  // of two 80-row boxes a warpgroup (two would pass the 227 KiB), the L and D stages padded to 2 KiB so the dQ stage
+  // stays 1024-byte aligned: 207 KiB.
+  static constexpr int kBlockM80 = 80, kDqBoxBytes80 = kBlockM80 * 128;
+  static constexpr int64_t kDqStageBytes80 = int64_t(2) * 2 * kDqBoxBytes80;
+  static constexpr int64_t kStatsPad80 = 2048 - 4 * kBlockM80 * 4;
+  static constexpr int64_t kSmemBytesTma80 = tile_bytes(kBlockM80) + kStatsPad80 + kDqStageBytes80 + 64;
+  static_assert(kSmemBytesTma <= 227 * 1024 && (kHeadDim != 128 || kSmemBytesTma80 <= 227 * 1024),
+                "a block's shared memory on an H100/H200");
 };
 
 // The wgmma dK/dV kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and
@@ -485,6 +496,12 @@ KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
   const int c = col & 31;
   return uint32_t(wg * 2 * kBox + (col >> 5) * kBox + row * 128 + ((((c >> 2) ^ row) & 7) << 4) + (c & 3) * 4);
 }
+// The 80-row steps' dQ staging (dQ^T's element at column `col` < 64 of warpgroup wg's block, query
+// `row` < rows): box col / 32 of `rows` rows of 128 bytes, as dq_stage_byte's.
+KL_FA_HD uint32_t dq_t_stage_byte(int wg, int row, int col, int rows) {
+  const int c = col & 31;
+  return uint32_t((wg * 2 + (col >> 5)) * rows * 128 + row * 128 + ((((c >> 2) ^ row) & 7) << 4) + (c & 3) * 4);
+}
 }  // namespace wgmma_frag
 
 // Checks a FastBackwardParams: InputError naming the parameter, its value and the allowed range.
@@ -527,7 +544,9 @@ bool fast_backward_wgmma_available();
 // fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 // `stream`: the CUDA stream the launches go to (null: the default stream).
-void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, CUstream_st* stream = nullptr);
+// `steps80` false: d = 128 without the mask keeps the 64-row atomic kernel instead of the 80-row one (the
+// timeline's plain launch, beside the instrumented kernel, which has 64-row steps only).
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, CUstream_st* stream = nullptr, bool steps80 = true);
 // At d = 256 both wgmma paths run a dK/dV kernel of their own (flash_attention_backward_fast_d256.sm90a.cu);
 // launch_wgmma_main sends it there (atomic_dq must be false: dQ comes from the dQ pass).
 void launch_wgmma_dkdv_d256(const FastBackwardParams& p, CUstream_st* stream = nullptr);

@@ -32,18 +32,24 @@
 // free Q_i / dO_i stages, then 16-byte stores along rows). At d = 64 a step takes 128 query rows (kBlockMTma,
 // FlashAttention-3's tile there): S^T and dP^T are m64n128k16 (64 registers each), dV and dK take 8 k16 steps a
 // step, and warpgroup wg computes dQ_i's rows 64 wg .. (all 64 columns over all 128 keys: A from dS's rows 64 wg ..)
-// and adds them as its two boxes; half the steps, so half the barriers, waits and issues per query row.
-// Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 195 KiB, d = 128: 210 KiB (of 227). Measured against the
-// kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds with cp.async
-// loads): docs/perf-log.md.
+// and adds them as its two boxes; half the steps, so half the barriers, waits and issues per query row. At d = 128
+// without the mask a step takes 80 (kM80, FlashAttention-3's tile there, its dQ_swapAB): S^T and dP^T are m64n80k16
+// (40 registers each), dV and dK take 5 k16 steps, and as 80 rows do not split into the wgmma's M of 64 warpgroup
+// wg computes dQ_i^T = K_j^T dS^T for its 64 columns (M = the head dimension, N = the 80 queries; 246 registers),
+// staged by 4-byte stores as two 80 x 32 boxes in one stage (1.08x-1.10x the 64-row kernel from L = 2048 on an
+// H100; the instrumented build keeps 64 rows).
+// Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 195 KiB, d = 128: 210 KiB (80 rows: 207 KiB; of 227).
+// Measured against the kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds
+// with cp.async loads): docs/perf-log.md.
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle; the layout and descriptor conventions are at the
 // top of kernels/rungs/sm90_device.cuh): sK, sV [128][d]; sQ, sdO [2][64][d]; sdS [64][128]; L, D [2][64]
 // fp32. d = 64: 81 KiB, d = 128: 145 KiB (+1 KiB alignment).
 //
-// This header holds the kernel as a template and its launcher; four translation units instantiate it:
-// flash_attention_backward_fast_plain.sm90a.cu the plain kernels at d = 128, flash_attention_backward_fast_gqa.sm90a.cu
-// the grouped-query ones (kGqa: flash_bwd_wgmma_gqa_kernel), flash_attention_backward_fast_d64.sm90a.cu both kinds
-// at d = 64, flash_attention_backward_fast_timeline.sm90a.cu
+// This header holds the kernel as a template and its launcher; five translation units instantiate it:
+// flash_attention_backward_fast_plain.sm90a.cu the plain kernels at d = 128, flash_attention_backward_fast_m80.sm90a.cu
+// the 80-row one (kM80), flash_attention_backward_fast_gqa.sm90a.cu the grouped-query ones (kGqa:
+// flash_bwd_wgmma_gqa_kernel), flash_attention_backward_fast_d64.sm90a.cu both kinds at d = 64,
+// flash_attention_backward_fast_timeline.sm90a.cu
 // the instrumented ones (issue 30: flash_bwd_wgmma_traced_kernel, which stamps each warpgroup's phases for the
 // CTAs a trace names; kernels/measure/timeline_trace.h). Both run the same body with a recorder as template
 // argument (sm90_device.cuh): NoRecord's marks compile to nothing, so the plain kernels' code is unchanged.
@@ -346,6 +352,37 @@ __device__ __forceinline__ void stage_dq(uint32_t st_base, const float (&acc_dq)
   fence_proxy_async();
 }
 
+// kM80 (d = 128 without the mask, 80 query rows a step): this warpgroup's part of dQ_i^T = K_j^T dS^T (columns
+// 64 wg .. as the wgmma's M, the step's 80 queries as N, k = all 128 keys; committed as one group): A is K_j's column
+// block wg read MN-major (the descriptor dQ's B had at 64 rows), B dS [query][key] K-major (the A it had).
+template <class T, int BM, int BN>
+__device__ __forceinline__ void issue_dq_t_product(float (&acc_dq)[BM / 2], uint32_t sdS, uint32_t sK, int wg) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk)
+    wgmma_ss_ta<T, BM>(acc_dq, make_desc(sK + wg * (BN * 128) + kk * 16 * 128, BN * 128, 1024),
+                       make_desc(sdS + (kk >> 2) * (BM * 128) + (kk & 3) * 32, 16, 1024), kk > 0);
+  wgmma_commit();
+}
+// ... and staged as dQ [query][column] for the reduce-adds: element 4j + 2r + e is column 16 warp + g + 8r of the
+// warpgroup's 64 (box column / 32), query 8j + 2 t4 + e. One 4-byte store each: a warp's 32 stores of one (j, r, e)
+// cover 4 rows x 8 columns, 8 distinct 16-byte chunks after the swizzle, so 32 distinct banks. Fenced for the bulk
+// copies' reads.
+template <int BM>
+__device__ __forceinline__ void stage_dq_t(uint32_t st_base, const float (&acc_dq)[BM / 2], int wg, int warp, int g,
+                                           int t4) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      // Query 8j + 2 t4 + e lies 8j rows (j swizzle periods of 1024 bytes) past query 2 t4 + e.
+      const uint32_t at = st_base + wgmma_frag::dq_t_stage_byte(wg, 2 * t4 + e, 16 * warp + g + 8 * r, BM);
+#pragma unroll
+      for (int j = 0; j < BM / 8; ++j) st_shared_u32(at + j * 1024, __float_as_uint(acc_dq[4 * j + 2 * r + e]));
+    }
+  fence_proxy_async();
+}
+
 // ---- [SECTION] the main kernel ---------------------------------------------------------------------------
 // Grid (ceil(Lk / 128), H, B), 256 threads. Thread (wg, warp, lane): keys n0 + 64 wg + 16 warp + g (+8), the
 // accumulator columns 8j + 2t (+1) (g = lane / 4, t = lane % 4; sm90_device.cuh's fragment layout).
@@ -368,7 +405,9 @@ struct BwdMaps {
 };
 // kTma: dK_j and dV_j written out through shared memory (store_dk_dv_staged, into the Q_i and dO_i stages, which
 // are exactly the 512 d bytes it needs).
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace>
+// kM80 (kTma, kAtomicDq, d = 128, plain heads): 80 query rows a step, dQ^T (issue_dq_t_product), one dQ stage (the
+// adds of a step's dQ read it before the next step's dS barrier); run without the mask only (bwd_m80).
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kM80 = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   const CUtensorMap* tm_dq = maps.dq;
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
@@ -376,13 +415,19 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   // columns over all 128 keys) and adds them as two boxes, so the two warpgroups do not both add the whole tile
   // (each its keys' part) as the other kernels do.
   constexpr bool kWide = kTma && kHeadDim == 64;
-  constexpr int D = kHeadDim, BM = kTma ? Tr::kBlockMTma : Tr::kBlockM, BN = Tr::kBlockN, kThreads = Tr::kThreads;
-  static_assert((BM == 64 || (kWide && BM == 128)) && BN == 128 && kThreads == 256,
-                "two warpgroups of 64 keys, 64 query rows a step (128 at d = 64 on wgmma-tma)");
+  static_assert(!kM80 || (kTma && kAtomicDq && !kGqa && kHeadDim == 128), "80 rows: the atomic d = 128 kernel");
+  constexpr int D = kHeadDim, BN = Tr::kBlockN, kThreads = Tr::kThreads;
+  constexpr int BM = kM80 ? Tr::kBlockM80 : kTma ? Tr::kBlockMTma : Tr::kBlockM;
+  static_assert((BM == 64 || (kWide && BM == 128) || kM80) && BN == 128 && kThreads == 256,
+                "two warpgroups of 64 keys, 64 query rows a step (128 at d = 64 on wgmma-tma, 80 on kM80)");
   constexpr int kKq = BM / 16;  // the k16 steps over queries
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
   constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
-  constexpr int kDqRegs = 32;
+  constexpr int kDqRegs = kM80 ? BM / 2 : 32;
+  // kTma's dQ staging: two stages (kM80: one, of two 80-row boxes a warpgroup) and the boxes' size.
+  constexpr uint32_t kDqStages = kM80 ? 1 : 2, kDqBox = kM80 ? Tr::kDqBoxBytes80 : Tr::kDqBoxBytes;
+  constexpr uint32_t kDqStage = kM80 ? uint32_t(Tr::kDqStageBytes80) : uint32_t(Tr::kDqStageBytes);
+  constexpr uint32_t kStatsBytes = 4 * BM * 4 + (kM80 ? uint32_t(Tr::kStatsPad80) : 0u);
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -394,8 +439,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   // [2][BM]: L * log2(e) (+inf: P = 0); kTma: L as stored (converted where read, lse_log2), 0 past Lq
   float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));
   float* sD = sLse + 2 * BM;                                                   // [2][BM]: D
-  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;  // kTma: [2] stages of Tr::kDqStageBytes (dQ, fp32)
-  const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);  // kTma: [2] mbarriers, Q_i and dO_i of a stage
+  const uint32_t sdQ = sdS + kDsBytes + kStatsBytes;  // kTma: [kDqStages] stages of kDqStage bytes (dQ, fp32)
+  const uint32_t sBar = sdQ + kDqStages * kDqStage;   // kTma: [2] mbarriers, Q_i and dO_i of a stage
 
   const BwdCta cta = main_cta(p);  // the launch order (bwd_main_cta): causal from Lq = 2048, heaviest tiles first
   const int n_block = cta.tile, h = cta.h, b = cta.b;
@@ -420,17 +465,17 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   // the tile's 64 rows at columns 64 wg ..; d = 64 (kWide) rows 64 wg .. of the tile's 128 (none past Lq: no add).
   const bool dq_issuer = (tid & 127) == 0;
   auto issue_dq = [&](int64_t head, int mt, int st) {
-    const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(wg, 0, 0);
+    const uint32_t src = sdQ + uint32_t(kM80 ? 0 : st) * kDqStage + uint32_t(wg) * 2 * kDqBox;
     if constexpr (kWide) {
       const int row0 = mt * BM + 64 * wg;
       if (row0 < p.Lq)
 #pragma unroll
         for (int box = 0; box < 2; ++box)
-          bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, 32 * box, row0, int(head));
+          bulk_tensor_reduce_add_3d(tm_dq, src + box * kDqBox, 32 * box, row0, int(head));
     } else {
 #pragma unroll
       for (int box = 0; box < 2; ++box)
-        bulk_tensor_reduce_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, 64 * wg + 32 * box, mt * BM, int(head));
+        bulk_tensor_reduce_add_3d(tm_dq, src + box * kDqBox, 64 * wg + 32 * box, mt * BM, int(head));
     }
     bulk_commit();
   };
@@ -609,15 +654,19 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
         // kTma: this step stages its dQ in `stage` after the barrier below; the adds issued from that stage two
         // steps ago have read it once all but the issuer's newest bulk group (last step's, the other stage) have.
         // Waiting here, not before this step's products, gives them most of a step more.
+        // kM80 (one stage): the adds issued at this step's start from it have read it.
         if constexpr (kTma)
-          if (dq_issuer) bulk_wait_read<1>();
+          if (dq_issuer) bulk_wait_read<kM80 ? 0 : 1>();
         fence_proxy_async();
         __syncthreads();  // all of dS is in shared memory
 
         float acc_dq[kDqRegs];
         rec.mark(Phase::IssueDQ, m, tile);
         fence_regs(acc_dq);
-        issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, wg);
+        if constexpr (kM80)
+          issue_dq_t_product<T, BM, BN>(acc_dq, sdS, sK, wg);
+        else
+          issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, wg);
         rec.mark(Phase::WaitDQ, m, tile);
         wgmma_wait<0>();
         fence_regs(acc_dq);
@@ -630,7 +679,10 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
           // Staged in this step's stage (its previous adds have read it: the issuers waited before the dS
           // barrier); the next step's first barrier publishes it, and its issuers add it. kWide: the same stores,
           // the warpgroup's block being its 64 rows of the tile's 128 (all 64 columns).
-          stage_dq(sdQ + uint32_t(stage) * uint32_t(Tr::kDqStageBytes), acc_dq, wg, warp, g, t4);
+          if constexpr (kM80)
+            stage_dq_t<BM>(sdQ, acc_dq, wg, warp, g, t4);
+          else
+            stage_dq(sdQ + uint32_t(stage) * kDqStage, acc_dq, wg, warp, g, t4);
         } else {
           const int col0 = D == 128 ? 64 * wg : 0;
 #pragma unroll
@@ -694,13 +746,13 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 #endif
 }
 // wgmma-tma (kTma): kGqa: grid (ceil(Lk / 128), H_kv, B), instantiated by flash_attention_backward_fast_gqa.sm90a.cu
-// only.
-template <class T, int kHeadDim, bool kGqa>
+// only. kM80: the 80-row steps (bwd_wgmma_body).
+template <class T, int kHeadDim, bool kGqa, bool kM80 = false>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
+  bwd_wgmma_body<T, kHeadDim, true, true, kGqa, NoTrace, kM80>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, NoTrace{});
 #endif
 }
 // The deterministic mode's dK/dV kernel on wgmma-tma's path: its loads (Q_i, dO_i by TMA), no dQ part
@@ -734,15 +786,16 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 #endif
 }
 
-// wgmma-tma's map of the fp32 dQ accumulator: 3-D (d, Lq, B * H), boxes of 32 columns (128 bytes) x 64 rows,
+// wgmma-tma's map of the fp32 dQ accumulator: 3-D (d, Lq, B * H), boxes of 32 columns (128 bytes) x `rows` rows,
 // 128-byte swizzle. False when the driver refuses it or B * H passes a tensor coordinate's range.
-inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p) {
+inline bool make_dq_accum_map(CUtensorMap* map, const FastBackwardParams& p,
+                              int rows = FastBackwardTraitsSm90<64>::kDqBoxRows) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   const int64_t heads = int64_t(p.B) * p.H;
   if (!encode || !p.dq_accum || heads > INT32_MAX) return false;
   const cuuint64_t dims[3] = {cuuint64_t(p.d), cuuint64_t(p.Lq), cuuint64_t(heads)};
   const cuuint64_t strides[2] = {cuuint64_t(p.d) * 4, cuuint64_t(p.Lq) * cuuint64_t(p.d) * 4};
-  const cuuint32_t box[3] = {32, cuuint32_t(FastBackwardTraitsSm90<64>::kDqBoxRows), 1};
+  const cuuint32_t box[3] = {32, cuuint32_t(rows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, p.dq_accum, dims, strides, box, elem_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -757,20 +810,28 @@ enum class MainKind { DkDv, Atomic, Tma, DkDvTma };
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
+  bool m80 = false;  // Tma on 80-row steps (bwd_m80)
 };
+// Where the atomic wgmma-tma kernel takes 80 query rows a step: d = 128 without the mask, plain heads,
+// where the ordered kernel does not run. The instrumented kernel keeps 64 rows (launch_traced asks without them).
+inline bool bwd_m80(const FastBackwardParams& p, int d, MainKind kind) {
+  return kind == MainKind::Tma && d == 128 && !p.causal && !grouped_query(p) && !fast_backward_ordered_dq(p);
+}
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
   if (!atomic_dq) return p.path == FastBackwardPath::WgmmaTma ? MainKind::DkDvTma : MainKind::DkDv;
   return p.path == FastBackwardPath::WgmmaTma ? MainKind::Tma : MainKind::Atomic;
 }
 template <int D>
-MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
+MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq, bool allow_m80 = true) {
   MainChoice c;
   c.kind = main_kind_asked(p, atomic_dq);
   if (c.kind != MainKind::Tma && c.kind != MainKind::DkDvTma) return c;
   // Q and dO: [B, H, Lq, d], boxes of 64 columns x kBlockMTma rows (the tiles' layout).
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
-  const int rows = FastBackwardTraitsSm90<D>::kBlockMTma;
-  const bool dq_map = c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p);
+  c.m80 = allow_m80 && bwd_m80(p, D, c.kind);
+  const int rows = c.m80 ? FastBackwardTraitsSm90<D>::kBlockM80 : FastBackwardTraitsSm90<D>::kBlockMTma;
+  const bool dq_map =
+      c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p, c.m80 ? rows : FastBackwardTraitsSm90<D>::kDqBoxRows);
   if (!(dq_map && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
         make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows)))
     c = MainChoice{c.kind == MainKind::Tma ? MainKind::Atomic : MainKind::DkDv, {}, {}, {}};
@@ -792,31 +853,41 @@ dim3 main_grid(const FastBackwardParams& p) {
               unsigned(p.B));
 }
 template <int D>
-size_t main_smem(MainKind kind) {
+size_t main_smem(MainKind kind, bool m80 = false) {
   using Tr = FastBackwardTraitsSm90<D>;
+  if (m80) return size_t(Tr::kSmemBytesTma80);
   return size_t(kind == MainKind::Tma || kind == MainKind::DkDvTma ? Tr::kSmemBytesTma : Tr::kSmemBytes);
 }
 
 // The deterministic mode's kernel with its dQ adds in turn (fast_backward_ordered_dq(p); c: wgmma-tma's maps),
 // flash_attention_backward_fast_ordered.sm90a.cu.
 void launch_ordered_main(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream);
+// The atomic wgmma-tma kernel on 80-row steps (c.m80; c: its maps), d = 128,
+// flash_attention_backward_fast_m80.sm90a.cu (a translation unit of its own, so the others compile as before).
+void launch_m80_main(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream);
 
 // The main kernel launch_wgmma_main runs, as choose_main picks it. kGqa (p.H_kv < p.H): grid (ceil(Lk / 128),
 // H_kv, B), the grouped-query kernels, the launch named as the others with "_gqa" appended; instantiated by
 // flash_attention_backward_fast_gqa.sm90a.cu only.
 template <class T, int D, bool kGqa>
-void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
+void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream, bool steps80 = true) {
   const dim3 grid = main_grid<D, kGqa>(p), block(FastBackwardTraitsSm90<D>::kThreads);
-  const MainChoice c = choose_main<D>(p, atomic_dq);
+  const MainChoice c = choose_main<D>(p, atomic_dq, steps80);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
-  const size_t smem = main_smem<D>(c.kind);
+  const size_t smem = main_smem<D>(c.kind, c.m80);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
   const bool ordered = !kGqa && fast_backward_ordered_dq(p);  // the preprocess left the accumulator as it was
   if (ordered && c.kind != MainKind::Tma)                     // the maps refused: the atomic adds need it zeroed
     KL_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(p.B) * p.H * p.Lq * D * sizeof(float), stream));
-  if (ordered && c.kind == MainKind::Tma)
+  if (ordered && c.kind == MainKind::Tma) {
     launch_ordered_main(p, c, stream);
-  else if (c.kind == MainKind::Tma)
+    return;
+  }
+  if (c.m80) {
+    launch_m80_main(p, c, stream);
+    return;
+  }
+  if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.dq, c.q, c.dout, p);
   else if (c.kind == MainKind::DkDvTma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_dkdv_tma_kernel<T, D, kGqa>, grid, block, smem, stream, c.q, c.dout, p);
@@ -837,7 +908,7 @@ template <int D>
 void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {
   using T = __nv_bfloat16;
   const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
-  const MainChoice c = choose_main<D>(p, atomic_dq);
+  const MainChoice c = choose_main<D>(p, atomic_dq, false);
   const std::string name = main_launch_name<D>(false, c.kind) + "_traced";
   const size_t smem = main_smem<D>(c.kind);
   if (c.kind == MainKind::Tma)

@@ -191,6 +191,10 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
 // (the backward's dQ = dS K: K stays row-major [keys][d], keys the k dimension).
 template <class T, int N>
 __device__ __forceinline__ void wgmma_ss_tb(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d);
+// D (64 x N, fp32) = A B (+ D when scale_d != 0); A MN-major (transposed), B K-major, both from shared memory
+// (the backward's dQ^T = K^T dS^T: K stays row-major [keys][d], d the M dimension).
+template <class T, int N>
+__device__ __forceinline__ void wgmma_ss_ta(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d);
 
 #ifdef KL_FA_SM90A
 // One specialisation per shape and type: inline asm takes one operand per accumulator register, and the
@@ -251,14 +255,15 @@ __device__ __forceinline__ void wgmma_ss_tb(float (&d)[N / 2], uint64_t desc_a, 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));                      \
   }
 
-// D (64 x 80) = A B (+ D when scale_d != 0), A and B from shared memory: S at d = 256 (kBlockN 80).
-#define KL_WGMMA_SS_N80(T, PTX_T)                                                                         \
+// D (64 x 80) = A B (+ D when scale_d != 0), A and B from shared memory: S at d = 256 (kBlockN 80), and S^T, dP^T
+// and dQ^T in the backward's 80-row steps; TRANS_AB: imm-trans-a, imm-trans-b.
+#define KL_WGMMA_SS_N80(NAME, T, PTX_T, TRANS_AB)                                                         \
   template <>                                                                                             \
-  __device__ __forceinline__ void wgmma_ss<T, 80>(float (&d)[40], uint64_t desc_a, uint64_t desc_b,       \
-                                                  int scale_d) {                                           \
+  __device__ __forceinline__ void NAME<T, 80>(float (&d)[40], uint64_t desc_a, uint64_t desc_b,           \
+                                              int scale_d) {                                               \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"                                            \
                  "wgmma.mma_async.sync.aligned.m64n80k16.f32." PTX_T "." PTX_T                           \
-                 " {" KL_REGS_0_31 ", " KL_REGS_32_39 "}, %40, %41, p, 1, 1, 0, 0;\n}\n"               \
+                 " {" KL_REGS_0_31 ", " KL_REGS_32_39 "}, %40, %41, p, 1, 1, " TRANS_AB ";\n}\n"       \
                  : KL_ACC40(d)                                                                            \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
   }
@@ -302,8 +307,10 @@ KL_WGMMA_RS_N128(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N128(__half, "f16")
 KL_WGMMA_RS_N64(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N64(__half, "f16")
-KL_WGMMA_SS_N80(__nv_bfloat16, "bf16")
-KL_WGMMA_SS_N80(__half, "f16")
+KL_WGMMA_SS_N80(wgmma_ss, __nv_bfloat16, "bf16", "0, 0")
+KL_WGMMA_SS_N80(wgmma_ss, __half, "f16", "0, 0")
+KL_WGMMA_SS_N80(wgmma_ss_ta, __nv_bfloat16, "bf16", "1, 0")
+KL_WGMMA_SS_N80(wgmma_ss_ta, __half, "f16", "1, 0")
 KL_WGMMA_RS_N256(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N256(__half, "f16")
 #undef KL_WGMMA_SS_N80
@@ -328,6 +335,8 @@ template <class T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&)[N / 2], const uint32_t (&)[4], uint64_t) {}
 template <class T, int N>
 __device__ __forceinline__ void wgmma_ss_tb(float (&)[N / 2], uint64_t, uint64_t, int) {}
+template <class T, int N>
+__device__ __forceinline__ void wgmma_ss_ta(float (&)[N / 2], uint64_t, uint64_t, int) {}
 #endif
 
 

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -561,6 +562,24 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
   sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
 }
 
+// wgmma-tma at d = 128 without the mask takes 80 query rows a step (dQ^T = K^T dS^T, one dQ stage): 79 | 80 | 81 and
+// 159 | 160 | 161 queries cross its boundaries (the last tile's rows past Lq clipped by the maps), against keys on
+// both sides of the 128-key tile, both dtypes.
+TEST(FlashAttentionBackwardFast, WgmmaTma80RowStepsAroundEveryTileBoundary) {
+  KL_REQUIRE_WGMMA();
+  int index = 0;
+  for (const char* dtype : {"bf16", "fp16"})
+    for (int Lq : {79, 80, 81, 159, 160, 161, 257})
+      for (int Lk : {1, 127, 129, 300}) {
+        Case c;
+        const int* bh = kBatchHeads[index++ % 6];
+        c.B = bh[0], c.H = bh[1], c.Lq = Lq, c.Lk = Lk, c.d = 128, c.causal = false, c.dtype = dtype;
+        c.deterministic = false, c.path = FastBackwardPath::WgmmaTma;
+        check_case(c);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
 TEST(FlashAttentionBackwardFast, WgmmaTmaPeakedSoftmaxAndLongRows) {
   KL_REQUIRE_WGMMA();
   peaked_and_long(FastBackwardPath::WgmmaTma);
@@ -581,7 +600,9 @@ std::pair<FastHostResult, FastHostResult> on_wgmma_then_tma(Case c) {
 }
 
 // Against the wgmma kernel on one input: dK and dV the same (the same products from the same registers; only how
-// Q, dO and dS reach shared memory differs, not their bits), dQ to fp32 summation order.
+// Q, dO and dS reach shared memory differs, not their bits; at d = 128 without the mask wgmma-tma steps 80 query
+// rows, not 64, but dV and dK still take the same k16 products into the same accumulators in the same order), dQ to
+// fp32 summation order.
 TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
   KL_REQUIRE_WGMMA();
   for (const char* dtype : {"bf16", "fp16"})
@@ -1553,6 +1574,40 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTmaDqStagingLayout) {
   // Each warpgroup stages a 64 x 64 block, two boxes: d = 128 its 64 columns of the tile's 64 rows, d = 64 its 64
   // rows of the tile's 128.
   expect_staging_two_way(8);
+}
+
+// The 80-row steps' dQ^T staging fills one stage (two warpgroups, two boxes of 80 rows x 32 fp32
+// columns each) once, and each warp's store of one accumulator element (lanes: columns g and rows 2 t4 + e of
+// the wgmma layout) touches 32 distinct banks.
+TEST(FlashAttentionBackwardFastHost, WgmmaTma80RowDqStagingLayout) {
+  using Tr = FastBackwardTraitsSm90<128>;
+  constexpr int kRows = Tr::kBlockM80;
+  std::vector<int> seen(size_t(Tr::kDqStageBytes80 / 4), 0);
+  for (int wg = 0; wg < 2; ++wg)
+    for (int row = 0; row < kRows; ++row)
+      for (int col = 0; col < 64; ++col) {
+        const uint32_t byte = wgmma_frag::dq_t_stage_byte(wg, row, col, kRows);
+        ++seen.at(byte / 4);
+        // stage_dq_t's addressing: 8 rows on is one swizzle period, 1024 bytes, on.
+        if (row >= 8) ASSERT_EQ(byte, wgmma_frag::dq_t_stage_byte(wg, row - 8, col, kRows) + 1024);
+      }
+  for (int n : seen) ASSERT_EQ(n, 1);
+  for (int warp = 0; warp < 4; ++warp)
+    for (int r = 0; r < 2; ++r)
+      for (int j = 0; j < kRows / 8; ++j)
+        for (int e = 0; e < 2; ++e) {
+          std::set<uint32_t> banks;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int row = 8 * j + 2 * (lane % 4) + e, col = 16 * warp + lane / 4 + 8 * r;
+            banks.insert(wgmma_frag::dq_t_stage_byte(0, row, col, kRows) / 4 % 32);
+          }
+          EXPECT_EQ(banks.size(), 32u) << warp << " " << r << " " << j << " " << e;
+        }
+  EXPECT_EQ(Tr::kSmemBytesTma80 % 16, 0);
+  EXPECT_LE(Tr::kSmemBytesTma80, 227 * 1024) << "past the H100/H200's per-block limit";
+  // The dQ stage starts 1024-byte aligned (the swizzle's period) after K_j, V_j, the Q_i and dO_i stages, dS and
+  // the padded L and D.
+  EXPECT_EQ((2 * 128 * 128 * 2 + 4 * kRows * 128 * 2 + kRows * 128 * 2 + 4 * kRows * 4 + Tr::kStatsPad80) % 1024, 0);
 }
 
 // wgmma-tma at d = 64 (128 query rows a step): both warpgroups' dS^T (64 keys x 128 queries each) stored by
