@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 19, call 1 (written in session 18): the tree that ships, measured once: build everything; the window,
+# Session 20, call 1 (written in session 19): the tree that ships, measured once: build everything; the window,
 # layout and driven tests with the CUDA backend (Xvfb + NVIDIA's GLX, in a subshell: the suite must not see the
-# display); the whole GPU suite; the 24 backward rows of d = 64 and 128 in turn with cuDNN, twice. The summary adds,
-# per length, the deterministic mode (the ordered kernel, from L = 512) over the default (atomic from L = 1024), in
-# the same run: the question whether the default should run the ordered kernel below L = 2048 too (keep rule in
-# docs/perf-log.md, the eighteenth session), and, if time is left, that candidate's two tests. Run from the
-# repository root on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
+# display); the whole GPU suite; the 24 backward rows of d = 64 and 128 in turn with cuDNN, twice, with each
+# length's deterministic / default in the same run (the default now on 80-row steps at d = 128 without the mask from
+# L = 2048); then, if time is left, the timeline's instrumented kernel on 80-row steps
+# (docs/perf/candidates/timeline-m80.patch) and its GPU tests. Run from the repository root on the GPU machine
+# (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
 T0=$SECONDS
@@ -44,14 +44,13 @@ for f in sorted(glob.glob(sys.argv[1] + "/ib-*.json")):
         print(f"  {r['d']} {r['L']} {r['causal']}: {r['ladder_over_cudnn']:.3f} {r['det_over_ladder']:.3f}")
 PY
 left=$((585 - (SECONDS - T0)))
-if [ $left -gt 90 ]; then  # the candidate's two tests (the default on the ordered kernel below L = 2048)
-  patch -p1 < docs/perf/candidates/bwd-default-ordered-below-2048.patch > $OUT/logs/patch.log 2>&1
-  timeout $((left - 30)) cmake --build --preset cuda -j16 --target test_flash_attention_backward_fast > $OUT/logs/build2.log 2>&1
+if [ $left -gt 90 ]; then  # the timeline's instrumented kernel on 80-row steps
+  patch -p1 < docs/perf/candidates/timeline-m80.patch > $OUT/logs/patch.log 2>&1
+  timeout $((left - 30)) cmake --build --preset cuda -j16 --target test_flash_attention_timeline > $OUT/logs/build2.log 2>&1
   el "candidate built rc=$?"
-  timeout 25 ./build-cuda/tests/test_flash_attention_backward_fast \
-    --gtest_filter='*OrderedKernelRunsWhereItMeasuredFaster*:*BelowAtomicFromL*' > $OUT/logs/cand-tests.log 2>&1
+  timeout 25 ./build-cuda/tests/test_flash_attention_timeline --gtest_filter='FlashAttentionTimelineCuda*' > $OUT/logs/cand-tests.log 2>&1
   el "candidate tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/logs/cand-tests.log | tr '\n' ' ')"
-  patch -R -p1 < docs/perf/candidates/bwd-default-ordered-below-2048.patch > /dev/null 2>&1
+  patch -R -p1 < docs/perf/candidates/timeline-m80.patch > /dev/null 2>&1
 fi
 cd $OUT && tar czf /tmp/all.tgz --exclude=all.tgz . && mv /tmp/all.tgz $OUT/all.tgz
 el "done"
