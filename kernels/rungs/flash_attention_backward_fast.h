@@ -489,18 +489,14 @@ KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk, int rows 
 KL_FA_HD uint32_t d256_pt_store_byte(int wg, int warp, int lane, int j, int hh) {
   return swizzled_byte(64, 16 * warp + (lane >> 2) + 8 * hh, 32 * wg + 8 * j + 2 * (lane & 3));
 }
-// The wgmma-tma kernel's dQ staging: byte offset of (row, column col < 64) of warpgroup wg's block in one
-// stage: box col / 32 (64 rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8.
+// The wgmma-tma kernel's dQ staging: byte offset of (query row < kRows, column col < 64) of warpgroup wg's block in
+// one stage: box col / 32 (kRows rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8. The
+// 80-row steps (kRows = 80) stage their dQ^T here as dQ.
+template <int kRows = FastBackwardTraitsSm90<64>::kDqBoxRows>  // the same for every d
 KL_FA_HD uint32_t dq_stage_byte(int wg, int row, int col) {
-  constexpr int kBox = FastBackwardTraitsSm90<64>::kDqBoxBytes;  // the same for every d
+  constexpr int kBox = kRows * 128;
   const int c = col & 31;
   return uint32_t(wg * 2 * kBox + (col >> 5) * kBox + row * 128 + ((((c >> 2) ^ row) & 7) << 4) + (c & 3) * 4);
-}
-// The 80-row steps' dQ staging (dQ^T's element at column `col` < 64 of warpgroup wg's block, query
-// `row` < rows): box col / 32 of `rows` rows of 128 bytes, as dq_stage_byte's.
-KL_FA_HD uint32_t dq_t_stage_byte(int wg, int row, int col, int rows) {
-  const int c = col & 31;
-  return uint32_t((wg * 2 + (col >> 5)) * rows * 128 + row * 128 + ((((c >> 2) ^ row) & 7) << 4) + (c & 3) * 4);
 }
 }  // namespace wgmma_frag
 

@@ -376,7 +376,7 @@ __device__ __forceinline__ void stage_dq_t(uint32_t st_base, const float (&acc_d
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       // Query 8j + 2 t4 + e lies 8j rows (j swizzle periods of 1024 bytes) past query 2 t4 + e.
-      const uint32_t at = st_base + wgmma_frag::dq_t_stage_byte(wg, 2 * t4 + e, 16 * warp + g + 8 * r, BM);
+      const uint32_t at = st_base + wgmma_frag::dq_stage_byte<BM>(wg, 2 * t4 + e, 16 * warp + g + 8 * r);
 #pragma unroll
       for (int j = 0; j < BM / 8; ++j) st_shared_u32(at + j * 1024, __float_as_uint(acc_dq[4 * j + 2 * r + e]));
     }

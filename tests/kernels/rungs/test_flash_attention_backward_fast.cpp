@@ -1586,10 +1586,10 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTma80RowDqStagingLayout) {
   for (int wg = 0; wg < 2; ++wg)
     for (int row = 0; row < kRows; ++row)
       for (int col = 0; col < 64; ++col) {
-        const uint32_t byte = wgmma_frag::dq_t_stage_byte(wg, row, col, kRows);
+        const uint32_t byte = wgmma_frag::dq_stage_byte<kRows>(wg, row, col);
         ++seen.at(byte / 4);
         // stage_dq_t's addressing: 8 rows on is one swizzle period, 1024 bytes, on.
-        if (row >= 8) ASSERT_EQ(byte, wgmma_frag::dq_t_stage_byte(wg, row - 8, col, kRows) + 1024);
+        if (row >= 8) ASSERT_EQ(byte, wgmma_frag::dq_stage_byte<kRows>(wg, row - 8, col) + 1024);
       }
   for (int n : seen) ASSERT_EQ(n, 1);
   for (int warp = 0; warp < 4; ++warp)
@@ -1599,7 +1599,7 @@ TEST(FlashAttentionBackwardFastHost, WgmmaTma80RowDqStagingLayout) {
           std::set<uint32_t> banks;
           for (int lane = 0; lane < 32; ++lane) {
             const int row = 8 * j + 2 * (lane % 4) + e, col = 16 * warp + lane / 4 + 8 * r;
-            banks.insert(wgmma_frag::dq_t_stage_byte(0, row, col, kRows) / 4 % 32);
+            banks.insert(wgmma_frag::dq_stage_byte<kRows>(0, row, col) / 4 % 32);
           }
           EXPECT_EQ(banks.size(), 32u) << warp << " " << r << " " << j << " " << e;
         }
