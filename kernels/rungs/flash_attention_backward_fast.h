@@ -19,8 +19,9 @@
 // dQ's two modes (FastBackwardParams::deterministic, `--set deterministic=1` on the command line):
 //   atomics (the default, as FlashAttention): every K/V CTA adds its dS K_j into dQ_i with fp32
 //            atomicAdd. The order of the adds varies between runs, so dQ may differ in its last bits
-//            from run to run; dK and dV do not. Where Lq and Lk are from 512 to 2047 on wgmma-tma with plain
-//            heads it runs the ordered kernel below instead (fast_backward_default_runs_ordered: faster there).
+//            from run to run; dK and dV do not. Where Lq and Lk are from 512 to 2047 (d = 64 under the causal
+//            mask: to 4095) on wgmma-tma with plain heads it runs the ordered kernel below instead
+//            (fast_backward_default_runs_ordered: faster there).
 //   deterministic: bitwise the same run after run, two ways. The main kernel skips dQ, and a separate pass (one
 //            CTA per query tile, looping over the K/V tiles it sees in order) recomputes S, P, dP, dS and keeps
 //            dQ_i in registers: no atomics, at the price of computing S and dP twice. Or, on wgmma-tma with plain
@@ -49,9 +50,11 @@
 //            boxes per warpgroup and step; d = 64: one, each warpgroup 32 columns of dQ_i over all 128 keys;
 //            issued by one thread, one step later, so they overlap the next step's products) instead of
 //            per-thread atomics; L_i and D_i by 4-byte cp.async; dK_j and dV_j written out through shared memory
-//            with 16-byte stores (1.00x-1.11x, geometric mean 1.04x). In the deterministic mode it runs this kernel
-//            without its dQ part (its loads: 1.00x-1.07x the wgmma kernel's there) and, beside it, the wgmma dQ
-//            pass; from Lq, Lk = 2048 on plain heads the ordered kernel instead (fast_backward_ordered_dq).
+//            with 16-byte stores (1.00x-1.11x, geometric mean 1.04x). At d = 128 it takes 80 query rows a step
+//            (kBlockM80, dQ computed transposed; the ordered kernel too, without the mask from Lq, Lk = 2048:
+//            bwd_m80). In the deterministic mode it runs this kernel without its dQ part (its loads: 1.00x-1.07x
+//            the wgmma kernel's there) and, beside it, the wgmma dQ pass; from Lq, Lk = 512 on plain heads the
+//            ordered kernel instead (fast_backward_ordered_dq).
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
 //            (128 each), P^T and dS^T through shared memory, and beside it the wgmma dQ pass, in both dQ modes. Its dQ
@@ -134,8 +137,9 @@ struct FastBackwardTraitsSm90 {
   static constexpr int kDqBoxRows = 64, kDqBoxBytes = kDqBoxRows * 128;
   static constexpr int64_t kDqStageBytes = int64_t(2) * 2 * kDqBoxBytes;  // both warpgroups, two boxes each
   static constexpr int64_t kSmemBytesTma = tile_bytes(kBlockMTma) + 2 * kDqStageBytes + 64;
-  // The atomic wgmma-tma kernel at d = 128 without the mask takes kBlockM80 = 80 query rows a step (FlashAttention-3's
-  // tile there; 1.08x-1.10x the 64-row kernel from L = 2048 on an H100, docs/perf-log.md, the nineteenth session): dQ
+  // The atomic wgmma-tma kernel at d = 128 takes kBlockM80 = 80 query rows a step (FlashAttention-3's tile without the
+  // mask; 1.08x-1.10x the 64-row kernel from L = 2048 on an H100, docs/perf-log.md, the nineteenth session; under the
+  // mask 1.03x-1.08x, and the ordered kernel without it 1.01x-1.07x from L = 2048, the twentieth session): dQ
   // computed transposed (dQ^T = K^T dS^T, the head dimension as the wgmma's M, 64 columns a warpgroup), one dQ stage
   // of two 80-row boxes a warpgroup (two would pass the 227 KiB), the L and D stages padded to 2 KiB so the dQ stage
   // stays 1024-byte aligned: 207 KiB.
@@ -241,12 +245,16 @@ inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
 // pairs in turn; most of it the accumulator the atomic mode's preprocess zeroes and the ordered kernel's first turn
 // stores over), at L = 1024 1.005x-1.065x (geometric means 1.034x and 1.033x in two runs, the nineteenth session, after
 // its mask split), at 2048 0.96x-1.05x (geometric means 1.001x and 1.000x: the atomic kernel stays from there;
-// docs/perf-log.md). There the default mode is bitwise repeatable too.
-constexpr int kBwdAtomicFromL = 2048;
+// docs/perf-log.md). At d = 64 under the causal mask it read 1.04x-1.05x at 2048 (four runs in two sessions, its
+// light and heavy K/V tiles paired) and 0.97x-0.99x at 4096, so those rows stay on it below kBwdAtomicFromLCausal64
+// (at d = 128 the atomic kernel's 80-row steps read 1.03x over it there, the twentieth session). There the default
+// mode is bitwise repeatable too.
+constexpr int kBwdAtomicFromL = 2048, kBwdAtomicFromLCausal64 = 4096;
 inline bool fast_backward_default_runs_ordered(const FastBackwardParams& p) {
   FastBackwardParams det = p;
   det.deterministic = true;
-  return !p.deterministic && p.Lq < kBwdAtomicFromL && p.Lk < kBwdAtomicFromL && fast_backward_ordered_dq(det);
+  const int top = p.causal && p.d == 64 ? kBwdAtomicFromLCausal64 : kBwdAtomicFromL;
+  return !p.deterministic && p.Lq < top && p.Lk < top && fast_backward_ordered_dq(det);
 }
 // Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode where its adds
 // are not ordered, and both modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by
@@ -540,7 +548,7 @@ bool fast_backward_wgmma_available();
 // fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 // `stream`: the CUDA stream the launches go to (null: the default stream).
-// `steps80` false: d = 128 without the mask keeps the 64-row atomic kernel instead of the 80-row one (the
+// `steps80` false: d = 128 keeps the 64-row atomic kernel instead of the 80-row one (the
 // timeline's plain launch, beside the instrumented kernel, which has 64-row steps only).
 void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, CUstream_st* stream = nullptr, bool steps80 = true);
 // At d = 256 both wgmma paths run a dK/dV kernel of their own (flash_attention_backward_fast_d256.sm90a.cu);

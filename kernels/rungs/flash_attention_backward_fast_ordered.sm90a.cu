@@ -38,21 +38,28 @@ int* turn_counters(int64_t count, cudaStream_t stream) {
 template <class T, int D>
 void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream) {
   using Tr = FastBackwardTraitsSm90<D>;
-  const std::string name = std::string("flash_bwd_ordered_") + (D == 64 ? "d64" : "d128") +
+  const bool m80 = D == 128 && c.m80;  // 80 query rows a step (bwd_m80)
+  const std::string name = std::string("flash_bwd_ordered_") + (D == 64 ? "d64" : "d128") + (m80 ? "_m80" : "") +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16");
-  const int M = ceil_div(p.Lq, Tr::kBlockMTma);
+  const int rows = m80 ? FastBackwardTraitsSm90<128>::kBlockM80 : Tr::kBlockMTma;
+  const int M = ceil_div(p.Lq, rows);
   const std::lock_guard<std::mutex> lock(counters_mutex());
   int* turns = turn_counters(int64_t(p.B) * p.H * M * 2, stream);
-  const OrderedDq order =
-      ordered_dq_plan(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
+  const OrderedDq order = ordered_dq_plan(p.Lq, p.Lk, rows, Tr::kBlockN, p.causal, device_info(Backend::Cuda).sm_count);
   // Each query tile's first in turn stores its dQ, so the preprocess left the accumulator as it was: only the rows
   // no CTA reaches (ordered_dq_unreached_rows) are zeroed here.
-  const int unreached = ordered_dq_unreached_rows(p.Lq, p.Lk, Tr::kBlockMTma, Tr::kBlockN, p.causal);
+  const int unreached = ordered_dq_unreached_rows(p.Lq, p.Lk, rows, Tr::kBlockN, p.causal);
   if (unreached > 0)
     KL_CUDA_CHECK(cudaMemset2DAsync(p.dq_accum, size_t(p.Lq) * D * sizeof(float), 0,
                                     size_t(unreached) * D * sizeof(float), size_t(p.B) * p.H, stream));
   dim3 grid = main_grid<D>(p);  // (N, H, B); gangs: (N, gangs), at most one a head
   if (order.gang) grid.y = unsigned(std::min(order.gang, p.B * p.H)), grid.z = 1;
+  if constexpr (D == 128)
+    if (m80) {
+      cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D, true>, grid, dim3(kOrderedThreads),
+                   main_smem<D>(MainKind::Tma, true), stream, c.dq, c.q, c.dout, p, turns, order);
+      return;
+    }
   cuda::launch(name.c_str(), flash_bwd_ordered_kernel<T, D>, grid, dim3(kOrderedThreads), main_smem<D>(MainKind::Tma),
                stream, c.dq, c.q, c.dout, p, turns, order);
 }

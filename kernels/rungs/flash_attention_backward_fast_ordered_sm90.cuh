@@ -59,13 +59,21 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 constexpr int kOrderedBarConsumers = 3, kOrderedBarDqFull = 4, kOrderedBarDqEmpty = 8;
 constexpr int kOrderedThreads = 384, kOrderedProducerRegs = 24, kOrderedConsumerRegs = 240;
 
-template <class T, int kHeadDim>
+// kM80 (d = 128 without the mask, from L = 2048: bwd_m80): 80 query rows a step as the atomic kernel's kM80 (dQ^T, one
+// dQ stage, which the consumers stage into once the dQ warp's adds of the step before have read it).
+template <class T, int kHeadDim, bool kM80 = false>
 __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, const CUtensorMap* tm_dq,
                                                  const CUtensorMap* tm_q, const CUtensorMap* tm_do, int* turns,
                                                  const OrderedDq& order) {
   using Tr = FastBackwardTraitsSm90<kHeadDim>;
+  static_assert(!kM80 || kHeadDim == 128, "80 rows: d = 128");
   constexpr bool kWide = kHeadDim == 64;
-  constexpr int D = kHeadDim, BM = Tr::kBlockMTma, BN = Tr::kBlockN;
+  constexpr int D = kHeadDim, BM = kM80 ? Tr::kBlockM80 : Tr::kBlockMTma, BN = Tr::kBlockN;
+  // The dQ staging: two stages (kM80: one, of two 80-row boxes a warpgroup), the boxes' size, the L and D padding.
+  constexpr int kDqStages = kM80 ? 1 : 2;
+  constexpr uint32_t kDqBox = kM80 ? Tr::kDqBoxBytes80 : Tr::kDqBoxBytes;
+  constexpr uint32_t kDqStage = kM80 ? uint32_t(Tr::kDqStageBytes80) : uint32_t(Tr::kDqStageBytes);
+  constexpr uint32_t kStatsBytes = 4 * BM * 4 + (kM80 ? uint32_t(Tr::kStatsPad80) : 0u);
   constexpr int kKq = BM / 16;
   constexpr uint32_t kQBytes = BM * D * 2, kKBytes = BN * D * 2, kDsBytes = BM * BN * 2;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -79,8 +87,8 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   const uint32_t sdS = sdO + 2 * kQBytes;
   float* sLse = reinterpret_cast<float*>(smem_raw + (sdS + kDsBytes - raw));  // [2][BM]: L as stored, 0 past Lq
   float* sD = sLse + 2 * BM;                                                  // [2][BM]
-  const uint32_t sdQ = sdS + kDsBytes + 4 * BM * 4;                           // [2] stages of Tr::kDqStageBytes
-  const uint32_t sBar = sdQ + 2 * uint32_t(Tr::kDqStageBytes);
+  const uint32_t sdQ = sdS + kDsBytes + kStatsBytes;                          // [kDqStages] stages of kDqStage
+  const uint32_t sBar = sdQ + kDqStages * kDqStage;
   auto full_bar = [&](int st) { return sBar + 8 * st; };        // Q_i, dO_i, L_i, D_i of a stage landed
   auto empty_bar = [&](int st) { return sBar + 16 + 8 * st; };  // the stage read by both consumer warpgroups
 
@@ -156,7 +164,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         constexpr int cw = decltype(cw_constant)::value;
         for (int S = 0, k = 0, s = 0; S < total; ++S, ++s) {
           while (s == steps_of(k)) ++k, s = 0;  // the next head (a head may have no steps)
-          const int st = S & 1, mt = tile_of(k, s);
+          const int st = kM80 ? 0 : S & 1, mt = tile_of(k, s);
           const int bh = bh_at(k);
           // The tile's counter for this warpgroup's rows and this CTA's turn there.
           int* turn = turns + (int64_t(bh) * m_blocks + mt) * 2 + cw;
@@ -168,19 +176,20 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
             while (ld_acquire_gpu(turn) != rank) {
             }
             fence_proxy_async_global();
-            const uint32_t src = sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes) + wgmma_frag::dq_stage_byte(cw, 0, 0);
+            const uint32_t src = sdQ + uint32_t(st) * kDqStage + uint32_t(cw) * 2 * kDqBox;
             // The tile's first in turn (rank 0) stores: the accumulator is not zeroed before.
 #pragma unroll
             for (int box = 0; box < 2; ++box)
-              bulk_tensor_store_or_add_3d(tm_dq, src + box * Tr::kDqBoxBytes, kWide ? 32 * box : 64 * cw + 32 * box,
-                                          row0, bh, rank == 0);
+              bulk_tensor_store_or_add_3d(tm_dq, src + box * kDqBox, kWide ? 32 * box : 64 * cw + 32 * box, row0, bh,
+                                          rank == 0);
             bulk_commit();
             bulk_wait<0>();  // the adds completed (so the next in turn adds after them), then the turn counted up
             fence_proxy_async_global();
             red_release_gpu_add(turn, 1);
           }
           __syncwarp();
-          if (S + 2 < total) named_bar_arrive(kOrderedBarDqEmpty + 2 * cw + st, 160);  // stage st free for step S + 2
+          // stage st free for step S + 2 (kM80: its one stage for step S + 1)
+          if (S + kDqStages < total) named_bar_arrive(kOrderedBarDqEmpty + 2 * cw + st, 160);
         }
       };
       if (warp == 1)
@@ -240,9 +249,19 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         fence_proxy_async();
         named_bar_sync(kOrderedBarConsumers, 256);
 
-        float acc_dq[32];
+        float acc_dq[kM80 ? BM / 2 : 32];
+        if constexpr (kM80) {  // dV's and dK's products done first, so P^T's and dS^T's registers are free for dQ^T
+          wgmma_wait<0>();
+          fence_regs(acc_dv);
+          fence_regs(acc_dk);
+          fence_regs(p_frag);
+          fence_regs(ds_frag);
+        }
         fence_regs(acc_dq);
-        issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, cw);
+        if constexpr (kM80)
+          issue_dq_t_product<T, BM, BN>(acc_dq, sdS, sK, cw);
+        else
+          issue_dq_product<T, D, BM, BN, kWide>(acc_dq, sdS, sK, cw);
         wgmma_wait<0>();
         fence_regs(acc_dq);
         fence_regs(acc_dv);
@@ -253,10 +272,15 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
         // where another head follows, so they go back after it.
         if ((ct & 127) == 0 && !(more && s + 2 >= steps)) mbar_arrive(empty_bar(st));
 
-        // dQ staged in stage st, once dQ warp 1 + cw's adds of step S - 2 have read it; then handed to it.
-        if (S >= 2) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + st, 160);
-        stage_dq(sdQ + uint32_t(st) * uint32_t(Tr::kDqStageBytes), acc_dq, cw, warp, g, t4);
-        named_bar_arrive(kOrderedBarDqFull + 2 * cw + st, 160);
+        // dQ staged in stage st, once dQ warp 1 + cw's adds of step S - 2 have read it (kM80: of step S - 1, in
+        // the one stage); then handed to it.
+        const int dst = kM80 ? 0 : st;
+        if (S >= kDqStages) named_bar_sync(kOrderedBarDqEmpty + 2 * cw + dst, 160);
+        if constexpr (kM80)
+          stage_dq_t<BM>(sdQ, acc_dq, cw, warp, g, t4);
+        else
+          stage_dq(sdQ + uint32_t(st) * kDqStage, acc_dq, cw, warp, g, t4);
+        named_bar_arrive(kOrderedBarDqFull + 2 * cw + dst, 160);
       }
       named_bar_sync(kOrderedBarConsumers, 256);  // both warpgroups past their last products' reads of the stages
     }
@@ -271,13 +295,13 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
   }
 }
 
-template <class T, int kHeadDim>
+template <class T, int kHeadDim, bool kM80 = false>
 __global__ void __launch_bounds__(kOrderedThreads, 1)
     flash_bwd_ordered_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                              const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p, int* turns,
                              const OrderedDq order) {
 #ifdef KL_FA_SM90A
-  bwd_ordered_body<T, kHeadDim>(p, &tm_dq, &tm_q, &tm_do, turns, order);
+  bwd_ordered_body<T, kHeadDim, kM80>(p, &tm_dq, &tm_q, &tm_do, turns, order);
 #endif
 }
 

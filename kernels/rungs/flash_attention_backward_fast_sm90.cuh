@@ -33,11 +33,11 @@
 // FlashAttention-3's tile there): S^T and dP^T are m64n128k16 (64 registers each), dV and dK take 8 k16 steps a
 // step, and warpgroup wg computes dQ_i's rows 64 wg .. (all 64 columns over all 128 keys: A from dS's rows 64 wg ..)
 // and adds them as its two boxes; half the steps, so half the barriers, waits and issues per query row. At d = 128
-// without the mask a step takes 80 (kM80, FlashAttention-3's tile there, its dQ_swapAB): S^T and dP^T are m64n80k16
+// a step takes 80 (kM80, FlashAttention-3's tile without the mask, its dQ_swapAB): S^T and dP^T are m64n80k16
 // (40 registers each), dV and dK take 5 k16 steps, and as 80 rows do not split into the wgmma's M of 64 warpgroup
 // wg computes dQ_i^T = K_j^T dS^T for its 64 columns (M = the head dimension, N = the 80 queries; 246 registers),
 // staged by 4-byte stores as two 80 x 32 boxes in one stage (1.08x-1.10x the 64-row kernel from L = 2048 on an
-// H100; the instrumented build keeps 64 rows).
+// H100, 1.03x-1.08x under the mask; the instrumented build keeps 64 rows).
 // Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 195 KiB, d = 128: 210 KiB (80 rows: 207 KiB; of 227).
 // Measured against the kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds
 // with cp.async loads): docs/perf-log.md.
@@ -352,7 +352,7 @@ __device__ __forceinline__ void stage_dq(uint32_t st_base, const float (&acc_dq)
   fence_proxy_async();
 }
 
-// kM80 (d = 128 without the mask, 80 query rows a step): this warpgroup's part of dQ_i^T = K_j^T dS^T (columns
+// kM80 (d = 128, 80 query rows a step): this warpgroup's part of dQ_i^T = K_j^T dS^T (columns
 // 64 wg .. as the wgmma's M, the step's 80 queries as N, k = all 128 keys; committed as one group): A is K_j's column
 // block wg read MN-major (the descriptor dQ's B had at 64 rows), B dS [query][key] K-major (the A it had).
 template <class T, int BM, int BN>
@@ -406,7 +406,7 @@ struct BwdMaps {
 // kTma: dK_j and dV_j written out through shared memory (store_dk_dv_staged, into the Q_i and dO_i stages, which
 // are exactly the 512 d bytes it needs).
 // kM80 (kTma, kAtomicDq, d = 128, plain heads): 80 query rows a step, dQ^T (issue_dq_t_product), one dQ stage (the
-// adds of a step's dQ read it before the next step's dS barrier); run without the mask only (bwd_m80).
+// adds of a step's dQ read it before the next step's dS barrier); where it runs: bwd_m80.
 template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kM80 = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   const CUtensorMap* tm_dq = maps.dq;
@@ -812,10 +812,13 @@ struct MainChoice {
   CUtensorMap dq{}, q{}, dout{};
   bool m80 = false;  // Tma on 80-row steps (bwd_m80)
 };
-// Where the atomic wgmma-tma kernel takes 80 query rows a step: d = 128 without the mask, plain heads,
-// where the ordered kernel does not run. The instrumented kernel keeps 64 rows (launch_traced asks without them).
+// Where wgmma-tma takes 80 query rows a step: d = 128, plain heads; the atomic kernel under both masks, the ordered
+// one (fast_backward_ordered_dq) without the mask where Lq and Lk are from kBwdAtomicFromL (on shorter rows 80 rows
+// read 0.89x (L = 512) and 0.99x (1024) of 64 on an H100, docs/perf-log.md, the twentieth session). The
+// instrumented kernel keeps 64 rows (launch_traced asks without them).
 inline bool bwd_m80(const FastBackwardParams& p, int d, MainKind kind) {
-  return kind == MainKind::Tma && d == 128 && !p.causal && !grouped_query(p) && !fast_backward_ordered_dq(p);
+  if (kind != MainKind::Tma || d != 128 || grouped_query(p)) return false;
+  return !fast_backward_ordered_dq(p) || (!p.causal && p.Lq >= kBwdAtomicFromL && p.Lk >= kBwdAtomicFromL);
 }
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
   if (!atomic_dq) return p.path == FastBackwardPath::WgmmaTma ? MainKind::DkDvTma : MainKind::DkDv;

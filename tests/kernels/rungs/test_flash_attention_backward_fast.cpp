@@ -562,22 +562,23 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaAtomicDqAroundEveryTileBoundary) {
   sweep({1, 63, 65, 127, 129, 257}, false, FastBackwardPath::WgmmaTma);
 }
 
-// wgmma-tma at d = 128 without the mask takes 80 query rows a step (dQ^T = K^T dS^T, one dQ stage): 79 | 80 | 81 and
-// 159 | 160 | 161 queries cross its boundaries (the last tile's rows past Lq clipped by the maps), against keys on
-// both sides of the 128-key tile, both dtypes.
+// wgmma-tma at d = 128 takes 80 query rows a step (dQ^T = K^T dS^T, one dQ stage): 79 | 80 | 81 and 159 | 160 | 161
+// queries cross its boundaries (the last tile's rows past Lq clipped by the maps), against keys on both sides of the
+// 128-key tile, both masks (causal bottom-right: Lq > Lk leaves rows that see nothing), both dtypes.
 TEST(FlashAttentionBackwardFast, WgmmaTma80RowStepsAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
   int index = 0;
   for (const char* dtype : {"bf16", "fp16"})
     for (int Lq : {79, 80, 81, 159, 160, 161, 257})
-      for (int Lk : {1, 127, 129, 300}) {
-        Case c;
-        const int* bh = kBatchHeads[index++ % 6];
-        c.B = bh[0], c.H = bh[1], c.Lq = Lq, c.Lk = Lk, c.d = 128, c.causal = false, c.dtype = dtype;
-        c.deterministic = false, c.path = FastBackwardPath::WgmmaTma;
-        check_case(c);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+      for (int Lk : {1, 127, 129, 300})
+        for (bool causal : {false, true}) {
+          Case c;
+          const int* bh = kBatchHeads[index++ % 6];
+          c.B = bh[0], c.H = bh[1], c.Lq = Lq, c.Lk = Lk, c.d = 128, c.causal = causal, c.dtype = dtype;
+          c.deterministic = false, c.path = FastBackwardPath::WgmmaTma;
+          check_case(c);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
 }
 
 TEST(FlashAttentionBackwardFast, WgmmaTmaPeakedSoftmaxAndLongRows) {
@@ -600,7 +601,7 @@ std::pair<FastHostResult, FastHostResult> on_wgmma_then_tma(Case c) {
 }
 
 // Against the wgmma kernel on one input: dK and dV the same (the same products from the same registers; only how
-// Q, dO and dS reach shared memory differs, not their bits; at d = 128 without the mask wgmma-tma steps 80 query
+// Q, dO and dS reach shared memory differs, not their bits; at d = 128 wgmma-tma steps 80 query
 // rows, not 64, but dV and dK still take the same k16 products into the same accumulators in the same order), dQ to
 // fp32 summation order.
 TEST(FlashAttentionBackwardFast, WgmmaTmaAgreesWithWgmma) {
@@ -691,14 +692,14 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqIsBitwiseRepeatable) {
       }
 }
 
-// The default mode from L = 512 to kBwdAtomicFromL - 1 (plain heads, wgmma-tma): the ordered kernel, so bit for bit
-// the deterministic mode's result, run after run (Lq != Lk both ways, both masks, d = 64 and 128); at kBwdAtomicFromL
-// the atomic kernel again, within fp32 summation order of it.
+// The default mode from L = 512 to kBwdAtomicFromL - 1 (d = 64 causal: to kBwdAtomicFromLCausal64 - 1; plain heads,
+// wgmma-tma): the ordered kernel, so bit for bit the deterministic mode's result, run after run (Lq != Lk both ways,
+// both masks, d = 64 and 128); at the top the atomic kernel again, within fp32 summation order of it.
 TEST(FlashAttentionBackwardFast, WgmmaTmaDefaultModeBelowAtomicFromLIsTheOrderedKernel) {
   KL_REQUIRE_WGMMA();
-  constexpr int kTop = kBwdAtomicFromL;
   for (int d : {64, 128})
-    for (bool causal : {false, true})
+    for (bool causal : {false, true}) {
+      const int kTop = causal && d == 64 ? kBwdAtomicFromLCausal64 : kBwdAtomicFromL;
       for (auto [Lq, Lk] : {std::pair<int, int>{600, kTop - 24}, {kTop - 24, 600}, {kTop, kTop}}) {
         Case c;
         c.B = 1, c.H = 3, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.scale = 1.0f / std::sqrt(float(d));
@@ -717,6 +718,7 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDefaultModeBelowAtomicFromLIsTheOrdered
           EXPECT_LT(test::rel_err(a.dk.data, std::vector<double>(det.dk.data.begin(), det.dk.data.end())), 1e-2);
         }
       }
+    }
 }
 
 // ---- grouped-query attention in every path: mma.sync, wgmma, wgmma-tma; both dQ modes ----
@@ -1192,7 +1194,7 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
         ASSERT_EQ(want == 0, m * BM < unreached) << "head " << head << " tile " << m;
       }
   };
-  for (int BM : {64, 128})
+  for (int BM : {64, 80, 128})
     for (bool causal : {false, true})
       for (int sms : {1, 3, 8, 132})
         for (auto [Lq, Lk] : {std::pair<int, int>{1, 1}, {64, 128}, {777, 1000}, {1000, 777}, {2048, 2048},
@@ -1217,7 +1219,8 @@ TEST(FlashAttentionBackwardFastHost, OrderedDqAddsCompleteInRankOrder) {
 
 // Which kernel adds dQ (pure predicates, as run_fast resolves p): the deterministic mode's ordered adds from
 // Lq, Lk = 512 on wgmma-tma with plain heads, d = 64 and 128, and an accumulator; the default mode on the same
-// kernel where both lengths are also below 1024; everything else on the pass or the atomic kernel.
+// kernel where both lengths are also below kBwdAtomicFromL (d = 64 causal: kBwdAtomicFromLCausal64); everything
+// else on the pass or the atomic kernel.
 TEST(FlashAttentionBackwardFastHost, OrderedKernelRunsWhereItMeasuredFaster) {
   float accum = 0;
   FastBackwardParams p;
@@ -1230,6 +1233,20 @@ TEST(FlashAttentionBackwardFastHost, OrderedKernelRunsWhereItMeasuredFaster) {
     p.Lq = Lq, p.Lk = Lk;
     EXPECT_FALSE(fast_backward_default_runs_ordered(p)) << Lq << " " << Lk;
   }
+  p.causal = true;  // d = 128 under the mask: below kBwdAtomicFromL, as without it
+  p.Lq = p.Lk = kBwdAtomicFromL - 1;
+  EXPECT_TRUE(fast_backward_default_runs_ordered(p));
+  p.Lq = p.Lk = kBwdAtomicFromL;
+  EXPECT_FALSE(fast_backward_default_runs_ordered(p));
+  p.d = 64;  // d = 64 under the mask: up to kBwdAtomicFromLCausal64 - 1
+  p.Lq = kBwdAtomicFromL, p.Lk = kBwdAtomicFromLCausal64 - 1;
+  EXPECT_TRUE(fast_backward_default_runs_ordered(p));
+  for (auto [Lq, Lk] :
+       {std::pair<int, int>{kBwdAtomicFromLCausal64, 600}, {600, kBwdAtomicFromLCausal64}, {511, 600}}) {
+    p.Lq = Lq, p.Lk = Lk;
+    EXPECT_FALSE(fast_backward_default_runs_ordered(p)) << Lq << " " << Lk;
+  }
+  p.causal = false, p.d = 128;
   p.Lq = p.Lk = 512;
   FastBackwardParams q = p;
   q.deterministic = true;  // the mode itself: the ordered kernel from 512 on
