@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Session 20, call 1 (written in session 19): the tree that ships, measured once: build everything; the window,
-# layout and driven tests with the CUDA backend (Xvfb + NVIDIA's GLX, in a subshell: the suite must not see the
-# display); the whole GPU suite; the 24 backward rows of d = 64 and 128 in turn with cuDNN, twice, with each
-# length's deterministic / default in the same run (the default now on 80-row steps at d = 128 without the mask from
-# L = 2048); then, if time is left, the timeline's instrumented kernel on 80-row steps
-# (docs/perf/candidates/timeline-m80.patch) and its GPU tests. Run from the repository root on the GPU machine
-# (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
+# Session 21, call 1 (written in session 20): the tree that ships, measured once: build everything; the window,
+# layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the suite must not see the
+# display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first frame, and session 20's
+# call, which ran them after the suite, finished none); the whole GPU suite; the 24 backward rows of d = 64 and 128
+# in turn with cuDNN, twice, with each length's deterministic / default in the same run. Run from the repository root
+# on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
 T0=$SECONDS
@@ -43,14 +42,5 @@ for f in sorted(glob.glob(sys.argv[1] + "/ib-*.json")):
     for r in rows:
         print(f"  {r['d']} {r['L']} {r['causal']}: {r['ladder_over_cudnn']:.3f} {r['det_over_ladder']:.3f}")
 PY
-left=$((585 - (SECONDS - T0)))
-if [ $left -gt 90 ]; then  # the timeline's instrumented kernel on 80-row steps
-  patch -p1 < docs/perf/candidates/timeline-m80.patch > $OUT/logs/patch.log 2>&1
-  timeout $((left - 30)) cmake --build --preset cuda -j16 --target test_flash_attention_timeline > $OUT/logs/build2.log 2>&1
-  el "candidate built rc=$?"
-  timeout 25 ./build-cuda/tests/test_flash_attention_timeline --gtest_filter='FlashAttentionTimelineCuda*' > $OUT/logs/cand-tests.log 2>&1
-  el "candidate tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/logs/cand-tests.log | tr '\n' ' ')"
-  patch -R -p1 < docs/perf/candidates/timeline-m80.patch > /dev/null 2>&1
-fi
 cd $OUT && tar czf /tmp/all.tgz --exclude=all.tgz . && mv /tmp/all.tgz $OUT/all.tgz
 el "done"
