@@ -435,9 +435,10 @@ ParamSpec param::dtype() { return flash_attention::param::dtype(); }
 ParamSpec param::deterministic() {
   return bool_param("deterministic", false,
                     "--variant fast: dQ bitwise repeatable, by a separate pass per query tile or, on an "
-                    "H100/H200 from Lq, Lk = 2048 at d = 64 and 128 (heads not grouped), by the K/V tiles' adds "
-                    "in a fixed order (0: fp32 atomics, except at d = 256, where the pass is the faster and runs "
-                    "either way)");
+                    "H100/H200 from Lq, Lk = 512 at d = 64 and 128 (heads not grouped), by the K/V tiles' adds "
+                    "in a fixed order (0: fp32 adds in any order, except where the repeatable way measured faster "
+                    "and runs either way: on an H100/H200 the fixed order from Lq, Lk = 512 to 2047, at d = 64 "
+                    "under the causal mask to 4095, and at d = 256 the pass)");
 }
 
 namespace {
