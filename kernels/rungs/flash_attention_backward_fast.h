@@ -246,9 +246,9 @@ inline bool fast_backward_ordered_dq(const FastBackwardParams& p) {
 // stores over), at L = 1024 1.005x-1.065x (geometric means 1.034x and 1.033x in two runs, the nineteenth session, after
 // its mask split), at 2048 0.96x-1.05x (geometric means 1.001x and 1.000x: the atomic kernel stays from there;
 // docs/perf-log.md). At d = 64 under the causal mask it read 1.04x-1.05x at 2048 (four runs in two sessions, its
-// light and heavy K/V tiles paired) and 0.97x-0.99x at 4096, so those rows stay on it below kBwdAtomicFromLCausal64
-// (at d = 128 the atomic kernel's 80-row steps read 1.03x over it there, the twentieth session). There the default
-// mode is bitwise repeatable too.
+// light and heavy K/V tiles paired) and 0.98x-0.99x at 4096, so those rows stay on it below kBwdAtomicFromLCausal64
+// (at d = 128 the atomic kernel's 80-row steps read 1.02x-1.03x over it there, the twentieth session). There the
+// default mode is bitwise repeatable too.
 constexpr int kBwdAtomicFromL = 2048, kBwdAtomicFromLCausal64 = 4096;
 inline bool fast_backward_default_runs_ordered(const FastBackwardParams& p) {
   FastBackwardParams det = p;
