@@ -176,7 +176,7 @@ __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, co
             while (ld_acquire_gpu(turn) != rank) {
             }
             fence_proxy_async_global();
-            const uint32_t src = sdQ + uint32_t(st) * kDqStage + uint32_t(cw) * 2 * kDqBox;
+            const uint32_t src = sdQ + uint32_t(st) * kDqStage + wgmma_frag::dq_stage_byte<kDqBox / 128>(cw, 0, 0);
             // The tile's first in turn (rank 0) stores: the accumulator is not zeroed before.
 #pragma unroll
             for (int box = 0; box < 2; ++box)

@@ -465,7 +465,7 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
   // the tile's 64 rows at columns 64 wg ..; d = 64 (kWide) rows 64 wg .. of the tile's 128 (none past Lq: no add).
   const bool dq_issuer = (tid & 127) == 0;
   auto issue_dq = [&](int64_t head, int mt, int st) {
-    const uint32_t src = sdQ + uint32_t(kM80 ? 0 : st) * kDqStage + uint32_t(wg) * 2 * kDqBox;
+    const uint32_t src = sdQ + uint32_t(kM80 ? 0 : st) * kDqStage + wgmma_frag::dq_stage_byte<kDqBox / 128>(wg, 0, 0);
     if constexpr (kWide) {
       const int row0 = mt * BM + 64 * wg;
       if (row0 < p.Lq)
