@@ -41,9 +41,9 @@
 //   fast      (CUDA only, bf16/fp16, d 64 and 128; d = 256 on an H100/H200) FlashAttention-2/3's backward on
 //             the tensor cores (wgmma on an H100/H200, else mma.sync): kernels/rungs/flash_attention_backward_fast.h.
 //             dQ by fp32 atomics by default (at d = 256 by the separate pass, and on an H100/H200 at L from 512
-//             to 2047 in a fixed order, which measured faster there); `--set deterministic=1` makes dQ bitwise
-//             repeatable: added in a fixed order per query tile from L = 512 on an H100/H200, else computed in
-//             a separate pass per query tile, no atomics.
+//             to 2047, at d = 64 under the causal mask to 4095, in a fixed order, which measured faster there);
+//             `--set deterministic=1` makes dQ bitwise repeatable: added in a fixed order per query tile from
+//             L = 512 on an H100/H200, else computed in a separate pass per query tile, no atomics.
 //             Grouped-query attention by kernels of its own (one CTA per K/V tile and kv head).
 #pragma once
 #include <cmath>
