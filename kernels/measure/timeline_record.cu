@@ -177,8 +177,7 @@ struct BackwardJob : Job {
   void set_outputs(Buffer<Bf16>& dk, Buffer<Bf16>& dv) { p.dk = dk.data(), p.dv = dv.data(); }
   void plain() override {
     set_outputs(dk_plain, dv_plain);
-    // The 64-row kernel at d = 128 too, as the instrumented one (the default there takes 80 rows).
-    flash_attention_backward::launch_wgmma_main(p, atomic, nullptr, false);
+    flash_attention_backward::launch_wgmma_main(p, atomic);
   }
   void traced(const TraceArgs& a) override {
     set_outputs(dk_traced, dv_traced);

@@ -51,10 +51,10 @@
 //            issued by one thread, one step later, so they overlap the next step's products) instead of
 //            per-thread atomics; L_i and D_i by 4-byte cp.async; dK_j and dV_j written out through shared memory
 //            with 16-byte stores (1.00x-1.11x, geometric mean 1.04x). At d = 128 it takes 80 query rows a step
-//            (kBlockM80, dQ computed transposed; the ordered kernel too, without the mask from Lq, Lk = 2048:
-//            bwd_m80). In the deterministic mode it runs this kernel without its dQ part (its loads: 1.00x-1.07x
-//            the wgmma kernel's there) and, beside it, the wgmma dQ pass; from Lq, Lk = 512 on plain heads the
-//            ordered kernel instead (fast_backward_ordered_dq).
+//            (kBlockM80, dQ computed transposed; the ordered kernel too, without the mask from Lq, Lk = 2048, under
+//            it from 4096: bwd_m80). In the deterministic mode it runs this kernel without its dQ part (its loads:
+//            1.00x-1.07x the wgmma kernel's there) and, beside it, the wgmma dQ pass; from Lq, Lk = 512 on plain
+//            heads the ordered kernel instead (fast_backward_ordered_dq).
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
 //            (128 each), P^T and dS^T through shared memory, and beside it the wgmma dQ pass, in both dQ modes. Its dQ
@@ -139,10 +139,10 @@ struct FastBackwardTraitsSm90 {
   static constexpr int64_t kSmemBytesTma = tile_bytes(kBlockMTma) + 2 * kDqStageBytes + 64;
   // The atomic wgmma-tma kernel at d = 128 takes kBlockM80 = 80 query rows a step (FlashAttention-3's tile without the
   // mask; 1.08x-1.10x the 64-row kernel from L = 2048 on an H100, docs/perf-log.md, the nineteenth session; under the
-  // mask 1.03x-1.08x, and the ordered kernel without it 1.01x-1.07x from L = 2048, the twentieth session): dQ
-  // computed transposed (dQ^T = K^T dS^T, the head dimension as the wgmma's M, 64 columns a warpgroup), one dQ stage
-  // of two 80-row boxes a warpgroup (two would pass the 227 KiB), the L and D stages padded to 2 KiB so the dQ stage
-  // stays 1024-byte aligned: 207 KiB.
+  // mask 1.03x-1.08x, and the ordered kernel without it 1.01x-1.07x from L = 2048, the twentieth session; under it
+  // 1.02x from 4096, the twenty-first): dQ computed transposed (dQ^T = K^T dS^T, the head dimension as the wgmma's
+  // M, 64 columns a warpgroup), one dQ stage of two 80-row boxes a warpgroup (two would pass the 227 KiB), the L and
+  // D stages padded to 2 KiB so the dQ stage stays 1024-byte aligned: 207 KiB.
   static constexpr int kBlockM80 = 80, kDqBoxBytes80 = kBlockM80 * 128;
   static constexpr int64_t kDqStageBytes80 = int64_t(2) * 2 * kDqBoxBytes80;
   static constexpr int64_t kStatsPad80 = 2048 - 4 * kBlockM80 * 4;
@@ -548,9 +548,7 @@ bool fast_backward_wgmma_available();
 // fp32 dQ accumulator's adds (p.path WgmmaTma: bulk tensor reduce-adds, else per-thread atomics).
 // run_fast wraps it with the preprocess and the convert (or dQ) pass.
 // `stream`: the CUDA stream the launches go to (null: the default stream).
-// `steps80` false: d = 128 keeps the 64-row atomic kernel instead of the 80-row one (the
-// timeline's plain launch, beside the instrumented kernel, which has 64-row steps only).
-void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, CUstream_st* stream = nullptr, bool steps80 = true);
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, CUstream_st* stream = nullptr);
 // At d = 256 both wgmma paths run a dK/dV kernel of their own (flash_attention_backward_fast_d256.sm90a.cu);
 // launch_wgmma_main sends it there (atomic_dq must be false: dQ comes from the dQ pass).
 void launch_wgmma_dkdv_d256(const FastBackwardParams& p, CUstream_st* stream = nullptr);

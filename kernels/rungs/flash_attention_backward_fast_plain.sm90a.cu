@@ -28,15 +28,15 @@ bool fast_backward_wgmma_available() {
   return loaded;
 }
 
-void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream, bool steps80) {
+void launch_wgmma_main(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
   if (p.d == 256) {  // a dK/dV kernel of its own; dQ from the dQ pass in both modes (fast_backward_dq_by_pass)
     if (atomic_dq) throw RuntimeError("flash-attention-backward: no d = 256 kernel adds dQ by atomics");
     return launch_wgmma_dkdv_d256(p, stream);
   }
   if (p.d == 64) return sm90_bwd::launch_wgmma_main_d64(p, atomic_dq, stream);          // kernels of their own
   if (grouped_query(p)) return sm90_bwd::launch_wgmma_main_gqa(p, atomic_dq, stream);  // likewise
-  p.dtype == FastDtype::Fp16 ? sm90_bwd::launch_main_kernel<__half, 128, false>(p, atomic_dq, stream, steps80)
-                             : sm90_bwd::launch_main_kernel<__nv_bfloat16, 128, false>(p, atomic_dq, stream, steps80);
+  p.dtype == FastDtype::Fp16 ? sm90_bwd::launch_main_kernel<__half, 128, false>(p, atomic_dq, stream)
+                             : sm90_bwd::launch_main_kernel<__nv_bfloat16, 128, false>(p, atomic_dq, stream);
 }
 
 }  // namespace kl::flash_attention_backward

@@ -37,7 +37,7 @@
 // (40 registers each), dV and dK take 5 k16 steps, and as 80 rows do not split into the wgmma's M of 64 warpgroup
 // wg computes dQ_i^T = K_j^T dS^T for its 64 columns (M = the head dimension, N = the 80 queries; 246 registers),
 // staged by 4-byte stores as two 80 x 32 boxes in one stage (1.08x-1.10x the 64-row kernel from L = 2048 on an
-// H100, 1.03x-1.08x under the mask; the instrumented build keeps 64 rows).
+// H100, 1.03x-1.08x under the mask; the instrumented build takes them too).
 // Shared memory: + 2 x 32 KiB and two mbarriers: d = 64: 195 KiB, d = 128: 210 KiB (80 rows: 207 KiB; of 227).
 // Measured against the kernel above and the steps between (dQ by 256-byte bulk adds per row; by tensor reduce-adds
 // with cp.async loads): docs/perf-log.md.
@@ -775,14 +775,15 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
 #endif
 }
 // The instrumented kernel (timeline recording): the same body, marking the phases of the CTAs `trace` names; the
-// maps are kTma's (zeroed for the others).
-template <class T, int kHeadDim, bool kAtomicDq, bool kTma>
+// maps are kTma's (zeroed for the others). kM80: the 80-row steps, where the plain launch takes them.
+template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kM80 = false>
 __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
     flash_bwd_wgmma_traced_kernel(const __grid_constant__ CUtensorMap tm_dq, const __grid_constant__ CUtensorMap tm_q,
                                   const __grid_constant__ CUtensorMap tm_do, const FastBackwardParams p,
                                   const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
-  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kTma, false>(p, BwdMaps{&tm_dq, &tm_q, &tm_do}, trace);
+  bwd_wgmma_body<T, kHeadDim, kAtomicDq, kTma, false, timeline::TraceArgs, kM80>(p, BwdMaps{&tm_dq, &tm_q, &tm_do},
+                                                                                  trace);
 #endif
 }
 
@@ -813,25 +814,28 @@ struct MainChoice {
   bool m80 = false;  // Tma on 80-row steps (bwd_m80)
 };
 // Where wgmma-tma takes 80 query rows a step: d = 128, plain heads; the atomic kernel under both masks, the ordered
-// one (fast_backward_ordered_dq) without the mask where Lq and Lk are from kBwdAtomicFromL (on shorter rows 80 rows
-// read 0.89x (L = 512) and 0.99x (1024) of 64 on an H100, docs/perf-log.md, the twentieth session). The
-// instrumented kernel keeps 64 rows (launch_traced asks without them).
+// one (fast_backward_ordered_dq) where Lq and Lk are from kBwdAtomicFromL, under the mask from kBwdOrdered80CausalFromL
+// (on shorter rows 80 rows read 0.89x (L = 512) and 0.99x (1024) of 64 on an H100 without the mask, and 0.95x at 2048
+// under it, docs/perf-log.md, the twentieth and twenty-first sessions). The instrumented kernel takes them where the
+// atomic one does.
+constexpr int kBwdOrdered80CausalFromL = 4096;
 inline bool bwd_m80(const FastBackwardParams& p, int d, MainKind kind) {
   if (kind != MainKind::Tma || d != 128 || grouped_query(p)) return false;
-  return !fast_backward_ordered_dq(p) || (!p.causal && p.Lq >= kBwdAtomicFromL && p.Lk >= kBwdAtomicFromL);
+  const int from = p.causal ? kBwdOrdered80CausalFromL : kBwdAtomicFromL;
+  return !fast_backward_ordered_dq(p) || (p.Lq >= from && p.Lk >= from);
 }
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
   if (!atomic_dq) return p.path == FastBackwardPath::WgmmaTma ? MainKind::DkDvTma : MainKind::DkDv;
   return p.path == FastBackwardPath::WgmmaTma ? MainKind::Tma : MainKind::Atomic;
 }
 template <int D>
-MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq, bool allow_m80 = true) {
+MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
   MainChoice c;
   c.kind = main_kind_asked(p, atomic_dq);
   if (c.kind != MainKind::Tma && c.kind != MainKind::DkDvTma) return c;
   // Q and dO: [B, H, Lq, d], boxes of 64 columns x kBlockMTma rows (the tiles' layout).
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
-  c.m80 = allow_m80 && bwd_m80(p, D, c.kind);
+  c.m80 = bwd_m80(p, D, c.kind);
   const int rows = c.m80 ? FastBackwardTraitsSm90<D>::kBlockM80 : FastBackwardTraitsSm90<D>::kBlockMTma;
   const bool dq_map =
       c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p, c.m80 ? rows : FastBackwardTraitsSm90<D>::kDqBoxRows);
@@ -873,9 +877,9 @@ void launch_m80_main(const FastBackwardParams& p, const MainChoice& c, cudaStrea
 // H_kv, B), the grouped-query kernels, the launch named as the others with "_gqa" appended; instantiated by
 // flash_attention_backward_fast_gqa.sm90a.cu only.
 template <class T, int D, bool kGqa>
-void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream, bool steps80 = true) {
+void launch_main_kernel(const FastBackwardParams& p, bool atomic_dq, cudaStream_t stream) {
   const dim3 grid = main_grid<D, kGqa>(p), block(FastBackwardTraitsSm90<D>::kThreads);
-  const MainChoice c = choose_main<D>(p, atomic_dq, steps80);
+  const MainChoice c = choose_main<D>(p, atomic_dq);
   const std::string name = main_launch_name<D>(std::is_same<T, __half>::value, c.kind) + (kGqa ? "_gqa" : "");
   const size_t smem = main_smem<D>(c.kind, c.m80);
   auto launch_cp_async = [&](auto kernel) { cuda::launch(name.c_str(), kernel, grid, block, smem, stream, p); };
@@ -911,9 +915,15 @@ template <int D>
 void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::TraceArgs& trace) {
   using T = __nv_bfloat16;
   const dim3 grid = main_grid<D>(p), block(FastBackwardTraitsSm90<D>::kThreads);
-  const MainChoice c = choose_main<D>(p, atomic_dq, false);
-  const std::string name = main_launch_name<D>(false, c.kind) + "_traced";
-  const size_t smem = main_smem<D>(c.kind);
+  const MainChoice c = choose_main<D>(p, atomic_dq);
+  const std::string name = main_launch_name<D>(false, c.kind) + (c.m80 ? "_m80" : "") + "_traced";
+  const size_t smem = main_smem<D>(c.kind, c.m80);
+  if constexpr (D == 128)
+    if (c.m80) {
+      cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, true>, grid, block, smem, 0, c.dq,
+                   c.q, c.dout, p, trace);
+      return;
+    }
   if (c.kind == MainKind::Tma)
     cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true>, grid, block, smem, 0, c.dq, c.q,
                  c.dout, p, trace);

@@ -648,14 +648,16 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaDeterministicModeIsWgmmasBitForBit) {
 
 // The deterministic mode's ordered adds (fast_backward_ordered_dq: wgmma-tma, plain heads, Lq and Lk from 512; on
 // an H100/H200 the plans rotated without the mask, causal pairs under it): against the float64 reference with tails
-// on both lengths (one tile past, Lq != Lk both ways; at the shortest lengths that run it, 512 and 700), bf16 and
-// fp16.
+// on both lengths (one tile past, Lq != Lk both ways; at the shortest lengths that run it, 512 and 700; at d = 128 on
+// 80-row steps from 2049 without the mask, from 4097 under it), bf16 and fp16.
 TEST(FlashAttentionBackwardFast, WgmmaTmaOrderedDqAgainstTheReference) {
   KL_REQUIRE_WGMMA();
   for (const char* dtype : {"bf16", "fp16"})
     for (int d : {64, 128})
       for (bool causal : {false, true})
-        for (auto [Lq, Lk] : {std::pair<int, int>{2049, 2177}, {2177, 2049}, {512, 700}, {700, 512}}) {
+        for (auto [Lq, Lk] :
+             {std::pair<int, int>{2049, 2177}, {2177, 2049}, {512, 700}, {700, 512}, {4097, 4225}, {4225, 4097}}) {
+          if (Lq > 4096 && !(d == 128 && causal)) continue;  // the 80-row causal steps only
           Case c;
           c.B = 1, c.H = 1, c.Lq = Lq, c.Lk = Lk, c.d = d, c.causal = causal, c.dtype = dtype;
           c.deterministic = true, c.path = FastBackwardPath::WgmmaTma;

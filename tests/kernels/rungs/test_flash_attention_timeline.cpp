@@ -181,6 +181,22 @@ TEST(FlashAttentionTimelineCuda, BackwardMainKernel) {
   check_recording(backward(false, "wgmma-tma", 64));  // 128 query rows a step there
 }
 
+// d = 128 on wgmma-tma (the default's kernel there) takes 80 query rows a step, and its
+// instrumented build too: every lane of every CTA issues S^T once per 80-row step of the 4096 queries.
+TEST(FlashAttentionTimelineCuda, BackwardD128Records80RowSteps) {
+  KL_REQUIRE_HOPPER();
+  const Recording rec = timeline::record(backward(false, "wgmma-tma"));
+  EXPECT_TRUE(rec.same_output);
+  EXPECT_EQ(rec.block_m, 80);
+  EXPECT_NE(rec.launch.find("_m80_traced"), std::string::npos) << rec.launch;
+  for (const timeline::Cta& cta : rec.ctas)
+    for (const timeline::Lane& lane : cta.lanes) {
+      const auto steps = std::count_if(lane.events.begin(), lane.events.end(),
+                                       [](const timeline::Event& e) { return e.phase == Phase::IssueS; });
+      EXPECT_EQ(steps, flash_attention::ceil_div(4096, 80)) << "CTA " << cta.index << " " << lane.role;
+    }
+}
+
 // The outputs compared here, apart from the recording's own check: the instrumented kernel writes every
 // element (the outputs start as NaN) and the same bits as the plain one.
 TEST(FlashAttentionTimelineCuda, InstrumentedOutputIsThePlainOneBitForBit) {
