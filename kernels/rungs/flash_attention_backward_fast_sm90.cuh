@@ -783,7 +783,7 @@ __global__ void __launch_bounds__(FastBackwardTraitsSm90<kHeadDim>::kThreads, 1)
                                   const timeline::TraceArgs trace) {
 #ifdef KL_FA_SM90A
   bwd_wgmma_body<T, kHeadDim, kAtomicDq, kTma, false, timeline::TraceArgs, kM80>(p, BwdMaps{&tm_dq, &tm_q, &tm_do},
-                                                                                  trace);
+                                                                                 trace);
 #endif
 }
 
@@ -920,8 +920,8 @@ void launch_traced(const FastBackwardParams& p, bool atomic_dq, const timeline::
   const size_t smem = main_smem<D>(c.kind, c.m80);
   if constexpr (D == 128)
     if (c.m80) {
-      cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, true>, grid, block, smem, 0, c.dq,
-                   c.q, c.dout, p, trace);
+      cuda::launch(name.c_str(), flash_bwd_wgmma_traced_kernel<T, D, true, true, true>, grid, block, smem, 0, c.dq, c.q,
+                   c.dout, p, trace);
       return;
     }
   if (c.kind == MainKind::Tma)
