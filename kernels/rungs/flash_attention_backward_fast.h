@@ -169,13 +169,17 @@ struct FastBackwardTraitsSm90D256 {
 // d = 256): one CTA per kBlockM = 128 query rows, two warpgroups of 64 rows, walking the K/V tiles of kBlockN keys
 // the rows see, kStages deep with one block barrier a tile; per tile S and dP (wgmma ss), dS in registers as the A
 // of dQ_i += dS K_j (wgmma rs, K transposed), so neither P nor dS touches shared memory. kBlockN keeps the
-// registers under 210 a thread (dQ_i: d / 2; S, dP: kBlockN / 2 each) and the shared memory (Q_i, dO_i and the
+// registers under 240 a thread (dQ_i: d / 2; S, dP: kBlockN / 2 each) and the shared memory (Q_i, dO_i and the
 // stages of K_j, V_j) at 128, 160 and 225 KiB. Three stages measured 1.004x-1.039x two with a second barrier a
-// tile; one warpgroup of 64 rows a CTA (two CTAs an SM) 0.88x-1.06x (docs/perf-log.md).
+// tile; one warpgroup of 64 rows a CTA (two CTAs an SM) 0.88x-1.06x (docs/perf-log.md). At d = 256, 48 keys in two
+// stages (the same 96 KiB as 32 in three): S and dP of 32 keys read 3 KiB of shared memory per 16-step of each
+// wgmma (Q_i's or dO_i's 64 rows, the keys') for 64 x 32 x 16 products, more than the 128 bytes a clock an SM
+// reads at the tensor cores' rate; 48 keys read 3.5 KiB for 1.5 times the products: the d = 256 backward 1.024x-1.072x
+// (geometric means 1.046x, 1.043x of two pairs in turn on an H100, the twenty-first session).
 template <int kHeadDim_>
 struct FastDqTraitsSm90 {
-  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128, kThreads = 256, kStages = 3;
-  static constexpr int kBlockN = kHeadDim == 64 ? 128 : kHeadDim == 128 ? 64 : 32;
+  static constexpr int kHeadDim = kHeadDim_, kBlockM = 128, kThreads = 256, kStages = kHeadDim == 256 ? 2 : 3;
+  static constexpr int kBlockN = kHeadDim == 64 ? 128 : kHeadDim == 128 ? 64 : 48;
   static constexpr int64_t kSmemBytes = int64_t(2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * 2 + 1024;
 };
 

@@ -7,7 +7,7 @@
 //
 // One CTA per query tile i of kBlockM = 128 rows (FastDqTraitsSm90; causal: the heaviest tiles first), two
 // warpgroups; warpgroup wg owns rows 64 wg .. and keeps dQ_i (64 x d fp32) in registers. The CTA walks the K/V
-// tiles j of kBlockN keys its rows see (key_tiles_for_block), K_j and V_j kStages = 3 deep by cp.async, one block
+// tiles j of kBlockN keys its rows see (key_tiles_for_block), K_j and V_j kStages deep by cp.async, one block
 // barrier a tile; Q_i and dO_i stay in shared memory. Per tile, per warpgroup:
 //   S  = Q_i K_j^T      wgmma.m64n{kBlockN}k16 ss (Q, K K-major)
 //   dP = dO_i V_j^T     the same with dO, V

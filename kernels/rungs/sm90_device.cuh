@@ -234,6 +234,17 @@ __device__ __forceinline__ void wgmma_ss_ta(float (&d)[N / 2], uint64_t desc_a, 
                  : KL_ACC8(d, 0), KL_ACC8(d, 8)                                                           \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
   }
+// D (64 x 48) = A B (+ D when scale_d != 0), from shared memory: S and dP in the dQ pass at d = 256.
+#define KL_WGMMA_SS_N48(NAME, T, PTX_T)                                                                   \
+  template <>                                                                                             \
+  __device__ __forceinline__ void NAME<T, 48>(float (&d)[24], uint64_t desc_a, uint64_t desc_b, int scale_d) { \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32." PTX_T "." PTX_T                           \
+                 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+                 "%20, %21, %22, %23}, %24, %25, p, 1, 1, 0, 0;\n}\n"                                          \
+                 : KL_ACC8(d, 0), KL_ACC8(d, 8), KL_ACC8(d, 16)                                           \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+  }
 // D (64 x 128) += A B, A in registers, B transposed from shared memory.
 #define KL_WGMMA_RS_N128(T, PTX_T)                                                                        \
   template <>                                                                                             \
@@ -303,6 +314,9 @@ KL_WGMMA_SS_N32(wgmma_ss, __half, "f16", "0")
 KL_WGMMA_SS_N32(wgmma_ss_tb, __nv_bfloat16, "bf16", "1")
 KL_WGMMA_SS_N32(wgmma_ss_tb, __half, "f16", "1")
 #undef KL_WGMMA_SS_N32
+KL_WGMMA_SS_N48(wgmma_ss, __nv_bfloat16, "bf16")
+KL_WGMMA_SS_N48(wgmma_ss, __half, "f16")
+#undef KL_WGMMA_SS_N48
 KL_WGMMA_RS_N128(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N128(__half, "f16")
 KL_WGMMA_RS_N64(__nv_bfloat16, "bf16")

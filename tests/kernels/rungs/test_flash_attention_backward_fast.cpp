@@ -776,15 +776,15 @@ TEST(FlashAttentionBackwardFast, WgmmaTmaGroupedQueryIsMultiHeadOnRepeatedKv) {
 
 // ---- head dimension 256: a dK/dV wgmma kernel of its own (64 keys a CTA, its warpgroups splitting the columns),
 // which both wgmma paths run, then the wgmma dQ pass in both dQ modes; its 64-key and 64-query tiles and the dQ
-// pass's (128 rows, 32 keys) get their boundary lengths ----
+// pass's (128 rows, 48 keys) get their boundary lengths ----
 TEST(FlashAttentionBackwardFast, D256DefaultModeAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
-  sweep({1, 63, 65, 128, 200}, false, FastBackwardPath::WgmmaTma, {256});
+  sweep({1, 63, 65, 97, 128, 200}, false, FastBackwardPath::WgmmaTma, {256});
 }
 
 TEST(FlashAttentionBackwardFast, D256DeterministicDqAroundEveryTileBoundary) {
   KL_REQUIRE_WGMMA();
-  sweep({1, 64, 129}, true, FastBackwardPath::Wgmma, {256});
+  sweep({1, 49, 64, 129}, true, FastBackwardPath::Wgmma, {256});
 }
 
 TEST(FlashAttentionBackwardFast, D256PeakedSoftmaxAndLongRows) {
