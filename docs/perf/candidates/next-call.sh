@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Session 21, call 1 (written in session 20): the tree that ships, measured once: build everything; the window,
+# Session 22, call 1 (written in session 21): the tree that ships, measured once: build everything; the window,
 # layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the suite must not see the
 # display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first frame, and session 20's
 # call, which ran them after the suite, finished none); the whole GPU suite; the 24 backward rows of d = 64 and 128
-# in turn with cuDNN, twice, with each length's deterministic / default in the same run; on an H200, the recorded run
+# in turn with cuDNN, twice, with each length's deterministic / default in the same run, and the 12 of d = 256 once
+# (its 48-key dQ pass, the twenty-first session, has not yet met the whole suite); on an H200, the recorded run
 # (gpu_session.sh bench) in place of the suite and the rows. Run from the repository root
 # on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
@@ -35,16 +36,22 @@ grep -A14 "ctest took" $OUT/gs/summary.txt >> "$S"
 python3 -c "import torch, time; torch.zeros(1, device='cuda'); time.sleep(150)" > /dev/null 2>&1 &
 holder=$!
 for run in 1 2; do
-  left=$((570 - (SECONDS - T0)))
+  left=$((550 - (SECONDS - T0)))
   [ $left -gt 45 ] || break
   timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=64,d=128' \
     --out $OUT/logs/ib-$run.json > $OUT/logs/ib-$run.txt 2>&1
   el "backward run $run rc=$? $(grep '^ladder / cuDNN' $OUT/logs/ib-$run.txt | tail -1)"
 done
+left=$((585 - (SECONDS - T0)))
+if [ $left -gt 30 ]; then
+  timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=256' \
+    --out $OUT/logs/ib-d256.json > $OUT/logs/ib-d256.txt 2>&1
+  el "backward d = 256 rc=$? $(grep '^ladder / cuDNN' $OUT/logs/ib-d256.txt | tail -1)"
+fi
 kill $holder 2>/dev/null
 python3 - $OUT/logs >> "$S" <<'PY'
 import json, sys, glob, math
-for f in sorted(glob.glob(sys.argv[1] + "/ib-*.json")):
+for f in sorted(glob.glob(sys.argv[1] + "/ib-[0-9].json")):
     rows = json.load(open(f))["rows"]
     print(f, "d L causal: default/cuDNN det/default")
     for L in sorted({r["L"] for r in rows}):
