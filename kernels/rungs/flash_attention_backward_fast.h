@@ -52,9 +52,9 @@
 //            per-thread atomics; L_i and D_i by 4-byte cp.async; dK_j and dV_j written out through shared memory
 //            with 16-byte stores (1.00x-1.11x, geometric mean 1.04x). At d = 128 it takes 80 query rows a step
 //            (kBlockM80, dQ computed transposed; the ordered kernel too, without the mask from Lq, Lk = 2048, under
-//            it from 4096: bwd_m80). In the deterministic mode it runs this kernel without its dQ part (its loads:
-//            1.00x-1.07x the wgmma kernel's there) and, beside it, the wgmma dQ pass; from Lq, Lk = 512 on plain
-//            heads the ordered kernel instead (fast_backward_ordered_dq).
+//            it from 4096: fast_backward_steps80). In the deterministic mode it runs this kernel without its dQ
+//            part (its loads: 1.00x-1.07x the wgmma kernel's there) and, beside it, the wgmma dQ pass; from Lq,
+//            Lk = 512 on plain heads the ordered kernel instead (fast_backward_ordered_dq).
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
 //            (128 each), P^T and dS^T through shared memory, and beside it the wgmma dQ pass, in both dQ modes. Its dQ
@@ -259,6 +259,18 @@ inline bool fast_backward_default_runs_ordered(const FastBackwardParams& p) {
   det.deterministic = true;
   const int top = p.causal && p.d == 64 ? kBwdAtomicFromLCausal64 : kBwdAtomicFromL;
   return !p.deterministic && p.Lq < top && p.Lk < top && fast_backward_ordered_dq(det);
+}
+// Whether wgmma-tma takes 80 query rows a step (kBlockM80) on a launch whose Q and dO maps were made (`tma`: its
+// atomic or ordered kernel, not the refused maps' fallback): d = 128 on plain heads; the atomic kernel at every length
+// under both masks, the ordered one (fast_backward_ordered_dq) where Lq and Lk are from kBwdAtomicFromL, under the mask
+// from kBwdOrdered80CausalFromL. On shorter rows the ordered kernel's 80 rows read 0.89x (L = 512) and 0.99x (1024) of
+// its 64 on an H100 without the mask, and 0.95x at 2048 under it (docs/perf-log.md, the twentieth and twenty-first
+// sessions).
+constexpr int kBwdOrdered80CausalFromL = 4096;
+inline bool fast_backward_steps80(const FastBackwardParams& p, bool tma) {
+  if (!tma || p.d != 128 || grouped_query(p)) return false;
+  const int from = p.causal ? kBwdOrdered80CausalFromL : kBwdAtomicFromL;
+  return !fast_backward_ordered_dq(p) || (p.Lq >= from && p.Lk >= from);
 }
 // Whether dQ comes from its own pass, without atomics (bitwise repeatable): the deterministic mode where its adds
 // are not ordered, and both modes at d = 256, where that measured 1.12x-1.17x the d = 256 kernel that added dQ by

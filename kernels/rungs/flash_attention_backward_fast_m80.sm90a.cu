@@ -1,6 +1,6 @@
 // Rung 6, fast variant, Hopper path: the atomic wgmma-tma kernel at d = 128 on 80 query rows a step (both masks),
 // bf16 and fp16 (the kernel's body and its kM80 form in kernels/rungs/flash_attention_backward_fast_sm90.cuh; where it
-// runs: bwd_m80). A translation unit of its own, so the plain one compiles its kernels as before.
+// runs: fast_backward_steps80). A translation unit of its own, so the plain one compiles its kernels as before.
 #include "kernels/rungs/flash_attention_backward_fast_sm90.cuh"
 
 namespace kl::flash_attention_backward {

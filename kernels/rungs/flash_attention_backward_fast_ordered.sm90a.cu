@@ -38,7 +38,7 @@ int* turn_counters(int64_t count, cudaStream_t stream) {
 template <class T, int D>
 void launch_ordered_typed(const FastBackwardParams& p, const MainChoice& c, cudaStream_t stream) {
   using Tr = FastBackwardTraitsSm90<D>;
-  const bool m80 = D == 128 && c.m80;  // 80 query rows a step (bwd_m80)
+  const bool m80 = D == 128 && c.m80;  // 80 query rows a step (fast_backward_steps80)
   const std::string name = std::string("flash_bwd_ordered_") + (D == 64 ? "d64" : "d128") + (m80 ? "_m80" : "") +
                            (std::is_same<T, __half>::value ? "_fp16" : "_bf16");
   const int rows = m80 ? FastBackwardTraitsSm90<128>::kBlockM80 : Tr::kBlockMTma;

@@ -59,9 +59,9 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 constexpr int kOrderedBarConsumers = 3, kOrderedBarDqFull = 4, kOrderedBarDqEmpty = 8;
 constexpr int kOrderedThreads = 384, kOrderedProducerRegs = 24, kOrderedConsumerRegs = 240;
 
-// kM80 (d = 128 from Lq, Lk = 2048 without the mask, from 4096 under it: bwd_m80): 80 query rows a step as the atomic
-// kernel's kM80 (dQ^T, one dQ stage, which the consumers stage into once the dQ warp's adds of the step before have
-// read it).
+// kM80 (d = 128 from Lq, Lk = 2048 without the mask, from 4096 under it: fast_backward_steps80): 80 query rows a
+// step as the atomic kernel's kM80 (dQ^T, one dQ stage, which the consumers stage into once the dQ warp's adds of the
+// step before have read it).
 template <class T, int kHeadDim, bool kM80 = false>
 __device__ __forceinline__ void bwd_ordered_body(const FastBackwardParams& p, const CUtensorMap* tm_dq,
                                                  const CUtensorMap* tm_q, const CUtensorMap* tm_do, int* turns,

@@ -406,7 +406,7 @@ struct BwdMaps {
 // kTma: dK_j and dV_j written out through shared memory (store_dk_dv_staged, into the Q_i and dO_i stages, which
 // are exactly the 512 d bytes it needs).
 // kM80 (kTma, kAtomicDq, d = 128, plain heads): 80 query rows a step, dQ^T (issue_dq_t_product), one dQ stage (the
-// adds of a step's dQ read it before the next step's dS barrier); where it runs: bwd_m80.
+// adds of a step's dQ read it before the next step's dS barrier); where it runs: fast_backward_steps80.
 template <class T, int kHeadDim, bool kAtomicDq, bool kTma, bool kGqa, class Trace, bool kM80 = false>
 __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, const BwdMaps& maps, const Trace& trace) {
   const CUtensorMap* tm_dq = maps.dq;
@@ -811,19 +811,8 @@ enum class MainKind { DkDv, Atomic, Tma, DkDvTma };
 struct MainChoice {
   MainKind kind = MainKind::DkDv;
   CUtensorMap dq{}, q{}, dout{};
-  bool m80 = false;  // Tma on 80-row steps (bwd_m80)
+  bool m80 = false;  // Tma on 80-row steps (fast_backward_steps80; the instrumented kernel too)
 };
-// Where wgmma-tma takes 80 query rows a step: d = 128, plain heads; the atomic kernel under both masks, the ordered
-// one (fast_backward_ordered_dq) where Lq and Lk are from kBwdAtomicFromL, under the mask from kBwdOrdered80CausalFromL
-// (on shorter rows 80 rows read 0.89x (L = 512) and 0.99x (1024) of 64 on an H100 without the mask, and 0.95x at 2048
-// under it, docs/perf-log.md, the twentieth and twenty-first sessions). The instrumented kernel takes them where the
-// atomic one does.
-constexpr int kBwdOrdered80CausalFromL = 4096;
-inline bool bwd_m80(const FastBackwardParams& p, int d, MainKind kind) {
-  if (kind != MainKind::Tma || d != 128 || grouped_query(p)) return false;
-  const int from = p.causal ? kBwdOrdered80CausalFromL : kBwdAtomicFromL;
-  return !fast_backward_ordered_dq(p) || (p.Lq >= from && p.Lk >= from);
-}
 inline MainKind main_kind_asked(const FastBackwardParams& p, bool atomic_dq) {
   if (!atomic_dq) return p.path == FastBackwardPath::WgmmaTma ? MainKind::DkDvTma : MainKind::DkDv;
   return p.path == FastBackwardPath::WgmmaTma ? MainKind::Tma : MainKind::Atomic;
@@ -835,7 +824,7 @@ MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
   if (c.kind != MainKind::Tma && c.kind != MainKind::DkDvTma) return c;
   // Q and dO: [B, H, Lq, d], boxes of 64 columns x kBlockMTma rows (the tiles' layout).
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
-  c.m80 = bwd_m80(p, D, c.kind);
+  c.m80 = fast_backward_steps80(p, c.kind == MainKind::Tma);
   const int rows = c.m80 ? FastBackwardTraitsSm90<D>::kBlockM80 : FastBackwardTraitsSm90<D>::kBlockMTma;
   const bool dq_map =
       c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p, c.m80 ? rows : FastBackwardTraitsSm90<D>::kDqBoxRows);

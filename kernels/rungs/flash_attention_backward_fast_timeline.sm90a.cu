@@ -47,7 +47,7 @@ FastBackwardTracedShape fast_backward_traced_shape(const FastBackwardParams& p, 
   s.lanes = Tr::kThreads / 128;
   const sm90_bwd::MainKind kind = sm90_bwd::main_kind_asked(p, atomic_dq);  // as named unless a map is refused
   const bool tma = kind == sm90_bwd::MainKind::Tma || kind == sm90_bwd::MainKind::DkDvTma;
-  const bool m80 = sm90_bwd::bwd_m80(p, p.d, kind);  // d = 128: 80 query rows a step
+  const bool m80 = fast_backward_steps80(p, kind == sm90_bwd::MainKind::Tma);  // d = 128: 80 query rows a step
   s.block_m = m80 ? FastBackwardTraitsSm90<128>::kBlockM80 : tma && p.d == 64 ? Tr::kBlockMTma : Tr::kBlockM;
   s.block_n = Tr::kBlockN;
   s.launch = (p.d == 64 ? sm90_bwd::main_launch_name<64>(false, kind) : sm90_bwd::main_launch_name<128>(false, kind)) +

@@ -1270,6 +1270,44 @@ TEST(FlashAttentionBackwardFastHost, OrderedKernelRunsWhereItMeasuredFaster) {
   EXPECT_FALSE(fast_backward_ordered_dq(p));  // the default mode's own predicate: run_fast sets deterministic
 }
 
+// Where wgmma-tma takes 80 query rows a step (fast_backward_steps80, as run_fast resolves p): d = 128 on plain heads;
+// the atomic kernel at every length under both masks; the ordered kernel from kBwdAtomicFromL without the mask and
+// from kBwdOrdered80CausalFromL under it (64 rows below, where 80 read slower); never where the maps were refused, at
+// d = 64 or 256, or on grouped-query heads.
+TEST(FlashAttentionBackwardFastHost, EightyRowStepsWhereTheyMeasuredFaster) {
+  float accum = 0;
+  FastBackwardParams p;
+  p.B = 1, p.H = 2, p.d = 128, p.path = FastBackwardPath::WgmmaTma, p.dq_accum = &accum;
+  for (bool causal : {false, true})
+    for (int L : {1, 512, 2047, 2048, 16384}) {
+      p.causal = causal, p.Lq = p.Lk = L;
+      EXPECT_TRUE(fast_backward_steps80(p, true)) << "atomic, causal " << causal << " L " << L;
+      EXPECT_FALSE(fast_backward_steps80(p, false)) << "maps refused, causal " << causal << " L " << L;
+    }
+  p.deterministic = true;  // the ordered kernel (from Lq, Lk = 512)
+  for (bool causal : {false, true}) {
+    p.causal = causal;
+    const int from = causal ? kBwdOrdered80CausalFromL : kBwdAtomicFromL;
+    for (auto [Lq, Lk, steps80] : {std::tuple<int, int, bool>{from, from, true}, {16384, from, true},
+                                   {from - 1, from, false}, {from, from - 1, false}, {512, 512, false}}) {
+      p.Lq = Lq, p.Lk = Lk;
+      ASSERT_TRUE(fast_backward_ordered_dq(p)) << Lq << " " << Lk;
+      EXPECT_EQ(fast_backward_steps80(p, true), steps80) << "ordered, causal " << causal << " " << Lq << " " << Lk;
+    }
+  }
+  EXPECT_GT(kBwdOrdered80CausalFromL, kBwdAtomicFromL);  // under the mask 80 rows read 0.95x at 2048
+  p.Lq = p.Lk = 8192;
+  for (auto change : std::vector<void (*)(FastBackwardParams&)>{[](FastBackwardParams& x) { x.d = 64; },
+                                                                [](FastBackwardParams& x) { x.d = 256; },
+                                                                [](FastBackwardParams& x) { x.H_kv = 1; }})
+    for (bool det : {false, true}) {
+      FastBackwardParams x = p;
+      x.deterministic = det;
+      change(x);
+      EXPECT_FALSE(fast_backward_steps80(x, true)) << "d " << x.d << " H_kv " << x.H_kv << " det " << det;
+    }
+}
+
 // ---- [SECTION] CPU: the kernels' fragment addressing, on an emulated warp -------------------------------
 // ldmatrix.x4 and mma.m16n8k16 as the PTX ISA defines them (g = lane / 4, t = lane % 4): matrix i's row r
 // comes from the address of lane 8i + r; register i of lane l holds matrix i's (row l/4, columns 2(l%4)..+1),
