@@ -5,8 +5,11 @@
 # wavefronts against the ideal, instruction mix, the most stalled instructions).
 #   bench/ncu_profile.sh [BINARY]     (default ./build-cuda/kernel-ladder; logs and reports into $OUT/ncu)
 # Shapes: KL_NCU_BWD_SHAPE (default "B=8 H=16 L=2048 d=128 non-causal") and KL_NCU_FWD_SHAPE (default
-# "B=32 H=16 L=512 d=128 non-causal"), rows of the benches (KL_FLASH_BENCH_SHAPES). The clocks are left alone
-# (--clock-control none: docs of the device tool). About 25 s a kernel. First used 2026-12-05 (docs/perf-log.md).
+# "B=32 H=16 L=512 d=128 non-causal"), rows of the benches (KL_FLASH_BENCH_SHAPES). KL_NCU_BWD_KERNELS: the
+# backward's kernels to profile, regular expressions separated by spaces (default flash_bwd_wgmma_tma_kernel, the
+# main kernel at d = 64 and 128; at d = 256 "flash_bwd_wgmma_dkdv_d256_kernel flash_bwd_dq_wgmma_kernel", its two);
+# KL_NCU_FWD=0 leaves the forward out. The clocks are left alone (--clock-control none: docs of the device tool).
+# About 25 s a kernel. First used 2026-12-05 (docs/perf-log.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin=${1:-./build-cuda/kernel-ladder}
@@ -46,7 +49,12 @@ with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
 PY
 }
 cudnn_py > "$out/cudnn_sdpa.py"
-KL_FLASH_BENCH_SHAPES="$bwd" profile bwd_ladder -k regex:flash_bwd_wgmma_tma_kernel -s 2 -c 1 "$bin" bench flash-attention-backward --backend cuda
+n=0
+for kernel in ${KL_NCU_BWD_KERNELS:-flash_bwd_wgmma_tma_kernel}; do
+  name=bwd_ladder; [ $n -eq 0 ] || name=bwd_ladder_$n; n=$((n + 1))
+  KL_FLASH_BENCH_SHAPES="$bwd" profile $name -k "regex:$kernel" -s 2 -c 1 "$bin" bench flash-attention-backward --backend cuda
+done
 NCU_SUMMARY_KERNEL=bprop profile bwd_cudnn --profile-from-start off python3 "$out/cudnn_sdpa.py" "$bwd"
+[ "${KL_NCU_FWD:-1}" = 0 ] && exit 0
 KL_FLASH_BENCH_SHAPES="$fwd" profile fwd_ladder -k regex:flash_fwd_wgmma -s 2 -c 1 "$bin" bench flash-attention --backend cuda
 NCU_SUMMARY_KERNEL=fprop profile fwd_cudnn --profile-from-start off python3 "$out/cudnn_sdpa.py" "$fwd"

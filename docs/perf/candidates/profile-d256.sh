@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Session 22, call 2 (written in session 21), on the machine call 1 built on (warm; build-cuda kept): Nsight Compute on
+# the d = 256 backward's two kernels (the dK/dV kernel and the 48-key dQ pass) and cuDNN's backward at the shape where
+# the ladder reads lowest against cuDNN (B=4 H=8 L=4096 d=256 causal: 0.78x-0.83x in the twenty-first session), so the
+# next step at d = 256 starts from stall reasons and shared-memory wavefronts, not from arithmetic alone.
+#   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/profile-d256.sh > $OUT/log 2>&1
+set -uo pipefail
+[ -x build-cuda/kernel-ladder ] || { echo "profile-d256.sh: no build-cuda/kernel-ladder (run call 1 first)"; exit 2; }
+KL_NCU_BWD_SHAPE="B=4 H=8 L=4096 d=256 causal" \
+  KL_NCU_BWD_KERNELS="flash_bwd_wgmma_dkdv_d256_kernel flash_bwd_dq_wgmma_kernel" KL_NCU_FWD=0 \
+  timeout 500 bash bench/ncu_profile.sh > "$OUT/0-summary.txt" 2>&1
+echo "ncu_profile rc=$?" >> "$OUT/0-summary.txt"
+cd "$OUT" && tar czf /tmp/all.tgz --exclude=all.tgz --exclude='*.ncu-rep' . && mv /tmp/all.tgz "$OUT/all.tgz"
