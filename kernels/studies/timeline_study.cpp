@@ -108,8 +108,29 @@ std::string label(const Recording& r) {
          (r.causal ? " causal" : "") + ", " + path_named(r) + (r.dq.empty() ? "" : ", dQ " + r.dq);
 }
 
+namespace {
+
+// A backward recording of wgmma-tma's atomic kernel made before that kernel took 80 query rows a step at the
+// recording's shape (fast_backward_steps80, the twenty-first session of 2026-12-07): the rows it takes there now; 0
+// where the recording shows the steps the kernel takes.
+int backward_rows_now(const Recording& r) {
+  namespace fab = flash_attention_backward;
+  if (r.kernel != timeline::kBackward || r.path != fab::kFastBackwardDefaultSm90 || r.dq != "atomic") return 0;
+  fab::FastBackwardParams p;
+  p.B = r.B, p.H = r.H, p.H_kv = r.Hkv, p.Lq = r.Lq, p.Lk = r.Lk, p.d = r.d, p.causal = r.causal;
+  p.path = fab::FastBackwardPath::WgmmaTma;
+  constexpr int k80 = fab::FastBackwardTraitsSm90<128>::kBlockM80;
+  return fab::fast_backward_steps80(p, true) && r.block_m != k80 ? k80 : 0;
+}
+
+}  // namespace
+
 std::string provenance(const Recording& r) {
-  return "recorded on " + r.device + ", " + r.date + " (CUDA " + r.cuda + ")";
+  std::string s = "recorded on " + r.device + ", " + r.date + " (CUDA " + r.cuda + ")";
+  if (const int rows = backward_rows_now(r))
+    s += ", when this kernel took " + std::to_string(r.block_m) + " query rows a step (it takes " +
+         std::to_string(rows) + " at this shape now)";
+  return s;
 }
 
 // ---- [SECTION] phases as the view names them -----------------------------------------------------------------
@@ -313,8 +334,10 @@ std::string notice(const std::vector<Recording>& all, int index) {
 
 std::vector<std::string> summary_lines(const Recording& r, const Facts& f) {
   std::vector<std::string> out;
+  const int rows_now = backward_rows_now(r);
   out.push_back(title(r) + (r.causal ? "" : " non-causal") + ": " + std::to_string(r.grid_ctas) + " CTAs of " +
-                std::to_string(r.block_m) + " x " + std::to_string(r.block_n) + " tiles");
+                std::to_string(r.block_m) + " x " + std::to_string(r.block_n) + " tiles" +
+                (rows_now ? " (the kernel takes " + std::to_string(rows_now) + " query rows a step here now)" : ""));
   out.push_back("measured (the plain kernel): " + fixed(f.tflops, 1) + " TFLOP/s, " + fixed(f.plain_ms, 3) +
                 " ms, median of " + std::to_string(r.iterations));
   out.push_back("cost of recording: the instrumented kernel " + fixed(f.traced_ms, 3) + " ms, " +

@@ -36,7 +36,9 @@ std::vector<Named> named(const timeline::File& f, const std::string& kernel);
 std::string title(const Recording& r);
 // "forward d=128, wgmma-persistent-q2-late (the by-shape default)": what the recording picker lists.
 std::string label(const Recording& r);
-// "recorded on NVIDIA H200, 2026-12-02 (CUDA 13.0)"
+// "recorded on NVIDIA H200, 2026-12-02 (CUDA 13.0)"; a recording of the backward's default kernel made before it took
+// 80 query rows a step at the recording's shape adds ", when this kernel took 64 query rows a step (it takes 80 at
+// this shape now)".
 std::string provenance(const Recording& r);
 // What a path is: "the by-shape default", "one CTA per tile", "" (the other persistent paths).
 std::string path_note(const Recording& r);

@@ -293,6 +293,31 @@ TEST(TimelineStudy, NamesTitlesAndProvenance) {
   EXPECT_THROW(ts::short_label(Phase::Done), RuntimeError);
 }
 
+// A recording of the backward's default kernel (wgmma-tma, dQ atomic) on the steps it took before it took 80 query
+// rows a step at d = 128 (fast_backward_steps80) says so where it says when it was made; one on the steps the kernel
+// takes, another path, the deterministic mode or d = 64 says only when.
+TEST(TimelineStudy, ProvenanceSaysWhereTheKernelHasChangedSince) {
+  Recording b = by_hand("wgmma-tma", 1);
+  b.kernel = timeline::kBackward, b.requested = "wgmma-tma", b.dq = "atomic";
+  b.B = 2, b.H = 16, b.Lq = b.Lk = 2048, b.block_m = 64;
+  const std::string when = "recorded on NVIDIA H200, 2026-12-02 (CUDA 13.0)";
+  EXPECT_EQ(ts::provenance(b), when + ", when this kernel took 64 query rows a step (it takes 80 at this shape now)");
+  EXPECT_NE(ts::summary_lines(b, ts::facts(b))[0].find("CTAs of 64 x 128 tiles (the kernel takes 80 query rows a step "
+                                                       "here now)"),
+            std::string::npos);
+  b.causal = true;  // under the mask too
+  EXPECT_EQ(ts::provenance(b), when + ", when this kernel took 64 query rows a step (it takes 80 at this shape now)");
+  for (auto change : std::vector<void (*)(Recording&)>{
+           [](Recording& x) { x.block_m = 80; }, [](Recording& x) { x.path = x.requested = "wgmma"; },
+           [](Recording& x) { x.dq = "deterministic"; }, [](Recording& x) { x.d = 64, x.block_m = 128; },
+           [](Recording& x) { x.Hkv = 2; }}) {
+    Recording x = b;
+    change(x);
+    EXPECT_EQ(ts::provenance(x), when) << x.path << " " << x.dq << " d " << x.d << " Hkv " << x.Hkv;
+    EXPECT_EQ(ts::summary_lines(x, ts::facts(x))[0].find("now)"), std::string::npos);
+  }
+}
+
 TEST(TimelineStudy, TheViewOpensOnFourStepsOfTheFirstTile) {
   const timeline::File& f = ts::embedded();
   const timeline::Cta& cta = f.recordings[1].ctas[0];
