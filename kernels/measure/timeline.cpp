@@ -693,7 +693,7 @@ RecordRequest request_of(const std::string& kernel, const ParamValues& v, const 
   r.H = int(v.get_int("H"));
   r.Hkv = int(v.get_int("Hkv"));
   r.deterministic = v.get_bool("deterministic");
-  // The backward's default kernel on the H100/H200 (in the deterministic mode every wgmma path runs the same one).
+  // The backward's default path on the H100/H200, in either dQ mode.
   r.path = kernel == kBackward && path == "auto" ? flash_attention_backward::kFastBackwardDefaultSm90 : path;
   r.iterations = iterations;
   validate(r);

@@ -163,7 +163,7 @@ struct BackwardJob : Job {
     const FastBackwardTracedShape s = fast_backward_traced_shape(p, atomic);  // refuses before the forward runs
     fast_forward_state(p, o.data(), lse.data());
     meta.kernel = kBackward;
-    meta.path = atomic ? fast_backward_path_name(p.path) : "wgmma";  // deterministic: the one dK, dV kernel
+    meta.path = fast_backward_path_name(p.path);  // deterministic: that path's dK, dV kernel (DkDvTma or DkDv)
     meta.requested = r.path;
     meta.launch = s.launch;
     meta.dq = atomic ? "atomic" : "deterministic";

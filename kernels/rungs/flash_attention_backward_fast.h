@@ -185,9 +185,10 @@ struct FastDqTraitsSm90 {
 
 // Which main kernel runs; Auto: KL_FLASH_BWD_PATH from the environment, else WgmmaTma where it runs, else
 // MmaSync. WgmmaTma (the header's wgmma-tma): 1.29x wgmma's TFLOP/s over the atomic-mode rows on the H200
-// (docs/perf-log.md); in the deterministic mode, and at d = 256, both wgmma paths run the same kernels (dK and
-// dV, and beside it the wgmma dQ pass). The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk)
-// is gone: its measurements stay in the perf log.
+// (docs/perf-log.md); in the deterministic mode each runs its own dK/dV kernel (wgmma-tma's with bulk-copy loads)
+// and beside it the wgmma dQ pass where the ordered kernel does not run; at d = 256 both run the same kernels.
+// The path between them (dQ by bulk adds with cp.async loads, wgmma-bulk) is gone: its measurements stay in the
+// perf log.
 // The name of the path the default (Auto) takes on an H100/H200, as the timeline recordings name paths.
 constexpr const char* kFastBackwardDefaultSm90 = "wgmma-tma";
 enum class FastBackwardPath { Auto, MmaSync, Wgmma, WgmmaTma };

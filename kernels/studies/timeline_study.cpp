@@ -48,11 +48,8 @@ const timeline::File& embedded() {
 
 namespace {
 
-// The backward's default kernel: wgmma-tma in the atomic mode; in the deterministic mode every wgmma path runs
-// the one kernel recorded as "wgmma".
-bool backward_default(const Recording& r) {
-  return r.path == (r.dq == "deterministic" ? "wgmma" : flash_attention_backward::kFastBackwardDefaultSm90);
-}
+// The backward's default path, wgmma-tma, in either dQ mode (deterministic: its dK/dV kernel, bulk-copy loads).
+bool backward_default(const Recording& r) { return r.path == flash_attention_backward::kFastBackwardDefaultSm90; }
 bool default_path(const Recording& r) {
   return r.requested == "auto" || (r.kernel == timeline::kBackward && backward_default(r));
 }

@@ -181,6 +181,20 @@ TEST(FlashAttentionTimelineCuda, BackwardMainKernel) {
   check_recording(backward(false, "wgmma-tma", 64));  // 128 query rows a step there
 }
 
+// The deterministic mode records the dK/dV kernel of the path asked for, and names that path: wgmma-tma's (the
+// default's, bulk-copy loads) and wgmma's (cp.async loads) are different launches.
+TEST(FlashAttentionTimelineCuda, BackwardDeterministicRecordsItsPathsKernel) {
+  KL_REQUIRE_HOPPER();
+  for (const std::string path : {"wgmma", "wgmma-tma"}) {
+    const Recording rec = timeline::record(backward(true, path));
+    EXPECT_TRUE(rec.same_output) << path;
+    EXPECT_EQ(rec.path, path);
+    EXPECT_EQ(rec.dq, "deterministic");
+    const std::string kernel = path == "wgmma" ? "flash_bwd_wgmma_dkdv_d128" : "flash_bwd_wgmma_dkdv_tma_d128";
+    EXPECT_EQ(rec.launch.rfind(kernel, 0), 0u) << rec.launch;
+  }
+}
+
 // d = 128 on wgmma-tma (the default's kernel there) takes 80 query rows a step, and its
 // instrumented build too: every lane of every CTA issues S^T once per 80-row step of the 4096 queries.
 TEST(FlashAttentionTimelineCuda, BackwardD128Records80RowSteps) {

@@ -270,9 +270,11 @@ TEST(TimelineStudy, NamesTitlesAndProvenance) {
   EXPECT_EQ(ts::short_name(by_hand("wgmma", 1)), "d128-wgmma");
   Recording b = r;
   b.kernel = timeline::kBackward, b.path = "wgmma", b.requested = "wgmma", b.dq = "deterministic";
+  EXPECT_EQ(ts::short_name(b), "d128-wgmma-deterministic");  // wgmma's dK/dV kernel (cp.async loads)
+  EXPECT_EQ(ts::path_note(b), "");
+  b.path = b.requested = "wgmma-tma";  // the default path's dK/dV kernel (bulk-copy loads)
   EXPECT_EQ(ts::short_name(b), "d128-deterministic");
-  b.path = b.requested = "wgmma-tma";
-  EXPECT_EQ(ts::short_name(b), "d128-wgmma-tma-deterministic");
+  EXPECT_EQ(ts::path_note(b), "the default");
   b.dq = "atomic", b.path = b.requested = "wgmma-tma";  // the backward's default in the atomic mode
   EXPECT_EQ(ts::short_name(b), "d128");
   EXPECT_EQ(ts::path_note(b), "the default");
