@@ -27,6 +27,12 @@ if nvidia-smi -L | grep -q H200; then
   OUT=$OUT/rec timeout 300 bash bench/gpu_session.sh bench > $OUT/logs/gs-bench.log 2>&1; el "bench rc=$?"
   grep -E "^ladder / cuDNN|recorded|recording failed" $OUT/rec/summary.txt >> "$S"
   cp $OUT/rec/recorded-h200.json $OUT/rec/recorded-fast-kernels.md $OUT/ 2>/dev/null
+  # The timeline's GPU and host tests (the deterministic recording's path name changed in session 22), if time is left.
+  left=$((585 - (SECONDS - T0)))
+  [ $left -gt 40 ] && timeout $((left - 5)) ctest --test-dir build-cuda -R 'Timeline' -j4 --timeout 120 \
+    > $OUT/logs/timeline-tests.log 2>&1
+  el "timeline tests rc=$? $(grep -E 'tests passed|tests failed' $OUT/logs/timeline-tests.log)"
+  grep -E "\(Failed\)|\(Timeout\)|Skipped\)" $OUT/logs/timeline-tests.log >> "$S"
   cd $OUT && tar czf /tmp/all.tgz --exclude=all.tgz . && mv /tmp/all.tgz $OUT/all.tgz
   el "done (H200: recorded run; commit recorded-h200.json as docs/perf/h200.json, recorded-fast-kernels.md as docs/fast-kernels.md)"
   exit 0
