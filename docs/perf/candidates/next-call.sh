@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 22, call 1 (written in session 21): the tree that ships, measured once: build everything; the window,
+# The next session's call 1 (written in session 21; no machine came in session 22): the tree that ships, measured
+# once: build everything; the window,
 # layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the suite must not see the
 # display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first frame, and session 20's
 # call, which ran them after the suite, finished none); the whole GPU suite; the 24 backward rows of d = 64 and 128

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 22, call 2 (written in session 21), on the machine call 1 built on (warm; build-cuda kept): Nsight Compute on
+# The next session's call 2 (written in session 21; no machine came in session 22), on the machine call 1 built on
+# (warm; build-cuda kept): Nsight Compute on
 # the d = 256 backward's two kernels (the dK/dV kernel and the 48-key dQ pass) and cuDNN's backward at the shape where
 # the ladder reads lowest against cuDNN (B=4 H=8 L=4096 d=256 causal: 0.78x-0.83x in the twenty-first session), so the
 # next step at d = 256 starts from stall reasons and shared-memory wavefronts, not from arithmetic alone.
