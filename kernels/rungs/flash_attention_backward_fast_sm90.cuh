@@ -822,12 +822,13 @@ MainChoice choose_main(const FastBackwardParams& p, bool atomic_dq) {
   MainChoice c;
   c.kind = main_kind_asked(p, atomic_dq);
   if (c.kind != MainKind::Tma && c.kind != MainKind::DkDvTma) return c;
-  // Q and dO: [B, H, Lq, d], boxes of 64 columns x kBlockMTma rows (the tiles' layout).
+  // Q and dO: [B, H, Lq, d], boxes of 64 columns x a step's rows (the tiles' layout); the dQ accumulator's boxes: a
+  // whole 80-row step (dQ^T), else kDqBoxRows.
+  using Tr = FastBackwardTraitsSm90<D>;
   const int64_t row = D, head = int64_t(p.Lq) * D, batch = int64_t(p.H) * p.Lq * D;
   c.m80 = fast_backward_steps80(p, c.kind == MainKind::Tma);
-  const int rows = c.m80 ? FastBackwardTraitsSm90<D>::kBlockM80 : FastBackwardTraitsSm90<D>::kBlockMTma;
-  const bool dq_map =
-      c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p, c.m80 ? rows : FastBackwardTraitsSm90<D>::kDqBoxRows);
+  const int rows = c.m80 ? Tr::kBlockM80 : Tr::kBlockMTma, dq_rows = c.m80 ? Tr::kBlockM80 : Tr::kDqBoxRows;
+  const bool dq_map = c.kind == MainKind::DkDvTma || make_dq_accum_map(&c.dq, p, dq_rows);
   if (!(dq_map && make_tensor_map(&c.q, p.q, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows) &&
         make_tensor_map(&c.dout, p.dout, p.dtype, D, p.Lq, p.H, p.B, row, head, batch, rows)))
     c = MainChoice{c.kind == MainKind::Tma ? MainKind::Atomic : MainKind::DkDv, {}, {}, {}};
