@@ -8,14 +8,9 @@
 # repository root on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/fwd-n160-call.sh > $OUT/log 2>&1
 set -uo pipefail
-T0=$SECONDS
-S=$OUT/0-summary.txt
-el() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$S"; }
-mkdir -p $OUT/logs
-nvidia-smi -L | tee -a "$S"
+source docs/perf/candidates/call-start.sh
 git apply docs/perf/candidates/fwd-q2-late-n160.patch || { el "the patch does not apply"; exit 2; }
-export KL_CMAKE_ARGS=-DKL_ICON_PNG_DIR=$PWD/.devicons
-OUT=$OUT/gs timeout 200 bash bench/gpu_session.sh build > $OUT/logs/gs-build.log 2>&1; el "build rc=$?"
+call_build
 grep -iE "spill|C75" $OUT/gs/summary.txt | head -4 >> "$S"
 timeout 200 ctest --test-dir build-cuda -R 'FlashAttentionFast(Host)?\.' -j8 --timeout 180 > $OUT/logs/tests.log 2>&1
 el "forward tests rc=$? $(grep -E 'tests passed|tests failed' $OUT/logs/tests.log)"

@@ -10,13 +10,8 @@
 # on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
-T0=$SECONDS
-S=$OUT/0-summary.txt
-el() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$S"; }
-mkdir -p $OUT/logs
-nvidia-smi -L | tee -a "$S"
-export KL_CMAKE_ARGS=-DKL_ICON_PNG_DIR=$PWD/.devicons
-OUT=$OUT/gs timeout 200 bash bench/gpu_session.sh build > $OUT/logs/gs-build.log 2>&1; el "build rc=$?"
+source docs/perf/candidates/call-start.sh
+call_build
 cat $OUT/gs/summary.txt >> "$S"
 ( source .devx/x-env.sh && OUT=$OUT/gs timeout 200 bash bench/gpu_session.sh window ) > $OUT/logs/gs-window.log 2>&1
 el "window rc=$? $(grep -E 'tests passed|tests failed' $OUT/gs/window-tests.log)"
