@@ -28,7 +28,7 @@ grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Skipped" "$out/ctest.l
 # eat the run; the default is always timed.
 keep=wgmma
 # The paths timed beside wgmma (KL_FWD_CANDIDATES overrides: test-name:path pairs; a new candidate goes here).
-for c in ${KL_FWD_CANDIDATES:-LateRescaleTma:wgmma-late persistent:wgmma-persistent persistentlate:wgmma-persistent-late persistentq2late:wgmma-persistent-q2-late persistentm192:wgmma-persistent-m192}; do
+for c in ${KL_FWD_CANDIDATES:-LateRescaleTma:wgmma-late persistent:wgmma-persistent persistentlate:wgmma-persistent-late persistentq2late:wgmma-persistent-q2-late persistentm192:wgmma-persistent-m192 persistentq2laten160:wgmma-persistent-q2-late-n160}; do
   test_name=${c%%:*} path=${c#*:}
   if grep -qiE "FlashAttentionFast\.${test_name}KernelMatchesReference \.+ +Passed" "$out/ctest.log"; then
     keep=$keep,$path

@@ -171,6 +171,13 @@ struct FastTraitsSm90TmaOpt : FastTraitsSm90Tma<kHeadDim_> {
   static constexpr int kBlockM = kBlockM_, kNWarps = kBlockM_ / 16, kThreads = kNWarps * 32 + 128;
   static constexpr int kConsumerRegs = kBlockM_ == 192 ? 160 : 240;
 };
+// wgmma-persistent-q2-late-n160 (d = 128): Base's tiles on 160 keys a tile (its 2 stages), O stored from registers:
+// Q 2 x 32 KiB + 2 x (40 + 40) KiB = 224 KiB leaves no room for O's 32 KiB tile.
+template <class Base, int kBlockN_>
+struct FastTraitsBlockN : Base {
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr bool kStoreOByTma = false;
+};
 // kQBufs where the traits name it, else 1.
 template <class Tr>
 constexpr auto fast_q_tiles(int) -> decltype(Tr::kQBufs) { return Tr::kQBufs; }
@@ -224,7 +231,9 @@ struct FastTileShape {
 //     the mask.
 //   WgmmaPersistentQ2Late (wgmma-persistent-q2-late): the persistent kernel with two Q tiles
 //     (FastTraitsSm90TmaOpt; a tile's first S does not wait for its Q; d = 256: one Q tile) and the late
-//     rescale: d = 128, but long causal rows.
+//     rescale: d = 128, but long causal rows and Lq > 2048 without the mask.
+//   WgmmaPersistentQ2LateN160 (wgmma-persistent-q2-late-n160): at d = 128 q2-late on 160 keys a tile, O stored
+//     from registers (no room for its tile; elsewhere q2-late's kernel): d = 128 without the mask past Lq = 2048.
 //   WgmmaPersistentLate (wgmma-persistent-late): one Q tile, the late rescale: d = 256 causal up to Lq = 4096.
 // WgmmaByShape (the default on sm_90a) is no kernel of its own: fast_kernel_for() below picks one of the
 // others for each shape.
@@ -236,6 +245,7 @@ enum class FastPath {
   WgmmaPersistentLate,
   WgmmaLate,
   WgmmaPersistentM192,
+  WgmmaPersistentQ2LateN160,
   WgmmaByShape
 };
 inline const char* fast_path_name(FastPath path) {
@@ -247,6 +257,7 @@ inline const char* fast_path_name(FastPath path) {
     case FastPath::WgmmaPersistentLate: return "wgmma-persistent-late";
     case FastPath::WgmmaLate: return "wgmma-late";
     case FastPath::WgmmaPersistentM192: return "wgmma-persistent-m192";
+    case FastPath::WgmmaPersistentQ2LateN160: return "wgmma-persistent-q2-late-n160";
     default: return "mma.sync";
   }
 }
@@ -257,11 +268,13 @@ constexpr FastPath kNamedWgmmaPaths[] = {FastPath::Wgmma,
                                          FastPath::WgmmaPersistent,
                                          FastPath::WgmmaPersistentQ2Late,
                                          FastPath::WgmmaPersistentLate,
-                                         FastPath::WgmmaPersistentM192};
+                                         FastPath::WgmmaPersistentM192,
+                                         FastPath::WgmmaPersistentQ2LateN160};
 // True for the persistent kernels (built on the TMA kernel's tiles, FastTraitsSm90Tma).
 inline bool fast_path_persistent(FastPath path) {
   return path == FastPath::WgmmaPersistent || path == FastPath::WgmmaPersistentQ2Late ||
-         path == FastPath::WgmmaPersistentLate || path == FastPath::WgmmaPersistentM192;
+         path == FastPath::WgmmaPersistentLate || path == FastPath::WgmmaPersistentM192 ||
+         path == FastPath::WgmmaPersistentQ2LateN160;
 }
 // kNamedWgmmaPaths' names, joined by ", ".
 inline std::string fast_named_paths_text() {
@@ -283,7 +296,10 @@ inline bool fast_path_tma(FastPath path) {
 //     1.09x at Lq = 512, 1.04x at 1024, in turn with cuDNN, H100, 2026-12-06) and with it from Lq = 1025 to 4096
 //     (1.07x at 4096 on both boards, about 1.01x at 2048); with the mask up to Lq = 512 two Q tiles and the
 //     late rescale (1.05x), else 128 rows (192 rows read 0.87x to 0.99x of them there);
-//   d = 128: two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192);
+//   d = 128: two Q tiles and the late rescale (1.02x to 1.24x over the plain TMA kernel up to L = 8192), without
+//     the mask past Lq = 2048 on 160 keys a tile (0.99x to 1.12x over 128 keys from L = 4096, geometric mean 1.04x
+//     and 1.07x, in two passes in turn with cuDNN, H100, 2026-12-07; 1.01x to 1.02x at 2048, within the machine's
+//     spread; 0.84x to 0.93x at 512 and 1024);
 //   d = 256: the late rescale (one Q tile: no room for two), also without the mask up to Lq = 2048 (1.01x to
 //     1.07x over wgmma-late).
 // Other paths: themselves.
@@ -298,7 +314,9 @@ inline FastPath fast_kernel_for(FastPath path, const FastParams& p) {
     return p.Lq > 1024 && p.Lq <= 4096 ? FastPath::WgmmaPersistentM192 : FastPath::WgmmaPersistent;
   }
   if (p.d == 64) return FastPath::WgmmaPersistentM192;
-  return p.d == 128 ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentLate;
+  if (p.d == 128 && !p.causal && p.Lq > 2048) return FastPath::WgmmaPersistentQ2LateN160;
+  if (p.d == 128) return FastPath::WgmmaPersistentQ2Late;
+  return FastPath::WgmmaPersistentLate;
 }
 // f(Tr{}) for the 128-row TMA tiles with options kQBufs, kLate at head dim d (64, 128 or 256; d = 256 has room
 // for one Q tile only).
@@ -319,6 +337,8 @@ auto with_persistent_traits(FastPath path, int d, F&& f) {
     case FastPath::WgmmaPersistentLate: return with_tma_opt<1, true>(d, f);
     case FastPath::WgmmaPersistentM192:
       return d == 64 ? f(FastTraitsSm90TmaOpt<64, 2, false, 192>{}) : with_tma_opt<1, false>(d, f);
+    case FastPath::WgmmaPersistentQ2LateN160:  // d = 128 only; elsewhere q2-late's kernel
+      return d == 128 ? f(FastTraitsBlockN<FastTraitsSm90TmaOpt<128, 2, true>, 160>{}) : with_tma_opt<2, true>(d, f);
     default: return with_tma_opt<1, false>(d, f);
   }
 }
@@ -561,7 +581,8 @@ void run_fast_traced(const FastParams& p, FastPath path, const timeline::TraceAr
 
 // The kernel run_fast takes on the current device: WgmmaByShape on compute capability 9.0 when the sm_90a
 // build was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma|wgmma-persistent|wgmma-persistent-q2-late|
-// wgmma-persistent-late|wgmma-late|wgmma-persistent-m192 in the environment overrides, auto (or unset) is the
+// wgmma-persistent-late|wgmma-late|wgmma-persistent-m192|wgmma-persistent-q2-late-n160 in the environment
+// overrides, auto (or unset) is the
 // default (InputError when a wgmma kernel is asked for where it cannot run, or for another value: one line
 // naming KL_FLASH_FAST_PATH, the value and the allowed values).
 FastPath fast_path();

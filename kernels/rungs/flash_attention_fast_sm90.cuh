@@ -770,7 +770,7 @@ template <class Tr>
 std::string persistent_launch_name(bool half) {
   return launch_name("_persistent", Tr::kHeadDim, half,
                      std::string(TmaSmem<Tr>::kQBufs == 2 ? "_q2" : "") + (Tr::kLateRescale ? "_late" : "") +
-                         (Tr::kBlockM == 192 ? "_m192" : ""));
+                         (Tr::kBlockM == 192 ? "_m192" : "") + (Tr::kBlockN == 160 ? "_n160" : ""));
 }
 
 // Launches the persistent kernel on Tr's tiles for p's dtype; false (nothing launched) when a

@@ -278,6 +278,23 @@ __device__ __forceinline__ void wgmma_ss_ta(float (&d)[N / 2], uint64_t desc_a, 
                  : KL_ACC40(d)                                                                            \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
   }
+// D (64 x 160) = A B (+ D when scale_d != 0), A and B from shared memory: S on 160 keys a tile (the forward's
+// default at d = 128 without the mask past L = 2048).
+#define KL_REGS_64_79 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define KL_WGMMA_SS_N160(NAME, T, PTX_T)                                                                  \
+  template <>                                                                                             \
+  __device__ __forceinline__ void NAME<T, 160>(float (&d)[80], uint64_t desc_a, uint64_t desc_b,          \
+                                               int scale_d) {                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n160k16.f32." PTX_T "." PTX_T                          \
+                 " {" KL_REGS_0_31 ", " KL_REGS_32_63 ", " KL_REGS_64_79 "}, %80, %81, p, 1, 1, 0, 0;\n}\n" \
+                 : KL_ACC64(d), KL_ACC8(d, 64), KL_ACC8(d, 72)                                            \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+  }
+KL_WGMMA_SS_N160(wgmma_ss, __nv_bfloat16, "bf16")
+KL_WGMMA_SS_N160(wgmma_ss, __half, "f16")
+#undef KL_WGMMA_SS_N160
+#undef KL_REGS_64_79
 // D (64 x 256) += A B, A in registers, B transposed from shared memory: O += P V at d = 256.
 #define KL_WGMMA_RS_N256(T, PTX_T)                                                                        \
   template <>                                                                                             \

@@ -363,8 +363,10 @@ TEST(Timeline, RequestsOutOfRangeAreRefusedNamingTheParameter) {
   for (const char* removed : {"wgmma-cpasync", "wgmma-persistent-q2", "wgmma-persistent-q2-late-cross",
                               "wgmma-persistent-late-n176", "wgmma-persistent-m192-cross"}) {  // issue 29
     r = ok, r.path = removed;
-    refused(r, std::string("--path=") + removed + " is out of range: allowed auto, wgmma, wgmma-late, wgmma-persistent, "
-                                                  "wgmma-persistent-q2-late, wgmma-persistent-late, wgmma-persistent-m192");
+    refused(r, std::string("--path=") + removed +
+                   " is out of range: allowed auto, wgmma, wgmma-late, wgmma-persistent, "
+                   "wgmma-persistent-q2-late, wgmma-persistent-late, wgmma-persistent-m192, "
+                   "wgmma-persistent-q2-late-n160");
   }
   r = ok, r.kernel = timeline::kBackward, r.path = "auto";
   refused(r, "--path=auto is out of range: allowed wgmma, wgmma-tma");

@@ -535,6 +535,14 @@ TEST(FlashAttentionFast, PersistentM192KernelMatchesReference) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent-m192", FastPath::WgmmaPersistentM192);
 }
+// 160 keys a tile at d = 128 (q2-late's kernel elsewhere): every case, the key tail tiles
+// included (no power of two is a multiple of 160). Not bit-identical to the 128-key kernels: the keys fold in
+// other groups.
+TEST(FlashAttentionFast, PersistentQ2LateN160KernelMatchesReference) {
+  KL_REQUIRE_CUDA();
+  if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
+  persistent_sweep("wgmma-persistent-q2-late-n160", FastPath::WgmmaPersistentQ2LateN160);
+}
 // The persistent kernels' same inputs twice give bit-identical outputs, and the same bits as the TMA kernel (same tiles, same arithmetic order per tile; only
 // which block runs a tile changes).
 TEST(FlashAttentionFast, PersistentKernelsEqualTmaKernel) {
@@ -598,7 +606,8 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
 // The kernel choice: wgmma exactly where the sm_90a code runs; the override is checked.
 // The default on sm_90a picks its kernel by shape (as measured, docs/perf-log.md): the persistent kernel
 // (d = 64 on 192 query rows without the mask and from L = 1025 to 4096 with it, else 128 rows, there two Q
-// tiles + late rescale up to L = 512; d = 128 two Q tiles + late rescale; d = 256 late rescale) but on long
+// tiles + late rescale up to L = 512; d = 128 two Q tiles + late rescale, without the mask past L = 2048 on 160
+// keys a tile; d = 256 late rescale) but on long
 // causal rows (Lq > 8192; d = 256: Lq > 4096) and d = 256 non-causal past Lq = 2048, which take the TMA kernel
 // with the late rescale; every named path stays itself.
 TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
@@ -612,13 +621,13 @@ TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
     for (int L : {513, 1024, 8192})
       EXPECT_EQ(kernel(L, 64, causal), causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192);
     for (int L : {1025, 2048, 4096}) EXPECT_EQ(kernel(L, 64, causal), FastPath::WgmmaPersistentM192);
-    for (int L : {512, 4096, 8192}) {
-      EXPECT_EQ(kernel(L, 128, causal), FastPath::WgmmaPersistentQ2Late);
-    }
+    for (int L : {512, 2048}) EXPECT_EQ(kernel(L, 128, causal), FastPath::WgmmaPersistentQ2Late);
+    for (int L : {2049, 4096, 8192})
+      EXPECT_EQ(kernel(L, 128, causal), causal ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentQ2LateN160);
     EXPECT_EQ(kernel(4097, 64, causal), causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192);
     EXPECT_EQ(kernel(16384, 64, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentM192);
-    EXPECT_EQ(kernel(8193, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2Late);
-    EXPECT_EQ(kernel(16384, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2Late);
+    EXPECT_EQ(kernel(8193, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2LateN160);
+    EXPECT_EQ(kernel(16384, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2LateN160);
     EXPECT_EQ(kernel(2048, 256, causal), FastPath::WgmmaPersistentLate);
   }
   EXPECT_EQ(kernel(4096, 256, true), FastPath::WgmmaPersistentLate);
@@ -668,8 +677,9 @@ TEST(FlashAttentionFastHost, PathNamesAreTheirKernelsAndAnUnknownOneListsThemAll
 // The paths removed in issue 29 (no shape's default: docs/perf-log.md has their figures) are refused like any
 // unknown name, on every machine: one line naming KL_FLASH_FAST_PATH, the value and the values allowed now.
 TEST(FlashAttentionFastHost, RemovedPathNamesAreRefusedWithTheAllowedOnes) {
-  const std::string allowed = "mma, wgmma, wgmma-late, wgmma-persistent, wgmma-persistent-q2-late, "
-                              "wgmma-persistent-late, wgmma-persistent-m192 or auto (unset)";
+  const std::string allowed =
+      "mma, wgmma, wgmma-late, wgmma-persistent, wgmma-persistent-q2-late, wgmma-persistent-late, "
+      "wgmma-persistent-m192, wgmma-persistent-q2-late-n160 or auto (unset)";
   for (const char* removed : {"wgmma-cpasync", "wgmma-persistent-q2", "wgmma-persistent-q2-late-cross",
                               "wgmma-persistent-late-n176", "wgmma-persistent-m192-cross"}) {
     ScopedEnv env("KL_FLASH_FAST_PATH", removed);
@@ -889,7 +899,7 @@ TEST(FlashAttentionFastHost, ValidateNamesTheBadParameter) {
 TEST(FlashAttentionFastHost, TileShapes) {
   for (FastPath path : {FastPath::MmaSync, FastPath::Wgmma, FastPath::WgmmaLate, FastPath::WgmmaPersistent,
                         FastPath::WgmmaPersistentQ2Late, FastPath::WgmmaPersistentLate, FastPath::WgmmaPersistentM192,
-                        FastPath::WgmmaByShape})
+                        FastPath::WgmmaPersistentQ2LateN160, FastPath::WgmmaByShape})
   for (int d : {64, 128, 256}) {
     SCOPED_TRACE(std::string(fast_path_name(path)) + " d=" + std::to_string(d));
     const FastTileShape t = fast_tile_shape(d, path);
@@ -897,8 +907,9 @@ TEST(FlashAttentionFastHost, TileShapes) {
     EXPECT_EQ(t.head_dim, d);
     EXPECT_EQ(t.block_m, t.warps * 16);  // one warp per 16 query rows
     EXPECT_EQ(t.block_n % 16, 0);
-    const bool two_q =
-        (path == FastPath::WgmmaPersistentQ2Late && d < 256) || (d == 64 && path == FastPath::WgmmaPersistentM192);
+    const bool q2 = path == FastPath::WgmmaPersistentQ2Late || path == FastPath::WgmmaPersistentQ2LateN160;
+    const bool two_q = (q2 && d < 256) || (d == 64 && path == FastPath::WgmmaPersistentM192);
+    if (path == FastPath::WgmmaPersistentQ2LateN160 && d == 128) EXPECT_EQ(t.block_n, 160);
     EXPECT_EQ(t.q_tiles, two_q ? 2 : 1);
     EXPECT_EQ(t.o_tiles, (path == FastPath::WgmmaPersistentQ2Late && d == 128) || t.block_m == 192 ? 1 : 0);
     EXPECT_EQ(t.smem_bytes, int64_t((t.q_tiles + t.o_tiles) * t.block_m + 2 * t.stages * t.block_n) * d * 2);
