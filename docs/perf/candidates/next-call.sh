@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The next session's call 1 (written in session 21; no machine came in session 22): the tree that ships, measured
-# once: build everything; the window,
-# layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the suite must not see the
-# display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first frame, and session 20's
-# call, which ran them after the suite, finished none); the whole GPU suite; the 24 backward rows of d = 64 and 128
-# in turn with cuDNN, twice, with each length's deterministic / default in the same run, and the 12 of d = 256 once
-# (its 48-key dQ pass, the twenty-first session, has not yet met the whole suite); on an H200, the recorded run
-# (gpu_session.sh bench) in place of the suite and the rows. Run from the repository root
-# on the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
+# The next session's call 1 (written in session 21, updated in session 23): the tree that ships, measured once: build
+# everything; the window, layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the
+# suite must not see the display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first
+# frame, and session 20's call, which ran them after the suite, finished none); the whole GPU suite (session 23 made
+# wgmma-persistent-q2-late-n160 the forward's default at d = 128 without the mask past L = 2048 after its paths
+# comparison; the suite has not run on that default); the forward's 42 rows by default in turn with cuDNN, twice;
+# the 24 backward rows of d = 64 and 128 with cuDNN once, with each length's deterministic / default in the same run,
+# and the 12 of d = 256 if time is left; on an H200, the recorded run (gpu_session.sh bench) in place of the suite
+# and the rows. Run from the repository root on the GPU machine (docs/tour and docs/window moved aside; carry
+# .devdeps, .devicons, .devrun, .devx):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
 source docs/perf/candidates/call-start.sh
@@ -40,10 +41,16 @@ holder=$!
 for run in 1 2; do
   left=$((550 - (SECONDS - T0)))
   [ $left -gt 45 ] || break
-  timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=64,d=128' \
-    --out $OUT/logs/ib-$run.json > $OUT/logs/ib-$run.txt 2>&1
-  el "backward run $run rc=$? $(grep '^ladder / cuDNN' $OUT/logs/ib-$run.txt | tail -1)"
+  timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so \
+    --out $OUT/logs/if-$run.json > $OUT/logs/if-$run.txt 2>&1
+  el "forward run $run rc=$? $(grep '^ladder / cuDNN' $OUT/logs/if-$run.txt | tail -1)"
 done
+left=$((550 - (SECONDS - T0)))
+if [ $left -gt 45 ]; then
+  timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=64,d=128' \
+    --out $OUT/logs/ib-1.json > $OUT/logs/ib-1.txt 2>&1
+  el "backward rc=$? $(grep '^ladder / cuDNN' $OUT/logs/ib-1.txt | tail -1)"
+fi
 left=$((585 - (SECONDS - T0)))
 if [ $left -gt 30 ]; then
   timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=256' \
@@ -61,6 +68,10 @@ for f in sorted(glob.glob(sys.argv[1] + "/ib-[0-9].json")):
         print(f"  L={L}: det/default gm {math.exp(sum(map(math.log, x)) / len(x)):.3f} min {min(x):.3f} rows {len(x)}")
     for r in rows:
         print(f"  {r['d']} {r['L']} {r['causal']}: {r['ladder_over_cudnn']:.3f} {r['det_over_ladder']:.3f}")
+for f in sorted(glob.glob(sys.argv[1] + "/if-[0-9].json")):
+    print(f, "forward: shape kernel default/cuDNN")
+    for r in json.load(open(f))["rows"]:
+        print(f"  {r.get('shape')} {r.get('kernel')} {r.get('ladder_over_cudnn', float('nan')):.3f}")
 PY
 cd $OUT && tar czf /tmp/all.tgz --exclude=all.tgz . && mv /tmp/all.tgz $OUT/all.tgz
 el "done"
