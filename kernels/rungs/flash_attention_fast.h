@@ -582,9 +582,8 @@ void run_fast_traced(const FastParams& p, FastPath path, const timeline::TraceAr
 // The kernel run_fast takes on the current device: WgmmaByShape on compute capability 9.0 when the sm_90a
 // build was loaded, else MmaSync; KL_FLASH_FAST_PATH=mma|wgmma|wgmma-persistent|wgmma-persistent-q2-late|
 // wgmma-persistent-late|wgmma-late|wgmma-persistent-m192|wgmma-persistent-q2-late-n160 in the environment
-// overrides, auto (or unset) is the
-// default (InputError when a wgmma kernel is asked for where it cannot run, or for another value: one line
-// naming KL_FLASH_FAST_PATH, the value and the allowed values).
+// overrides, auto (or unset) is the default (InputError when a wgmma kernel is asked for where it cannot run,
+// or for another value: one line naming KL_FLASH_FAST_PATH, the value and the allowed values).
 FastPath fast_path();
 // The kernels directly (all validate first); run_fast_wgmma needs fast_wgmma_kernels_loaded(). It runs the
 // TMA kernel (with late_rescale: wgmma-late's) where tensor maps can be made for p's strides and returns true,

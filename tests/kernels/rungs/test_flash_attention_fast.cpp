@@ -535,9 +535,8 @@ TEST(FlashAttentionFast, PersistentM192KernelMatchesReference) {
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
   persistent_sweep("wgmma-persistent-m192", FastPath::WgmmaPersistentM192);
 }
-// 160 keys a tile at d = 128 (q2-late's kernel elsewhere): every case, the key tail tiles
-// included (no power of two is a multiple of 160). Not bit-identical to the 128-key kernels: the keys fold in
-// other groups.
+// 160 keys a tile at d = 128 (q2-late's kernel elsewhere): every case, the key tail tiles included (no power of
+// two is a multiple of 160). Not bit-identical to the 128-key kernels: the keys fold in other groups.
 TEST(FlashAttentionFast, PersistentQ2LateN160KernelMatchesReference) {
   KL_REQUIRE_CUDA();
   if (!fast_wgmma_kernels_loaded()) GTEST_SKIP() << "no sm_90a code on this device";
@@ -607,9 +606,8 @@ TEST(FlashAttentionFast, GroupedQueryEqualsRepeatedKv) {
 // The default on sm_90a picks its kernel by shape (as measured, docs/perf-log.md): the persistent kernel
 // (d = 64 on 192 query rows without the mask and from L = 1025 to 4096 with it, else 128 rows, there two Q
 // tiles + late rescale up to L = 512; d = 128 two Q tiles + late rescale, without the mask past L = 2048 on 160
-// keys a tile; d = 256 late rescale) but on long
-// causal rows (Lq > 8192; d = 256: Lq > 4096) and d = 256 non-causal past Lq = 2048, which take the TMA kernel
-// with the late rescale; every named path stays itself.
+// keys a tile; d = 256 late rescale) but on long causal rows (Lq > 8192; d = 256: Lq > 4096) and d = 256
+// non-causal past Lq = 2048, which take the TMA kernel with the late rescale; every named path stays itself.
 TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
   auto kernel = [](int L, int d, bool causal) {
     FastParams p;
@@ -623,7 +621,8 @@ TEST(FlashAttentionFastHost, ByShapeChoosesTheKernelThatMeasuredFastest) {
     for (int L : {1025, 2048, 4096}) EXPECT_EQ(kernel(L, 64, causal), FastPath::WgmmaPersistentM192);
     for (int L : {512, 2048}) EXPECT_EQ(kernel(L, 128, causal), FastPath::WgmmaPersistentQ2Late);
     for (int L : {2049, 4096, 8192})
-      EXPECT_EQ(kernel(L, 128, causal), causal ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentQ2LateN160);
+      EXPECT_EQ(kernel(L, 128, causal),
+                causal ? FastPath::WgmmaPersistentQ2Late : FastPath::WgmmaPersistentQ2LateN160);
     EXPECT_EQ(kernel(4097, 64, causal), causal ? FastPath::WgmmaPersistent : FastPath::WgmmaPersistentM192);
     EXPECT_EQ(kernel(16384, 64, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentM192);
     EXPECT_EQ(kernel(8193, 128, causal), causal ? FastPath::WgmmaLate : FastPath::WgmmaPersistentQ2LateN160);
