@@ -210,6 +210,7 @@ __device__ __forceinline__ void wgmma_ss_ta(float (&d)[N / 2], uint64_t desc_a, 
 #define KL_REGS_0_31 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define KL_REGS_32_63 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 #define KL_REGS_32_39 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define KL_REGS_64_79 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
 #define KL_REGS_64_95 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define KL_REGS_96_127 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
@@ -280,7 +281,6 @@ __device__ __forceinline__ void wgmma_ss_ta(float (&d)[N / 2], uint64_t desc_a, 
   }
 // D (64 x 160) = A B (+ D when scale_d != 0), A and B from shared memory: S on 160 keys a tile (the forward's
 // default at d = 128 without the mask past L = 2048).
-#define KL_REGS_64_79 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
 #define KL_WGMMA_SS_N160(NAME, T, PTX_T)                                                                  \
   template <>                                                                                             \
   __device__ __forceinline__ void NAME<T, 160>(float (&d)[80], uint64_t desc_a, uint64_t desc_b,          \
@@ -291,10 +291,6 @@ __device__ __forceinline__ void wgmma_ss_ta(float (&d)[N / 2], uint64_t desc_a, 
                  : KL_ACC64(d), KL_ACC8(d, 64), KL_ACC8(d, 72)                                            \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
   }
-KL_WGMMA_SS_N160(wgmma_ss, __nv_bfloat16, "bf16")
-KL_WGMMA_SS_N160(wgmma_ss, __half, "f16")
-#undef KL_WGMMA_SS_N160
-#undef KL_REGS_64_79
 // D (64 x 256) += A B, A in registers, B transposed from shared memory: O += P V at d = 256.
 #define KL_WGMMA_RS_N256(T, PTX_T)                                                                        \
   template <>                                                                                             \
@@ -344,9 +340,13 @@ KL_WGMMA_SS_N80(wgmma_ss_ta, __nv_bfloat16, "bf16", "1, 0")
 KL_WGMMA_SS_N80(wgmma_ss_ta, __half, "f16", "1, 0")
 KL_WGMMA_RS_N256(__nv_bfloat16, "bf16")
 KL_WGMMA_RS_N256(__half, "f16")
+KL_WGMMA_SS_N160(wgmma_ss, __nv_bfloat16, "bf16")
+KL_WGMMA_SS_N160(wgmma_ss, __half, "f16")
 #undef KL_WGMMA_SS_N80
+#undef KL_WGMMA_SS_N160
 #undef KL_WGMMA_RS_N256
 #undef KL_REGS_32_39
+#undef KL_REGS_64_79
 #undef KL_REGS_64_95
 #undef KL_REGS_96_127
 #undef KL_ACC40
