@@ -56,8 +56,9 @@
 //            part (its loads: 1.00x-1.07x the wgmma kernel's there) and, beside it, the wgmma dQ pass; from Lq,
 //            Lk = 512 on plain heads the ordered kernel instead (fast_backward_ordered_dq).
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
-//            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split dK_j, dV_j by columns
-//            (128 each), P^T and dS^T through shared memory, and beside it the wgmma dQ pass, in both dQ modes. Its dQ
+//            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split the step by product
+//            (S^T, P^T, dV_j; dP^T, dS^T, dK_j; P^T handed over in shared memory: 1.03x-1.08x the split by
+//            columns), and beside it the wgmma dQ pass, in both dQ modes. Its dQ
 //            by fp32 atomics (per thread, or bulk tensor reduce-adds at 0.978x of those) measured 0.85x-0.90x of
 //            that: the adds' bytes in L2, 64 KiB a step, were the limit (docs/perf-log.md). The mma.sync path
 //            has no d = 256 kernel (an InputError naming d).
@@ -153,16 +154,17 @@ struct FastBackwardTraitsSm90 {
 
 // The wgmma dK/dV kernel at d = 256 (flash_attention_backward_fast_d256.sm90a.cu): a warpgroup holding dK_j and
 // dV_j for 64 keys x 256 columns would need 256 accumulator registers a thread, so the CTA takes kBlockN = 64
-// keys and its two warpgroups split the work by columns: each computes S^T and dP^T for all 64 keys and its 32
-// of the step's 64 queries, and dK_j, dV_j for its 128 of the 256 columns (64 + 64 registers). P^T and dS^T
-// meet in shared memory, where each warpgroup reads the other's half.
+// keys and its two warpgroups split the work by product: warpgroup 0 computes S^T, P^T and dV_j, warpgroup 1 dP^T,
+// dS^T and dK_j (128 accumulator registers each), both over all 64 keys and the step's 64 queries, so each operand
+// tile is read from shared memory once a step. P^T goes from warpgroup 0 to 1 through shared memory (fp32).
 struct FastBackwardTraitsSm90D256 {
   static constexpr int kHeadDim = 256, kBlockM = 64, kBlockN = 64, kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32;
-  // K_j, V_j [kBlockN][256]; two stages of Q_i, dO_i [kBlockM][256]; P^T, dS^T [kBlockN][kBlockM]; two stages
-  // of L and D (fp32); 1 KiB to align the tiles: 210 KiB of the H100's 227.
+  static constexpr int64_t kXBytes = int64_t(kBlockN) * kBlockM * 4;  // P^T, fp32
+  // K_j, V_j [kBlockN][256]; two stages of Q_i, dO_i [kBlockM][256]; P^T (fp32); two stages of L and D (fp32);
+  // 1 KiB to align the tiles: 210 KiB of the H100's 227.
   static constexpr int64_t kSmemBytes =
-      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim + 2 * kBlockM * kBlockN) * 2 + 4 * kBlockM * 4 + 1024;
+      int64_t(2 * kBlockN * kHeadDim + 4 * kBlockM * kHeadDim) * 2 + kXBytes + 4 * kBlockM * 4 + 1024;
 };
 
 // The wgmma paths' dQ pass (flash_attention_backward_fast_dq.sm90a.cu; the deterministic mode, and both modes at
@@ -507,12 +509,6 @@ KL_FA_HD uint32_t ds_stmatrix_byte(int wg, int warp, int lane, int kk, int rows 
   const int key = 64 * wg + 16 * warp + 8 * (i & 1);
   const int query = 16 * kk + 8 * (i >> 1) + (lane & 7);
   return swizzled_byte(rows, query, key);
-}
-// The d = 256 kernel's stores (FastBackwardTraitsSm90D256), into 64 x 64 tiles of one 128-byte swizzled block.
-// P^T and dS^T [64 keys][64 queries]: thread (wg, warp, lane) holds S^T element 4j + e at key 16 warp + lane/4 +
-// 8 (e / 2), query 32 wg + 8j + 2 (lane % 4) + e % 2, and stores elements 4j + 2hh, + 1 as 4 bytes here.
-KL_FA_HD uint32_t d256_pt_store_byte(int wg, int warp, int lane, int j, int hh) {
-  return swizzled_byte(64, 16 * warp + (lane >> 2) + 8 * hh, 32 * wg + 8 * j + 2 * (lane & 3));
 }
 // The wgmma-tma kernel's dQ staging: byte offset of (query row < kRows, column col < 64) of warpgroup wg's block in
 // one stage: box col / 32 (kRows rows of 128 bytes), its 16-byte chunk (col % 32) / 4 swizzled by row % 8. The
