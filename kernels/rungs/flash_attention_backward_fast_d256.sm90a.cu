@@ -66,7 +66,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   const uint32_t sV = sK + kTileBytes, sQ = sV + kTileBytes, sdO = sQ + 2 * kTileBytes;
   const uint32_t sX = sdO + 2 * kTileBytes;  // P^T, fp32, [8 float4][128 threads]: 16 KiB
   float* sLse = reinterpret_cast<float*>(smem_raw + (sX + Tr::kXBytes - raw));  // [2][BM]: L as stored, 0 past Lq
-  float* sD = sLse + 2 * BM;                                                     // [2][BM]: D, 0 past Lq
+  float* sD = sLse + 2 * BM;                                                    // [2][BM]: D, 0 past Lq
 
   const BwdCta cta = main_cta(p);  // the launch order (bwd_main_cta): causal from Lq = 2048, heaviest tiles first
   const int n_block = cta.tile, h = cta.h, b = cta.b;
@@ -150,8 +150,8 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
 #pragma unroll
         for (int i = 0; i < BM / 8; ++i) {
           const float* x = acc_x + 4 * i;
-          const uint4 v = make_uint4(__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]),
-                                     __float_as_uint(x[3]));
+          const uint4 v =
+              make_uint4(__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]), __float_as_uint(x[3]));
           st_shared_v4(sX + (i * 128 + wt) * 16, v);
         }
         named_bar_arrive(kBarP, kThreads);
@@ -178,8 +178,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
       fence_regs(frag);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk)
-        wgmma_rs<T, D>(acc, frag[kk], dx + ((kk * 16 * 128) >> 4));
+      for (int kk = 0; kk < BM / 16; ++kk) wgmma_rs<T, D>(acc, frag[kk], dx + ((kk * 16 * 128) >> 4));
       wgmma_commit();
       wgmma_wait<0>();
       fence_regs(acc);
