@@ -58,10 +58,10 @@
 //   d = 256 (flash_attention_backward_fast_d256.sm90a.cu, FastBackwardTraitsSm90D256): both wgmma paths run a
 //            dK/dV kernel of its own, kBlockN 64 keys per CTA whose two warpgroups split the step by product
 //            (S^T, P^T, dV_j; dP^T, dS^T, dK_j; P^T handed over in shared memory: 1.03x-1.08x the split by
-//            columns), and beside it the wgmma dQ pass, in both dQ modes. Its dQ
-//            by fp32 atomics (per thread, or bulk tensor reduce-adds at 0.978x of those) measured 0.85x-0.90x of
-//            that: the adds' bytes in L2, 64 KiB a step, were the limit (docs/perf-log.md). The mma.sync path
-//            has no d = 256 kernel (an InputError naming d).
+//            columns), and beside it the wgmma dQ pass, in both dQ modes. Its dQ by fp32 atomics (per thread, or
+//            bulk tensor reduce-adds at 0.978x of those) measured 0.85x-0.90x of that: the adds' bytes in L2,
+//            64 KiB a step, were the limit (docs/perf-log.md). The mma.sync path has no d = 256 kernel (an
+//            InputError naming d).
 //   Chosen per call: FastBackwardParams::path, or for Auto the environment's KL_FLASH_BWD_PATH=mma|wgmma|wgmma-tma
 //   (unset or auto: wgmma-tma where it runs, else mma.sync; on the H200 wgmma-tma measured 1.15x-1.39x the
 //   wgmma kernel's TFLOP/s in the atomic mode before its dQ wait moved and the d = 64 split (1.03x and, at
