@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The next session's call 2 (written in session 21; no machine came in session 22), on the machine call 1 built on
-# (warm; build-cuda kept): Nsight Compute on
-# the d = 256 backward's two kernels (the dK/dV kernel and the 48-key dQ pass) and cuDNN's backward at the shape where
-# the ladder reads lowest against cuDNN (B=4 H=8 L=4096 d=256 causal: 0.78x-0.83x in the twenty-first session), so the
-# next step at d = 256 starts from stall reasons and shared-memory wavefronts, not from arithmetic alone.
+# The next session's call 2 (written in session 21; no machine came in session 22, none was left for it in 23 and 24),
+# on the machine call 1 built on (warm; build-cuda kept): Nsight Compute on the d = 256 backward's two kernels (the
+# dK/dV kernel, split by product since session 24, and the 48-key dQ pass) and cuDNN's backward at one of the shapes
+# where the ladder reads lowest against cuDNN (B=4 H=8 L=4096 d=256 causal: 0.78x-0.83x in the twenty-first session,
+# 0.88x-0.90x with the split by product; L = 8192 causal read 0.81x-0.86x), so the next step at d = 256 starts from
+# stall reasons and shared-memory wavefronts (the split's premise: fewer operand reads a step), not arithmetic alone.
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/profile-d256.sh > $OUT/log 2>&1
 set -uo pipefail
 [ -x build-cuda/kernel-ladder ] || { echo "profile-d256.sh: no build-cuda/kernel-ladder (run call 1 first)"; exit 2; }
