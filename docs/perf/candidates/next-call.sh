@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The next session's call 1 (written in session 21, updated in sessions 23 and 24): the tree that ships, measured once: build
-# everything; the window, layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the
+# The next session's call 1 (written in session 21, updated in sessions 23 and 24): the tree that ships, measured
+# once: build everything; the window, layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the
 # suite must not see the display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first
 # frame, and session 20's call, which ran them after the suite, finished none); the whole GPU suite (session 24 split
 # the d = 256 backward's warpgroups by product; its D256 tests and the backward's passed there, the whole suite has
