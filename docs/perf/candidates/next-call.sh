@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# The next session's call 1 (written in session 21, updated in sessions 23 and 24): the tree that ships, measured
-# once: build everything; the window, layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell: the
-# suite must not see the display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its first
-# frame, and session 20's call, which ran them after the suite, finished none); the whole GPU suite (session 24 split
-# the d = 256 backward's warpgroups by product; its D256 tests and the backward's passed there, the whole suite has
-# not run on it); the forward's 42 rows by default in turn with cuDNN, twice;
-# the 24 backward rows of d = 64 and 128 with cuDNN once, with each length's deterministic / default in the same run,
-# and the 12 of d = 256 if time is left; on an H200, the recorded run (gpu_session.sh bench) in place of the suite
-# and the rows. Run from the repository root on the GPU machine (docs/tour and docs/window moved aside; carry
-# .devdeps, .devicons, .devrun, .devx):
+# The next session's call 1 (written in session 21, updated in sessions 23 and 24): the tree that ships, measured once:
+# build everything; the window, layout and driven tests with the CUDA backend FIRST (Xvfb + NVIDIA's GLX, in a subshell:
+# the suite must not see the display; after the suite's deliberate faults every CUDA + GL process takes 19 s to its
+# first frame, and session 20's call, which ran them after the suite, finished none); the whole GPU suite (session 24
+# split the d = 256 backward's warpgroups by product; its D256 tests and the backward's passed there, the whole suite
+# has not run on it); the forward's 42 rows by default in turn with cuDNN, twice; the 24 backward rows of d = 64 and 128
+# with cuDNN once, with each length's deterministic / default in the same run, and the 12 of d = 256 if time is left; on
+# an H200, the recorded run (gpu_session.sh bench) in place of the suite and the rows. Run from the repository root on
+# the GPU machine (docs/tour and docs/window moved aside; carry .devdeps, .devicons, .devrun, .devx):
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
 source docs/perf/candidates/call-start.sh
