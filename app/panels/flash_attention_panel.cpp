@@ -343,21 +343,44 @@ class FlashAttentionPanel : public Panel {
   }
 
   // [SECTION] Tile grid ------------------------------------------------------------------------------------
+  // Where the grid lies: the row labels from `o`, the tiles from `g0`, `gw` x `gh`, one `cw` x `ch` cell per
+  // K/V tile and query block.
+  struct TileGrid {
+    ImVec2 o, g0;
+    float gw, gh, cw, ch;
+  };
+
+  // The grid (hover a tile for what it is), the caption and the legend, `width` wide.
   void draw_tile_grid(float width, const char* which) {
     const int64_t step = params_.get_int("step");
     const float font = ImGui::GetFontSize();
     const float label_w = font * 2.2f;
-    const float gw = width - label_w;
-    const float cw = gw / float(steps_);
-    const float ch = std::clamp(ui::px(130) / float(q_blocks_), ui::px(6), ui::px(26));
+    TileGrid g;
+    g.gw = width - label_w;
+    g.cw = g.gw / float(steps_);
+    g.ch = std::clamp(ui::px(130) / float(q_blocks_), ui::px(6), ui::px(26));
+    ImGui::Dummy(ImVec2(width, 1));
+    g.o = ImGui::GetCursorScreenPos();
+    g.g0 = ImVec2(g.o.x + label_w, g.o.y);
+    g.gh = g.ch * float(q_blocks_);
+    ImGui::InvisibleButton("tilegrid", ImVec2(width, g.gh + ui::px(3)));
+    const bool hovered = ImGui::IsItemHovered();
+    draw_tile_rows(g, step);
+    draw_tile_boundaries(g);
+    if (hovered) tile_tooltip(g, step);
+    ImGui::SetCursorScreenPos(ImVec2(g.g0.x, ImGui::GetCursorScreenPos().y));
+    wrapped_in(g.gw, (std::string("columns: K/V tiles 0.. (one per step) ->; rows: query blocks 0.. (") + which +
+                      "; only it is stepped)").c_str(), true);
+    draw_tile_legend(width);
+  }
+
+  // Each query block's row of tile states, the skipped run hatched, and its number on the left.
+  void draw_tile_rows(const TileGrid& g, int64_t step) {
+    const float font = ImGui::GetFontSize();
+    const ImVec2 o = g.o, g0 = g.g0;
+    const float gw = g.gw, cw = g.cw, ch = g.ch;
     // Row numbers on every row where they fit, else on every k-th row, never touching.
     const int64_t label_every = ch >= font * 1.05f ? 1 : int64_t(std::ceil(font * 1.1f / ch / 4.0f)) * 4;
-    ImGui::Dummy(ImVec2(width, 1));
-    const ImVec2 o = ImGui::GetCursorScreenPos();
-    const ImVec2 g0(o.x + label_w, o.y);
-    const float gh = ch * float(q_blocks_);
-    ImGui::InvisibleButton("tilegrid", ImVec2(width, gh + ui::px(3)));
-    const bool hovered = ImGui::IsItemHovered();
     ImDrawList* dl = ImGui::GetWindowDrawList();
     for (int64_t qb = 0; qb < q_blocks_; ++qb) {
       const float y0 = g0.y + ch * float(qb), y1 = y0 + ch;
@@ -389,7 +412,13 @@ class FlashAttentionPanel : public Panel {
       if (qb % label_every == 0)
         dl->AddText(ImVec2(o.x, std::max(o.y, y0 + (ch - font) * 0.5f)), ImGui::GetColorU32(ImGuiCol_TextDisabled), lbl);
     }
-    // Tile boundaries when they are wide enough to see, and the chosen block outlined.
+  }
+
+  // Tile boundaries when they are wide enough to see, and the chosen block outlined.
+  void draw_tile_boundaries(const TileGrid& g) {
+    const ImVec2 g0 = g.g0;
+    const float gw = g.gw, gh = g.gh, cw = g.cw, ch = g.ch;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
     if (cw >= 4.0f)
       for (int64_t t = 1; t < steps_; ++t)
         dl->AddLine(ImVec2(g0.x + cw * float(t), g0.y), ImVec2(g0.x + cw * float(t), g0.y + gh), IM_COL32(20, 21, 24, 255));
@@ -398,27 +427,30 @@ class FlashAttentionPanel : public Panel {
         dl->AddLine(ImVec2(g0.x, g0.y + ch * float(qb)), ImVec2(g0.x + gw, g0.y + ch * float(qb)), IM_COL32(20, 21, 24, 255));
     dl->AddRect(ImVec2(g0.x - 1, g0.y + ch * float(qblock_) - 1), ImVec2(g0.x + gw + 1, g0.y + ch * float(qblock_ + 1) + 1),
                 IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
-    if (hovered) {
-      const ImVec2 m = ImGui::GetIO().MousePos;
-      const int64_t t = int64_t((m.x - g0.x) / cw), qb = int64_t((m.y - g0.y) / ch);
-      if (t >= 0 && t < steps_ && qb >= 0 && qb < q_blocks_) {
-        const uint8_t st = res_.hstate[size_t(qb * steps_ + t)];
-        ImGui::SetTooltip("query block %" PRId64 " (rows %" PRId64 "..%" PRId64 "), K/V tile %" PRId64
-                          ", folded in at step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
-                          qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t, t + 1, t * bn_,
-                          std::min((t + 1) * bn_, res_.shape.lk) - 1,
-                          st == fa::kTileSkipped ? "skipped: no row of this block sees any of these keys (causal)"
-                          : qb != qblock_        ? "computed by this query block's own program: programs run "
-                                                   "independently, with no step order between them"
-                          : t < step - 1         ? "done"
-                          : t == step - 1        ? "current: being folded in at this step"
-                                                 : "pending");
-      }
-    }
-    ImGui::SetCursorScreenPos(ImVec2(g0.x, ImGui::GetCursorScreenPos().y));
-    wrapped_in(gw, (std::string("columns: K/V tiles 0.. (one per step) ->; rows: query blocks 0.. (") + which +
-                    "; only it is stepped)").c_str(), true);
-    // Legend: the swatches wrap onto the next line where the column ends.
+  }
+
+  // The hovered tile: its query block and rows, its K/V tile and keys, and what state it is in at `step`.
+  void tile_tooltip(const TileGrid& g, int64_t step) {
+    const ImVec2 m = ImGui::GetIO().MousePos;
+    const int64_t t = int64_t((m.x - g.g0.x) / g.cw), qb = int64_t((m.y - g.g0.y) / g.ch);
+    if (t < 0 || t >= steps_ || qb < 0 || qb >= q_blocks_) return;
+    const uint8_t st = res_.hstate[size_t(qb * steps_ + t)];
+    ImGui::SetTooltip("query block %" PRId64 " (rows %" PRId64 "..%" PRId64 "), K/V tile %" PRId64
+                      ", folded in at step %" PRId64 " (keys %" PRId64 "..%" PRId64 ")\n%s",
+                      qb, qb * bm_, std::min((qb + 1) * bm_, res_.shape.lq) - 1, t, t + 1, t * bn_,
+                      std::min((t + 1) * bn_, res_.shape.lk) - 1,
+                      st == fa::kTileSkipped ? "skipped: no row of this block sees any of these keys (causal)"
+                      : qb != qblock_        ? "computed by this query block's own program: programs run "
+                                               "independently, with no step order between them"
+                      : t < step - 1         ? "done"
+                      : t == step - 1        ? "current: being folded in at this step"
+                                             : "pending");
+  }
+
+  // Legend: the swatches wrap onto the next line where the column ends.
+  void draw_tile_legend(float width) {
+    const float font = ImGui::GetFontSize();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
     const float right = ImGui::GetCursorScreenPos().x + width;
     bool first = true;
     auto swatch = [&](ImU32 c, const char* text) {
