@@ -93,78 +93,71 @@ float param_width(const ParamValues& p, const std::string& key) {
   return w;
 }
 
-bool param_control(ParamValues& p, const std::string& key, std::string* error) {
-  const ParamSpec* s = p.spec(key);
-  if (!s) return false;
-  const std::string label = s->name + "##" + key;
-  ImGui::SetNextItemWidth(control_width(label));
-  const ImVec2 start = ImGui::GetCursorScreenPos();
-  std::string proposed;
-  bool edited = false, field_hovered = false;
-  switch (s->kind) {
-    case ParamSpec::Kind::Bool: {
-      bool v = p.get_bool(key);
-      if (ImGui::Checkbox(label.c_str(), &v)) proposed = v ? "1" : "0", edited = true;
-      break;
-    }
-    case ParamSpec::Kind::Choice: {
-      const std::string cur = p.get_text(key);
-      if (ImGui::BeginCombo(label.c_str(), cur.c_str())) {
-        for (const std::string& c : s->choices)
-          if (ImGui::Selectable(c.c_str(), c == cur)) proposed = c, edited = true;
-        ImGui::EndCombo();
-      }
-      break;
-    }
-    case ParamSpec::Kind::Pow2: {
-      // A stepper over exponents: each click doubles or halves, always inside the range.
-      int64_t v = p.get_int(key);
-      int e = 0, lo = 0, hi = 0;
-      while ((int64_t(1) << e) < v) ++e;
-      while ((int64_t(1) << lo) < int64_t(s->min)) ++lo;
-      while ((int64_t(1) << hi) < int64_t(s->max)) ++hi;
-      char fmt[64];
-      std::snprintf(fmt, sizeof fmt, "%lld", (long long)v);
-      if (ImGui::SliderInt(label.c_str(), &e, lo, hi, fmt, ImGuiSliderFlags_AlwaysClamp))
-        proposed = std::to_string(int64_t(1) << e), edited = true;
-      break;
-    }
-    case ParamSpec::Kind::Int: {
-      long long v = p.get_int(key);
-      long long lo = (long long)s->min, hi = (long long)s->max;
-      // Typed values outside the range are offered to ParamValues, which refuses them visibly.
-      const bool typed = ImGui::InputScalar(label.c_str(), ImGuiDataType_S64, &v, nullptr, nullptr, "%lld");
-      field_hovered = ImGui::IsItemHovered();
-      if (typed_value_done(typed, std::to_string(v), &proposed)) edited = true;
-      // The steppers, greyed at the ends of the range.
-      const int64_t step = int_step(v, lo, hi);
-      for (const int64_t d : {-step, step}) {
-        ImGui::SameLine();
-        const bool can = v + d >= lo && v + d <= hi;
-        if (!can) ImGui::BeginDisabled();
-        if (ImGui::SmallButton(((d < 0 ? "-##" : "+##") + key).c_str())) proposed = std::to_string(v + d), edited = true;
-        if (!can) ImGui::EndDisabled();
-        if (step > 1 && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-          ImGui::SetTooltip("%s%lld", d < 0 ? "-" : "+", (long long)step);
-      }
-      break;
-    }
-    case ParamSpec::Kind::Float: {
-      double v = p.get_float(key);
-      const bool typed = ImGui::InputDouble(label.c_str(), &v, 0.0, 0.0, "%.4g");
-      char b[64];
-      std::snprintf(b, sizeof b, "%.9g", v);
-      if (typed_value_done(typed, b, &proposed)) edited = true;
-      break;
-    }
+namespace {
+// The widgets of param_control, one per kind of parameter: each returns whether the user asked for a value this
+// frame, and leaves it in `proposed`.
+bool choice_widget(const ParamValues& p, const ParamSpec& s, const std::string& key, const std::string& label,
+                   std::string* proposed) {
+  bool edited = false;
+  const std::string cur = p.get_text(key);
+  if (ImGui::BeginCombo(label.c_str(), cur.c_str())) {
+    for (const std::string& c : s.choices)
+      if (ImGui::Selectable(c.c_str(), c == cur)) *proposed = c, edited = true;
+    ImGui::EndCombo();
   }
-  if (!s->help.empty() && (field_hovered || (s->kind != ParamSpec::Kind::Int && ImGui::IsItemHovered())))
-    ImGui::SetTooltip("%s\nallowed: %s", s->help.c_str(), s->range_text().c_str());
-  viz::audit::widget("control '" + key + "'", start, ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y));
-  if (viz::ui_log::is_open())
-    viz::ui_log::place("control", log_owner() + " " + key, start.x, start.y, ImGui::GetItemRectMax().x,
-                       ImGui::GetItemRectMax().y);
-  if (!edited) return false;
+  return edited;
+}
+
+// A stepper over exponents: each click doubles or halves, always inside the range.
+bool pow2_widget(const ParamValues& p, const ParamSpec& s, const std::string& key, const std::string& label,
+                 std::string* proposed) {
+  int64_t v = p.get_int(key);
+  int e = 0, lo = 0, hi = 0;
+  while ((int64_t(1) << e) < v) ++e;
+  while ((int64_t(1) << lo) < int64_t(s.min)) ++lo;
+  while ((int64_t(1) << hi) < int64_t(s.max)) ++hi;
+  char fmt[64];
+  std::snprintf(fmt, sizeof fmt, "%lld", (long long)v);
+  if (!ImGui::SliderInt(label.c_str(), &e, lo, hi, fmt, ImGuiSliderFlags_AlwaysClamp)) return false;
+  *proposed = std::to_string(int64_t(1) << e);
+  return true;
+}
+
+// A typed field and its -/+ steppers; `field_hovered` says whether the field (not a stepper) is under the mouse.
+bool int_widget(const ParamValues& p, const ParamSpec& s, const std::string& key, const std::string& label,
+                std::string* proposed, bool* field_hovered) {
+  bool edited = false;
+  long long v = p.get_int(key);
+  long long lo = (long long)s.min, hi = (long long)s.max;
+  // Typed values outside the range are offered to ParamValues, which refuses them visibly.
+  const bool typed = ImGui::InputScalar(label.c_str(), ImGuiDataType_S64, &v, nullptr, nullptr, "%lld");
+  *field_hovered = ImGui::IsItemHovered();
+  if (typed_value_done(typed, std::to_string(v), proposed)) edited = true;
+  // The steppers, greyed at the ends of the range.
+  const int64_t step = int_step(v, lo, hi);
+  for (const int64_t d : {-step, step}) {
+    ImGui::SameLine();
+    const bool can = v + d >= lo && v + d <= hi;
+    if (!can) ImGui::BeginDisabled();
+    if (ImGui::SmallButton(((d < 0 ? "-##" : "+##") + key).c_str())) *proposed = std::to_string(v + d), edited = true;
+    if (!can) ImGui::EndDisabled();
+    if (step > 1 && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip("%s%lld", d < 0 ? "-" : "+", (long long)step);
+  }
+  return edited;
+}
+
+bool float_widget(const ParamValues& p, const std::string& key, const std::string& label, std::string* proposed) {
+  double v = p.get_float(key);
+  const bool typed = ImGui::InputDouble(label.c_str(), &v, 0.0, 0.0, "%.4g");
+  char b[64];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return typed_value_done(typed, b, proposed);
+}
+
+// Sets the value a control proposed: a change goes into the undo history and the event log, a refusal into
+// `error` (and the log). Returns whether the value changed.
+bool apply_proposed(ParamValues& p, const std::string& key, const std::string& proposed, std::string* error) {
   try {
     const std::string before = p.get_text(key);
     p.set(key, proposed);
@@ -182,6 +175,43 @@ bool param_control(ParamValues& p, const std::string& key, std::string* error) {
     viz::ui_log::event("refused " + log_owner() + " " + key + ": " + e.what());
     return false;
   }
+}
+}  // namespace
+
+bool param_control(ParamValues& p, const std::string& key, std::string* error) {
+  const ParamSpec* s = p.spec(key);
+  if (!s) return false;
+  const std::string label = s->name + "##" + key;
+  ImGui::SetNextItemWidth(control_width(label));
+  const ImVec2 start = ImGui::GetCursorScreenPos();
+  std::string proposed;
+  bool edited = false, field_hovered = false;
+  switch (s->kind) {
+    case ParamSpec::Kind::Bool: {
+      bool v = p.get_bool(key);
+      if (ImGui::Checkbox(label.c_str(), &v)) proposed = v ? "1" : "0", edited = true;
+      break;
+    }
+    case ParamSpec::Kind::Choice:
+      edited = choice_widget(p, *s, key, label, &proposed);
+      break;
+    case ParamSpec::Kind::Pow2:
+      edited = pow2_widget(p, *s, key, label, &proposed);
+      break;
+    case ParamSpec::Kind::Int:
+      edited = int_widget(p, *s, key, label, &proposed, &field_hovered);
+      break;
+    case ParamSpec::Kind::Float:
+      edited = float_widget(p, key, label, &proposed);
+      break;
+  }
+  if (!s->help.empty() && (field_hovered || (s->kind != ParamSpec::Kind::Int && ImGui::IsItemHovered())))
+    ImGui::SetTooltip("%s\nallowed: %s", s->help.c_str(), s->range_text().c_str());
+  viz::audit::widget("control '" + key + "'", start, ImVec2(ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y));
+  if (viz::ui_log::is_open())
+    viz::ui_log::place("control", log_owner() + " " + key, start.x, start.y, ImGui::GetItemRectMax().x,
+                       ImGui::GetItemRectMax().y);
+  return edited && apply_proposed(p, key, proposed, error);
 }
 
 const std::vector<ParamStep>& param_history() { return g_history; }
