@@ -434,15 +434,8 @@ void check(Backend b, Result& r) {
   r.rung4.text = buf;
 }
 
-}  // namespace
-
-Result run(Backend b, const ParamValues& p) {
-  const std::optional<editable::Source> e = editable::edited("flash-attention");
-  return run(b, p, e ? &*e : nullptr);
-}
-
-Result run(Backend b, const ParamValues& p, const editable::Source* src) {
-  Result r;
+// The shape, the tiles and their counts from the parameters, and the wall at this head dimension.
+void read_shape(Backend b, const ParamValues& p, Result& r) {
   r.shape.lq = p.get_int("lq");
   r.shape.lk = p.get_int("lk");
   r.shape.d = int(p.get_int("d"));
@@ -453,7 +446,6 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   r.limit = device_info(b).smem_per_block_optin;
   r.wall = attention::max_lk(r.shape.d, r.limit);
   const int64_t lq = r.shape.lq, lk = r.shape.lk;
-  const int d = r.shape.d;
   r.q_blocks = (lq + r.bm - 1) / r.bm;
   r.steps = (lk + r.bn - 1) / r.bn;
   // A chosen block or step outside the shape is moved inside it, and the note says so.
@@ -467,7 +459,13 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
     r.step = r.steps;
     r.adjust_note += "step moved to " + std::to_string(r.steps) + ", the last step of this shape.";
   }
+}
 
+// The teaching kernel (or the edited one, `src`) on fresh inputs into a poisoned output, the chosen block traced;
+// the trace and the output are read back.
+void run_traced(Backend b, const ParamValues& p, const editable::Source* src, Result& r) {
+  const int64_t lq = r.shape.lq, lk = r.shape.lk;
+  const int d = r.shape.d;
   r.in.make(b, lq, lk, d, float(p.get_float("magnitude")), uint32_t(p.get_int("seed")));
   r.out.resize(b, r.in.hq.size());
   r.out.fill_bytes(0xFF);  // poison
@@ -487,27 +485,22 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
   r.hstate = r.trace.tile_state.to_host();
   r.hout = r.out.to_host();
   r.partial_o = r.trace.o_partial.to_host();
-  converge(r);
-  step_errors(r);
-  check(b, r);
-  // An edited kernel that misbehaved fails the check whatever it stored, and says what it did first.
-  if (r.fault.kind != editable::Fault::None) {
-    r.check.ok = false;
-    r.check.text = r.fault_line + "; " + r.check.text;
-  }
+}
 
-  // Colour scales: the final weights of the chosen block (composed from the trace) and the output.
-  Buffer<float> w(b, size_t(r.bm * lk * 2));
+// Colour scales: the final weights of the chosen block (composed from the trace) and the output.
+void colour_scales(Backend b, Result& r) {
+  Buffer<float> w(b, size_t(r.bm * r.shape.lk * 2));
   compose(b, r, r.steps, w.data());
   const std::vector<float> hw = w.to_host();
   r.wmax = 0;
   for (size_t c = 0; c < hw.size(); c += 2) r.wmax = std::max(r.wmax, double(hw[c]));
   r.omax = 1e-6;
   for (float x : r.hout) r.omax = std::max(r.omax, double(std::fabs(x)));
-  r.mem = traffic(b, r.shape, r.opt.causal, r.bm, r.bn);
-  r.io = io_view(b, r.shape, r.opt.causal, r.bm, r.bn);
-  r.budget = budgets(r.shape, r.opt.causal, r.bm, r.bn, r.limit);
-  r.budget_caption = budget_caption(r.shape, r.opt.causal, r.limit);
+}
+
+// The panel's notice line: the check where it failed, else what rung 5 reads against standard attention.
+std::string notice_text(const Result& r) {
+  const int64_t lq = r.shape.lq;
   char buf[600];
   if (!r.check.ok)
     std::snprintf(buf, sizeof buf, "the output does not match the float64 reference: %s", r.check.text.c_str());
@@ -525,7 +518,34 @@ Result run(Backend b, const ParamValues& p, const editable::Source* src) {
     std::snprintf(buf, sizeof buf, "Rung 5 reads K and V once per %d-row query block (%" PRId64 " times): %s here "
                   "against standard attention's %s; raise BLOCK_M to save more", r.bm, r.q_blocks,
                   kib_text(r.mem.flash).c_str(), kib_text(r.mem.unfused).c_str());
-  r.notice = buf;
+  return buf;
+}
+
+}  // namespace
+
+Result run(Backend b, const ParamValues& p) {
+  const std::optional<editable::Source> e = editable::edited("flash-attention");
+  return run(b, p, e ? &*e : nullptr);
+}
+
+Result run(Backend b, const ParamValues& p, const editable::Source* src) {
+  Result r;
+  read_shape(b, p, r);
+  run_traced(b, p, src, r);
+  converge(r);
+  step_errors(r);
+  check(b, r);
+  // An edited kernel that misbehaved fails the check whatever it stored, and says what it did first.
+  if (r.fault.kind != editable::Fault::None) {
+    r.check.ok = false;
+    r.check.text = r.fault_line + "; " + r.check.text;
+  }
+  colour_scales(b, r);
+  r.mem = traffic(b, r.shape, r.opt.causal, r.bm, r.bn);
+  r.io = io_view(b, r.shape, r.opt.causal, r.bm, r.bn);
+  r.budget = budgets(r.shape, r.opt.causal, r.bm, r.bn, r.limit);
+  r.budget_caption = budget_caption(r.shape, r.opt.causal, r.limit);
+  r.notice = notice_text(r);
   return r;
 }
 
