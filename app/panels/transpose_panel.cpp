@@ -206,47 +206,85 @@ class TransposePanel : public Panel {
                         "a 32-byte sector the request moves; grey: the tile's other elements; dark: past the edge");
   }
 
+  // The 32 x 32 region of a [mrows, mcols] matrix at (r0, c0), named `what` ("in", "out").
+  struct Region {
+    const char* what;
+    int64_t mrows, mcols, r0, c0;
+  };
+  // What a request touches: the element each lane asked for, and the sectors it moves.
+  struct Touched {
+    std::map<int64_t, int> lane_of;  // element -> lane
+    std::set<int64_t> sectors;
+  };
+
   // The 32 x 32 region of a [mrows, mcols] matrix at (r0, c0), the request's lanes and sectors on it.
   static void tile_view(const char* what, const wa::Request* req, int64_t mrows, int64_t mcols, int64_t r0, int64_t c0,
                         float width) {
+    const Region g{what, mrows, mcols, r0, c0};
+    region_captions(g, req);
+    const Touched t = touched_by(req);
+    const float cell = std::max(2.0f, std::floor(std::min(width, ui::px(320)) / 32.0f));
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    int hover_r = -1, hover_c = -1;
+    draw_region_cells(g, t, p0, cell, &hover_r, &hover_c);
+    draw_sector_outlines(g, t, p0, cell);
+    ImGui::Dummy(ImVec2(cell * 32, cell * 32));
+    viz::audit::last_item(std::string("tile of ") + what);
+    if (hover_r >= 0 && ImGui::IsItemHovered()) region_tooltip(g, t, hover_r, hover_c);
+  }
+
+  // What the request is (or that there is none), and which rows and columns the region shows.
+  static void region_captions(const Region& g, const wa::Request* req) {
+    const char* what = g.what;
+    const int64_t r0 = g.r0, c0 = g.c0;
     const std::string subject = std::string("the warp's first ") + (req && req->store ? "store to " : "load of ") + what;
     column_text(req ? ts::global_caption(*req, subject) : std::string(what) + ": this warp made no request",
                 ImGui::GetColorU32(ImGuiCol_Text));
     char where[160];
-    const int64_t r1 = std::min(r0 + 31, mrows - 1), c1 = std::min(c0 + 31, mcols - 1);
+    const int64_t r1 = std::min(r0 + 31, g.mrows - 1), c1 = std::min(c0 + 31, g.mcols - 1);
     std::snprintf(where, sizeof where, "%s rows %" PRId64 "..%" PRId64 ", columns %" PRId64 "..%" PRId64 "%s", what, r0, r1,
                   c0, c1, r1 < r0 + 31 || c1 < c0 + 31 ? " (the rest of the 32 x 32 tile lies past the edge)" : "");
     column_text(where, ImGui::GetColorU32(ImGuiCol_TextDisabled));
-    std::map<int64_t, int> lane_of;  // element -> lane
-    std::set<int64_t> sectors;
+  }
+
+  static Touched touched_by(const wa::Request* req) {
+    Touched t;
     if (req)
       for (int l = 0; l < wa::kWarpSize; ++l)
         if ((req->active >> l) & 1u) {
-          lane_of[req->offset[l] / 4] = l;
+          t.lane_of[req->offset[l] / 4] = l;
           for (int64_t s = req->offset[l] / wa::kSectorBytes; s <= (req->offset[l] + req->bytes - 1) / wa::kSectorBytes; ++s)
-            sectors.insert(s);
+            t.sectors.insert(s);
         }
-    const float cell = std::max(2.0f, std::floor(std::min(width, ui::px(320)) / 32.0f));
-    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    return t;
+  }
+
+  // One `cell` square per element from `p0`, coloured by the lane that asked for it, else by whether its sector
+  // moves; the cell under the mouse goes to `hover_r`, `hover_c`.
+  static void draw_region_cells(const Region& g, const Touched& t, ImVec2 p0, float cell, int* hover_r, int* hover_c) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    int hover_r = -1, hover_c = -1;
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     for (int i = 0; i < 32; ++i)
       for (int j = 0; j < 32; ++j) {
         const ImVec2 a(p0.x + float(j) * cell, p0.y + float(i) * cell), b(a.x + cell, a.y + cell);
-        const int64_t r = r0 + i, c = c0 + j;
+        const int64_t r = g.r0 + i, c = g.c0 + j;
         ImU32 col = kOutside;
-        if (r < mrows && c < mcols) {
-          const int64_t e = r * mcols + c;
-          auto it = lane_of.find(e);
-          col = it != lane_of.end() ? lane_colour(it->second) : sectors.count(e * 4 / wa::kSectorBytes) ? kMoved : kIdle;
+        if (r < g.mrows && c < g.mcols) {
+          const int64_t e = r * g.mcols + c;
+          auto it = t.lane_of.find(e);
+          col = it != t.lane_of.end() ? lane_colour(it->second) : t.sectors.count(e * 4 / wa::kSectorBytes) ? kMoved : kIdle;
         }
         dl->AddRectFilled(a, b, col);
         if (cell >= 6) dl->AddRect(a, b, kGrid);
-        if (mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y) hover_r = i, hover_c = j;
+        if (mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y) *hover_r = i, *hover_c = j;
       }
-    // Each sector the request moves, outlined where it lies in the region (a run of 8 floats in one row).
-    for (int i = 0; i < 32 && !sectors.empty(); ++i) {
+  }
+
+  // Each sector the request moves, outlined where it lies in the region (a run of 8 floats in one row).
+  static void draw_sector_outlines(const Region& g, const Touched& t, ImVec2 p0, float cell) {
+    const int64_t mrows = g.mrows, mcols = g.mcols, r0 = g.r0, c0 = g.c0;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (int i = 0; i < 32 && !t.sectors.empty(); ++i) {
       const int64_t r = r0 + i;
       if (r >= mrows) break;
       int j = 0;
@@ -256,29 +294,31 @@ class TransposePanel : public Panel {
         const int64_t s = (r * mcols + c) * 4 / wa::kSectorBytes;
         int end = j;
         while (end < 32 && c0 + end < mcols && (r * mcols + c0 + end) * 4 / wa::kSectorBytes == s) ++end;
-        if (sectors.count(s))
+        if (t.sectors.count(s))
           dl->AddRect(ImVec2(p0.x + float(j) * cell, p0.y + float(i) * cell),
                       ImVec2(p0.x + float(end) * cell, p0.y + float(i + 1) * cell), kSectorEdge, 0, 0, 1.5f);
         j = end;
       }
     }
-    ImGui::Dummy(ImVec2(cell * 32, cell * 32));
-    viz::audit::last_item(std::string("tile of ") + what);
-    if (hover_r >= 0 && ImGui::IsItemHovered()) {
-      const int64_t r = r0 + hover_r, c = c0 + hover_c;
-      ImGui::BeginTooltip();
-      if (r < mrows && c < mcols) {
-        const int64_t e = r * mcols + c;
-        ImGui::Text("%s[%" PRId64 "][%" PRId64 "]: element %" PRId64 ", byte %" PRId64 ", sector %" PRId64, what, r, c, e,
-                    e * 4, e * 4 / wa::kSectorBytes);
-        auto it = lane_of.find(e);
-        if (it != lane_of.end()) ImGui::Text("asked for by lane %d", it->second);
-        else if (sectors.count(e * 4 / wa::kSectorBytes)) ImGui::TextUnformatted("moved with its sector, asked for by no lane");
-      } else {
-        ImGui::Text("past the matrix's edge (%" PRId64 " x %" PRId64 ")", mrows, mcols);
-      }
-      ImGui::EndTooltip();
+  }
+
+  // The hovered element (row `i`, column `j` of the region): where it lies, and which lane asked for it.
+  static void region_tooltip(const Region& g, const Touched& t, int i, int j) {
+    const char* what = g.what;
+    const int64_t mrows = g.mrows, mcols = g.mcols;
+    const int64_t r = g.r0 + i, c = g.c0 + j;
+    ImGui::BeginTooltip();
+    if (r < mrows && c < mcols) {
+      const int64_t e = r * mcols + c;
+      ImGui::Text("%s[%" PRId64 "][%" PRId64 "]: element %" PRId64 ", byte %" PRId64 ", sector %" PRId64, what, r, c, e,
+                  e * 4, e * 4 / wa::kSectorBytes);
+      auto it = t.lane_of.find(e);
+      if (it != t.lane_of.end()) ImGui::Text("asked for by lane %d", it->second);
+      else if (t.sectors.count(e * 4 / wa::kSectorBytes)) ImGui::TextUnformatted("moved with its sector, asked for by no lane");
+    } else {
+      ImGui::Text("past the matrix's edge (%" PRId64 " x %" PRId64 ")", mrows, mcols);
     }
+    ImGui::EndTooltip();
   }
 
   // [SECTION] Shared-memory banks ---------------------------------------------------------------------
