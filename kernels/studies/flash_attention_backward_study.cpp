@@ -306,24 +306,25 @@ Curve saved_curve(const Result& r) {
   return c;
 }
 
-study::Report report(const Result& r) {
-  study::Report rep;
-  rep.panel = "backward";
-  rep.notice = r.notice;
-  rep.settings = r.s.text() + (r.o.causal ? ", causal" : "") + ", block_m=" + std::to_string(r.block_m) +
-                 ", block_n=" + std::to_string(r.block_n) + ", kv_tile=" + std::to_string(r.kv_tile) +
-                 ", q_tile=" + std::to_string(r.q_tile) + ", " + backend_name(r.backend) + " backend";
+namespace {
+// The tile pair the panel steps through: "query tile 2 x K/V tile 1".
+std::string pair_text(const Result& r) {
+  return "query tile " + std::to_string(r.q_tile) + " x K/V tile " + std::to_string(r.kv_tile);
+}
+
+// The report's checks, in the order the panel shows them.
+std::vector<study::Check> report_checks(const Result& r) {
   const int64_t past = 2 * std::max<int64_t>(r.wall_length, 1);
   Shape past_shape = r.s;
   past_shape.lq = past_shape.lk = past;
-  const std::string pair = "query tile " + std::to_string(r.q_tile) + " x K/V tile " + std::to_string(r.kv_tile);
+  const std::string pair = pair_text(r);
   // An edited kernel that misbehaved fails the teaching check whatever it wrote, and says what it did first.
   const bool faulted = r.fault.kind != editable::Fault::None;
   const bool teaching_ok =
       !faulted && r.dq_rel < r.tolerance && r.dk_rel < r.tolerance && r.dv_rel < r.tolerance;
   const bool fold_ok = !r.dk_err.empty() && r.dk_err.back() < r.tolerance && r.dv_err.back() < r.tolerance &&
                        r.dq_err.back() < r.tolerance;
-  rep.checks = {
+  return {
       {"recomputed_p_equals_forward", r.p_max_abs_diff <= 1e-6,
        "recomputed P = exp(S - L) of " + pair + " against the forward's P: max abs diff " + num(r.p_max_abs_diff)},
       {"teaching_matches_reference", teaching_ok,
@@ -343,8 +344,13 @@ study::Report report(const Result& r) {
            std::to_string(fab::naive_state_bytes(past_shape)) + " bytes asked and the bytes " +
            (r.backend == Backend::Cuda ? "free" : "available")},
   };
+}
+
+// The report's other statements, in the order of Line (then the edited kernel's file and fault, where edited).
+std::vector<std::string> report_lines(const Result& r) {
+  const std::string pair = pair_text(r);
   const double ratio = r.lse_bytes ? double(r.p_bytes) / double(r.lse_bytes) : 0;
-  rep.lines = {
+  std::vector<std::string> lines = {
       "saved for the backward: the naive forward keeps P, " + mem::bytes_text(r.p_bytes) +
           "; FlashAttention keeps L = m + log l, " + mem::bytes_text(r.lse_bytes) + " (one float per query row, " +
           num(ratio) + "x less); both keep O",
@@ -362,33 +368,52 @@ study::Report report(const Result& r) {
       "dV_j error after each query tile: " + errs_text(r.dv_err),
       "dQ_i error after each program: " + errs_text(r.dq_err),
   };
-  if (rep.lines.size() != kLineCount) throw std::logic_error("backward study: lines out of step with Line");
+  if (lines.size() != kLineCount) throw std::logic_error("backward study: lines out of step with Line");
   if (r.edited) {
-    rep.lines.push_back("kernel: " + r.source_file + " (edited)");
-    if (!r.fault_line.empty()) rep.lines.push_back(r.fault_line);
+    lines.push_back("kernel: " + r.source_file + " (edited)");
+    if (!r.fault_line.empty()) lines.push_back(r.fault_line);
   }
-  rep.numbers = {{"p_bytes", r.p_bytes},
-                 {"naive_bytes", r.naive_bytes},
-                 {"lse_bytes", r.lse_bytes},
-                 {"memory_available", r.wall.available},
-                 {"wall_length", r.wall_length},
-                 {"k_blocks", r.k_blocks},
-                 {"q_blocks", r.q_blocks},
-                 {"tiles_computed", r.tiles_computed},
-                 {"tiles_skipped", r.tiles_skipped},
-                 {"p_max_abs_diff", r.p_max_abs_diff},
-                 {"ds_positive", r.ds_positive},
-                 {"ds_negative", r.ds_negative},
-                 {"ds_zero", r.ds_zero},
-                 {"dq_rel", r.dq_rel},
-                 {"dk_rel", r.dk_rel},
-                 {"dv_rel", r.dv_rel},
-                 {"naive_rel", r.naive_rel},
-                 {"tolerance", r.tolerance},
-                 {"dk_err", r.dk_err},
-                 {"dv_err", r.dv_err},
-                 {"dq_err", r.dq_err}};
-  if (r.edited) rep.numbers["fault"] = faulted ? 1 : 0;
+  return lines;
+}
+
+// Every number the sentences state, by name.
+nlohmann::json report_numbers(const Result& r) {
+  nlohmann::json numbers = {{"p_bytes", r.p_bytes},
+                            {"naive_bytes", r.naive_bytes},
+                            {"lse_bytes", r.lse_bytes},
+                            {"memory_available", r.wall.available},
+                            {"wall_length", r.wall_length},
+                            {"k_blocks", r.k_blocks},
+                            {"q_blocks", r.q_blocks},
+                            {"tiles_computed", r.tiles_computed},
+                            {"tiles_skipped", r.tiles_skipped},
+                            {"p_max_abs_diff", r.p_max_abs_diff},
+                            {"ds_positive", r.ds_positive},
+                            {"ds_negative", r.ds_negative},
+                            {"ds_zero", r.ds_zero},
+                            {"dq_rel", r.dq_rel},
+                            {"dk_rel", r.dk_rel},
+                            {"dv_rel", r.dv_rel},
+                            {"naive_rel", r.naive_rel},
+                            {"tolerance", r.tolerance},
+                            {"dk_err", r.dk_err},
+                            {"dv_err", r.dv_err},
+                            {"dq_err", r.dq_err}};
+  if (r.edited) numbers["fault"] = r.fault.kind != editable::Fault::None ? 1 : 0;
+  return numbers;
+}
+}  // namespace
+
+study::Report report(const Result& r) {
+  study::Report rep;
+  rep.panel = "backward";
+  rep.notice = r.notice;
+  rep.settings = r.s.text() + (r.o.causal ? ", causal" : "") + ", block_m=" + std::to_string(r.block_m) +
+                 ", block_n=" + std::to_string(r.block_n) + ", kv_tile=" + std::to_string(r.kv_tile) +
+                 ", q_tile=" + std::to_string(r.q_tile) + ", " + backend_name(r.backend) + " backend";
+  rep.checks = report_checks(r);
+  rep.lines = report_lines(r);
+  rep.numbers = report_numbers(r);
   return rep;
 }
 
