@@ -11,6 +11,7 @@
 #   source .devdeps/env.sh && OUT=$OUT bash docs/perf/candidates/next-call.sh > $OUT/log 2>&1
 set -uo pipefail
 source docs/perf/candidates/call-start.sh
+END=${KL_CALL_END:-585}  # seconds from the start by which the call's last step ends (less where device time is short)
 call_build
 cat $OUT/gs/summary.txt >> "$S"
 ( source .devx/x-env.sh && OUT=$OUT/gs timeout 200 bash bench/gpu_session.sh window ) > $OUT/logs/gs-window.log 2>&1
@@ -24,7 +25,7 @@ if nvidia-smi -L | grep -q H200; then
   grep -E "^ladder / cuDNN|recorded|recording failed" $OUT/rec/summary.txt >> "$S"
   cp $OUT/rec/recorded-h200.json $OUT/rec/recorded-fast-kernels.md $OUT/ 2>/dev/null
   # The timeline's GPU and host tests (the deterministic recording's path name changed in session 22), if time is left.
-  left=$((585 - (SECONDS - T0)))
+  left=$((END - (SECONDS - T0)))
   [ $left -gt 40 ] && timeout $((left - 5)) ctest --test-dir build-cuda -R 'Timeline' -j4 --timeout 120 \
     > $OUT/logs/timeline-tests.log 2>&1
   el "timeline tests rc=$? $(grep -E 'tests passed|tests failed' $OUT/logs/timeline-tests.log)"
@@ -38,19 +39,19 @@ grep -A14 "ctest took" $OUT/gs/summary.txt >> "$S"
 python3 -c "import torch, time; torch.zeros(1, device='cuda'); time.sleep(150)" > /dev/null 2>&1 &
 holder=$!
 for run in 1 2; do
-  left=$((550 - (SECONDS - T0)))
+  left=$((END - 35 - (SECONDS - T0)))
   [ $left -gt 45 ] || break
   timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so \
     --out $OUT/logs/if-$run.json > $OUT/logs/if-$run.txt 2>&1
   el "forward run $run rc=$? $(grep '^ladder / cuDNN' $OUT/logs/if-$run.txt | tail -1)"
 done
-left=$((550 - (SECONDS - T0)))
+left=$((END - 35 - (SECONDS - T0)))
 if [ $left -gt 45 ]; then
   timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=64,d=128' \
     --out $OUT/logs/ib-1.json > $OUT/logs/ib-1.txt 2>&1
   el "backward rc=$? $(grep '^ladder / cuDNN' $OUT/logs/ib-1.txt | tail -1)"
 fi
-left=$((585 - (SECONDS - T0)))
+left=$((END - (SECONDS - T0)))
 if [ $left -gt 30 ]; then
   timeout $((left - 5)) python3 bench/interleaved_flash.py --lib build-cuda/libkl_ladder_c.so --backward --shapes 'd=256' \
     --out $OUT/logs/ib-d256.json > $OUT/logs/ib-d256.txt 2>&1
