@@ -264,7 +264,6 @@ class MeasurePanel : public Panel {
   // leaves; stacked where the panel is narrow.
   void draw_fusion_and_bandwidth() {
     const measure::Results& r = results_;
-    const bool cpu = r.machine.cpu_figures;
     cpu_caution(study::measure_cpu_line(r));
     const float gap = ImGui::GetStyle().ItemSpacing.x;
     const float avail_w = ImGui::GetContentRegionAvail().x;
@@ -273,13 +272,21 @@ class MeasurePanel : public Panel {
     const float right_w = beside ? avail_w - left_w - gap : avail_w;
     const float line = ImGui::GetTextLineHeightWithSpacing();
     const float h = std::clamp(ImGui::GetContentRegionAvail().y - 2.0f * line - ui::px(8), ui::px(200.0f), ui::px(420.0f));
+    draw_fusion_bars(left_w, h);
+    if (beside) ImGui::SameLine(0, gap);
+    draw_bandwidth_plot(ImVec2(right_w, h + line));
+  }
 
-    // (b) fused against unfused: time at the largest size both were measured at.
+  // (b) fused against unfused: time at the largest size both were measured at, one chart `h` tall per pair,
+  // side by side in `width` under their colour key.
+  void draw_fusion_bars(float width, float h) {
+    const measure::Results& r = results_;
+    const float gap = ImGui::GetStyle().ItemSpacing.x;
     ImGui::BeginGroup();
     const std::vector<FusionPair> pairs = fusion_pairs(r);
-    draw_fusion_key(left_w);
+    draw_fusion_key(width);
     const size_t n_bars = std::max<size_t>(1, pairs.size());
-    const float bar_w = std::floor((left_w - gap * float(n_bars - 1)) / float(n_bars));
+    const float bar_w = std::floor((width - gap * float(n_bars - 1)) / float(n_bars));
     for (size_t i = 0; i < pairs.size(); ++i) {
       const FusionPair& f = pairs[i];
       if (i) ImGui::SameLine(0, gap);
@@ -301,9 +308,12 @@ class MeasurePanel : public Panel {
       ImGui::PopID();
     }
     ImGui::EndGroup();
-    if (beside) ImGui::SameLine(0, gap);
+  }
 
-    // (a) bandwidth against size, the copy as the ceiling.
+  // (a) bandwidth against size, the copy as the ceiling, `size` large.
+  void draw_bandwidth_plot(ImVec2 size) {
+    const measure::Results& r = results_;
+    const bool cpu = r.machine.cpu_figures;
     ImGui::BeginGroup();
     struct Style {
       const char *kernel, *variant, *label;
@@ -338,7 +348,7 @@ class MeasurePanel : public Panel {
       ao.v_lines = {std::log2(launch_upto)};
       ao.v_line_labels = {"<- launch-bound"};
     }
-    viz::line_plot("bandwidth", bw, ao, ImVec2(right_w, h + line));
+    viz::line_plot("bandwidth", bw, ao, size);
     ImGui::EndGroup();
   }
 
