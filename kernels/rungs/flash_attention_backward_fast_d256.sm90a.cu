@@ -37,20 +37,6 @@ __global__ void bwd_d256_sm90a_probe(int* out) {
 #endif
 }
 
-// This warpgroup's 64 keys (rows key and key + 8 of each warp's 16) of `acc` (64 x 256, the accumulator layout)
-// times f, rounded to T, into rows of `out` (keys < Lk) with 4-byte stores.
-template <class T>
-__device__ __forceinline__ void store_rows(T* out, const float (&acc)[128], int key, int Lk, int t4, float f) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (key + 8 * r >= Lk) continue;
-#pragma unroll
-    for (int j = 0; j < 32; ++j)
-      *reinterpret_cast<uint32_t*>(out + int64_t(key + 8 * r) * 256 + 8 * j + 2 * t4) =
-          pack2<T>(acc[4 * j + 2 * r] * f, acc[4 * j + 2 * r + 1] * f);
-  }
-}
-
 template <class T, bool kGqa>
 __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   using Tr = FastBackwardTraitsSm90D256;
@@ -191,7 +177,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   }
 
   // dV_j = sum P^T dO (warpgroup 0), dK_j = scale * sum dS^T Q (1); 0 for keys no query sees; keys < Lk.
-  store_rows<T>(wg ? hp.dk(p) : hp.dv(p), acc, key_row, p.Lk, t4, wg ? p.scale : 1.f);
+  store_rows<T>(wg ? hp.dk(p) : hp.dv(p), acc, key_row, p.Lk, 256, 0, t4, wg ? p.scale : 1.f);
 }
 
 template <class T, bool kGqa>

@@ -144,25 +144,23 @@ __device__ __forceinline__ void pack_a(uint32_t (&frag)[K][4], const float (&acc
     for (int r = 0; r < 4; ++r) frag[kk][r] = pack2<T>(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1]);
 }
 
-// The epilogue of the wgmma main kernels: this thread's keys `key` and key + 8 (those < Lk) of dK = scale * acc_dk
-// and dV = acc_dv, rounded to T, at columns col0 + 8j + 2 t4 (+1) of rows d elements long (the accumulator layout:
-// element 4j + 2r (+1) is key + 8r).
+// The wgmma and d = 256 kernels' epilogue, once for dK and once for dV: this thread's keys `key` and key + 8 (those
+// < Lk) of one accumulator times f, rounded to T, at columns col0 + 8j + 2 t4 (+1) of rows d elements long, with
+// 4-byte stores (the accumulator layout: element 4j + 2r (+1) is key + 8r).
 template <class T, int N>
-__device__ __forceinline__ void store_dk_dv(T* dk, T* dv, const float (&acc_dk)[N], const float (&acc_dv)[N], int key,
-                                            int Lk, int d, int col0, int t4, float scale) {
+__device__ __forceinline__ void store_rows(T* out, const float (&acc)[N], int key, int Lk, int d, int col0, int t4,
+                                           float f) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (key + 8 * r >= Lk) continue;
 #pragma unroll
-    for (int j = 0; j < N / 4; ++j) {
-      const int64_t off = int64_t(key + 8 * r) * d + col0 + j * 8 + 2 * t4;
-      *reinterpret_cast<uint32_t*>(dk + off) = pack2<T>(acc_dk[4 * j + 2 * r] * scale, acc_dk[4 * j + 2 * r + 1] * scale);
-      *reinterpret_cast<uint32_t*>(dv + off) = pack2<T>(acc_dv[4 * j + 2 * r], acc_dv[4 * j + 2 * r + 1]);
-    }
+    for (int j = 0; j < N / 4; ++j)
+      *reinterpret_cast<uint32_t*>(out + int64_t(key + 8 * r) * d + col0 + j * 8 + 2 * t4) =
+          pack2<T>(acc[4 * j + 2 * r] * f, acc[4 * j + 2 * r + 1] * f);
   }
 }
 
-// wgmma-tma's epilogue (1.00x-1.11x the backward with store_dk_dv's, docs/perf-log.md): warpgroup wg's keys (64
+// wgmma-tma's epilogue (1.00x-1.11x the backward with store_rows', docs/perf-log.md): warpgroup wg's keys (64
 // rows) of dK = scale * acc_dk and dV = acc_dv, rounded to T, into shared memory at `stage` (dK then dV, each d / 64
 // blocks of 64 rows x 128 bytes in the 128-byte swizzle) by stmatrix, then read back 16 bytes a thread, consecutive
 // threads along a row, and written out with 16-byte stores (rows < Lk): whole 32-byte sectors instead of the 4-byte
@@ -738,7 +736,8 @@ __device__ __forceinline__ void bwd_wgmma_body(const FastBackwardParams& p, cons
     // their warpgroups run with them (the adds read the dQ stages, not the Q_i / dO_i stages it writes).
     if constexpr (kAtomicDq) bulk_wait<0>();
   } else {
-    store_dk_dv<T>(hp.dk(p), hp.dv(p), acc_dk, acc_dv, key_row, p.Lk, D, 0, t4, p.scale);
+    store_rows<T>(hp.dk(p), acc_dk, key_row, p.Lk, D, 0, t4, p.scale);  // the wgmma kernel: dK = scale acc_dk,
+    store_rows<T>(hp.dv(p), acc_dv, key_row, p.Lk, D, 0, t4, 1.f);      // dV = acc_dv, from registers
   }
   rec.finish(wg);
 }
