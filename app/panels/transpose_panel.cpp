@@ -249,13 +249,10 @@ class TransposePanel : public Panel {
 
   static Touched touched_by(const wa::Request* req) {
     Touched t;
-    if (req)
-      for (int l = 0; l < wa::kWarpSize; ++l)
-        if ((req->active >> l) & 1u) {
-          t.lane_of[req->offset[l] / 4] = l;
-          for (int64_t s = req->offset[l] / wa::kSectorBytes; s <= (req->offset[l] + req->bytes - 1) / wa::kSectorBytes; ++s)
-            t.sectors.insert(s);
-        }
+    if (!req) return t;
+    for (int l = 0; l < wa::kWarpSize; ++l)
+      if ((req->active >> l) & 1u) t.lane_of[req->offset[l] / 4] = l;
+    t.sectors = wa::sectors_of(*req);
     return t;
   }
 

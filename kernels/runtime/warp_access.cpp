@@ -28,20 +28,22 @@ namespace {
 bool lane_on(const Request& r, int lane) { return (r.active >> lane) & 1u; }
 
 // Distinct values of floor(byte / unit) over every byte the active lanes touch.
-int distinct_units(const Request& r, int unit) {
+std::set<int64_t> units_of(const Request& r, int unit) {
   std::set<int64_t> s;
   for (int i = 0; i < kWarpSize; ++i)
     if (lane_on(r, i))
       for (int64_t u = r.offset[i] / unit; u <= (r.offset[i] + r.bytes - 1) / unit; ++u) s.insert(u);
-  return int(s.size());
+  return s;
 }
 
 }  // namespace
 
+std::set<int64_t> sectors_of(const Request& r) { return units_of(r, kSectorBytes); }
+
 GlobalCost global_cost(const Request& r) {
   GlobalCost c;
-  c.sectors = distinct_units(r, kSectorBytes);
-  c.lines = distinct_units(r, kLineBytes);
+  c.sectors = int(sectors_of(r).size());
+  c.lines = int(units_of(r, kLineBytes).size());
   std::set<int64_t> bytes;
   for (int i = 0; i < kWarpSize; ++i)
     if (lane_on(r, i))

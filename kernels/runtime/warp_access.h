@@ -12,6 +12,7 @@
 //                  quarter-warps), each group its own passes; the request's wavefronts are their sum.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <vector>
 
 namespace kl::warp_access {
@@ -46,6 +47,8 @@ struct GlobalCost {
   int64_t bytes_used = 0; // distinct bytes the lanes asked for
 };
 GlobalCost global_cost(const Request& r);
+// The 32-byte sectors (byte / 32) the active lanes' bytes fall in: global_cost's count, the warp view's outlines.
+std::set<int64_t> sectors_of(const Request& r);
 
 struct SharedCost {
   int bank[kWarpSize];    // each lane's bank (of its first word); -1 where the lane did not take part
