@@ -177,7 +177,7 @@ __device__ __forceinline__ void bwd_d256_body(const FastBackwardParams& p) {
   }
 
   // dV_j = sum P^T dO (warpgroup 0), dK_j = scale * sum dS^T Q (1); 0 for keys no query sees; keys < Lk.
-  store_rows<T>(wg ? hp.dk(p) : hp.dv(p), acc, key_row, p.Lk, 256, 0, t4, wg ? p.scale : 1.f);
+  store_rows<T>(wg ? hp.dk(p) : hp.dv(p), acc, key_row, p.Lk, D, 0, t4, wg ? p.scale : 1.f);
 }
 
 template <class T, bool kGqa>
